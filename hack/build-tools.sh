@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Build the Kubernetes control-plane binaries, kubectl, KWOK, sops and age from
+# the Go module proxy into a cache outside the repository. Idempotent: a tool
+# that is already built for the pinned version is not rebuilt.
+set -euo pipefail
+
+K8S_VERSION="${K8S_VERSION:-v1.34.4}"
+KWOK_VERSION="${KWOK_VERSION:-v0.7.0}"
+SOPS_VERSION="${SOPS_VERSION:-v3.9.0}"
+AGE_VERSION="${AGE_VERSION:-v1.2.1}"
+CACHE="${PHASEKIT_CACHE:-$HOME/.cache/phasekit}"
+BIN="$CACHE/bin/k8s-$K8S_VERSION"
+export GOFLAGS="${GOFLAGS:--buildvcs=false}" CGO_ENABLED=0
+
+mkdir -p "$BIN"
+
+have() { [ -x "$BIN/$1" ]; }
+
+build_kubernetes() {
+  local tools=(kube-apiserver kube-controller-manager kube-scheduler kubectl) missing=()
+  for t in "${tools[@]}"; do have "$t" || missing+=("$t"); done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local mod="$CACHE/src/k8s-wrapper-$K8S_VERSION"
+  mkdir -p "$mod"
+  # k8s.io/kubernetes points its staging modules at ./staging; a consumer
+  # must replace each with the published v0.x release of the same minor.
+  local staging="v0.${K8S_VERSION#v1.}"
+  {
+    echo "module phasekit.local/k8swrapper"
+    echo "go 1.24.0"
+    echo "require k8s.io/kubernetes $K8S_VERSION"
+    echo "replace ("
+    curl -fsSL "https://proxy.golang.org/k8s.io/kubernetes/@v/$K8S_VERSION.mod" \
+      | sed -n 's#^\t\(k8s.io/[a-z0-9-]*\) => ./staging/src/.*#\t\1 => \1 '"$staging"'#p'
+    echo ")"
+  } >"$mod/go.mod"
+  cat >"$mod/tools.go" <<'GO'
+//go:build tools
+
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+)
+GO
+  local minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"
+  local ldflags="-s -w"
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+    ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+  done
+  (
+    cd "$mod"
+    GOFLAGS="$GOFLAGS -mod=mod" go mod tidy -e >/dev/null 2>&1 || true
+    for t in "${missing[@]}"; do
+      echo "building $t $K8S_VERSION (first time only)" >&2
+      GOFLAGS="$GOFLAGS -mod=mod" go build -tags tools -trimpath -ldflags "$ldflags" \
+        -o "$BIN/$t.tmp" "k8s.io/kubernetes/cmd/$t"
+      mv "$BIN/$t.tmp" "$BIN/$t"
+    done
+  )
+}
+
+go_install() {  # name package@version
+  have "$1" && return 0
+  echo "building $1 (first time only)" >&2
+  GOBIN="$BIN" go install -trimpath -ldflags "-s -w" "$2"
+}
+
+ensure_etcd() {  # Debian's etcd-server is the etcd the clusters run
+  command -v etcd >/dev/null && return 0
+  [ "$(id -u)" = 0 ] || { echo "etcd missing: apt-get install etcd-server" >&2; exit 1; }
+  echo "installing etcd-server (Debian)" >&2
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null
+}
+
+ensure_etcd
+build_kubernetes
+go_install kwok "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+go_install sops "github.com/getsops/sops/v3/cmd/sops@$SOPS_VERSION"
+go_install age "filippo.io/age/cmd/age@$AGE_VERSION"
+go_install age-keygen "filippo.io/age/cmd/age-keygen@$AGE_VERSION"
+echo "$BIN"

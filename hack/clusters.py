@@ -1,0 +1,384 @@
+#!/usr/bin/env python3
+"""Real local Kubernetes control planes on loopback, for tests, the demo and benchmarks.
+
+Each cluster is etcd + kube-apiserver + kube-controller-manager + kube-scheduler
++ KWOK (fake nodes that run pods), all bound to 127.0.0.1, each with its own
+state directory. Usage:
+
+    clusters.py up   [NAME ...]   start (idempotent) and wait for /readyz
+    clusters.py down [NAME ...]   stop every process started and remove state
+    clusters.py env               print shell exports for the merged kubeconfig
+
+Per cluster NAME, in $PHASEKIT_CLUSTERS_DIR (default ~/.cache/phasekit/clusters):
+    NAME/admin.kubeconfig    context NAME, user NAME-admin (client certificate)
+    NAME/limited.kubeconfig  context NAME-limited, user NAME-limited (bearer token,
+                             RBAC: view everywhere, edit in namespace phasekit-limited)
+and kubeconfig (every context of every cluster, merged).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import ipaddress
+import json
+import os
+import secrets
+import shutil
+import signal
+import ssl
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+ROOT = Path(os.environ.get("PHASEKIT_CLUSTERS_DIR", Path.home() / ".cache/phasekit/clusters"))
+BIN = Path(os.environ.get("PHASEKIT_BIN", ""))
+DEFAULT_NAMES = os.environ.get("CLUSTERS", "ephemeral target").split()
+PORT_BASE = int(os.environ.get("PHASEKIT_PORT_BASE", "36000"))
+FAKE_NODES = 2
+LIMITED_NAMESPACE = "phasekit-limited"
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+
+
+def ports_for(index: int) -> dict:
+    """Stable loopback ports for the cluster at this position in the name list."""
+    base = PORT_BASE + 100 * index
+    return {"etcd": base + 1, "etcd_peer": base + 2, "apiserver": base + 43,
+            "cm": base + 57, "scheduler": base + 59, "kwok": base + 80}
+
+
+# ---------------------------------------------------------------- PKI
+
+def _key():
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
+def _write_pem(path: Path, key=None, cert=None):
+    data = b""
+    if cert is not None:
+        data += cert.public_bytes(serialization.Encoding.PEM)
+    if key is not None:
+        data += key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
+                                  serialization.NoEncryption())
+    path.write_bytes(data)
+    path.chmod(0o600)
+
+
+def _cert(subject_cn, key, issuer_cert=None, issuer_key=None, org=None, ca=False, server_names=(), client=False):
+    now = datetime.datetime.now(datetime.timezone.utc)
+    attrs = [x509.NameAttribute(NameOID.COMMON_NAME, subject_cn)]
+    if org:
+        attrs.append(x509.NameAttribute(NameOID.ORGANIZATION_NAME, org))
+    subject = x509.Name(attrs)
+    builder = (x509.CertificateBuilder()
+               .subject_name(subject)
+               .issuer_name(issuer_cert.subject if issuer_cert else subject)
+               .public_key(key.public_key())
+               .serial_number(x509.random_serial_number())
+               .not_valid_before(now - datetime.timedelta(minutes=5))
+               .not_valid_after(now + datetime.timedelta(days=3650))
+               .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+    if ca:
+        builder = builder.add_extension(x509.KeyUsage(True, False, False, False, False, True, True, False, False),
+                                        critical=True)
+    else:
+        usages = [ExtendedKeyUsageOID.CLIENT_AUTH] if client else [ExtendedKeyUsageOID.SERVER_AUTH]
+        builder = builder.add_extension(x509.ExtendedKeyUsage(usages), critical=False)
+    if server_names:
+        alt = []
+        for n in server_names:
+            try:
+                alt.append(x509.IPAddress(ipaddress.ip_address(n)))
+            except ValueError:
+                alt.append(x509.DNSName(n))
+        builder = builder.add_extension(x509.SubjectAlternativeName(alt), critical=False)
+    return builder.sign(issuer_key or key, hashes.SHA256())
+
+
+def make_pki(pki: Path):
+    """CA, apiserver serving cert, admin and component client certs, service-account key."""
+    if (pki / "done").exists():
+        return
+    pki.mkdir(parents=True, exist_ok=True)
+    ca_key = _key()
+    ca = _cert("phasekit-local-ca", ca_key, ca=True)
+    _write_pem(pki / "ca.crt", cert=ca)
+    _write_pem(pki / "ca.key", key=ca_key)
+    serving_key = _key()
+    names = ["127.0.0.1", "localhost", "10.96.0.1", "kubernetes", "kubernetes.default",
+             "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"]
+    _write_pem(pki / "apiserver.crt", cert=_cert("kube-apiserver", serving_key, ca, ca_key, server_names=names))
+    _write_pem(pki / "apiserver.key", key=serving_key)
+    for name, cn, org in (("admin", "phasekit-admin", "system:masters"),
+                          ("controller-manager", "system:kube-controller-manager", None),
+                          ("scheduler", "system:kube-scheduler", None)):
+        k = _key()
+        _write_pem(pki / f"{name}.crt", cert=_cert(cn, k, ca, ca_key, org=org, client=True))
+        _write_pem(pki / f"{name}.key", key=k)
+    sa = _key()
+    _write_pem(pki / "sa.key", key=sa)
+    (pki / "sa.pub").write_bytes(sa.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+    (pki / "limited.token").write_text(secrets.token_hex(24))
+    (pki / "tokens.csv").write_text(f"{(pki / 'limited.token').read_text()},limited-user,limited-user-uid\n")
+    (pki / "tokens.csv").chmod(0o600)
+    (pki / "done").write_text("")
+
+
+def kubeconfig(name, server, pki: Path, user: str, auth: dict, context: str) -> dict:
+    return {
+        "apiVersion": "v1", "kind": "Config", "preferences": {},
+        "clusters": [{"name": name, "cluster": {"server": server, "certificate-authority": str(pki / "ca.crt")}}],
+        "users": [{"name": user, "user": auth}],
+        "contexts": [{"name": context, "context": {"cluster": name, "user": user}}],
+        "current-context": context,
+    }
+
+
+def write_yaml(path: Path, data):
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(yaml.safe_dump(data, sort_keys=False))
+    tmp.chmod(0o600)
+    tmp.replace(path)
+
+
+# ---------------------------------------------------------------- processes
+
+def _alive(pidfile: Path) -> bool:
+    try:
+        os.kill(int(pidfile.read_text()), 0)
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def start(state: Path, component: str, argv: list, env: dict | None = None):
+    pidfile = state / f"{component}.pid"
+    if pidfile.exists() and _alive(pidfile):
+        return
+    log = open(state / f"{component}.log", "ab")
+    proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            start_new_session=True, env={**os.environ, **(env or {})})
+    pidfile.write_text(str(proc.pid))
+
+
+def stop(state: Path):
+    for component in reversed(COMPONENTS):
+        pidfile = state / f"{component}.pid"
+        if not pidfile.exists():
+            continue
+        try:
+            pid = int(pidfile.read_text())
+            os.killpg(pid, signal.SIGTERM)
+            for _ in range(50):
+                os.kill(pid, 0)
+                time.sleep(0.1)
+            os.killpg(pid, signal.SIGKILL)
+        except (OSError, ValueError):
+            pass
+        pidfile.unlink(missing_ok=True)
+
+
+def tool(name: str) -> str:
+    for candidate in (BIN / name, Path(shutil.which(name) or "/nonexistent")):
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    sys.exit(f"clusters: {name} not found in {BIN} or PATH; run hack/build-tools.sh first")
+
+
+def wait_ready(url: str, pki: Path, what: str, timeout=120):
+    ctx = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+    ctx.load_cert_chain(str(pki / "admin.crt"), str(pki / "admin.key"))
+    deadline = time.time() + timeout
+    last = ""
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(url, context=ctx, timeout=5) as resp:
+                if resp.status == 200:
+                    return
+        except Exception as exc:  # noqa: BLE001 - any failure means: not ready yet
+            last = str(exc)
+        time.sleep(0.5)
+    sys.exit(f"clusters: {what} not ready after {timeout}s ({last}); see logs in {url}")
+
+
+def kubectl(admin_kc: Path, *args, stdin: str | None = None, check=True):
+    return subprocess.run([tool("kubectl"), "--kubeconfig", str(admin_kc), *args], input=stdin, text=True,
+                          capture_output=True, check=check)
+
+
+# ---------------------------------------------------------------- one cluster
+
+def up_one(name: str, index: int):
+    state = ROOT / name
+    pki = state / "pki"
+    state.mkdir(parents=True, exist_ok=True)
+    make_pki(pki)
+    p = ports_for(index)
+    server = f"https://127.0.0.1:{p['apiserver']}"
+    admin_kc = state / "admin.kubeconfig"
+    write_yaml(admin_kc, kubeconfig(name, server, pki, f"{name}-admin",
+                                    {"client-certificate": str(pki / "admin.crt"),
+                                     "client-key": str(pki / "admin.key")}, name))
+    write_yaml(state / "limited.kubeconfig", kubeconfig(name, server, pki, f"{name}-limited",
+                                                        {"token": (pki / "limited.token").read_text()},
+                                                        f"{name}-limited"))
+    for comp in ("controller-manager", "scheduler"):
+        write_yaml(state / f"{comp}.kubeconfig", kubeconfig(name, server, pki, comp,
+                                                            {"client-certificate": str(pki / f"{comp}.crt"),
+                                                             "client-key": str(pki / f"{comp}.key")}, name))
+
+    start(state, "etcd", [tool("etcd"), "--name", name, "--data-dir", str(state / "etcd-data"),
+                          "--listen-client-urls", f"http://127.0.0.1:{p['etcd']}",
+                          "--advertise-client-urls", f"http://127.0.0.1:{p['etcd']}",
+                          "--listen-peer-urls", f"http://127.0.0.1:{p['etcd_peer']}",
+                          "--initial-advertise-peer-urls", f"http://127.0.0.1:{p['etcd_peer']}",
+                          "--initial-cluster", f"{name}=http://127.0.0.1:{p['etcd_peer']}",
+                          "--unsafe-no-fsync", "--quota-backend-bytes", str(4 * 1024 ** 3)])
+    start(state, "kube-apiserver", [
+        tool("kube-apiserver"), "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+        f"--secure-port={p['apiserver']}", f"--etcd-servers=http://127.0.0.1:{p['etcd']}",
+        f"--client-ca-file={pki / 'ca.crt'}", f"--tls-cert-file={pki / 'apiserver.crt'}",
+        f"--tls-private-key-file={pki / 'apiserver.key'}",
+        f"--service-account-key-file={pki / 'sa.pub'}", f"--service-account-signing-key-file={pki / 'sa.key'}",
+        "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+        f"--token-auth-file={pki / 'tokens.csv'}", "--authorization-mode=Node,RBAC",
+        "--service-cluster-ip-range=10.96.0.0/16", "--allow-privileged=true", "--profiling=false",
+        f"--cert-dir={state / 'apiserver-certs'}"])
+    wait_ready(f"{server}/readyz", pki, f"{name} kube-apiserver")
+    start(state, "kube-controller-manager", [
+        tool("kube-controller-manager"), f"--kubeconfig={state / 'controller-manager.kubeconfig'}",
+        f"--authentication-kubeconfig={state / 'controller-manager.kubeconfig'}",
+        f"--authorization-kubeconfig={state / 'controller-manager.kubeconfig'}",
+        "--bind-address=127.0.0.1", f"--secure-port={p['cm']}", "--leader-elect=false",
+        f"--service-account-private-key-file={pki / 'sa.key'}", f"--root-ca-file={pki / 'ca.crt'}",
+        "--use-service-account-credentials=true", "--service-cluster-ip-range=10.96.0.0/16",
+        "--controllers=*,-nodeipam,-cloud-node-lifecycle,-service,-route,-bootstrapsigner,"
+        "-tokencleaner", "--profiling=false"])
+    start(state, "kube-scheduler", [
+        tool("kube-scheduler"), f"--kubeconfig={state / 'scheduler.kubeconfig'}",
+        f"--authentication-kubeconfig={state / 'scheduler.kubeconfig'}",
+        f"--authorization-kubeconfig={state / 'scheduler.kubeconfig'}",
+        "--bind-address=127.0.0.1", f"--secure-port={p['scheduler']}", "--leader-elect=false",
+        "--profiling=false"])
+    start(state, "kwok", [
+        tool("kwok"), f"--kubeconfig={admin_kc}", "--manage-all-nodes=false",
+        "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+        "--disregard-status-with-annotation-selector=kwok.x-k8s.io/status=custom",
+        "--cidr=10.0.0.1/24", "--node-ip=10.0.0.1", f"--node-port={p['kwok']}", "--server-address=127.0.0.1:0"],
+          # KWOK's client asks for watch-list streams, which need etcd's watch progress
+          # requests; Debian's etcd 3.4 has none, so plain list+watch it is.
+          env={"KUBE_FEATURE_WatchListClient": "false"})
+    seed(name, admin_kc)
+
+
+def fake_node(name: str) -> dict:
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "annotations": {"kwok.x-k8s.io/node": "fake"},
+                         "labels": {"type": "kwok", "kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                                    "kubernetes.io/arch": "amd64"}},
+            "spec": {}, "status": {"allocatable": {"cpu": "32", "memory": "256Gi", "pods": "250"},
+                                   "capacity": {"cpu": "32", "memory": "256Gi", "pods": "250"}}}
+
+
+def seed(name: str, admin_kc: Path):
+    """Fake nodes, the limited user's RBAC; applied server-side so re-runs are no-ops."""
+    docs = [fake_node(f"{name}-node-{i}") for i in range(FAKE_NODES)]
+    docs += [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": LIMITED_NAMESPACE}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": "phasekit-limited-view"},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "limited-user"}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+         "metadata": {"name": "phasekit-limited-edit", "namespace": LIMITED_NAMESPACE},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "limited-user"}]},
+    ]
+    text = "\n---\n".join(json.dumps(d) for d in docs)
+    for attempt in range(60):  # RBAC bootstrap roles appear shortly after /readyz
+        res = kubectl(admin_kc, "apply", "--server-side", "--field-manager=phasekit-clusters", "-f", "-",
+                      stdin=text, check=False)
+        if res.returncode == 0:
+            break
+        time.sleep(1)
+    else:
+        sys.exit(f"clusters: seeding {name} failed: {res.stderr.strip()}")
+
+
+def write_merged(names):
+    """One kubeconfig holding every context of every running cluster."""
+    merged = {"apiVersion": "v1", "kind": "Config", "preferences": {}, "clusters": [], "users": [], "contexts": []}
+    for name in names:
+        for kind in ("admin", "limited"):
+            path = ROOT / name / f"{kind}.kubeconfig"
+            if not path.exists():
+                continue
+            data = yaml.safe_load(path.read_text())
+            for key in ("users", "contexts"):
+                merged[key] += data[key]
+            if kind == "admin":
+                merged["clusters"] += data["clusters"]
+    merged["current-context"] = names[0] if names else ""
+    write_yaml(ROOT / "kubeconfig", merged)
+
+
+def running_names():
+    return sorted(p.name for p in ROOT.iterdir() if (p / "kube-apiserver.pid").exists()) if ROOT.exists() else []
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=["up", "down", "env", "status"])
+    parser.add_argument("names", nargs="*")
+    args = parser.parse_args(argv)
+    names = args.names or DEFAULT_NAMES
+    if args.command == "up":
+        for index, name in enumerate(names):
+            up_one(name, index)
+        for name in names:
+            wait_nodes_ready(name)
+        write_merged(names)
+        for name in names:
+            print(f"cluster {name}: {ROOT / name / 'admin.kubeconfig'} (context {name}), "
+                  f"{ROOT / name / 'limited.kubeconfig'} (context {name}-limited)")
+        print(f"merged kubeconfig: {ROOT / 'kubeconfig'}")
+    elif args.command == "down":
+        for name in (args.names or running_names() or names):
+            stop(ROOT / name)
+            shutil.rmtree(ROOT / name, ignore_errors=True)
+        if not running_names():
+            (ROOT / "kubeconfig").unlink(missing_ok=True)
+    elif args.command == "env":
+        print(f"export KUBECONFIG={ROOT / 'kubeconfig'}")
+    elif args.command == "status":
+        for name in running_names():
+            alive = [c for c in COMPONENTS if _alive(ROOT / name / f"{c}.pid")]
+            print(f"{name}: {' '.join(alive) or 'stopped'}")
+
+
+def wait_nodes_ready(name: str, timeout=120):
+    admin_kc = ROOT / name / "admin.kubeconfig"
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        res = kubectl(admin_kc, "get", "nodes", "-o", "json", check=False)
+        if res.returncode == 0:
+            nodes = json.loads(res.stdout)["items"]
+            ready = [n for n in nodes for c in n.get("status", {}).get("conditions", [])
+                     if c["type"] == "Ready" and c["status"] == "True"]
+            if len(ready) >= FAKE_NODES:
+                return
+        time.sleep(0.5)
+    sys.exit(f"clusters: {name}: fake nodes not Ready after {timeout}s; see {ROOT / name / 'kwok.log'}")
+
+
+if __name__ == "__main__":
+    main()
