@@ -76,10 +76,10 @@ ansible-test-sanity: venv
 	rm -rf $(SANITY_TREE) && mkdir -p $(SANITY_TREE)
 	git ls-files -z --cached --others --exclude-standard | xargs -0 -I{} sh -c 'test -e "{}" && printf "%s\0" "{}"' \
 	  | tar --null -T - -cf - | tar -xf - -C $(SANITY_TREE)
-	cd $(SANITY_TREE) && ansible-test sanity --color no --python $(PYVER) --requirements --exclude hack/ --exclude bench/
+	cd $(SANITY_TREE) && ansible-test sanity --color no --python $(PYVER) --requirements $(foreach d,hack bench,$(if $(wildcard $(d)),--exclude $(d)/))
 
 ansible-lint: venv collection-link
-	ansible-lint --profile production --offline
+	ansible-lint --nocolor
 
 docs-lint: venv collection-link
 	antsibull-docs lint-collection-docs --plugin-docs --skip-rstcheck .
