@@ -1,0 +1,29 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""Checks shared by the inventory's configuration entries and site files."""
+
+from __future__ import annotations
+
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+
+
+def check_fields(entry: dict, allowed: tuple, where: str):
+    """Fail on keys that are not among ``allowed``, listing what is."""
+    unknown = sorted(str(key) for key in entry if key not in allowed)
+    if unknown:
+        raise PhasekitError(f"unknown field(s) {', '.join(unknown)}; expected {', '.join(allowed)}", where=where)
+
+
+def check_labels(labels, where: str) -> dict:
+    """Labels as a str -> str mapping (YAML numbers and booleans become their text)."""
+    if labels is None:
+        return {}
+    if not isinstance(labels, dict):
+        raise PhasekitError(f"'labels' must be a mapping of label name to value, got {type(labels).__name__}",
+                            where=where)
+    checked = {}
+    for key, value in labels.items():
+        if not isinstance(value, (str, int, float, bool)):
+            raise PhasekitError(f"label {key!r} must have a text value, got {type(value).__name__}", where=where)
+        checked[str(key)] = str(value).lower() if isinstance(value, bool) else str(value)
+    return checked

@@ -1,0 +1,86 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""The site file: the cluster map written by hand.
+
+    clusters:
+      ephemeral:
+        kubeconfig: ../kubeconfigs/ephemeral.yaml     # sources reference, never kubeconfig data
+        context: ephemeral
+        labels: {env: dev}
+      target:
+        parent: ephemeral
+        kubeconfig: {secret: {name: target-kubeconfig, namespace: default}}
+        labels: {env: dev, role: workload}
+        vars: {region: eu-west}
+"""
+
+from __future__ import annotations
+
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.inventory.checks import check_fields, check_labels
+from ansible_collections.phasekit.kube.plugins.module_utils.inventory.cluster_map import ClusterHost
+from ansible_collections.phasekit.kube.plugins.module_utils.inventory.source_refs import check_source_refs
+
+CLUSTER_FIELDS = ("kubeconfig", "context", "parent", "cluster", "labels", "vars")
+# Host variables the fields above produce; setting them through 'vars' would bypass the checks.
+CONTRACT_VARS = {"kube_kubeconfig": "kubeconfig", "kube_context": "context", "kube_parent": "parent",
+                 "kube_cluster": "cluster", "kube_labels": "labels", "ansible_connection": None}
+
+
+def _optional_text(spec: dict, key: str, where: str) -> str | None:
+    value = spec.get(key)
+    if value is not None and (not isinstance(value, str) or not value):
+        raise PhasekitError(f"'{key}' must be a non-empty string, got {type(value).__name__}", where=where)
+    return value
+
+
+def _extra_vars(spec: dict, where: str) -> dict:
+    extra = spec.get("vars") or {}
+    if not isinstance(extra, dict):
+        raise PhasekitError(f"'vars' must be a mapping, got {type(extra).__name__}", where=where)
+    for name in extra:
+        if name in CONTRACT_VARS:
+            hint = f"use the field '{CONTRACT_VARS[name]}'" if CONTRACT_VARS[name] else "it is always 'local'"
+            raise PhasekitError(f"'vars' must not set {name}: {hint}", where=where)
+    return dict(extra)
+
+
+def cluster_from_spec(name: str, spec, *, base_dir: str, where: str) -> ClusterHost:
+    """One site file entry as a cluster host; relative paths anchored to ``base_dir``."""
+    if spec is None:
+        spec = {}
+    if not isinstance(spec, dict):
+        raise PhasekitError(f"expected a mapping with {', '.join(CLUSTER_FIELDS)}, got {type(spec).__name__}",
+                            where=where)
+    check_fields(spec, CLUSTER_FIELDS, where)
+    kubeconfig = spec.get("kubeconfig")
+    if kubeconfig is not None:
+        kubeconfig = check_source_refs(kubeconfig, base_dir=base_dir, where=f"{where}, field kubeconfig")
+    return ClusterHost(
+        name=name,
+        kubeconfig=kubeconfig,
+        context=_optional_text(spec, "context", where),
+        parent=_optional_text(spec, "parent", where),
+        cluster=_optional_text(spec, "cluster", where),
+        labels=check_labels(spec.get("labels"), f"{where}, field labels"),
+        extra_vars=_extra_vars(spec, where),
+        origin=where,
+    )
+
+
+def clusters_from_site(data, *, path: str, base_dir: str) -> list[ClusterHost]:
+    """Every cluster of a parsed site file, in file order."""
+    if not isinstance(data, dict) or set(data) != {"clusters"}:
+        found = ", ".join(map(str, data)) if isinstance(data, dict) else type(data).__name__
+        raise PhasekitError(f"a site file is a mapping with the single key 'clusters'; found {found or 'nothing'}",
+                            where=path)
+    clusters = data["clusters"]
+    if not isinstance(clusters, dict):
+        raise PhasekitError(f"'clusters' must map cluster names to their settings, got {type(clusters).__name__}",
+                            where=path)
+    hosts = []
+    for name, spec in clusters.items():
+        if not isinstance(name, str) or not name:
+            raise PhasekitError(f"cluster names must be non-empty strings, got {name!r}", where=f"{path}: clusters")
+        hosts.append(cluster_from_spec(name, spec, base_dir=base_dir, where=f"{path}: clusters.{name}"))
+    return hosts

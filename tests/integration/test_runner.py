@@ -1,0 +1,236 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""Runs through ansible-runner, the engine AWX uses, with a private data dir like AWX writes.
+
+Every job event (event data, results, stdout) is scanned for kubeconfig
+secrets of the local clusters: client keys, client certificates and tokens,
+raw and base64-encoded as in ``*-data`` fields. None may appear.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+import ansible_runner
+import pytest
+import yaml
+from jinja2.sandbox import SandboxedEnvironment
+
+from test_inventory import leaked, secret_strings
+
+VENV_BIN = Path(sys.executable).parent
+REPO = Path(__file__).resolve().parents[2]
+CREDENTIAL_TYPE = REPO / "examples/awx/credential-type-kubeconfigs.yml"
+BEARER_TOKEN_GROUP_VARS = REPO / "examples/awx/bearer-token-group-vars.yml"
+
+# Touches each cluster of the play through the collection's kubeconfig
+# resolution, then lists namespaces with kubectl to prove the credentials work.
+SITE = """\
+- name: Fleet check
+  hosts: "{{ fleet_hosts | default('all') }}"
+  gather_facts: false
+  tasks:
+    - name: Resolve this cluster's kubeconfig
+      phasekit.kube.kubeconfig:
+        dest: "{{ kubeconfig_dir }}/{{ inventory_hostname }}.yaml"
+      register: resolved
+
+    - name: List namespaces with the resolved kubeconfig
+      ansible.builtin.command:
+        argv: [kubectl, --kubeconfig, "{{ kubeconfig_dir }}/{{ inventory_hostname }}.yaml", get, namespaces, -o, name]
+      register: namespaces
+      changed_when: false
+
+    - name: Show what was used
+      ansible.builtin.debug:
+        msg: "{{ resolved }}"
+
+    - name: The cluster answered
+      ansible.builtin.assert:
+        that: "'namespace/kube-system' in namespaces.stdout_lines"
+"""
+
+SLICE_PLAY = """\
+- name: Mark every cluster of the slice
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Apply this run's marker ConfigMap
+      phasekit.kube.apply:
+        namespace: default
+        definition:
+          apiVersion: v1
+          kind: ConfigMap
+          metadata: {name: "{{ marker }}"}
+          data: {host: "{{ inventory_hostname }}"}
+"""
+
+
+@pytest.fixture(scope="module")
+def secrets(clusters) -> list[str]:
+    return secret_strings(clusters["ephemeral"].dir.parent)
+
+
+@pytest.fixture()
+def private_data_dir(tmp_path, collections_path, bin_dir) -> Path:
+    """project/, inventory/ and env/envvars as AWX lays them out."""
+    root = tmp_path / "runner"
+    for name in ("project", "inventory", "env", "kubeconfigs"):
+        (root / name).mkdir(parents=True)
+    (root / "kubeconfigs").chmod(0o700)
+    envvars = {
+        "ANSIBLE_COLLECTIONS_PATH": str(collections_path),
+        "ANSIBLE_PYTHON_INTERPRETER": sys.executable,
+        "ANSIBLE_NOCOLOR": "1",
+        "PATH": f"{bin_dir}{os.pathsep}{VENV_BIN}{os.pathsep}{os.environ['PATH']}",
+    }
+    (root / "env/envvars").write_text(yaml.safe_dump(envvars))
+    return root
+
+
+def run(private_data_dir: Path, playbook: str, inventory: str, *, env: dict | None = None,
+        extravars: dict | None = None, **kwargs):
+    (private_data_dir / "project/site.yml").write_text(textwrap.dedent(playbook))
+    (private_data_dir / "inventory/fleet.clusters.yml").write_text(textwrap.dedent(inventory))
+    saved = {key: os.environ.get(key) for key in ("KUBECONFIG", *(env or {}))}
+    os.environ.pop("KUBECONFIG", None)
+    os.environ.update(env or {})  # the job's environment, as AWX's credential injectors set it
+    try:
+        return ansible_runner.run(private_data_dir=str(private_data_dir), playbook="site.yml", quiet=True,
+                                  extravars={"kubeconfig_dir": str(private_data_dir / "kubeconfigs"),
+                                             **(extravars or {})}, **kwargs)
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def events_text(runner) -> str:
+    """Every job event, as AWX would store it: event data, task results and stdout."""
+    return "\n".join(json.dumps(event, default=str) for event in runner.events) + runner.stdout.read()
+
+
+def awx_inject(credential_type: Path, inputs: dict, directory: Path) -> dict:
+    """What AWX does with a custom credential: render each file template to a private file, then the env."""
+    injectors = yaml.safe_load(credential_type.read_text())["injectors"]
+    jinja = SandboxedEnvironment()
+    fields = {field["id"]: "" for field in yaml.safe_load(credential_type.read_text())["inputs"]["fields"]}
+    fields.update(inputs)
+    filenames = {}
+    for key, template in injectors.get("file", {}).items():
+        path = directory / f"awx_{key.removeprefix('template.')}"
+        path.write_text(jinja.from_string(template).render(**fields))
+        path.chmod(0o600)
+        filenames[key.removeprefix("template.")] = str(path)
+    context = {**fields, "tower": {"filename": filenames}}
+    return {name: jinja.from_string(template).render(**context) for name, template in injectors.get("env", {}).items()}
+
+
+def flattened(cluster, path: Path, context: str | None = None, limited: bool = False) -> Path:
+    """A self-contained kubeconfig (embedded cert and key data), like the files an AWX credential injects."""
+    args = ["config", "view", "--raw", "--flatten", "--minify"] + (["--context", context] if context else [])
+    path.write_text(cluster.kubectl(*args, limited=limited).stdout)
+    path.chmod(0o600)
+    return path
+
+
+def test_scan_recognizes_kubeconfig_secrets(clusters, secrets, tmp_path):
+    """The scan is not vacuous: embedded client keys and tokens, as a kubeconfig holds them, are found."""
+    admin = flattened(clusters["target"], tmp_path / "admin.yaml").read_text()
+    limited = flattened(clusters["target"], tmp_path / "limited.yaml", limited=True).read_text()
+    assert len(leaked(admin, secrets)) >= 2  # client certificate and key data
+    assert len(leaked(limited, secrets)) == 1  # the bearer token
+
+
+def test_site_run_succeeds_without_leaking_secrets(clusters, private_data_dir, secrets):
+    runner = run(private_data_dir, SITE, f"""\
+        plugin: phasekit.kube.clusters
+        kubeconfigs:
+          - {clusters['ephemeral'].admin_kubeconfig}
+          - {clusters['target'].limited_kubeconfig}
+        """, verbosity=3)
+    text = events_text(runner)
+    assert runner.status == "successful", text[-4000:]
+    assert {e["event_data"].get("host") for e in runner.events if e["event"] == "runner_on_ok"} >= {
+        "ephemeral", "target-limited"}
+    assert leaked(text, secrets) == []
+
+
+@pytest.mark.parametrize("case", ["fleet", "forced-context", "override-inventory"])
+def test_awx_credential_type_is_picked_up(clusters, private_data_dir, secrets, tmp_path, case):
+    """The shipped credential type, injected as AWX does, reaches every host through the precedence.
+
+    fleet: KUBECONFIG lists both files, each host names its context (kubectl default tier).
+    forced-context: K8S_AUTH_CONTEXT pins every host to one context (environment tier).
+    override-inventory: K8S_AUTH_KUBECONFIG wins over the hosts' own kube_kubeconfig.
+    """
+    inputs = {"kubeconfig_1": flattened(clusters["ephemeral"], tmp_path / "e.yaml").read_text(),
+              "kubeconfig_2": flattened(clusters["target"], tmp_path / "t.yaml", limited=True).read_text()}
+    if case == "forced-context":
+        inputs["context"] = "target-limited"
+    if case == "override-inventory":
+        inputs["override_inventory"] = True
+    env = awx_inject(CREDENTIAL_TYPE, inputs, private_data_dir / "env")
+    assert env["KUBECONFIG"].count(os.pathsep) == 1  # two files; the empty fields are left out
+    # AWX sets every injector variable, empty ones included: empty means unset, as for kubectl's KUBECONFIG
+    site = {"ephemeral": {"context": "ephemeral"}, "target": {"context": "target-limited"}}
+    if case == "override-inventory":
+        for host in site.values():
+            host["kubeconfig"] = str(tmp_path / "nowhere.yaml")
+    (private_data_dir / "inventory/clusters.yml").write_text(yaml.safe_dump({"clusters": site}))
+    runner = run(private_data_dir, SITE, "plugin: phasekit.kube.clusters\nsite: [clusters.yml]\n", env=env,
+                 verbosity=3)
+    text = events_text(runner)
+    assert runner.status == "successful", text[-4000:]
+    used = {e["event_data"]["host"]: e["event_data"]["res"]["context"] for e in runner.events
+            if e["event"] == "runner_on_ok" and e["event_data"].get("task_action") == "phasekit.kube.kubeconfig"}
+    expected = {"ephemeral": "ephemeral", "target": "target-limited"}
+    assert used == ({"ephemeral": "target-limited", "target": "target-limited"} if case == "forced-context"
+                    else expected)
+    assert leaked(text, secrets) == []
+
+
+@pytest.mark.parametrize("verify", [True, False], ids=["ca-certificate", "no-verify-without-ca"])
+def test_awx_bearer_token_credential_through_group_vars(clusters, private_data_dir, secrets, verify):
+    """AWX's built-in bearer-token credential (K8S_AUTH_HOST/API_KEY/...) with the shipped group_vars."""
+    target = clusters["target"]
+    group_vars = private_data_dir / "inventory/group_vars"
+    group_vars.mkdir()
+    (group_vars / "all.yml").write_text(BEARER_TOKEN_GROUP_VARS.read_text())
+    (private_data_dir / "inventory/clusters.yml").write_text("clusters: {target: {}}\n")
+    env = {"K8S_AUTH_HOST": target.server, "K8S_AUTH_API_KEY": (target.dir / "pki/limited.token").read_text().strip(),
+           "K8S_AUTH_VERIFY_SSL": str(verify)}
+    if verify:
+        env["K8S_AUTH_SSL_CA_CERT"] = str(target.dir / "pki/ca.crt")
+    runner = run(private_data_dir, SITE, "plugin: phasekit.kube.clusters\nsite: [clusters.yml]\n", env=env,
+                 verbosity=3)
+    text = events_text(runner)
+    assert runner.status == "successful", text[-4000:]
+    used = [e["event_data"]["res"] for e in runner.events
+            if e["event"] == "runner_on_ok" and e["event_data"].get("task_action") == "phasekit.kube.kubeconfig"]
+    assert [(res["context"], res["server"]) for res in used] == [("awx-bearer-token", target.server)]
+    assert leaked(text, secrets) == []
+
+
+def test_limit_slice_touches_only_its_clusters(clusters, private_data_dir, request):
+    """What a job slice (or --limit) runs touches only the clusters in it."""
+    marker = f"phasekit-slice-{uuid.uuid4().hex[:8]}"
+    request.addfinalizer(lambda: clusters["target"].kubectl("delete", "configmap", marker, "-n", "default",
+                                                            "--ignore-not-found", check=False))
+    runner = run(private_data_dir, SLICE_PLAY, f"""\
+        plugin: phasekit.kube.clusters
+        kubeconfigs:
+          - {clusters['ephemeral'].admin_kubeconfig}
+          - {clusters['target'].admin_kubeconfig}
+        """, limit="target", extravars={"marker": marker})
+    assert runner.status == "successful", events_text(runner)[-4000:]
+    assert clusters["target"].kubectl("get", "configmap", marker, "-n", "default", check=False).returncode == 0
+    missing = clusters["ephemeral"].kubectl("get", "configmap", marker, "-n", "default", check=False)
+    assert missing.returncode != 0 and "NotFound" in missing.stderr

@@ -1,0 +1,56 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.inventory.source_refs import check_source_refs
+
+BASE = "/site/inventory"
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("kubeconfigs/a.yaml", "/site/inventory/kubeconfigs/a.yaml"),
+    ("a.yaml:../b.yaml", "/site/inventory/a.yaml:/site/b.yaml"),
+    ("/abs/a.yaml:~/.kube/config", "/abs/a.yaml:~/.kube/config"),
+    ("{{ playbook_dir }}/a.yaml", "{{ playbook_dir }}/a.yaml"),
+    ({"path": "a.yaml", "optional": True}, {"path": "/site/inventory/a.yaml", "optional": True}),
+    ({"sops": "secrets/t.enc.yaml"}, {"sops": "/site/inventory/secrets/t.enc.yaml"}),
+    ({"vault": "t.vault.yaml"}, {"vault": "/site/inventory/t.vault.yaml"}),
+    ({"env": "KUBECONFIG"}, {"env": "KUBECONFIG"}),
+    ({"url": "https://x/kc", "ca_path": "ca.pem", "headers": {"Authorization": "{{ lookup('env', 'T') }}"}},
+     {"url": "https://x/kc", "ca_path": "/site/inventory/ca.pem", "headers": {"Authorization": "{{ lookup('env', 'T') }}"}}),
+    ({"secret": {"name": "t-kubeconfig"}}, {"secret": {"name": "t-kubeconfig"}}),
+    ([{"path": "a.yaml"}, "b.yaml", {"secret": {"name": "s"}}],
+     [{"path": "/site/inventory/a.yaml"}, "/site/inventory/b.yaml", {"secret": {"name": "s"}}]),
+], ids=["relative-path-anchored", "path-list-each-anchored", "absolute-and-home-kept", "template-kept",
+        "path-source-common-keys-kept", "sops-anchored", "vault-anchored", "env-untouched", "url-ca-anchored",
+        "secret-untouched", "list-mixed"])
+def test_source_refs_anchored(value, expected):
+    assert check_source_refs(value, base_dir=BASE, where="f") == expected
+
+
+@pytest.mark.parametrize("value, message", [
+    ({"content": "apiVersion: v1"}, "source 1: inline kubeconfig content does not belong in an inventory"),
+    ([{"path": "a"}, {"content": {"users": []}}], "source 2: inline kubeconfig content"),
+    ({"apiVersion": "v1", "clusters": []}, "source 1: inline kubeconfig content"),
+    ({"url": "https://x", "headers": {"Authorization": "Bearer abc"}}, "header(s) Authorization hold a literal"),
+    ("", "kubeconfig sources must not be empty"),
+    ({"path": "a", "env": "B"}, "source 1: a source needs exactly one of"),
+    ({"secret": {"namespace": "x"}}, "source 1 (secret)"),
+    ([42], "source 1: expected a path string or a mapping"),
+], ids=["content-refused", "content-in-list-refused-with-index", "bare-kubeconfig-refused", "literal-header-refused",
+        "empty", "two-kinds-checked-by-kubeconfig-module", "secret-without-name-checked",
+        "wrong-item-type-checked"])
+def test_source_refs_refused(value, message):
+    with pytest.raises(PhasekitError, match="^where[:,] .*" + re.escape(message)):
+        check_source_refs(value, base_dir=BASE, where="where")
+
+
+def test_refusal_never_echoes_the_secret():
+    with pytest.raises(PhasekitError) as err:
+        check_source_refs({"url": "https://x", "headers": {"Authorization": "Bearer s3cr3t"}}, base_dir=BASE, where="w")
+    assert "s3cr3t" not in str(err.value)
