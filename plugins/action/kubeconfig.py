@@ -1,0 +1,66 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""Action phasekit.kube.kubeconfig: resolve a cluster host's kubeconfig, show where it came from, write it."""
+
+from __future__ import annotations
+
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.write import apply_write
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.write import normalize_on_conflict
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.write import plan_dest
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.write import plan_merge_into
+from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import AUTH_ARGUMENT_SPEC
+from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import RESOLUTION_KEY
+from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import resolve_for_task
+
+ARGUMENT_SPEC = {
+    **AUTH_ARGUMENT_SPEC,
+    "dest": {"type": "path"},
+    "merge_into": {"type": "path"},
+    "on_conflict": {"type": "raw", "default": "replace"},
+    "set_current_context": {"type": "bool", "default": False},
+    "minify": {"type": "bool", "default": True},
+    "remember": {"type": "bool", "default": False},
+}
+MUTUALLY_EXCLUSIVE = [["dest", "merge_into"]]
+
+
+class ActionModule(ActionBase):
+    """Thin: precedence and resolution live in plugin_utils, merging and writing in module_utils."""
+
+    _requires_connection = False
+    _supports_check_mode = True
+    _supports_async = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC, mutually_exclusive=MUTUALLY_EXCLUSIVE)[1]
+        try:
+            result.update(self._resolve_and_write(args, task_vars or {}))
+        except PhasekitError as err:
+            return {"failed": True, "changed": False, "msg": str(err)}
+        return result
+
+    def _resolve_and_write(self, args: dict, task_vars: dict) -> dict:
+        target = args["dest"] or args["merge_into"]
+        on_conflict = normalize_on_conflict(args["on_conflict"])
+        resolution = resolve_for_task(self, task_vars, args, keep_merged=bool(target) and not args["minify"])
+        outcome = {"changed": False, "reused": resolution.reused, **resolution.summary()}
+        if target:
+            config = resolution.merged if resolution.merged is not None else resolution.config
+            if args["dest"]:
+                plan = plan_dest(target, config)
+            else:
+                plan = plan_merge_into(target, config, on_conflict, args["set_current_context"])
+            if not self._task.check_mode:
+                apply_write(plan)
+            outcome.update(changed=plan.changed, dest=target)
+            if self._task.diff:
+                outcome["diff"] = plan.diff()
+        if args["remember"]:
+            # the credentials go to the registered variable only; Ansible censors the displayed result
+            outcome[RESOLUTION_KEY] = resolution.to_memory()
+            outcome["_ansible_no_log"] = True
+        return outcome

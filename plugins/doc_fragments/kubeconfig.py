@@ -1,0 +1,35 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""Documentation of AUTH_ARGUMENT_SPEC (plugins/plugin_utils/kubeconfig.py), shared by every cluster action."""
+
+from __future__ import annotations
+
+
+class ModuleDocFragment:
+    DOCUMENTATION = r"""
+options:
+  kubeconfig:
+    description:
+      - Kubeconfig sources for this task, in order, overriding C(K8S_AUTH_KUBECONFIG) and the host's
+        C(kube_kubeconfig).
+      - A path string (may be a C(KUBECONFIG)-style C(a:b) list), a source dictionary, a list of them,
+        or a kubeconfig given inline as a dictionary.
+      - "A source dictionary has exactly one kind key: C(path), C(env) (variable name, default C(KUBECONFIG)),
+        C(content) (YAML text or dictionary), C(url) (https, with C(ca_path), C(headers), C(timeout),
+        C(validate_certs)), C(sops) (file, with C(input_type)), C(vault) (ansible-vault file) or C(secret)
+        (C(name), C(namespace=default), C(key=value), C(host=kube_parent), C(timeout=60)); and C(optional)."
+      - Default, when neither this, C(K8S_AUTH_KUBECONFIG) nor C(kube_kubeconfig) is set, is kubectl's,
+        C($KUBECONFIG) else C(~/.kube/config).
+      - See the collection's C(docs/kubeconfig.md) for the precedence table and examples of every source.
+    type: raw
+  context:
+    description:
+      - Context to use, overriding C(K8S_AUTH_CONTEXT) and the host's C(kube_context).
+      - Default is the merged current-context. An unknown context, or one whose cluster or user no source
+        defines, is an error that lists what exists.
+    type: str
+notes:
+  - The kubeconfig of a host is resolved once per run when the P(phasekit.kube.kubeconfig#module) action runs with
+    O(phasekit.kube.kubeconfig#module:remember=true) and is registered as C(phasekit_kube_resolved); later tasks reuse
+    it from memory.
+"""

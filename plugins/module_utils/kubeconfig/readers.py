@@ -1,0 +1,162 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""Read one source document: a file, inline content, an https URL, a SOPS file.
+
+ansible-vault files and Secrets in another cluster need Ansible's runtime (vault
+secrets, other inventory hosts); ``SourceHooks`` is the seam where the Ansible
+glue plugs them in. Nothing here writes decrypted or fetched data to disk.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import ssl
+import subprocess
+import urllib.error
+import urllib.request
+
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.decode import decode_kubeconfig_bytes
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.decode import decode_kubeconfig_data
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.model import Kubeconfig
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.sources import SourceUnit
+
+MAX_FETCH_BYTES = 8 * 1024 * 1024
+SOPS_TIMEOUT = 120
+
+
+class SourceHooks:
+    """The outside world as sources see it. The Ansible glue supplies vault and secret reading."""
+
+    def __init__(self, environ=None):
+        self.environ = os.environ if environ is None else environ
+
+    def read_vault(self, path: str) -> bytes:
+        raise PhasekitError("ansible-vault files are read through Ansible: use the phasekit.kube.kubeconfig "
+                            "action or lookup")
+
+    def read_secret(self, secret: dict) -> bytes:
+        raise PhasekitError("Secret sources are read through Ansible: use the phasekit.kube.kubeconfig "
+                            "action or lookup")
+
+
+def read_unit(unit: SourceUnit, hooks: SourceHooks) -> Kubeconfig | None:
+    """Read and decode one document; None when a listed kubeconfig file does not exist (kubectl skips it)."""
+    spec, origin = unit.spec, unit.origin
+    if spec.kind in ("path", "env"):
+        data = read_kubeconfig_file(origin.path)
+        if data is None:
+            return None
+    elif spec.kind == "content":
+        if isinstance(spec.value, dict):
+            return decode_kubeconfig_data(spec.value, origin)
+        data = spec.value.encode("utf-8")
+    elif spec.kind == "url":
+        data = fetch_https(spec.value, **spec.options)
+    elif spec.kind == "sops":
+        data = decrypt_sops(origin.path, spec.options.get("input_type"), hooks.environ)
+    elif spec.kind == "vault":
+        data = hooks.read_vault(origin.path)
+    else:
+        data = hooks.read_secret(spec.value)
+    return decode_kubeconfig_bytes(data, origin)
+
+
+def read_kubeconfig_file(path: str) -> bytes | None:
+    """The file's bytes, or None if it does not exist. A directory or unreadable file is an error."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise PhasekitError("is a directory, not a kubeconfig file") from None
+    except OSError as exc:
+        raise PhasekitError(f"cannot read the file: {exc.strerror}") from None
+
+
+def decrypt_sops(path: str, input_type: str | None, environ) -> bytes:
+    """Decrypt a SOPS file with the ``sops`` binary; the plaintext only ever lives in memory."""
+    if not os.path.isfile(path):
+        raise PhasekitError("no such file" if not os.path.exists(path) else "is not a file")
+    binary = shutil.which("sops", path=environ.get("PATH", os.defpath))
+    if binary is None:
+        raise PhasekitError("the sops binary is not on PATH; install sops to read SOPS-encrypted kubeconfigs")
+    command = [binary, "--decrypt"]
+    if input_type:
+        command += ["--input-type", input_type, "--output-type", input_type]
+    try:
+        completed = subprocess.run(command + [path], capture_output=True, env=dict(environ),
+                                   timeout=SOPS_TIMEOUT, check=False)
+    except subprocess.TimeoutExpired:
+        raise PhasekitError(f"sops did not finish within {SOPS_TIMEOUT} seconds") from None
+    except OSError as exc:
+        raise PhasekitError(f"cannot run sops: {exc.strerror}") from None
+    if completed.returncode != 0:
+        raise PhasekitError(f"sops could not decrypt: {explain_sops_failure(completed.stderr)}")
+    return completed.stdout
+
+
+def explain_sops_failure(stderr: bytes) -> str:
+    """One line for people from sops' diagnostics (which never include plaintext)."""
+    text = stderr.decode("utf-8", errors="replace")
+    if "Failed to get the data key" in text or "no identity matched" in text:
+        if "age" in text:
+            return ("no age identity matches the file's recipients; set SOPS_AGE_KEY_FILE or add the key to "
+                    "the keys file (~/.config/sops/age/keys.txt)")
+        return "no available key can decrypt the file's data key (check the keys sops is configured with)"
+    if "sops metadata not found" in text:
+        return "the file is not SOPS-encrypted (no sops metadata)"
+    if "MAC mismatch" in text:
+        return "the file was modified after encryption (MAC mismatch)"
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0][:300] if lines else "sops failed without a message"
+
+
+class _HttpsOnlyRedirects(urllib.request.HTTPRedirectHandler):
+    """Follow redirects only to https URLs (credentials in headers must not go out in clear text)."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # pylint: disable=too-many-arguments
+        if not newurl.lower().startswith("https://"):
+            raise PhasekitError("the server redirected to a non-https URL")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+def fetch_https(url: str, *, ca_path: str | None = None, headers: dict | None = None,
+                timeout: float = 30, validate_certs: bool = True) -> bytes:
+    """GET an https URL with an optional CA bundle and headers; at most MAX_FETCH_BYTES."""
+    try:
+        context = ssl.create_default_context(cafile=ca_path)
+    except (OSError, ssl.SSLError) as exc:
+        raise PhasekitError(f"ca_path {ca_path}: cannot load the CA bundle: {getattr(exc, 'strerror', None) or exc}"
+                            ) from None
+    if not validate_certs:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=context), _HttpsOnlyRedirects())
+    request = urllib.request.Request(url, headers=dict(headers or {}), method="GET")
+    try:
+        with opener.open(request, timeout=timeout) as response:
+            body = response.read(MAX_FETCH_BYTES + 1)
+    except urllib.error.HTTPError as exc:
+        raise PhasekitError(f"the server answered HTTP {exc.code} {exc.reason}") from None
+    except urllib.error.URLError as exc:
+        raise PhasekitError(f"cannot fetch: {_reason(exc.reason)}") from None
+    except TimeoutError:
+        raise PhasekitError(f"no answer within {timeout} seconds") from None
+    except OSError as exc:
+        raise PhasekitError(f"cannot fetch: {_reason(exc)}") from None
+    if len(body) > MAX_FETCH_BYTES:
+        raise PhasekitError(f"the answer is larger than {MAX_FETCH_BYTES} bytes; not a kubeconfig")
+    return body
+
+
+def _reason(reason) -> str:
+    if isinstance(reason, ssl.SSLCertVerificationError):
+        return f"certificate verification failed ({reason.verify_message}); set ca_path to the server's CA bundle"
+    if isinstance(reason, TimeoutError):
+        return "timed out"
+    if isinstance(reason, OSError) and reason.strerror:
+        return reason.strerror
+    return str(reason)

@@ -1,0 +1,248 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""Kubeconfig sources: what a user may write, checked once, and the documents each one yields.
+
+A source is a mapping with exactly one kind key (path, env, content, url, sops,
+vault, secret), the options of that kind, and ``optional``. A plain string is a
+``path`` source; a mapping that looks like a kubeconfig is a ``content`` source.
+``path`` and ``env`` hold ``KUBECONFIG``-style lists and follow kubectl: empty
+and repeated entries are dropped, missing files are skipped.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit, urlunsplit
+
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.model import Origin
+
+SOURCE_KINDS = ("path", "env", "content", "url", "sops", "vault", "secret")
+COMMON_OPTIONS = ("optional",)
+KIND_OPTIONS = {
+    "url": ("ca_path", "headers", "timeout", "validate_certs"),
+    "sops": ("input_type",),
+}
+SOPS_INPUT_TYPES = ("yaml", "json", "dotenv", "ini", "binary")
+SECRET_FIELDS = ("name", "namespace", "key", "host", "timeout")
+SECRET_DEFAULTS = {"namespace": "default", "key": "value", "host": None, "timeout": 60}
+DEFAULT_URL_TIMEOUT = 30
+# keys that make a mapping an inline kubeconfig rather than a source
+KUBECONFIG_KEYS = ("apiVersion", "kind", "clusters", "users", "contexts", "current-context", "preferences")
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """One checked source: its 1-based index, kind, value and kind options."""
+
+    index: int
+    kind: str
+    value: object
+    options: dict = field(default_factory=dict)
+    optional: bool = False
+
+    def to_dict(self) -> dict:
+        """The source as a user would write it, with defaults filled in."""
+        written = {self.kind: self.value, **self.options}
+        if self.optional:
+            written["optional"] = True
+        return written
+
+    def location(self) -> str:
+        """What the source points at, safe to show (no URL credentials, no inline content)."""
+        if self.kind == "env":
+            return f"${self.value}"
+        if self.kind == "content":
+            return "inline"
+        if self.kind == "url":
+            return safe_url(self.value)
+        if self.kind == "secret":
+            return describe_secret(self.value)
+        return str(self.value)
+
+    def label(self) -> str:
+        return f"kubeconfig source {self.index} ({self.kind}: {self.location()})"
+
+
+@dataclass(frozen=True)
+class SourceUnit:
+    """One document a source yields: a file of a path list, or the whole source."""
+
+    spec: SourceSpec
+    origin: Origin
+
+
+def normalize_sources(value, where: str) -> list[SourceSpec]:
+    """Check sources as written (a string, a mapping, or a list of them) and number them from 1.
+
+    ``where`` names the setting in messages, e.g. ``host var kube_kubeconfig``.
+    """
+    if value is None:
+        return []
+    items = value if isinstance(value, list) else [value]
+    return [_normalize_source(item, index, where) for index, item in enumerate(items, start=1)]
+
+
+def _normalize_source(item, index: int, where: str) -> SourceSpec:
+    here = f"{where}, source {index}"
+    if isinstance(item, str):
+        item = {"path": item}
+    if not isinstance(item, dict):
+        raise PhasekitError(f"{here}: expected a path string or a mapping with one of "
+                            f"{', '.join(SOURCE_KINDS)}, got {type(item).__name__}")
+    kinds = [key for key in SOURCE_KINDS if key in item]
+    if not kinds and any(key in item for key in KUBECONFIG_KEYS):
+        item = {"content": item}  # an inline kubeconfig given where a source was expected
+        kinds = ["content"]
+    if len(kinds) != 1:
+        found = f"found {', '.join(kinds)}" if kinds else f"found keys {', '.join(map(str, item)) or 'none'}"
+        raise PhasekitError(f"{here}: a source needs exactly one of {', '.join(SOURCE_KINDS)}; {found}")
+    kind = kinds[0]
+    allowed = (kind,) + KIND_OPTIONS.get(kind, ()) + COMMON_OPTIONS
+    unknown = [str(key) for key in item if key not in allowed]
+    if unknown:
+        raise PhasekitError(f"{here} ({kind}): unknown option {', '.join(unknown)}; "
+                            f"a {kind} source accepts {', '.join(allowed)}")
+    optional = item.get("optional", False)
+    if not isinstance(optional, bool):
+        raise PhasekitError(f"{here} ({kind}): optional must be true or false")
+    value = _CHECK_VALUE[kind](item[kind], f"{here} ({kind})")
+    options = _check_options(kind, item, f"{here} ({kind})")
+    return SourceSpec(index=index, kind=kind, value=value, options=options, optional=optional)
+
+
+def _nonempty_string(value, here: str, what: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise PhasekitError(f"{here}: expected {what} (a non-empty string)")
+    return value
+
+
+def _check_path(value, here):
+    return _nonempty_string(value, here, "a file path or a KUBECONFIG-style path list")
+
+
+def _check_env(value, here):
+    if value is None or value == "":
+        return "KUBECONFIG"
+    return _nonempty_string(value, here, "the name of an environment variable")
+
+
+def _check_content(value, here):
+    if isinstance(value, (str, dict)):
+        return value
+    raise PhasekitError(f"{here}: expected kubeconfig YAML text or a mapping, got {type(value).__name__}")
+
+
+def _check_url(value, here):
+    value = _nonempty_string(value, here, "an https:// URL")
+    parts = urlsplit(value)
+    if parts.scheme != "https" or not parts.netloc:
+        raise PhasekitError(f"{here}: only https:// URLs are accepted, got {safe_url(value)}")
+    return value
+
+
+def _check_file(value, here):
+    return _nonempty_string(value, here, "a file path")
+
+
+def _check_secret(value, here):
+    if isinstance(value, str):
+        value = {"name": value}
+    if not isinstance(value, dict):
+        raise PhasekitError(f"{here}: expected a mapping with name, namespace, key, host, timeout")
+    unknown = [str(key) for key in value if key not in SECRET_FIELDS]
+    if unknown:
+        raise PhasekitError(f"{here}: unknown field {', '.join(unknown)}; expected {', '.join(SECRET_FIELDS)}")
+    secret = {**SECRET_DEFAULTS, **{key: item for key, item in value.items() if item is not None}}
+    _nonempty_string(secret.get("name"), f"{here} name", "the Secret name")
+    for key in ("namespace", "key"):
+        _nonempty_string(secret[key], f"{here} {key}", f"the Secret {key}")
+    if secret["host"] is not None:
+        _nonempty_string(secret["host"], f"{here} host", "an inventory host name")
+    secret["timeout"] = _positive_number(secret["timeout"], f"{here} timeout", allow_zero=True)
+    return secret
+
+
+_CHECK_VALUE = {
+    "path": _check_path,
+    "env": _check_env,
+    "content": _check_content,
+    "url": _check_url,
+    "sops": _check_file,
+    "vault": _check_file,
+    "secret": _check_secret,
+}
+
+
+def _check_options(kind: str, item: dict, here: str) -> dict:
+    options = {}
+    if kind == "url":
+        options["timeout"] = _positive_number(item.get("timeout", DEFAULT_URL_TIMEOUT), f"{here} timeout")
+        validate_certs = item.get("validate_certs", True)
+        if not isinstance(validate_certs, bool):
+            raise PhasekitError(f"{here} validate_certs: must be true or false")
+        options["validate_certs"] = validate_certs
+        if item.get("ca_path") is not None:
+            options["ca_path"] = _nonempty_string(item["ca_path"], f"{here} ca_path", "a CA bundle file path")
+        headers = item.get("headers") or {}
+        if not isinstance(headers, dict) or not all(
+                isinstance(key, str) and isinstance(header, str) for key, header in headers.items()):
+            raise PhasekitError(f"{here} headers: expected a mapping of header names to strings")
+        if headers:
+            options["headers"] = dict(headers)
+    if kind == "sops" and item.get("input_type") is not None:
+        if item["input_type"] not in SOPS_INPUT_TYPES:
+            raise PhasekitError(f"{here} input_type: expected one of {', '.join(SOPS_INPUT_TYPES)}")
+        options["input_type"] = item["input_type"]
+    return options
+
+
+def _positive_number(value, here: str, allow_zero: bool = False):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or (value == 0 and not allow_zero):
+        raise PhasekitError(f"{here}: expected a positive number of seconds")
+    return value
+
+
+def safe_url(url: str) -> str:
+    """The URL without user info, query or fragment (they may carry credentials)."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        if parts.port:
+            host = f"{host}:{parts.port}"
+    except ValueError:
+        return "<unparseable URL>"
+    hidden = "?…" if parts.query else ""
+    return urlunsplit((parts.scheme, host, parts.path, "", "")) + hidden
+
+
+def describe_secret(secret: dict) -> str:
+    host = secret.get("host") or "kube_parent"
+    return f"{secret['namespace']}/{secret['name']} key {secret['key']} in {host}"
+
+
+def split_path_list(text: str) -> list[str]:
+    """A KUBECONFIG-style list as kubectl reads it: split, deduplicated, empty entries dropped."""
+    seen = []
+    for entry in text.split(os.pathsep):
+        if entry and entry not in seen:
+            seen.append(entry)
+    return [os.path.expanduser(entry) for entry in seen]
+
+
+def expand_source(spec: SourceSpec, environ) -> list[SourceUnit]:
+    """The documents a source yields, in order, without reading any of them."""
+    if spec.kind in ("path", "env"):
+        variable = None
+        text = spec.value
+        if spec.kind == "env":
+            variable = spec.value
+            text = environ.get(variable, "")
+            if not text:
+                raise PhasekitError(f"the environment variable {variable} is not set", where=spec.label())
+        return [SourceUnit(spec, Origin(spec.index, spec.kind, entry, path=entry, variable=variable))
+                for entry in split_path_list(text)]
+    path = os.path.expanduser(spec.value) if spec.kind in ("sops", "vault") else None
+    location = path if path else spec.location()
+    return [SourceUnit(spec, Origin(spec.index, spec.kind, location, path=path))]

@@ -1,0 +1,277 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""Kubeconfig resolution inside Ansible: which settings win, vault files, Secrets of other hosts, reuse.
+
+Every action plugin that talks to a cluster calls ``resolve_for_task`` and
+includes ``AUTH_ARGUMENT_SPEC`` in its argument spec (documented by the doc
+fragment ``phasekit.kube.kubeconfig``).
+
+Precedence, decided separately for the sources and for the context:
+
+=========================  ==========================  =====================
+                           kubeconfig sources          context
+=========================  ==========================  =====================
+1. task parameter          ``kubeconfig``              ``context``
+2. controller environment  ``K8S_AUTH_KUBECONFIG``     ``K8S_AUTH_CONTEXT``
+3. host/group vars         ``kube_kubeconfig``         ``kube_context``
+4. kubectl default         ``$KUBECONFIG``, else       merged current-context
+                           ``~/.kube/config``
+=========================  ==========================  =====================
+
+Once per run: the ``phasekit.kube.kubeconfig`` action with ``remember: true``
+returns the resolution (credentials included, the result marked no_log); when
+registered as ``phasekit_kube_resolved`` later tasks on that host reuse it, as
+long as it answers the same request (same sources and context).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.readers import SourceHooks
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import Resolution
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import request_fingerprint
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import resolve_kubeconfig
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import view_kubeconfig
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.secret import read_kubeconfig_secret
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.sources import SourceSpec
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.sources import normalize_sources
+
+try:
+    from ansible.errors import AnsibleError
+except ImportError:  # pragma: no cover - always present where plugins run
+    AnsibleError = Exception
+
+AUTH_ARGUMENT_SPEC = {
+    "kubeconfig": {"type": "raw"},
+    "context": {"type": "str"},
+}
+REMEMBERED_VAR = "phasekit_kube_resolved"
+RESOLUTION_KEY = "resolution"
+ENV_KUBECONFIG = "K8S_AUTH_KUBECONFIG"
+ENV_CONTEXT = "K8S_AUTH_CONTEXT"
+HOST_VAR_KUBECONFIG = "kube_kubeconfig"
+HOST_VAR_CONTEXT = "kube_context"
+HOST_VAR_PARENT = "kube_parent"
+HOST_VAR_CLUSTER = "kube_cluster"
+DEFAULT_KUBECONFIG = "~/.kube/config"
+
+HostVars = Callable[[str], object]  # variable name -> templated value, or None when unset
+
+
+@dataclass(frozen=True)
+class KubeconfigRequest:
+    """What to resolve for one host, and which setting supplied each part."""
+
+    host: str | None
+    sources: list[SourceSpec]
+    sources_from: str
+    context: str | None
+    context_from: str
+    expected_cluster: str | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        return request_fingerprint(self.sources, self.context)
+
+
+def kubeconfig_request(host: str | None, host_vars: HostVars, task_args: Mapping, environ: Mapping) -> KubeconfigRequest:
+    """Apply the precedence table: task parameter > K8S_AUTH_* environment > host vars > kubectl default."""
+    task_sources = to_plain(task_args.get("kubeconfig"))
+    host_sources = to_plain(host_vars(HOST_VAR_KUBECONFIG))
+    host_label = f"host var {HOST_VAR_KUBECONFIG}" + (f" of {host}" if host else "")
+    if _is_set(task_sources):
+        sources, sources_from = normalize_sources(task_sources, "task parameter kubeconfig"), "task parameter kubeconfig"
+    elif environ.get(ENV_KUBECONFIG):
+        sources_from = f"environment {ENV_KUBECONFIG}"
+        sources = normalize_sources({"path": environ[ENV_KUBECONFIG]}, sources_from)
+    elif _is_set(host_sources):
+        sources, sources_from = normalize_sources(host_sources, host_label), host_label
+    else:
+        sources, sources_from = kubectl_default_sources(environ)
+    context, context_from = None, "current-context"
+    for value, label in ((task_args.get("context"), "task parameter context"),
+                         (environ.get(ENV_CONTEXT), f"environment {ENV_CONTEXT}"),
+                         (host_vars(HOST_VAR_CONTEXT), f"host var {HOST_VAR_CONTEXT}")):
+        value = to_plain(value)
+        if _is_set(value):
+            if not isinstance(value, str):
+                raise PhasekitError(f"{label}: expected a context name (a string)")
+            context, context_from = value, label
+            break
+    expected = to_plain(host_vars(HOST_VAR_CLUSTER))
+    if expected is not None and not isinstance(expected, str):
+        raise PhasekitError(f"host var {HOST_VAR_CLUSTER}: expected a cluster name (a string)")
+    return KubeconfigRequest(host=host, sources=sources, sources_from=sources_from, context=context,
+                             context_from=context_from, expected_cluster=expected or None)
+
+
+def kubectl_default_sources(environ: Mapping) -> tuple[list[SourceSpec], str]:
+    """kubectl's own default: the files in $KUBECONFIG, else ~/.kube/config."""
+    if environ.get("KUBECONFIG"):
+        return normalize_sources({"env": "KUBECONFIG"}, "kubectl default"), "kubectl default ($KUBECONFIG)"
+    return normalize_sources({"path": DEFAULT_KUBECONFIG}, "kubectl default"), f"kubectl default ({DEFAULT_KUBECONFIG})"
+
+
+def _is_set(value) -> bool:
+    return value is not None and value != "" and value != [] and value != {}
+
+
+def to_plain(value):
+    """Ansible's tagged/unsafe/lazy containers and strings as plain Python data."""
+    if isinstance(value, Mapping):
+        return {to_plain(key): to_plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_plain(item) for item in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    return value
+
+
+class HostResolver:
+    """Resolves inventory hosts' kubeconfigs within one task, following kube_parent for Secret sources."""
+
+    def __init__(self, loader, hostvars, environ: Mapping | None = None, chain: tuple[str, ...] = ()):
+        self.loader = loader
+        self.hostvars = hostvars
+        self.environ = os.environ if environ is None else environ
+        self.chain = chain
+
+    def resolve(self, host: str | None, host_vars: HostVars, task_args: Mapping, *,
+                keep_merged: bool = False) -> Resolution:
+        """Resolve ``host``'s kubeconfig, reusing the remembered resolution when it answers the same request."""
+        request = kubeconfig_request(host, host_vars, task_args, self.environ)
+        if not keep_merged:
+            reused = Resolution.from_memory(remembered_resolution(host_vars), request.fingerprint)
+            if reused is not None:
+                _check_expected_cluster(reused, request.expected_cluster)
+                return reused
+        hooks = AnsibleSourceHooks(self, host, host_vars)
+        resolution = resolve_kubeconfig(request.sources, request.context, hooks=hooks,
+                                        expected_cluster=request.expected_cluster, keep_merged=keep_merged)
+        provenance = {**resolution.provenance, "kubeconfig_from": request.sources_from,
+                      "context_from": request.context_from}
+        return dataclasses.replace(resolution, provenance=provenance, fingerprint=request.fingerprint)
+
+    def check_no_cycle(self, host: str, requested_by: str | None) -> tuple[str, ...]:
+        """The chain of hosts being resolved; fails when ``host`` is already in it."""
+        chain = self.chain + ((requested_by,) if requested_by else ())
+        if host in chain:
+            raise PhasekitError(f"parent cycle: {' -> '.join(chain + (host,))}")
+        return chain
+
+    def resolve_other_host(self, host: str, requested_by: str | None) -> Resolution:
+        """Resolve another inventory host (a parent holding a Secret), detecting parent cycles."""
+        chain = self.check_no_cycle(host, requested_by)
+        if self.hostvars is None or host not in self.hostvars:
+            raise PhasekitError(f"host {host!r} is not in the inventory")
+        other = self.hostvars[host]
+
+        def other_vars(name):
+            return other[name] if name in other else None
+
+        nested = HostResolver(self.loader, self.hostvars, self.environ, chain)
+        return nested.resolve(host, other_vars, {})
+
+
+def remembered_resolution(host_vars: HostVars):
+    registered = host_vars(REMEMBERED_VAR)
+    return registered.get(RESOLUTION_KEY) if isinstance(registered, Mapping) else None
+
+
+def _check_expected_cluster(resolution: Resolution, expected: str | None) -> None:
+    if expected and resolution.cluster != expected:
+        raise PhasekitError(f"context {resolution.context!r} uses cluster {resolution.cluster!r}, "
+                            f"but {HOST_VAR_CLUSTER} expects {expected!r}")
+
+
+class AnsibleSourceHooks(SourceHooks):
+    """Vault files through Ansible's DataLoader; Secrets through the parent host's own resolution."""
+
+    def __init__(self, resolver: HostResolver, host: str | None, host_vars: HostVars):
+        super().__init__(resolver.environ)
+        self.resolver = resolver
+        self.host = host
+        self.host_vars = host_vars
+
+    def read_vault(self, path: str) -> bytes:
+        if self.resolver.loader is None:
+            return super().read_vault(path)
+        if not os.path.isfile(path):
+            raise PhasekitError("no such file" if not os.path.exists(path) else "is not a file")
+        try:
+            text = self.resolver.loader.get_text_file_contents(os.path.abspath(path))
+        except AnsibleError as exc:
+            raise PhasekitError(f"cannot decrypt the vault file: {_ansible_message(exc)}") from None
+        return str(text).encode("utf-8")
+
+    def read_secret(self, secret: dict) -> bytes:
+        parent = secret.get("host") or to_plain(self.host_vars(HOST_VAR_PARENT))
+        if not parent:
+            raise PhasekitError(f"no cluster host to read the Secret from: set host in the source or "
+                                f"{HOST_VAR_PARENT} for {self.host or 'this host'}")
+        if not isinstance(parent, str):
+            raise PhasekitError(f"host var {HOST_VAR_PARENT}: expected an inventory host name")
+        self.resolver.check_no_cycle(parent, self.host)
+        try:
+            resolution = self.resolver.resolve_other_host(parent, self.host)
+            return read_kubeconfig_secret(resolution.config, secret)
+        except PhasekitError as err:
+            raise PhasekitError(str(err), where=f"host {parent}") from None
+
+
+def _ansible_message(exc) -> str:
+    message = getattr(exc, "message", None) or str(exc)
+    return str(message).splitlines()[0] if message else type(exc).__name__
+
+
+def current_host_vars(templar, task_vars: Mapping) -> HostVars:
+    """The running host's variables, templated on access (action plugins receive them raw)."""
+
+    def get(name: str):
+        if name not in task_vars:
+            return None
+        if name == REMEMBERED_VAR:
+            return task_vars[name]  # registered data, never a template
+        return templar.template(task_vars[name])
+
+    return get
+
+
+def resolver_for(plugin, task_vars: Mapping) -> HostResolver:
+    return HostResolver(getattr(plugin, "_loader", None), task_vars.get("hostvars"))
+
+
+def resolve_for_task(action_plugin, task_vars: Mapping, args: Mapping, *, keep_merged: bool = False) -> Resolution:
+    """The kubeconfig a task on this host uses, by the precedence table, resolved once per run.
+
+    ``args`` holds the task's ``kubeconfig`` and ``context`` parameters (see
+    ``AUTH_ARGUMENT_SPEC``). With ``keep_merged`` the whole merged kubeconfig is
+    kept too (sources are then all read). Raises PhasekitError.
+    """
+    host = task_vars.get("inventory_hostname")
+    return resolver_for(action_plugin, task_vars).resolve(
+        host, current_host_vars(action_plugin._templar, task_vars), args,  # pylint: disable=protected-access
+        keep_merged=keep_merged)
+
+
+def view_for_lookup(lookup_plugin, variables: Mapping, sources, *, context: str | None, minify: bool,
+                    flatten: bool) -> dict:
+    """The lookup's answer: ``kubectl config view --raw`` for ``sources`` (default: kubectl's own)."""
+    variables = variables or {}
+    specs = normalize_sources(to_plain(sources), "lookup sources") if _is_set(sources) else \
+        kubectl_default_sources(os.environ)[0]
+    host_vars = current_host_vars(lookup_plugin._templar, variables)  # pylint: disable=protected-access
+    hooks = AnsibleSourceHooks(resolver_for(lookup_plugin, variables), variables.get("inventory_hostname"),
+                               host_vars)
+    return view_kubeconfig(specs, context, minify=minify, flatten=flatten, hooks=hooks)

@@ -1,0 +1,101 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""Source specifications: accepted forms, defaults, and the errors for everything else."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.sources import expand_source
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.sources import normalize_sources
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.sources import safe_url
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.sources import split_path_list
+
+
+@pytest.mark.parametrize("written, expected", [
+    ("a.yaml:b.yaml", [{"path": "a.yaml:b.yaml"}]),
+    ({"env": None}, [{"env": "KUBECONFIG"}]),
+    ([{"env": "MY_KUBECONFIG", "optional": True}], [{"env": "MY_KUBECONFIG", "optional": True}]),
+    ({"content": "apiVersion: v1"}, [{"content": "apiVersion: v1"}]),
+    ({"apiVersion": "v1", "clusters": []}, [{"content": {"apiVersion": "v1", "clusters": []}}]),
+    ({"url": "https://h/k", "headers": {"Authorization": "Bearer x"}},
+     [{"url": "https://h/k", "headers": {"Authorization": "Bearer x"}, "timeout": 30, "validate_certs": True}]),
+    ({"sops": "s.enc.yaml", "input_type": "yaml"}, [{"sops": "s.enc.yaml", "input_type": "yaml"}]),
+    ({"vault": "v.yaml"}, [{"vault": "v.yaml"}]),
+    ({"secret": {"name": "c1-kubeconfig"}},
+     [{"secret": {"name": "c1-kubeconfig", "namespace": "default", "key": "value", "host": None, "timeout": 60}}]),
+    ({"secret": "c1-kubeconfig"},
+     [{"secret": {"name": "c1-kubeconfig", "namespace": "default", "key": "value", "host": None, "timeout": 60}}]),
+    (["a.yaml", {"path": "b.yaml"}], [{"path": "a.yaml"}, {"path": "b.yaml"}]),
+    (None, []),
+], ids=["path-list-string", "env-defaults-to-KUBECONFIG", "optional", "content-text", "inline-kubeconfig",
+        "url-defaults", "sops-input-type", "vault", "secret-defaults", "secret-by-name", "mixed-list", "none"])
+def test_accepted_sources(written, expected):
+    specs = normalize_sources(written, "host var kube_kubeconfig")
+    assert [spec.to_dict() for spec in specs] == expected
+    assert [spec.index for spec in specs] == list(range(1, len(expected) + 1))
+
+
+@pytest.mark.parametrize("written, message", [
+    ({"file": "a.yaml"}, "source 1: a source needs exactly one of path, env, content, url, sops, vault, secret; "
+                         "found keys file"),
+    ({"path": "a", "sops": "b"}, "source 1: a source needs exactly one of .*; found path, sops"),
+    ({"path": "a", "ca_path": "x"}, r"source 1 \(path\): unknown option ca_path; a path source accepts path, optional"),
+    ({"path": ""}, r"source 1 \(path\): expected a file path or a KUBECONFIG-style path list"),
+    ({"path": 5}, r"source 1 \(path\): expected a file path"),
+    ({"path": "a", "optional": "yes"}, r"source 1 \(path\): optional must be true or false"),
+    ({"url": "http://h/k?token=s3cr3t"}, r"source 1 \(url\): only https:// URLs are accepted, got http://h/k\?…"),
+    ({"url": "https://h", "timeout": -1}, r"source 1 \(url\) timeout: expected a positive number of seconds"),
+    ({"url": "https://h", "headers": {"X": 1}}, r"source 1 \(url\) headers: expected a mapping of header names to strings"),
+    ({"sops": "s", "input_type": "toml"}, r"source 1 \(sops\) input_type: expected one of yaml, json, dotenv, ini, binary"),
+    ({"secret": {"namespace": "x"}}, r"source 1 \(secret\) name: expected the Secret name"),
+    ({"secret": {"name": "x", "keys": "v"}}, r"source 1 \(secret\): unknown field keys; expected name, namespace, key, host, timeout"),
+    ({"content": 5}, r"source 1 \(content\): expected kubeconfig YAML text or a mapping, got int"),
+    ([["a"]], "source 1: expected a path string or a mapping"),
+    (["ok.yaml", {"nope": 1}], "source 2: a source needs exactly one of"),
+], ids=["unknown-kind", "two-kinds", "option-of-another-kind", "empty-path", "path-not-string", "optional-not-bool",
+        "http-refused-without-showing-query", "negative-timeout", "header-not-string", "sops-type",
+        "secret-without-name", "secret-unknown-field", "content-type", "nested-list", "second-source-numbered"])
+def test_rejected_sources_name_the_setting_and_index(written, message):
+    with pytest.raises(PhasekitError, match="host var kube_kubeconfig, " + message) as caught:
+        normalize_sources(written, "host var kube_kubeconfig")
+    assert "s3cr3t" not in str(caught.value)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("a:b", ["a", "b"]),
+    ("a::b:", ["a", "b"]),
+    ("a:b:a", ["a", "b"]),
+    ("./a:a", ["./a", "a"]),
+], ids=["split", "empty-entries-dropped", "duplicates-dropped", "duplicates-are-textual"])
+def test_split_path_list_like_kubectl(text, expected):
+    assert split_path_list(text) == expected
+
+
+def test_split_path_list_expands_home():
+    assert split_path_list("~/.kube/config") == [os.path.expanduser("~/.kube/config")]
+
+
+@pytest.mark.parametrize("url, shown", [
+    ("https://user:pw@h:8443/k?token=x#f", "https://h:8443/k?…"),
+    ("https://h/k", "https://h/k"),
+], ids=["credentials-and-query-hidden", "plain"])
+def test_safe_url(url, shown):
+    assert safe_url(url) == shown
+
+
+def test_env_source_expands_the_variable_without_reading_files():
+    spec = normalize_sources({"env": "LIST"}, "test")[0]
+    units = expand_source(spec, {"LIST": "x.yaml:y.yaml"})
+    assert [(unit.origin.location, unit.origin.variable) for unit in units] == [("x.yaml", "LIST"), ("y.yaml", "LIST")]
+    assert units[0].origin.label() == "kubeconfig source 1 (env LIST: x.yaml)"
+
+
+def test_unset_env_source_is_an_error():
+    spec = normalize_sources({"env": "UNSET_FOR_TEST"}, "test")[0]
+    with pytest.raises(PhasekitError, match=r"kubeconfig source 1 \(env: \$UNSET_FOR_TEST\): the environment "
+                                            "variable UNSET_FOR_TEST is not set"):
+        expand_source(spec, {})
