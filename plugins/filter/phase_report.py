@@ -1,0 +1,22 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""Filters phase_summary and phase_failure: the end-of-plan report of the plan role."""
+
+from __future__ import annotations
+
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import failure_message, summary_lines
+
+
+def phase_summary(records, phases, play_hosts=None, mode="run"):
+    """Table lines: one row per phase and host of the run list, with result, duration and objects changed."""
+    return summary_lines(list(phases or []), list(records or []), list(play_hosts or []), mode=str(mode))
+
+
+def phase_failure(records):
+    """'phase X failed on cluster Y: why' for the first failed phase, or an empty string."""
+    return failure_message(list(records or [])) or ""
+
+
+class FilterModule:
+    def filters(self):
+        return {"phase_summary": phase_summary, "phase_failure": phase_failure}

@@ -1,0 +1,78 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""Read phase and plan documents from files, directories or inline variables.
+
+A directory contributes its ``*.yaml`` and ``*.yml`` files (not recursive, so
+manifests kept in sub-directories are not mistaken for phase documents), in
+name order; each file contributes its documents in order. Relative paths in a
+document (sources, working directories) are relative to the file's directory.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import yaml
+
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import Origin
+
+DOCUMENT_SUFFIXES = (".yaml", ".yml")
+INLINE_SOURCE = "plan"
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@dataclass(frozen=True)
+class RawDocument:
+    """One parsed YAML document, where it came from, and the directory its relative paths start from."""
+
+    content: object
+    origin: Origin
+    base_dir: str
+
+
+def read_paths(paths: list[str], base_dir: str) -> list[RawDocument]:
+    """Documents of every file and directory in ``paths`` (relative to ``base_dir``), in order."""
+    documents = []
+    for given in paths:
+        path = given if os.path.isabs(given) else os.path.join(base_dir, given)
+        if os.path.isdir(path):
+            names = sorted(name for name in os.listdir(path)
+                           if name.endswith(DOCUMENT_SUFFIXES) and not name.startswith(".")
+                           and os.path.isfile(os.path.join(path, name)))
+            if not names:
+                raise PhasekitError(f"phase directory {given}: no *.yaml or *.yml files in {path}")
+            for name in names:
+                documents.extend(_read_file(os.path.join(path, name), os.path.join(given, name)))
+        elif os.path.isfile(path):
+            documents.extend(_read_file(path, given))
+        else:
+            raise PhasekitError(f"phase documents {given}: no such file or directory ({path})")
+    return documents
+
+
+def inline_documents(value, base_dir: str) -> list[RawDocument]:
+    """Documents given as variables: a list of documents, or a single document."""
+    items = value if isinstance(value, list) else [value]
+    return [RawDocument(item, Origin(INLINE_SOURCE, number), base_dir)
+            for number, item in enumerate(items, start=1) if item is not None]
+
+
+def _read_file(path: str, shown: str) -> list[RawDocument]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PhasekitError(f"{shown}: cannot read: {exc}") from None
+    try:
+        contents = list(yaml.load_all(text, Loader=_Loader))  # nosec B506 - a safe loader
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise PhasekitError(f"{shown}{where}: invalid YAML: {problem}") from None
+    base = os.path.dirname(os.path.abspath(path))
+    return [RawDocument(content, Origin(shown, number), base)
+            for number, content in enumerate(contents, start=1) if content is not None]

@@ -1,0 +1,93 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""What each executor accepts: whether it needs a source, and the options it takes.
+
+Options are described with Ansible's argument spec format and checked with
+Ansible's own validator, so a phase's options fail the same way a task's
+arguments would, but at plan time and naming the document. The ``apply`` and
+``wait`` executors take the options of the ``phasekit.kube.apply`` and
+``phasekit.kube.wait`` actions; their argument specs are handed in by the
+caller (they live with those actions), see ``executor_registry``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import COMMAND_SPEC
+
+SOURCE_REQUIRED = "required"
+SOURCE_OPTIONAL = "optional"
+SOURCE_NONE = "none"
+
+# Arguments an executor action takes that a phase does not set through its options:
+# the bundle comes from the phase's source, the cluster from the phase's cluster.
+NOT_PHASE_OPTIONS = frozenset({"src", "definition", "kubeconfig", "context"})
+
+
+@dataclass(frozen=True)
+class Executor:
+    """One executor: its source rule and its options' argument spec (``None``: any mapping)."""
+
+    name: str
+    source: str = SOURCE_NONE
+    inline_source: bool = False            # source may be inline objects (a list or a mapping)
+    spec: dict | None = field(default=None)
+
+    def check_options(self, options: dict, base_dir: str) -> tuple[dict, list[str]]:
+        """Options converted to their types (relative paths made absolute), and error messages."""
+        if self.spec is None:
+            return dict(options), []
+        argument_spec = self.spec.get("argument_spec", {})
+        validator = ArgumentSpecValidator(
+            argument_spec,
+            mutually_exclusive=self.spec.get("mutually_exclusive"),
+            required_together=self.spec.get("required_together"),
+            required_one_of=self.spec.get("required_one_of"),
+            required_if=self.spec.get("required_if"),
+            required_by=self.spec.get("required_by"),
+        )
+        result = validator.validate(dict(options))
+        unknown = sorted(str(name) for name in options if name not in argument_spec)
+        errors = [error for error in result.error_messages if "Supported parameters include" not in error]
+        if unknown:
+            errors.insert(0, f"unsupported options: {', '.join(unknown)}; supported options are: "
+                             f"{', '.join(sorted(argument_spec)) or 'none'}")
+        checked = {}
+        for key in options:
+            if key not in argument_spec:
+                continue
+            value = result.validated_parameters.get(key, options[key])
+            if argument_spec[key].get("type") == "path" and isinstance(value, str) and not os.path.isabs(value):
+                value = os.path.normpath(os.path.join(base_dir, value))
+            checked[key] = value
+        return checked, errors
+
+
+KUBECONFIG_SPEC = {
+    "argument_spec": {
+        "host": {"type": "str", "required": True},
+    },
+}
+
+
+def executor_registry(apply_spec: dict | None = None, wait_spec: dict | None = None) -> dict[str, Executor]:
+    """Every executor by name. ``apply_spec``/``wait_spec``: the actions' argument specs (``None``: any options)."""
+    executors = [
+        Executor("apply", SOURCE_REQUIRED, True, phase_options(apply_spec)),
+        Executor("wait", SOURCE_REQUIRED, True, phase_options(wait_spec)),
+        Executor("kubeconfig", SOURCE_NONE, False, KUBECONFIG_SPEC),
+        Executor("command", SOURCE_OPTIONAL, False, COMMAND_SPEC),
+        Executor("tasks", SOURCE_REQUIRED, False, None),     # options: free-form, for the user's task file
+    ]
+    return {executor.name: executor for executor in executors}
+
+
+def phase_options(argument_spec: dict | None) -> dict | None:
+    """The part of an action's argument spec that phases set through ``options``."""
+    if argument_spec is None:
+        return None
+    return {"argument_spec": {key: value for key, value in argument_spec.items() if key not in NOT_PHASE_OPTIONS}}

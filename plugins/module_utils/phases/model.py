@@ -1,0 +1,254 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""Phases and plans as plain data, parsed from documents with their shape checked.
+
+A ``Phase`` document defines one top-level phase; its ``spec.phases`` nest
+child phases inline, to any depth. A ``PhasePlan`` names phases in the order
+they run. Full names join parents and children with ``/`` (``certs/ca``), as
+kubeadm's workflow runner does. This module checks the shape of documents
+(kinds, fields, types, names); what the fields mean (executors, sources,
+clusters, plan references) is checked by ``validation``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import RawDocument
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import Origin, Problems, did_you_mean, type_name
+
+API_VERSION = "phasekit.dev/v1alpha1"
+PHASE_KIND = "Phase"
+PLAN_KIND = "PhasePlan"
+KINDS = (PHASE_KIND, PLAN_KIND)
+SEPARATOR = "/"
+
+DOCUMENT_FIELDS = ("apiVersion", "kind", "metadata", "spec")
+METADATA_FIELDS = ("name", "labels", "annotations")
+PHASE_SPEC_FIELDS = ("description", "cluster", "executor", "source", "options", "phases")
+CHILD_PHASE_FIELDS = ("name",) + PHASE_SPEC_FIELDS
+PLAN_SPEC_FIELDS = ("description", "phases")
+
+# A name is one path segment: no "/", which joins full names.
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9_.-]*[A-Za-z0-9])?$")
+
+
+@dataclass
+class Phase:
+    """One phase: what runs (executor, source, options), where (cluster), and its children."""
+
+    name: str
+    full_name: str
+    origin: Origin
+    path: str                          # the phase's place in its document: "spec" or "spec.phases[0]"
+    base_dir: str                      # relative paths in this phase start here
+    parent: str | None = None          # full name of the parent phase
+    level: int = 0
+    description: str = ""
+    cluster: str | None = None         # effective: its own, else inherited from the parent
+    cluster_path: str | None = None    # field that set the effective cluster (for messages)
+    executor: str | None = None        # None: a group phase, it only holds children
+    source: object = None              # as written: a path, or inline objects
+    source_path: str | None = None     # the source path made absolute (set by validation)
+    options: dict = field(default_factory=dict)
+    children: list[Phase] = field(default_factory=list)
+
+    def where(self, name: str | None = None) -> str:
+        """``file document N (Phase top) field spec.phases[0].name`` for a field of this phase."""
+        return self.origin.at(f"{self.path}.{name}" if name else self.path)
+
+    def walk(self):
+        """This phase, then its descendants: depth-first, parent before children, in order."""
+        yield self
+        for child in self.children:
+            yield from child.walk()
+
+
+@dataclass
+class PhasePlan:
+    """A named, ordered list of phase names; each brings its descendants along."""
+
+    name: str
+    phases: list[str]
+    origin: Origin
+    description: str = ""
+
+    def where(self, name: str | None = None) -> str:
+        return self.origin.at(name)
+
+
+@dataclass
+class Catalog:
+    """Every phase and plan defined by a set of documents."""
+
+    phases: list[Phase] = field(default_factory=list)       # top-level phases in document order
+    plans: list[PhasePlan] = field(default_factory=list)
+
+    def walk(self):
+        for phase in self.phases:
+            yield from phase.walk()
+
+    def by_full_name(self) -> dict[str, Phase]:
+        return {phase.full_name: phase for phase in self.walk()}
+
+    def plan(self, name: str) -> PhasePlan | None:
+        return next((plan for plan in self.plans if plan.name == name), None)
+
+
+def parse_documents(documents: list[RawDocument], problems: Problems) -> Catalog:
+    """Build the catalog, adding every shape problem to ``problems``."""
+    catalog = Catalog()
+    for document in documents:
+        parsed = _parse_document(document, problems)
+        if parsed is None:
+            continue
+        kept = catalog.phases if isinstance(parsed, Phase) else catalog.plans
+        earlier = next((item for item in kept if item.name == parsed.name), None)
+        if earlier is not None:
+            kind = "phase" if isinstance(parsed, Phase) else "plan"
+            problems.add(parsed.origin.at("metadata.name"), f"duplicate {kind} name {parsed.name!r} "
+                                                            f"(also defined in {earlier.origin.label()})")
+            continue
+        kept.append(parsed)
+    return catalog
+
+
+def _parse_document(document: RawDocument, problems: Problems):
+    content, origin = document.content, document.origin
+    if not isinstance(content, dict):
+        problems.add(origin.at(), f"expected a mapping (a {PHASE_KIND} or {PLAN_KIND} document), "
+                                  f"got {type_name(content)}")
+        return None
+    kind = content.get("kind")
+    if kind not in KINDS:
+        shown = "missing" if kind is None else f"unknown kind {kind!r}{did_you_mean(kind, KINDS)}"
+        problems.add(origin.at("kind"), f"{shown}; expected {' or '.join(KINDS)}")
+        return None
+    metadata = content.get("metadata")
+    if isinstance(metadata, dict) and isinstance(metadata.get("name"), str) and metadata["name"]:
+        origin = origin.named(kind, metadata["name"])  # every message about this document names it
+    api_version = content.get("apiVersion")
+    if api_version != API_VERSION:
+        shown = "missing" if api_version is None else f"unsupported apiVersion {api_version!r}"
+        problems.add(origin.at("apiVersion"), f"{shown}; expected {API_VERSION}")
+    _unknown_fields(content, DOCUMENT_FIELDS, origin.at, problems, prefix="")
+    name = _metadata_name(metadata, origin, problems)
+    if name is None:
+        return None
+    spec = content.get("spec")
+    if not isinstance(spec, dict):
+        problems.add(origin.at("spec"), f"expected a mapping, got {type_name(spec)}")
+        return None
+    if kind == PLAN_KIND:
+        return _parse_plan(name, spec, origin, problems)
+    phase = Phase(name=name, full_name=name, origin=origin, path="spec", base_dir=document.base_dir)
+    _unknown_fields(spec, PHASE_SPEC_FIELDS, origin.at, problems, prefix="spec.")
+    _fill_phase(phase, spec, problems)
+    return phase
+
+
+def _metadata_name(metadata, origin: Origin, problems: Problems) -> str | None:
+    if not isinstance(metadata, dict):
+        problems.add(origin.at("metadata"), f"expected a mapping with a name, got {type_name(metadata)}")
+        return None
+    _unknown_fields(metadata, METADATA_FIELDS, origin.at, problems, prefix="metadata.")
+    for key in ("labels", "annotations"):
+        if key in metadata and not isinstance(metadata[key], dict):
+            problems.add(origin.at(f"metadata.{key}"), f"expected a mapping, got {type_name(metadata[key])}")
+    return _checked_name(metadata.get("name"), origin.at("metadata.name"), problems)
+
+
+def _checked_name(name, where: str, problems: Problems) -> str | None:
+    if not isinstance(name, str) or not name:
+        problems.add(where, f"expected a non-empty string, got {type_name(name)}")
+        return None
+    if not NAME_PATTERN.match(name):
+        problems.add(where, f"invalid name {name!r}: use letters, digits, '-', '_' and '.', "
+                            f"starting and ending with a letter or digit ('{SEPARATOR}' joins full names)")
+        return None
+    return name
+
+
+def _parse_plan(name: str, spec: dict, origin: Origin, problems: Problems) -> PhasePlan:
+    _unknown_fields(spec, PLAN_SPEC_FIELDS, origin.at, problems, prefix="spec.")
+    plan = PhasePlan(name=name, phases=[], origin=origin,
+                     description=_optional_str(spec, "description", origin.at("spec.description"), problems))
+    names = spec.get("phases")
+    if not isinstance(names, list) or not names:
+        problems.add(origin.at("spec.phases"), f"expected a non-empty list of phase names, got {type_name(names)}")
+        return plan
+    for position, entry in enumerate(names):
+        if not isinstance(entry, str) or not entry:
+            problems.add(origin.at(f"spec.phases[{position}]"),
+                         f"expected a phase name (a string), got {type_name(entry)}")
+            continue
+        plan.phases.append(entry)
+    return plan
+
+
+def _fill_phase(phase: Phase, spec: dict, problems: Problems):
+    """Set a phase's fields from its spec and parse its children, recursively."""
+    phase.description = _optional_str(spec, "description", phase.where("description"), problems)
+    cluster = spec.get("cluster")
+    if cluster is not None:
+        if isinstance(cluster, str) and cluster:
+            phase.cluster, phase.cluster_path = cluster, phase.where("cluster")
+        else:
+            problems.add(phase.where("cluster"), f"expected an inventory host or group name, got {type_name(cluster)}")
+    executor = spec.get("executor")
+    if executor is not None:
+        if isinstance(executor, str) and executor:
+            phase.executor = executor
+        else:
+            problems.add(phase.where("executor"), f"expected an executor name, got {type_name(executor)}")
+    phase.source = spec.get("source")
+    options = spec.get("options")
+    if options is not None:
+        if isinstance(options, dict):
+            phase.options = options
+        else:
+            problems.add(phase.where("options"), f"expected a mapping, got {type_name(options)}")
+    children = spec.get("phases")
+    if children is None:
+        return
+    if not isinstance(children, list):
+        problems.add(phase.where("phases"), f"expected a list of phases, got {type_name(children)}")
+        return
+    seen: dict[str, str] = {}
+    for position, child_spec in enumerate(children):
+        path = f"{phase.path}.phases[{position}]"
+        if not isinstance(child_spec, dict):
+            problems.add(phase.origin.at(path), f"expected a phase (a mapping with a name), got {type_name(child_spec)}")
+            continue
+        _unknown_fields(child_spec, CHILD_PHASE_FIELDS, phase.origin.at, problems, prefix=f"{path}.")
+        name = _checked_name(child_spec.get("name"), phase.origin.at(f"{path}.name"), problems)
+        if name is None:
+            continue
+        if name in seen:
+            problems.add(phase.origin.at(f"{path}.name"),
+                         f"duplicate phase name {phase.full_name}{SEPARATOR}{name} (also at {seen[name]})")
+            continue
+        seen[name] = path
+        child = Phase(name=name, full_name=f"{phase.full_name}{SEPARATOR}{name}", origin=phase.origin, path=path,
+                      base_dir=phase.base_dir, parent=phase.full_name, level=phase.level + 1,
+                      cluster=phase.cluster, cluster_path=phase.cluster_path)
+        _fill_phase(child, child_spec, problems)
+        phase.children.append(child)
+
+
+def _optional_str(spec: dict, key: str, where: str, problems: Problems) -> str:
+    value = spec.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        problems.add(where, f"expected a string, got {type_name(value)}")
+        return ""
+    return value
+
+
+def _unknown_fields(mapping: dict, known, at, problems: Problems, prefix: str):
+    for key in mapping:
+        if key not in known:
+            problems.add(at(f"{prefix}{key}"),
+                         f"unknown field{did_you_mean(key, known)}; expected one of {', '.join(known)}")

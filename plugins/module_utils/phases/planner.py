@@ -1,0 +1,110 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""From documents to the ordered run list: parse, validate, choose the plan, place, select.
+
+This is the one path every plan takes; it reads no kubeconfig and contacts no
+cluster, so ``list``, ``tree``, ``render`` and offline ``validate`` stop here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import RawDocument
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.executors import Executor
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.inventory import Inventory
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import Catalog, Phase, PhasePlan, parse_documents
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import Problems, did_you_mean
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.selection import select_phases
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.validation import (
+    Placement,
+    check_phases,
+    place_phases,
+    plan_phases,
+)
+
+
+@dataclass
+class PlannedPhase:
+    """A phase of the chosen plan, where it runs, and why it does not run (``None``: it runs)."""
+
+    phase: Phase
+    placement: Placement
+    reason: str | None = None
+
+    @property
+    def selected(self) -> bool:
+        return self.reason is None
+
+    def to_dict(self) -> dict:
+        """The phase as the action returns it and the role consumes it."""
+        phase = self.phase
+        return {
+            "name": phase.full_name,
+            "short_name": phase.name,
+            "parent": phase.parent,
+            "level": phase.level,
+            "children": [child.full_name for child in phase.children],
+            "description": phase.description,
+            "cluster": phase.cluster,
+            "hosts": list(self.placement.hosts),
+            "cluster_hosts": list(self.placement.cluster_hosts),
+            "parents": dict(self.placement.parents),
+            "executor": phase.executor,
+            "source": phase.source_path if phase.source_path is not None else phase.source,
+            "options": phase.options,
+            "origin": phase.origin.label(),
+            "selected": self.selected,
+            "reason": self.reason,
+        }
+
+
+@dataclass
+class Plan:
+    """The chosen plan: every phase in run order, each marked as selected or not."""
+
+    name: str | None
+    description: str = ""
+    phases: list[PlannedPhase] = field(default_factory=list)
+
+    @property
+    def selected(self) -> list[PlannedPhase]:
+        return [planned for planned in self.phases if planned.selected]
+
+
+def build_plan(documents: list[RawDocument], *, executors: dict[str, Executor], inventory: Inventory,
+               name: str | None = None, only=(), skip=(), start_at: str | None = None) -> Plan:
+    """Validate the documents and compute the run list; raises PhasekitError listing every problem."""
+    if not documents:
+        raise PhasekitError("no phase documents: give 'src' (a file or directory) or inline documents")
+    problems = Problems()
+    catalog = parse_documents(documents, problems)
+    check_phases(catalog, executors, problems)
+    plan = choose_plan(catalog, name, problems)
+    if plan is None and (name or catalog.plans):
+        problems.raise_if_any()     # no plan to place: stop before reporting on phases it would not run
+    phases = plan_phases(catalog, plan, problems)
+    placements = place_phases(phases, inventory, problems)
+    problems.raise_if_any()
+    reasons = select_phases([phase.full_name for phase in phases], only, skip, start_at)
+    return Plan(
+        name=plan.name if plan else None,
+        description=plan.description if plan else "",
+        phases=[PlannedPhase(phase, placements[phase.full_name], reasons[phase.full_name]) for phase in phases],
+    )
+
+
+def choose_plan(catalog: Catalog, name: str | None, problems: Problems) -> PhasePlan | None:
+    """The named plan; without a name the only plan, or every phase in document order when there is none."""
+    names = [plan.name for plan in catalog.plans]
+    if name:
+        plan = catalog.plan(name)
+        if plan is None:
+            defined = f"plans defined: {', '.join(names)}" if names else "the documents define no PhasePlan"
+            problems.add(f"plan {name}", f"not found{did_you_mean(name, names)}; {defined}")
+        return plan
+    if len(catalog.plans) > 1:
+        problems.add("plan", f"several plans are defined ({', '.join(names)}): choose one by name")
+        return None
+    return catalog.plans[0] if catalog.plans else None

@@ -1,0 +1,165 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""What the fields of phases and plans mean: executors, sources, options, plans, clusters.
+
+``check_phases`` needs no inventory and checks every phase of the documents;
+``plan_phases`` resolves a plan's entries; ``place_phases`` maps the phases of
+the chosen plan to inventory hosts. Every problem names the file, the
+document and the field, and all are reported together.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.executors import (
+    SOURCE_NONE,
+    SOURCE_REQUIRED,
+    Executor,
+)
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.inventory import Inventory
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import Catalog, Phase, PhasePlan
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import Problems, did_you_mean, type_name
+
+
+@dataclass
+class Placement:
+    """Where a phase runs: the hosts of its cluster, and the hosts its executor runs on."""
+
+    cluster_hosts: list[str] = field(default_factory=list)
+    hosts: list[str] = field(default_factory=list)
+    parents: dict[str, str] = field(default_factory=dict)   # kubeconfig executor: child host -> parent host
+
+
+def check_phases(catalog: Catalog, executors: dict[str, Executor], problems: Problems):
+    """Check executor, source and options of every phase; resolve sources and path options in place."""
+    for phase in catalog.walk():
+        if phase.executor is None:
+            _check_group(phase, executors, problems)
+            continue
+        executor = executors.get(phase.executor)
+        if executor is None:
+            problems.add(phase.where("executor"),
+                         f"unknown executor {phase.executor!r}{did_you_mean(phase.executor, executors)}; "
+                         f"expected one of {', '.join(sorted(executors))}")
+            continue
+        _check_source(phase, executor, problems)
+        options, errors = executor.check_options(phase.options, phase.base_dir)
+        for error in errors:
+            problems.add(phase.where("options"), f"{error} (executor {executor.name})")
+        phase.options = options
+
+
+def _check_group(phase: Phase, executors: dict[str, Executor], problems: Problems):
+    if not phase.children:
+        problems.add(phase.where("executor"),
+                     f"missing: a phase without child phases needs an executor (one of {', '.join(sorted(executors))})")
+    for key, value in (("source", phase.source), ("options", phase.options)):
+        if value:
+            problems.add(phase.where(key), f"a group phase (no executor) takes no {key}; set an executor or "
+                                           f"move the {key} to a child phase")
+
+
+def _check_source(phase: Phase, executor: Executor, problems: Problems):
+    source = phase.source
+    if source is None:
+        if executor.source == SOURCE_REQUIRED:
+            wanted = "a task file" if executor.name == "tasks" else \
+                "a kustomization directory, a manifest file or directory, or inline objects"
+            problems.add(phase.where("source"), f"missing: executor {executor.name} needs a source ({wanted})")
+        return
+    if executor.source == SOURCE_NONE:
+        problems.add(phase.where("source"), f"executor {executor.name} takes no source")
+        return
+    if isinstance(source, (list, dict)):
+        if not executor.inline_source:
+            problems.add(phase.where("source"), f"executor {executor.name} needs a path, got {type_name(source)}")
+        return
+    if not isinstance(source, str) or not source:
+        problems.add(phase.where("source"), f"expected a path or inline objects, got {type_name(source)}")
+        return
+    path = source if os.path.isabs(source) else os.path.normpath(os.path.join(phase.base_dir, source))
+    if not os.path.exists(path):
+        problems.add(phase.where("source"), f"{source} not found (looked for {path})")
+    elif executor.name == "tasks" and not os.path.isfile(path):
+        problems.add(phase.where("source"), f"{source} is not a task file ({path})")
+    phase.source_path = path
+
+
+def plan_phases(catalog: Catalog, plan: PhasePlan | None, problems: Problems) -> list[Phase]:
+    """The phases a plan runs, in order (each entry brings its descendants); all phases without a plan."""
+    if plan is None:
+        return [phase for top in catalog.phases for phase in top.walk()]
+    known = catalog.by_full_name()
+    ordered: list[Phase] = []
+    claimed: dict[str, str] = {}            # full name -> the plan entry that brought it in
+    for position, entry in enumerate(plan.phases):
+        where = plan.where(f"spec.phases[{position}]")
+        root = known.get(entry)
+        if root is None:
+            problems.add(where, f"plan {plan.name} names phase {entry!r}, which is not defined{did_you_mean(entry, known)}")
+            continue
+        overlap = next((phase.full_name for phase in root.walk() if phase.full_name in claimed), None)
+        if overlap is not None:
+            problems.add(where, f"phase {overlap} is already in plan {plan.name} through entry {claimed[overlap]!r}")
+            continue
+        for phase in root.walk():
+            claimed[phase.full_name] = entry
+            ordered.append(phase)
+    return ordered
+
+
+def place_phases(phases: list[Phase], inventory: Inventory, problems: Problems) -> dict[str, Placement]:
+    """Map each phase to inventory hosts; a cluster must be a host or a group with hosts."""
+    placements = {}
+    for phase in phases:
+        placement = Placement()
+        placements[phase.full_name] = placement
+        if phase.cluster is None:
+            if phase.executor is not None:
+                problems.add(phase.where("cluster"), "missing: name the inventory host or group this phase runs "
+                                                     "on (here or on a parent phase)")
+            continue
+        hosts = _hosts_for(phase.cluster, phase.cluster_path, inventory, problems)
+        placement.cluster_hosts = placement.hosts = hosts
+        if phase.executor == "kubeconfig" and hosts and isinstance(phase.options.get("host"), str):
+            _place_kubeconfig(phase, placement, inventory, problems)
+        elif phase.executor is None:
+            placement.hosts = []            # a group phase runs nothing itself
+    return placements
+
+
+def _hosts_for(name: str, where: str, inventory: Inventory, problems: Problems) -> list[str]:
+    hosts = inventory.hosts_for(name)
+    if hosts is None:
+        problems.add(where, f"{name!r} is neither a host nor a group in the inventory{did_you_mean(name, inventory.names())}")
+        return []
+    if not hosts:
+        problems.add(where, f"inventory group {name!r} has no hosts")
+    return hosts
+
+
+def _place_kubeconfig(phase: Phase, placement: Placement, inventory: Inventory, problems: Problems):
+    """The kubeconfig executor runs on the child hosts; each reads its Secret from one parent in the cluster."""
+    where = phase.where("options.host")
+    children = _hosts_for(phase.options["host"], where, inventory, problems)
+    placement.hosts = children
+    for child in children:
+        if not inventory.has_kubeconfig(child):
+            # Without it, a later run that starts after this phase would silently use kubectl's default.
+            problems.add(where, f"host {child} has no kube_kubeconfig; set it to the Secret this phase waits for, "
+                                f"for example {{secret: {{name: {child}-kubeconfig}}}} with kube_parent")
+            continue
+        declared = inventory.parent_of(child)
+        if declared is not None:
+            if declared not in placement.cluster_hosts:
+                problems.add(where, f"host {child} has kube_parent {declared}, which is not in this phase's "
+                                    f"cluster {phase.cluster} ({', '.join(placement.cluster_hosts)})")
+                continue
+            placement.parents[child] = declared
+        elif len(placement.cluster_hosts) == 1:
+            placement.parents[child] = placement.cluster_hosts[0]
+        else:
+            problems.add(where, f"host {child} has no kube_parent and cluster {phase.cluster} has several hosts; "
+                                f"set kube_parent for {child}")

@@ -1,0 +1,159 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""How plans look to people: the phase table, the indented tree, a Mermaid graph, the run summary.
+
+Output is plain ASCII lines so that it reads the same in a terminal, in a log
+file and in an AWX job event.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import Plan, PlannedPhase
+
+GROUP = "(group)"
+NOT_RUN = "not run"
+NOT_IN_PLAY = "not in play"
+
+
+def source_label(value) -> str:
+    """A source as written: the path, or a count of inline objects."""
+    if value is None:
+        return "-"
+    if isinstance(value, list):
+        return f"(inline: {len(value)} objects)"
+    if isinstance(value, dict):
+        return "(inline: 1 object)"
+    return str(value)
+
+
+def table(rows: list[list[str]]) -> list[str]:
+    """Left-aligned columns, two spaces apart, no trailing blanks."""
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
+
+
+def _run_label(planned: PlannedPhase) -> str:
+    return "yes" if planned.selected else f"no ({planned.reason})"
+
+
+def _executor_label(planned: PlannedPhase) -> str:
+    return planned.phase.executor or GROUP
+
+
+def _hosts_label(planned: PlannedPhase) -> str:
+    return ",".join(planned.placement.hosts) or "-"
+
+
+def list_lines(plan: Plan) -> list[str]:
+    """The plan as a table: one row per phase in run order, and whether it runs."""
+    rows = [["PHASE", "CLUSTER", "HOSTS", "EXECUTOR", "SOURCE", "RUN"]]
+    for planned in plan.phases:
+        rows.append([planned.phase.full_name, planned.phase.cluster or "-", _hosts_label(planned),
+                     _executor_label(planned), source_label(planned.phase.source), _run_label(planned)])
+    return table(rows)
+
+
+def tree_lines(plan: Plan) -> list[str]:
+    """The plan as an indented tree, children under their parent, with what each phase does and where."""
+    title = (f"plan {plan.name}" + (f": {plan.description}" if plan.description else "")
+             if plan.name else "all phases (no plan)")
+    rows = []
+    for planned in plan.phases:
+        phase = planned.phase
+        note = "" if planned.selected else f"[not run: {planned.reason}]"
+        if phase.description:
+            note = f"{note} {phase.description}".strip()
+        rows.append([("  " * (phase.level + 1)) + phase.name, _executor_label(planned),
+                     f"@{phase.cluster}" if phase.cluster else "",
+                     source_label(phase.source) if phase.source is not None else "", note])
+    return [title, *table(rows)] if rows else [title]
+
+
+def mermaid_lines(plan: Plan) -> list[str]:
+    """A Mermaid flowchart: child phases inside their parent's box, arrows in run order."""
+    ids = {planned.phase.full_name: f"p{number}" for number, planned in enumerate(plan.phases)}
+    lines = ["flowchart TD", "  classDef notrun stroke-dasharray: 5 5,color:#888"]
+    by_parent: dict[str | None, list[PlannedPhase]] = {}
+    for planned in plan.phases:
+        by_parent.setdefault(planned.phase.parent, []).append(planned)
+    in_plan_roots = [planned for planned in plan.phases if planned.phase.parent not in ids]
+
+    def emit(planned: PlannedPhase, depth: int):
+        indent = "  " * depth
+        phase, node = planned.phase, ids[planned.phase.full_name]
+        style = "" if planned.selected else ":::notrun"
+        label = _mermaid_text(f"{phase.full_name}<br/>{_executor_label(planned)}"
+                              + (f" @ {phase.cluster}" if phase.cluster else ""))
+        children = by_parent.get(phase.full_name, [])
+        if phase.executor is not None:
+            lines.append(f'{indent}{node}["{label}"]{style}')
+        if children:
+            lines.append(f'{indent}subgraph {node}_children["{_mermaid_text(phase.full_name)}"]')
+            for child in children:
+                emit(child, depth + 1)
+            lines.append(f"{indent}end")
+
+    for planned in in_plan_roots:
+        emit(planned, 1)
+    steps = [ids[planned.phase.full_name] for planned in plan.phases if planned.phase.executor is not None]
+    for before, after in zip(steps, steps[1:]):
+        lines.append(f"  {before} --> {after}")
+    return lines
+
+
+def _mermaid_text(text: str) -> str:
+    return text.replace('"', "#quot;")
+
+
+def duration_label(seconds) -> str:
+    if seconds is None:
+        return "-"
+    seconds = float(seconds)
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, rest = divmod(int(round(seconds)), 60)
+    return f"{minutes}m{rest:02d}s"
+
+
+# In status mode the executors run in check mode: a change means the live state differs.
+STATUS_RESULTS = {"changed": "differs", "ok": "in sync"}
+
+
+def summary_lines(phases: list[dict], records: list[dict], play_hosts: list[str], mode: str = "run") -> list[str]:
+    """One row per phase and host of the run list: result, duration, objects changed.
+
+    ``phases`` are the selected phases as ``phase_plan`` returns them; ``records``
+    what the role recorded per phase and host (``phase``, ``host``, ``result``,
+    ``duration``, ``objects_changed``).
+    """
+    results = STATUS_RESULTS if mode == "status" else {}
+    recorded = {(record.get("phase"), record.get("host")): record for record in records}
+    rows = [["PHASE", "CLUSTER", "RESULT", "DURATION", "CHANGED"]]
+    for phase in phases:
+        if not phase.get("executor"):
+            continue
+        for host in phase.get("hosts") or []:
+            record = recorded.get((phase["name"], host))
+            if record is None:
+                rows.append([phase["name"], host, NOT_RUN if host in play_hosts else NOT_IN_PLAY, "-", "-"])
+                continue
+            changed = record.get("objects_changed")
+            result = str(record.get("result", "ok"))
+            rows.append([phase["name"], host, results.get(result, result), duration_label(record.get("duration")),
+                         "-" if changed is None else str(changed)])
+    return table(rows)
+
+
+def failure_message(records: list[dict]) -> str | None:
+    """'phase X failed on cluster Y: why' for the first failed phase, or ``None``."""
+    failed = [record for record in records if record.get("result") == "failed"]
+    if not failed:
+        return None
+    first = failed[0]
+    message = f"phase {first.get('phase')} failed on cluster {first.get('host')}"
+    if first.get("msg"):
+        message += f": {first['msg']}"
+    others = sorted({(record.get("phase"), record.get("host")) for record in failed[1:]})
+    if others:
+        message += "; also failed: " + ", ".join(f"{phase} on {host}" for phase, host in others)
+    return message

@@ -1,0 +1,237 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""Documentation of the phasekit.kube.phase_plan action (the work is done in plugins/action/phase_plan.py)."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: phase_plan
+short_description: Validate phase and plan documents and compute the ordered run list
+version_added: 0.1.0
+description:
+  - Reads C(Phase) and C(PhasePlan) documents (API version C(phasekit.dev/v1alpha1)) from files and
+    directories, or takes the same documents inline, validates them against the inventory, and returns the
+    phases of the chosen plan in run order, each with the inventory hosts it runs on.
+  - Phases run depth-first, a parent before its children, in document order (or in the order a plan names
+    them). Full names join parents and children with C(/), for example C(certs/ca).
+  - >-
+    Selection follows kubeadm's phase runner. O(only) keeps the named phases and all their descendants
+    (naming a child does not bring its parent); O(skip) then removes the named phases and their descendants;
+    O(start_at) resumes the plan at a phase, leaving out every phase before it. An unknown name fails with
+    C(invalid phase name: NAME).
+  - Validation fails on an unknown kind or field, a duplicate phase name, a plan naming a missing phase, an
+    unknown executor, a missing source, a cluster that is neither a host nor a group of the inventory, and
+    options the executor does not take. All problems are reported at once, each naming the file, the
+    document and the field.
+  - Reads no kubeconfig, decrypts nothing and contacts no cluster. From the inventory it reads host and
+    group names, and C(kube_parent) of the hosts that a C(kubeconfig) phase names.
+  - The role M(phasekit.kube.plan) runs the result; see C(docs/phases.md) for the document format.
+options:
+  src:
+    description:
+      - Files or directories holding phase and plan documents, read in the order given.
+      - A directory contributes its C(*.yaml) and C(*.yml) files in name order, not its sub-directories.
+      - Relative paths are relative to the playbook directory. Paths inside a document (sources, C(chdir))
+        are relative to the document's directory.
+      - Exactly one of O(src) and O(plan) is required.
+    type: list
+    elements: path
+  plan:
+    description:
+      - The documents themselves, as a list of C(Phase) and C(PhasePlan) mappings (or a single mapping).
+      - Relative paths inside them are relative to the playbook directory.
+    type: raw
+  name:
+    description:
+      - The C(PhasePlan) to run.
+      - Without it, the only plan the documents define; if they define none, every phase in document order.
+    type: str
+  only:
+    description: Full names of the phases to run, with their descendants.
+    type: list
+    elements: str
+    default: []
+  skip:
+    description: Full names of the phases not to run, with their descendants. Applied after O(only).
+    type: list
+    elements: str
+    default: []
+  start_at:
+    description: Full name of the phase to resume at; phases before it in run order do not run.
+    type: str
+  render:
+    description:
+      - Also render the bundle of every selected C(apply) and C(wait) phase (kustomize, manifest files, inline
+        objects) without contacting a cluster, and return the objects in RV(rendered).
+      - A bundle that does not render fails the task, naming the phase.
+    type: bool
+    default: false
+attributes:
+  action:
+    support: full
+  async:
+    support: none
+  bypass_host_loop:
+    support: none
+  check_mode:
+    support: full
+    details: Nothing is changed in any mode.
+  diff_mode:
+    support: none
+  platform:
+    platforms: all
+  action_group:
+    support: full
+    membership:
+      - phasekit.kube.kube
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
+  - ansible.builtin.action_common_attributes.actiongroups
+seealso:
+  - module: phasekit.kube.apply
+  - module: phasekit.kube.kube_command
+author:
+  - phasekit.kube contributors
+"""
+
+EXAMPLES = r"""
+- name: Compute the run list of plan deploy, resuming at controlplane
+  phasekit.kube.phase_plan:
+    src: "{{ playbook_dir }}/phases"
+    name: deploy
+    skip: [workers/monitoring]
+    start_at: controlplane
+  run_once: true
+  register: deploy
+
+- name: Show the plan as a table
+  ansible.builtin.debug:
+    msg: "{{ deploy.table }}"
+  run_once: true
+
+- name: Inline documents
+  phasekit.kube.phase_plan:
+    plan:
+      - apiVersion: phasekit.dev/v1alpha1
+        kind: Phase
+        metadata: {name: namespaces}
+        spec:
+          cluster: target
+          executor: apply
+          source: manifests/namespaces
+  run_once: true
+  register: inline
+"""
+
+RETURN = r"""
+plan:
+  description: Name of the plan, or null when the documents define no plan.
+  returned: success
+  type: str
+  sample: deploy
+phases:
+  description: The phases that run, in run order.
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: Full name, parents joined with C(/).
+      type: str
+      sample: certs/ca
+    short_name:
+      description: The phase's own name.
+      type: str
+      sample: ca
+    parent:
+      description: Full name of the parent phase, or null.
+      type: str
+    level:
+      description: Nesting depth, 0 for a top-level phase.
+      type: int
+    children:
+      description: Full names of the child phases.
+      type: list
+      elements: str
+    description:
+      description: The phase's description.
+      type: str
+    cluster:
+      description: Inventory host or group the phase targets (its own or inherited from its parent).
+      type: str
+      sample: ephemeral
+    hosts:
+      description:
+        - The inventory hosts the phase runs on, in inventory order. Empty for a group phase (no executor).
+        - For a C(kubeconfig) phase, the child hosts whose kubeconfig it resolves.
+      type: list
+      elements: str
+      sample: [ephemeral]
+    cluster_hosts:
+      description: The inventory hosts of RV(phases[].cluster).
+      type: list
+      elements: str
+    parents:
+      description: For a C(kubeconfig) phase, the parent host each child host reads its Secret from.
+      type: dict
+      sample: {workload-1: management}
+    executor:
+      description: C(apply), C(wait), C(kubeconfig), C(command), C(tasks), or null for a group phase.
+      type: str
+    source:
+      description: The source as an absolute path, inline objects, or null.
+      type: raw
+    options:
+      description: The executor options, checked and converted to their types; relative paths made absolute.
+      type: dict
+    origin:
+      description: The file and document that define the phase.
+      type: str
+      sample: phases/10-infra.yaml document 2 (Phase initinfra)
+    selected:
+      description: Whether the phase runs (always true in RV(phases)).
+      type: bool
+    reason:
+      description: Why the phase does not run (C(not in only), C(skip), C(before start_at)), or null.
+      type: str
+all_phases:
+  description: Every phase of the plan in run order, including those not selected, in the format of RV(phases).
+  returned: success
+  type: list
+  elements: dict
+table:
+  description: The plan as a table, one line per phase, saying whether and why not it runs.
+  returned: success
+  type: list
+  elements: str
+tree:
+  description: The plan as an indented tree.
+  returned: success
+  type: list
+  elements: str
+mermaid:
+  description: The plan as a Mermaid flowchart, child phases boxed inside their parent, arrows in run order.
+  returned: success
+  type: list
+  elements: str
+rendered:
+  description: The rendered bundles of the selected C(apply) and C(wait) phases; Secret values are shown as C(***).
+  returned: when O(render=true)
+  type: list
+  elements: dict
+  contains:
+    phase:
+      description: Full name of the phase.
+      type: str
+    cluster:
+      description: The phase's cluster.
+      type: str
+    source:
+      description: The source as written.
+      type: str
+    objects:
+      description: The rendered objects.
+      type: list
+      elements: dict
+"""

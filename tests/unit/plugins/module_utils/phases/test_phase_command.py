@@ -1,0 +1,102 @@
+"""The command executor: a private KUBECONFIG file for exactly as long as the command runs."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+
+import pytest
+import yaml
+
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import (
+    command_argv,
+    failure_message,
+    kubeconfig_file,
+    run_command,
+)
+
+CONFIG = {"apiVersion": "v1", "kind": "Config", "current-context": "c",
+          "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+          "clusters": [{"name": "k", "cluster": {"server": "https://127.0.0.1:6443"}}],
+          "users": [{"name": "u", "user": {"token": "not-a-real-token"}}]}
+
+# Prints the KUBECONFIG path, its mode and whether it holds the config, then exits with argv[1].
+PROBE = ("import os, stat, sys, yaml; p = os.environ['KUBECONFIG']; "
+         "print(p); print(oct(stat.S_IMODE(os.stat(p).st_mode))); print(oct(stat.S_IMODE(os.stat(os.path.dirname(p)).st_mode))); "
+         "print(yaml.safe_load(open(p))['current-context']); print(os.environ.get('EXTRA', '')); sys.exit(int(sys.argv[1]))")
+
+
+def test_kubeconfig_file_is_private_and_removed(tmp_path):
+    with kubeconfig_file(CONFIG) as path:
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+        assert stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
+        with open(path, encoding="utf-8") as handle:
+            assert yaml.safe_load(handle) == CONFIG
+    assert not os.path.exists(path) and not os.path.exists(os.path.dirname(path))
+
+
+def test_kubeconfig_file_removed_when_the_block_fails():
+    with pytest.raises(RuntimeError):
+        with kubeconfig_file(CONFIG) as path:
+            raise RuntimeError("boom")
+    assert not os.path.exists(os.path.dirname(path))
+
+
+@pytest.mark.parametrize("exit_code", [0, 3], ids=["success", "failure"])
+def test_command_sees_private_kubeconfig_removed_afterwards(exit_code):
+    result = run_command([sys.executable, "-c", PROBE, str(exit_code)], kubeconfig=CONFIG,
+                         env={"EXTRA": "yes", "KUBECONFIG": "/overridden/by/the/phase"})
+    path, mode, directory_mode, context, extra = result.stdout.splitlines()
+    assert (result.rc, mode, directory_mode, context, extra) == (exit_code, "0o600", "0o700", "c", "yes")
+    assert not os.path.exists(path)
+
+
+def test_timeout_fails_clearly_and_removes_the_file(tmp_path):
+    marker = tmp_path / "path"
+    script = f"import os, time; open({str(marker)!r}, 'w').write(os.environ['KUBECONFIG']); time.sleep(30)"
+    with pytest.raises(PhasekitError, match=r"did not finish within 1s"):
+        run_command([sys.executable, "-c", script], kubeconfig=CONFIG, timeout=1)
+    assert not os.path.exists(marker.read_text())
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["/nonexistent/tool"], "command not found: /nonexistent/tool"),
+    (["true"], "chdir /nonexistent: no such directory"),
+], ids=["missing-program", "missing-chdir"])
+def test_start_failures_are_clear(argv, message):
+    chdir = "/nonexistent" if "chdir" in message else None
+    with pytest.raises(PhasekitError, match=message):
+        run_command(argv, kubeconfig=CONFIG, chdir=chdir)
+
+
+def test_chdir_and_stdin(tmp_path):
+    result = run_command([sys.executable, "-c", "import os, sys; print(os.getcwd()); print(sys.stdin.read())"],
+                         kubeconfig=CONFIG, chdir=str(tmp_path), stdin="hello")
+    assert result.stdout.splitlines() == [str(tmp_path), "hello"]
+
+
+@pytest.mark.parametrize("argv, cmd, shell, expected", [
+    (["kubectl", "get", "ns"], None, False, ["kubectl", "get", "ns"]),
+    (None, "helm upgrade --install 'my app' chart", False, ["helm", "upgrade", "--install", "my app", "chart"]),
+    (None, "kubectl get ns | wc -l", True, ["/bin/sh", "-c", "kubectl get ns | wc -l"]),
+], ids=["argv-as-given", "cmd-split-like-a-shell", "shell-runs-sh-c"])
+def test_command_argv(argv, cmd, shell, expected):
+    assert command_argv(argv, cmd, shell) == expected
+
+
+@pytest.mark.parametrize("argv, cmd, shell, message", [
+    (None, "  ", False, "the command is empty"),
+    (None, "echo 'unbalanced", False, "No closing quotation"),
+    (["a"], None, True, "shell applies to cmd only"),
+], ids=["empty", "unbalanced-quote", "shell-with-argv"])
+def test_command_argv_errors(argv, cmd, shell, message):
+    with pytest.raises(PhasekitError, match=message):
+        command_argv(argv, cmd, shell)
+
+
+def test_failure_message_shows_last_stderr_lines():
+    result = run_command([sys.executable, "-c", "import sys; sys.stderr.write('a\\nb\\nerror: no\\n'); sys.exit(2)"],
+                         kubeconfig=CONFIG)
+    assert failure_message(result).endswith("exited with rc 2: a | b | error: no")

@@ -1,0 +1,212 @@
+"""Validation: every rule fails with a message naming the document, the field and what was expected."""
+
+from __future__ import annotations
+
+import pytest
+from phase_helpers import build, phase, plan
+
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import API_VERSION
+
+ECHO = {"argv": ["true"]}
+OK = phase("ok", cluster="target", executor="command", options=ECHO)
+
+
+def doc(**fields):
+    return {"apiVersion": API_VERSION, "kind": "Phase", "metadata": {"name": "p"},
+            "spec": {"cluster": "target", "executor": "command", "options": ECHO}, **fields}
+
+
+def cmd(**spec):
+    return phase("p", **{"cluster": "target", "executor": "command", "options": ECHO, **spec})
+
+
+@pytest.mark.parametrize("documents, expected", [
+    ([doc(kind="Phasse")],
+     "plan document 1 field kind: unknown kind 'Phasse' (did you mean 'Phase'?); expected Phase or PhasePlan"),
+    ([{"apiVersion": API_VERSION, "metadata": {"name": "p"}, "spec": {}}],
+     "plan document 1 field kind: missing; expected Phase or PhasePlan"),
+    ([doc(apiVersion="phasekit.dev/v1")],
+     "plan document 1 (Phase p) field apiVersion: unsupported apiVersion 'phasekit.dev/v1'; "
+     "expected phasekit.dev/v1alpha1"),
+    ([doc(status={})],
+     "plan document 1 (Phase p) field status: unknown field; expected one of apiVersion, kind, metadata, spec"),
+    ([cmd(clustr="target")],
+     "plan document 1 (Phase p) field spec.clustr: unknown field (did you mean 'cluster'?)"),
+    ([phase("p", cluster="target", phases=[{"name": "c", "executor": "command", "options": ECHO, "src": "x"}])],
+     "plan document 1 (Phase p) field spec.phases[0].src: unknown field"),
+    ([doc(metadata={"name": "p", "namespace": "x"})],
+     "plan document 1 (Phase p) field metadata.namespace: unknown field"),
+    ([["not", "a", "mapping"]],
+     "plan document 1: expected a mapping (a Phase or PhasePlan document), got a list"),
+    ([doc(spec=[1])],
+     "plan document 1 (Phase p) field spec: expected a mapping, got a list"),
+    ([doc(metadata={})],
+     "plan document 1 field metadata.name: expected a non-empty string, got nothing"),
+    ([doc(metadata={"name": "a/b"})],
+     "plan document 1 (Phase a/b) field metadata.name: invalid name 'a/b'"),
+    ([OK, phase("ok", cluster="target", executor="command", options=ECHO)],
+     "plan document 2 (Phase ok) field metadata.name: duplicate phase name 'ok' (also defined in "
+     "plan document 1 (Phase ok))"),
+    ([phase("p", cluster="target", phases=[{"name": "c", "executor": "command", "options": ECHO},
+                                           {"name": "c", "executor": "command", "options": ECHO}])],
+     "plan document 1 (Phase p) field spec.phases[1].name: duplicate phase name p/c (also at spec.phases[0])"),
+    ([OK, plan("deploy", "ok"), plan("deploy", "ok")],
+     "plan document 3 (PhasePlan deploy) field metadata.name: duplicate plan name 'deploy'"),
+    ([OK, plan("deploy", "ok", "okk")],
+     "plan document 2 (PhasePlan deploy) field spec.phases[1]: plan deploy names phase 'okk', which is not defined "
+     "(did you mean 'ok'?)"),
+    ([phase("p", cluster="target", phases=[{"name": "c", "executor": "command", "options": ECHO}]),
+      plan("deploy", "p", "p/c")],
+     "plan document 2 (PhasePlan deploy) field spec.phases[1]: phase p/c is already in plan deploy through entry 'p'"),
+    ([OK, plan("deploy")],
+     "plan document 2 (PhasePlan deploy) field spec.phases: expected a non-empty list of phase names, got a list"),
+    ([OK, plan("deploy", {"name": "ok"})],
+     "plan document 2 (PhasePlan deploy) field spec.phases[0]: expected a phase name (a string), got a mapping"),
+    ([cmd(executor="aply")],
+     "plan document 1 (Phase p) field spec.executor: unknown executor 'aply' (did you mean 'apply'?); "
+     "expected one of apply, command, kubeconfig, tasks, wait"),
+    ([phase("p", cluster="target")],
+     "plan document 1 (Phase p) field spec.executor: missing: a phase without child phases needs an executor"),
+    ([phase("p", cluster="target", executor="apply")],
+     "plan document 1 (Phase p) field spec.source: missing: executor apply needs a source (a kustomization "
+     "directory, a manifest file or directory, or inline objects)"),
+    ([phase("p", cluster="target", executor="tasks")],
+     "plan document 1 (Phase p) field spec.source: missing: executor tasks needs a source (a task file)"),
+    ([phase("p", cluster="target", executor="apply", source="manifests/nowhere")],
+     "plan document 1 (Phase p) field spec.source: manifests/nowhere not found (looked for "),
+    ([phase("p", cluster="target", executor="tasks", source=".")],
+     "plan document 1 (Phase p) field spec.source: . is not a task file"),
+    ([phase("p", cluster="ephemeral", executor="kubeconfig", source=".", options={"host": "child-a"})],
+     "plan document 1 (Phase p) field spec.source: executor kubeconfig takes no source"),
+    ([cmd(source=[{"kind": "Namespace"}])],
+     "plan document 1 (Phase p) field spec.source: executor command needs a path, got a list"),
+    ([phase("p", cluster="target", source=".", phases=[{"name": "c", "executor": "command", "options": ECHO}])],
+     "plan document 1 (Phase p) field spec.source: a group phase (no executor) takes no source"),
+    ([cmd(options={"argv": ["true"], "colour": "red"})],
+     "plan document 1 (Phase p) field spec.options: unsupported options: colour; supported options are: argv, chdir, "
+     "cmd, env, shell, stdin, timeout (executor command)"),
+    ([cmd(options={"argv": ["true"], "timeout": "soon"})],
+     "plan document 1 (Phase p) field spec.options: argument 'timeout' is of type str and we were unable to "
+     "convert to int"),
+    ([cmd(options={})],
+     "plan document 1 (Phase p) field spec.options: one of the following is required: argv, cmd (executor command)"),
+    ([cmd(options={"argv": ["true"], "cmd": "true"})],
+     "plan document 1 (Phase p) field spec.options: parameters are mutually exclusive: argv|cmd (executor command)"),
+    ([phase("p", cluster="target", executor="apply", source=".", options={"prunee": True})],
+     "plan document 1 (Phase p) field spec.options: unsupported options: prunee; supported options are: field_manager, prune, timeout"),
+    ([phase("p", cluster="target", executor="apply", source=".", options={"context": "other"})],
+     "plan document 1 (Phase p) field spec.options: unsupported options: context;"),
+    ([cmd(options=["argv"])],
+     "plan document 1 (Phase p) field spec.options: expected a mapping, got a list"),
+    ([cmd(phases={"name": "c"})],
+     "plan document 1 (Phase p) field spec.phases: expected a list of phases, got a mapping"),
+    ([cmd(cluster="targett")],
+     "plan document 1 (Phase p) field spec.cluster: 'targett' is neither a host nor a group in the inventory "
+     "(did you mean 'target'?)"),
+    ([cmd(cluster="empty")],
+     "plan document 1 (Phase p) field spec.cluster: inventory group 'empty' has no hosts"),
+    ([cmd(cluster=None)],
+     "plan document 1 (Phase p) field spec.cluster: missing: name the inventory host or group this phase runs on"),
+    ([cmd(cluster=["target"])],
+     "plan document 1 (Phase p) field spec.cluster: expected an inventory host or group name, got a list"),
+    ([phase("p", phases=[{"name": "c", "executor": "command", "options": ECHO, "cluster": "nowhere"}])],
+     "plan document 1 (Phase p) field spec.phases[0].cluster: 'nowhere' is neither a host nor a group"),
+    ([phase("p", cluster="nowhere", phases=[{"name": "c", "executor": "command", "options": ECHO}])],
+     "plan document 1 (Phase p) field spec.cluster: 'nowhere' is neither a host nor a group"),
+    ([phase("p", cluster="ephemeral", executor="kubeconfig", options={"host": "child-z"})],
+     "plan document 1 (Phase p) field spec.options.host: 'child-z' is neither a host nor a group"),
+    ([phase("p", cluster="target", executor="kubeconfig", options={"host": "child-a"})],
+     "plan document 1 (Phase p) field spec.options.host: host child-a has kube_parent ephemeral, which is not in "
+     "this phase's cluster target (target)"),
+    ([phase("p", cluster="management", executor="kubeconfig", options={"host": "lonely"})],
+     "plan document 1 (Phase p) field spec.options.host: host lonely has no kube_parent and cluster management has "
+     "several hosts; set kube_parent for lonely"),
+    ([phase("p", cluster="ephemeral", executor="kubeconfig", options={})],
+     "plan document 1 (Phase p) field spec.options: missing required arguments: host (executor kubeconfig)"),
+    ([phase("p", cluster="target", executor="wait")],
+     "plan document 1 (Phase p) field spec.source: missing: executor wait needs a source"),
+    ([phase("p", cluster="ephemeral", executor="kubeconfig", options={"host": "workload"})],
+     "plan document 1 (Phase p) field spec.options.host: host child-b has no kube_kubeconfig; set it to the Secret "
+     "this phase waits for, for example {secret: {name: child-b-kubeconfig}} with kube_parent"),
+    ([doc(metadata={"name": "p", "labels": ["x"]})],
+     "plan document 1 (Phase p) field metadata.labels: expected a mapping, got a list"),
+    ([cmd(description=3)],
+     "plan document 1 (Phase p) field spec.description: expected a string, got a number"),
+], ids=[
+    "unknown-kind", "missing-kind", "unsupported-api-version", "unknown-document-field", "unknown-spec-field",
+    "unknown-child-field", "unknown-metadata-field", "document-not-a-mapping", "spec-not-a-mapping",
+    "missing-name", "name-with-separator", "duplicate-phase-name", "duplicate-child-name", "duplicate-plan-name",
+    "plan-names-missing-phase", "plan-names-phase-twice", "plan-without-phases", "plan-entry-not-a-name",
+    "unknown-executor", "missing-executor", "missing-source-apply", "missing-source-tasks", "source-not-found",
+    "tasks-source-not-a-file", "source-for-sourceless-executor", "inline-source-for-path-executor",
+    "group-phase-with-source", "unknown-option", "option-of-wrong-type", "missing-required-option",
+    "mutually-exclusive-options", "unknown-apply-option", "cluster-is-not-an-option", "options-not-a-mapping",
+    "children-not-a-list", "cluster-neither-host-nor-group", "cluster-group-without-hosts", "missing-cluster",
+    "cluster-not-a-name", "child-cluster-unknown", "inherited-cluster-reported-where-set",
+    "kubeconfig-child-unknown", "kubeconfig-parent-outside-cluster", "kubeconfig-parent-ambiguous",
+    "kubeconfig-host-required", "missing-source-wait", "kubeconfig-child-without-kube-kubeconfig",
+    "labels-not-a-mapping", "description-not-a-string",
+])
+def test_invalid_documents(tmp_path, documents, expected):
+    with pytest.raises(PhasekitError) as error:
+        build(documents, tmp_path, with_kubeconfig={"ephemeral", "target", "child-a", "lonely"})
+    assert expected in str(error.value)
+
+
+def test_every_problem_is_reported_at_once(tmp_path):
+    documents = [cmd(executor="aply"), phase("q", cluster="nowhere", executor="command", options={})]
+    with pytest.raises(PhasekitError) as error:
+        build(documents, tmp_path)
+    message = str(error.value)
+    assert message.startswith("3 problems in phase documents:\n- ")
+    assert "spec.executor: unknown executor 'aply'" in message
+    assert "spec.options: one of the following is required: argv, cmd" in message
+    assert "spec.cluster: 'nowhere' is neither a host nor a group" in message
+
+
+@pytest.mark.parametrize("documents, name, expected", [
+    ([OK], "deploy", "plan deploy: not found; the documents define no PhasePlan"),
+    ([OK, plan("deploy", "ok")], "deplyo", "plan deplyo: not found (did you mean 'deploy'?); plans defined: deploy"),
+    ([OK, plan("a", "ok"), plan("b", "ok")], None, "plan: several plans are defined (a, b): choose one by name"),
+], ids=["no-plans-defined", "unknown-plan-name", "several-plans-need-a-name"])
+def test_choosing_a_plan(tmp_path, documents, name, expected):
+    with pytest.raises(PhasekitError) as error:
+        build(documents, tmp_path, name=name)
+    assert str(error.value) == expected
+
+
+@pytest.mark.parametrize("documents, name, expected", [
+    ([OK, cmd()], None, ["ok", "p"]),
+    ([OK, cmd(), plan("only-p", "p")], None, ["p"]),
+    ([OK, cmd(), plan("a", "p"), plan("b", "ok", "p")], "b", ["ok", "p"]),
+], ids=["no-plan-runs-every-phase", "single-plan-is-the-default", "named-plan"])
+def test_plan_choice(tmp_path, documents, name, expected):
+    assert [planned.phase.full_name for planned in build(documents, tmp_path, name=name).phases] == expected
+
+
+def test_clusters_checked_only_for_the_chosen_plan(tmp_path):
+    documents = [OK, cmd(cluster="prod-only"), plan("staging", "ok"), plan("prod", "p")]
+    assert [planned.phase.full_name for planned in build(documents, tmp_path, name="staging").phases] == ["ok"]
+    with pytest.raises(PhasekitError, match="'prod-only' is neither a host nor a group"):
+        build(documents, tmp_path, name="prod")
+
+
+def test_selection_names_are_checked_against_the_plan(tmp_path):
+    documents = [OK, cmd(), plan("deploy", "ok")]
+    with pytest.raises(PhasekitError, match="^invalid phase name: p$"):
+        build(documents, tmp_path, name="deploy", only=["p"])
+
+
+def test_kubeconfig_executor_runs_on_children_and_knows_their_parent(tmp_path):
+    result = build([phase("kc", cluster="ephemeral", executor="kubeconfig", options={"host": "workload"})], tmp_path)
+    as_dict = result.phases[0].to_dict()
+    assert as_dict["hosts"] == ["child-a", "child-b"]
+    assert as_dict["cluster_hosts"] == ["ephemeral"]
+    assert as_dict["parents"] == {"child-a": "ephemeral", "child-b": "ephemeral"}
+
+
+def test_kubeconfig_single_parent_cluster_is_the_parent(tmp_path):
+    result = build([phase("kc", cluster="target", executor="kubeconfig", options={"host": "lonely"})], tmp_path,
+                   parents={})
+    assert result.phases[0].to_dict()["parents"] == {"lonely": "target"}

@@ -1,0 +1,111 @@
+"""How plans look: table, tree, Mermaid graph, run summary, failure message."""
+
+from __future__ import annotations
+
+import pytest
+from phase_helpers import build, phase, plan
+
+from ansible_collections.phasekit.kube.plugins.module_utils.phases import views
+
+ECHO = {"argv": ["true"]}
+DOCUMENTS = [
+    phase("certs", cluster="ephemeral", description="all certificates", phases=[
+        {"name": "ca", "executor": "command", "options": ECHO},
+        {"name": "apiserver", "executor": "command", "options": ECHO, "cluster": "management"},
+    ]),
+    phase("workers", cluster="target", executor="command", options=ECHO),
+    plan("deploy", "certs", "workers", description="the whole site"),
+]
+
+
+def test_list_table(tmp_path):
+    assert views.list_lines(build(DOCUMENTS, tmp_path, name="deploy", skip=["certs/ca"])) == [
+        "PHASE            CLUSTER     HOSTS             EXECUTOR  SOURCE  RUN",
+        "certs            ephemeral   -                 (group)   -       yes",
+        "certs/ca         ephemeral   ephemeral         command   -       no (skip)",
+        "certs/apiserver  management  ephemeral,target  command   -       yes",
+        "workers          target      target            command   -       yes",
+    ]
+
+
+def test_tree_table(tmp_path):
+    assert views.tree_lines(build(DOCUMENTS, tmp_path, name="deploy", skip=["certs/ca"])) == [
+        "plan deploy: the whole site",
+        "  certs        (group)  @ephemeral     all certificates",
+        "    ca         command  @ephemeral     [not run: skip]",
+        "    apiserver  command  @management",
+        "  workers      command  @target",
+    ]
+
+
+def test_list_columns_line_up(tmp_path):
+    lines = views.list_lines(build(DOCUMENTS, tmp_path, name="deploy", skip=["certs/ca"]))
+    assert lines[0].split() == ["PHASE", "CLUSTER", "HOSTS", "EXECUTOR", "SOURCE", "RUN"]
+    assert [line.split()[0] for line in lines[1:]] == ["certs", "certs/ca", "certs/apiserver", "workers"]
+    assert lines[2].endswith("no (skip)")
+    assert "ephemeral,target" in lines[3]
+    column = lines[0].index("CLUSTER")
+    assert all(line[column - 2:column] == "  " and line[column] != " " for line in lines)
+
+
+def test_tree_indents_children_and_says_what_does_not_run(tmp_path):
+    lines = views.tree_lines(build(DOCUMENTS, tmp_path, name="deploy", only=["certs/apiserver", "workers"]))
+    assert lines[0] == "plan deploy: the whole site"
+    assert [line.split()[0] for line in lines[1:]] == ["certs", "ca", "apiserver", "workers"]
+    assert lines[1].startswith("  certs ") and "[not run: not in only] all certificates" in lines[1]
+    assert lines[2].startswith("    ca ") and "@ephemeral" in lines[2]
+    assert lines[3].startswith("    apiserver ") and "@management" in lines[3]
+
+
+def test_mermaid_boxes_children_and_orders_steps(tmp_path):
+    lines = views.mermaid_lines(build(DOCUMENTS, tmp_path, name="deploy", skip=["certs/ca"]))
+    assert lines[0] == "flowchart TD"
+    assert '  subgraph p0_children["certs"]' in lines
+    assert '    p1["certs/ca<br/>command @ ephemeral"]:::notrun' in lines
+    assert '    p2["certs/apiserver<br/>command @ management"]' in lines
+    assert lines[-2:] == ["  p1 --> p2", "  p2 --> p3"]
+
+
+PHASES = [
+    {"name": "certs", "executor": None, "hosts": []},
+    {"name": "certs/ca", "executor": "command", "hosts": ["ephemeral"]},
+    {"name": "spread", "executor": "apply", "hosts": ["ephemeral", "target"]},
+    {"name": "late", "executor": "apply", "hosts": ["target", "elsewhere"]},
+]
+
+
+@pytest.mark.parametrize("records, mode, expected", [
+    ([{"phase": "certs/ca", "host": "ephemeral", "result": "changed", "duration": 1.23},
+      {"phase": "spread", "host": "ephemeral", "result": "ok", "duration": 75, "objects_changed": 0},
+      {"phase": "spread", "host": "target", "result": "changed", "duration": 2, "objects_changed": 3}],
+     "run",
+     [["certs/ca", "ephemeral", "changed", "1.2s", "-"],
+      ["spread", "ephemeral", "ok", "1m15s", "0"],
+      ["spread", "target", "changed", "2.0s", "3"],
+      ["late", "target", "not", "run", "-", "-"],
+      ["late", "elsewhere", "not", "in", "play", "-", "-"]]),
+    ([{"phase": "spread", "host": "target", "result": "changed", "duration": 2, "objects_changed": 3},
+      {"phase": "spread", "host": "ephemeral", "result": "ok", "duration": 1}],
+     "status",
+     [["certs/ca", "ephemeral", "not", "run", "-", "-"],
+      ["spread", "ephemeral", "in", "sync", "1.0s", "-"],
+      ["spread", "target", "differs", "2.0s", "3"],
+      ["late", "target", "not", "run", "-", "-"],
+      ["late", "elsewhere", "not", "in", "play", "-", "-"]]),
+], ids=["run-rows-per-phase-and-host-in-plan-order", "status-says-in-sync-or-differs"])
+def test_summary(records, mode, expected):
+    lines = views.summary_lines(PHASES, records, ["ephemeral", "target"], mode=mode)
+    assert lines[0].split() == ["PHASE", "CLUSTER", "RESULT", "DURATION", "CHANGED"]
+    assert [line.split() for line in lines[1:]] == expected
+
+
+@pytest.mark.parametrize("records, expected", [
+    ([{"phase": "a", "host": "x", "result": "ok"}], None),
+    ([{"phase": "a", "host": "x", "result": "ok"}, {"phase": "b", "host": "y", "result": "failed", "msg": "boom"}],
+     "phase b failed on cluster y: boom"),
+    ([{"phase": "b", "host": "y", "result": "failed", "msg": "boom"},
+      {"phase": "b", "host": "z", "result": "failed", "msg": "bang"}],
+     "phase b failed on cluster y: boom; also failed: b on z"),
+], ids=["no-failure", "names-phase-and-cluster", "lists-other-failures"])
+def test_failure_message(records, expected):
+    assert views.failure_message(records) == expected
