@@ -62,7 +62,9 @@ clusters: venv tools
 clusters-down: venv
 	$(VENV)/bin/python hack/clusters.py down
 
-demo: venv tools collection-link clusters
+DEMO_CLUSTERS ?= ephemeral target workload01
+demo: venv tools collection-link
+	$(VENV)/bin/python hack/clusters.py up $(DEMO_CLUSTERS)
 	bash hack/demo.sh
 
 test: sanity units integration

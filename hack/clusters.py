@@ -48,8 +48,20 @@ LIMITED_NAMESPACE = "phasekit-limited"
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 
 
+def cluster_index(name: str) -> int:
+    """The cluster's slot, kept in its state directory: ports stay the same whatever else runs."""
+    slot_file = ROOT / name / "slot"
+    if slot_file.exists():
+        return int(slot_file.read_text())
+    taken = {int(p.read_text()) for p in ROOT.glob("*/slot")}
+    slot = next(i for i in range(100) if i not in taken)
+    slot_file.parent.mkdir(parents=True, exist_ok=True)
+    slot_file.write_text(str(slot))
+    return slot
+
+
 def ports_for(index: int) -> dict:
-    """Stable loopback ports for the cluster at this position in the name list."""
+    """Loopback ports of the cluster in this slot."""
     base = PORT_BASE + 100 * index
     return {"etcd": base + 1, "etcd_peer": base + 2, "apiserver": base + 43,
             "cm": base + 57, "scheduler": base + 59, "kwok": base + 80}
@@ -262,7 +274,9 @@ def up_one(name: str, index: int):
         f"--service-account-private-key-file={pki / 'sa.key'}", f"--root-ca-file={pki / 'ca.crt'}",
         "--use-service-account-credentials=true", "--service-cluster-ip-range=10.96.0.0/16",
         "--controllers=*,-nodeipam,-cloud-node-lifecycle,-service,-route,-bootstrapsigner,"
-        "-tokencleaner", "--profiling=false"])
+        "-tokencleaner", "--profiling=false",
+        # A loaded 2-core machine may delay KWOK's heartbeats; nodes must not flap to NotReady.
+        "--node-monitor-grace-period=5m"])
     start(state, "kube-scheduler", [
         tool("kube-scheduler"), f"--kubeconfig={state / 'scheduler.kubeconfig'}",
         f"--authentication-kubeconfig={state / 'scheduler.kubeconfig'}",
@@ -273,7 +287,7 @@ def up_one(name: str, index: int):
         tool("kwok"), f"--kubeconfig={admin_kc}", "--manage-all-nodes=false",
         "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
         "--disregard-status-with-annotation-selector=kwok.x-k8s.io/status=custom",
-        "--cidr=10.0.0.1/24", "--node-ip=10.0.0.1", f"--node-port={p['kwok']}", "--server-address=127.0.0.1:0"],
+        "--cidr=10.0.0.1/24", "--node-ip=10.0.0.1", "--node-lease-duration-seconds=40", f"--node-port={p['kwok']}", "--server-address=127.0.0.1:0"],
           # KWOK's client asks for watch-list streams, which need etcd's watch progress
           # requests; Debian's etcd 3.4 has none, so plain list+watch it is.
           env={"KUBE_FEATURE_WatchListClient": "false"})
@@ -342,8 +356,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     names = args.names or DEFAULT_NAMES
     if args.command == "up":
-        for index, name in enumerate(names):
-            up_one(name, index)
+        for name in names:
+            up_one(name, cluster_index(name))
         for name in names:
             wait_nodes_ready(name)
         write_merged(names)
