@@ -7,7 +7,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 name: kubeconfig
 author:
-  - phasekit.kube contributors
+  - phasekit.kube contributors (@phasekit)
 version_added: 0.1.0
 short_description: Merge kubeconfig sources exactly as kubectl does
 description:

@@ -71,7 +71,7 @@ seealso:
   - module: phasekit.kube.phase_plan
   - module: ansible.builtin.command
 author:
-  - phasekit.kube contributors
+  - phasekit.kube contributors (@phasekit)
 notes:
   - The command's output is returned as it is. A command that prints secrets (for example
     C(kubectl config view --raw)) puts them in the task result; use C(no_log) on such tasks.

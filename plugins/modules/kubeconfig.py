@@ -7,7 +7,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: kubeconfig
 author:
-  - phasekit.kube contributors
+  - phasekit.kube contributors (@phasekit)
 version_added: 0.1.0
 short_description: Resolve a cluster host's kubeconfig, show its provenance, write it for other tools
 description:

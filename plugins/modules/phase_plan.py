@@ -92,7 +92,7 @@ seealso:
   - module: phasekit.kube.apply
   - module: phasekit.kube.kube_command
 author:
-  - phasekit.kube contributors
+  - phasekit.kube contributors (@phasekit)
 """
 
 EXAMPLES = r"""

@@ -13,15 +13,13 @@ a position but never the offending text (it may be a token).
 from __future__ import annotations
 
 import datetime
+import functools
 import math
 import re
 import struct
 
-import yaml
-
+from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-
-_BASE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 _STR_TAG = "tag:yaml.org,2002:str"
 _BOOL_TAG = "tag:yaml.org,2002:bool"
@@ -109,32 +107,38 @@ def resolve_plain_scalar(text: str) -> tuple[str, object]:
     return _STR_TAG, text
 
 
-class _KubectlYAMLLoader(_BASE_LOADER):  # pylint: disable=too-many-ancestors
-    """A safe loader whose plain scalars resolve as in go-yaml v2."""
+@functools.cache
+def _kubectl_loader_class() -> type:
+    """A safe loader whose plain scalars resolve as in go-yaml v2.
 
-    def resolve(self, kind, value, implicit):
-        if kind is yaml.ScalarNode and implicit[0]:
-            return resolve_plain_scalar(value)[0]
-        return super().resolve(kind, value, implicit)
+    Built on first use: the base class exists only when PyYAML is installed,
+    which the sanity import test does not guarantee.
+    """
 
-    def construct_mapping(self, node, deep=False):
-        # keys become JSON strings here, before 1 and true (equal in Python) could collide
-        if isinstance(node, yaml.MappingNode):
-            self.flatten_mapping(node)
-        mapping = {}
-        for key_node, value_node in node.value:
-            key = _json_key(self.construct_object(key_node, deep=True), f"line {key_node.start_mark.line + 1}")
-            mapping[key] = self.construct_object(value_node, deep=deep)
-        return mapping
+    class KubectlYAMLLoader(yaml_io.safe_loader_class()):  # pylint: disable=too-many-ancestors
+        def resolve(self, kind, value, implicit):
+            if kind is yaml_io.ScalarNode and implicit[0]:
+                return resolve_plain_scalar(value)[0]
+            return super().resolve(kind, value, implicit)
 
-    def construct_go_scalar(self, node):
-        if node.style is None or node.style == "":  # plain: the resolver decided
-            return resolve_plain_scalar(node.value)[1]
-        return self.construct_scalar(node)
+        def construct_mapping(self, node, deep=False):
+            # keys become JSON strings here, before 1 and true (equal in Python) could collide
+            if isinstance(node, yaml_io.MappingNode):
+                self.flatten_mapping(node)
+            mapping = {}
+            for key_node, value_node in node.value:
+                key = _json_key(self.construct_object(key_node, deep=True), f"line {key_node.start_mark.line + 1}")
+                mapping[key] = self.construct_object(value_node, deep=deep)
+            return mapping
 
+        def construct_go_scalar(self, node):
+            if node.style is None or node.style == "":  # plain: the resolver decided
+                return resolve_plain_scalar(node.value)[1]
+            return self.construct_scalar(node)
 
-for _tag in (_BOOL_TAG, _INT_TAG, _FLOAT_TAG, _NULL_TAG):
-    _KubectlYAMLLoader.add_constructor(_tag, _KubectlYAMLLoader.construct_go_scalar)
+    for tag in (_BOOL_TAG, _INT_TAG, _FLOAT_TAG, _NULL_TAG):
+        KubectlYAMLLoader.add_constructor(tag, KubectlYAMLLoader.construct_go_scalar)
+    return KubectlYAMLLoader
 
 
 def load_kubectl_yaml(data: bytes | str):
@@ -143,19 +147,19 @@ def load_kubectl_yaml(data: bytes | str):
     Raises PhasekitError with the line and column of a syntax error; the message
     never quotes the document.
     """
-    loader = _KubectlYAMLLoader(data)
+    loader = _kubectl_loader_class()(data)
     try:
         document = loader.get_data() if loader.check_data() else None
-    except yaml.MarkedYAMLError as exc:
+    except yaml_io.MarkedYAMLError as exc:
         raise PhasekitError(_describe_yaml_error(exc)) from None
-    except yaml.YAMLError as exc:
+    except yaml_io.YAMLError as exc:
         raise PhasekitError(f"invalid YAML: {type(exc).__name__}") from None
     finally:
         loader.dispose()
     return to_json_compatible(document, "")
 
 
-def _describe_yaml_error(exc: yaml.MarkedYAMLError) -> str:
+def _describe_yaml_error(exc: yaml_io.MarkedYAMLError) -> str:
     mark = exc.problem_mark or exc.context_mark
     where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
     # problems name token kinds or single characters, never scalar text

@@ -14,8 +14,7 @@ import stat
 import tempfile
 from dataclasses import dataclass
 
-import yaml
-
+from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.decode import decode_kubeconfig
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.decode import decode_kubeconfig_bytes
@@ -28,7 +27,6 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.redact im
 
 FILE_MODE = 0o600
 CONFLICT_CHOICES = ("keep", "replace")
-_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 @dataclass(frozen=True)
@@ -57,7 +55,7 @@ class WritePlan:
 
 def render_kubeconfig(config: dict) -> str:
     """YAML text of a kubectl-shaped kubeconfig dict, keys ordered as kubectl orders them."""
-    return yaml.dump(config, Dumper=_DUMPER, default_flow_style=False, sort_keys=True)
+    return yaml_io.safe_dump(config, sort_keys=True)
 
 
 def normalize_on_conflict(value) -> dict:

@@ -18,11 +18,9 @@ import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-import yaml
-
+from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 
-_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 SHELL = "/bin/sh"
 
 # The options of phasekit.kube.kube_command and of command phases (one spec, both places).
@@ -49,7 +47,7 @@ def kubeconfig_file(config: dict):
         path = os.path.join(directory, "kubeconfig")
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            yaml.dump(config, handle, Dumper=_Dumper, default_flow_style=False)
+            yaml_io.safe_dump(config, handle)
         yield path
     finally:
         shutil.rmtree(directory, ignore_errors=True)

@@ -13,15 +13,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-import yaml
-
+from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import Origin
 
 DOCUMENT_SUFFIXES = (".yaml", ".yml")
 INLINE_SOURCE = "plan"
-
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -66,13 +63,7 @@ def _read_file(path: str, shown: str) -> list[RawDocument]:
             text = handle.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise PhasekitError(f"{shown}: cannot read: {exc}") from None
-    try:
-        contents = list(yaml.load_all(text, Loader=_Loader))  # nosec B506 - a safe loader
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise PhasekitError(f"{shown}{where}: invalid YAML: {problem}") from None
+    contents = yaml_io.load_all(text, shown)
     base = os.path.dirname(os.path.abspath(path))
     return [RawDocument(content, Origin(shown, number), base)
             for number, content in enumerate(contents, start=1) if content is not None]
