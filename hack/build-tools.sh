@@ -70,14 +70,17 @@ go_install() {  # name package@version
   GOBIN="$BIN" go install -trimpath -ldflags "-s -w" "$2"
 }
 
-ensure_etcd() {  # Debian's etcd-server is the etcd the clusters run
-  command -v etcd >/dev/null && return 0
-  [ "$(id -u)" = 0 ] || { echo "etcd missing: apt-get install etcd-server" >&2; exit 1; }
-  echo "installing etcd-server (Debian)" >&2
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null
+ensure_debian_packages() {  # etcd for the clusters; shellcheck for ansible-test sanity
+  local missing=()
+  command -v etcd >/dev/null || missing+=(etcd-server)
+  command -v shellcheck >/dev/null || missing+=(shellcheck)
+  [ ${#missing[@]} -eq 0 ] && return 0
+  [ "$(id -u)" = 0 ] || { echo "missing: apt-get install ${missing[*]}" >&2; exit 1; }
+  echo "installing ${missing[*]} (Debian)" >&2
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 }
 
-ensure_etcd
+ensure_debian_packages
 build_kubernetes
 go_install kwok "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
 go_install sops "github.com/getsops/sops/v3/cmd/sops@$SOPS_VERSION"

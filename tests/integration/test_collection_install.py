@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPO, VENV_BIN
+from conftest import REPO, VENV_BIN
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,38 @@
+"""`make demo` in CI: the same script, on the same three local clusters, must pass."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+from conftest import REPO, VENV_BIN, Cluster
+
+DEMO_CLUSTERS = ["ephemeral", "target", "workload01"]
+
+
+def test_demo_runs_end_to_end(clusters, collections_path):
+    subprocess.run([sys.executable, str(REPO / "hack/clusters.py"), "up", *DEMO_CLUSTERS], check=True,
+                   capture_output=True, text=True)
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(collections_path), ANSIBLE_NOCOLOR="1",
+               PATH=f"{os.environ['PHASEKIT_BIN']}{os.pathsep}{VENV_BIN}{os.pathsep}{os.environ['PATH']}")
+    env.pop("KUBECONFIG", None)
+    proc = subprocess.run(["bash", str(REPO / "hack/demo.sh")], env=env, capture_output=True, text=True,
+                          check=False, timeout=900)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output[-8000:]
+    assert "What just happened" in output
+    # The deploy plan's summary lists every phase on every cluster it ran on, none failed.
+    summary_rows = re.findall(r"^\s*- (\S+)\s+(ephemeral|target|workload01)\s+(ok|changed|failed|not run)\b",
+                              output, re.M)
+    ran = {(phase, cluster) for phase, cluster, _result in summary_rows}
+    assert ("workload01/kubeconfig", "workload01") in ran
+    assert ("apps/hello", "workload01") in ran
+    assert ("infra/namespaces", "ephemeral") in ran
+    assert not [row for row in summary_rows if row[2] in ("failed", "not run")], summary_rows
+    # The Mermaid graph and the resumed run are part of the demo.
+    assert "flowchart TD" in output
+    workload01 = Cluster("workload01", clusters["target"].dir.parent)
+    live = workload01.get_json("deployment", "hello", "-n", "demo-apps")
+    assert live["status"]["availableReplicas"] == 2
