@@ -170,6 +170,7 @@ kubeconfigs:
     host_names: {prod-eu-admin@prod-eu: prod-eu}
     labels: {env: prod}
 
+---
 # site.clusters.yml: a hand-written cluster map, plus the clusters Cluster API
 # created on the management cluster, grouped by parent, label and version
 plugin: phasekit.kube.clusters
@@ -200,6 +201,7 @@ groups:
 #       - sops: secrets/edge01.enc.yaml
 #     labels: {env: prod, site: edge}
 
+---
 # cached.clusters.yml: discovery results kept for an hour between runs
 plugin: phasekit.kube.clusters
 site: [clusters.yml]
