@@ -1,0 +1,193 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""Render a bundle (kustomization dir, manifest file or dir, inline objects) into objects.
+
+Every object keeps its origin (file and document number, or inline item number)
+so that later errors can say where the offending document came from. Nothing
+here talks to a cluster.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+import yaml
+
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+
+KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+KUSTOMIZE_TIMEOUT = 300
+
+_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class ManifestLoader(_BaseLoader):  # pylint: disable=too-many-ancestors
+    """Safe YAML loader that keeps timestamps as strings, as kubectl does (JSON has no dates)."""
+
+
+ManifestLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
+}
+
+
+@dataclass
+class BundleObject:
+    """One Kubernetes object of a bundle and where it came from."""
+
+    obj: dict
+    origin: str                 # for people: "manifests/app.yaml document 2"
+    file: str | None = None     # the file it was read from (None for inline definitions)
+    index: int = 0              # 1-based document (or inline item) number within that file
+
+    @property
+    def kind(self) -> str:
+        return self.obj.get("kind", "")
+
+    @property
+    def name(self) -> str:
+        return (self.obj.get("metadata") or {}).get("name", "")
+
+    def describe(self) -> str:
+        """'Kind namespace/name' or 'Kind name' as kubectl prints it."""
+        namespace = (self.obj.get("metadata") or {}).get("namespace")
+        return f"{self.kind} {namespace}/{self.name}" if namespace else f"{self.kind} {self.name}"
+
+
+def render_bundle(src: str | None = None, definition=None, base_dir: str | None = None) -> list[BundleObject]:
+    """Return the bundle's objects in document order, each with its origin.
+
+    ``src`` is a kustomization directory (rendered with ``kubectl kustomize`` or
+    ``kustomize build``), a manifest file, or a directory of manifest files
+    (``*.yaml``, ``*.yml``, ``*.json``, not recursive, sorted by name as
+    ``kubectl apply -f DIR`` does). A relative ``src`` is taken relative to
+    ``base_dir`` (default: the current directory). ``definition`` is one object
+    (dict), a list of objects, or a multi-document YAML string. Exactly one of
+    ``src`` and ``definition`` must be given. ``kind: List`` documents are
+    expanded into their items.
+    """
+    if (src is None) == (definition is None):
+        raise PhasekitError("give exactly one of 'src' (a path) or 'definition' (objects or YAML)")
+    if definition is not None:
+        return _from_definition(definition)
+    path = src if os.path.isabs(src) or base_dir is None else os.path.join(base_dir, src)
+    if os.path.isdir(path):
+        if any(os.path.isfile(os.path.join(path, name)) for name in KUSTOMIZATION_FILES):
+            return _from_kustomization(path, label=src)
+        return _from_directory(path, label=src)
+    if os.path.isfile(path):
+        return _from_text(_read(path, src), label=src)
+    raise PhasekitError(f"bundle source {src!r} not found (looked for {path})")
+
+
+def load_documents(text: str, label: str) -> list:
+    """Parse multi-document YAML (or JSON) text; the error names the document and line."""
+    try:
+        return list(yaml.load_all(text, Loader=ManifestLoader))  # nosec B506 - a safe loader
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise PhasekitError(f"{label}{where}: invalid YAML: {problem}") from None
+
+
+def _read(path: str, label: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PhasekitError(f"{label}: cannot read manifest: {exc}") from None
+
+
+def _from_definition(definition) -> list[BundleObject]:
+    if isinstance(definition, str):
+        return _from_text(definition, label="definition", file=None)
+    items = definition if isinstance(definition, list) else [definition]
+    objects = []
+    for number, item in enumerate(items, start=1):
+        origin = f"definition item {number}" if isinstance(definition, list) else "definition"
+        if isinstance(item, str):
+            objects.extend(_from_text(item, label=origin, file=None))
+        else:
+            objects.extend(_checked(item, origin, None, number))
+    return objects
+
+
+def _from_text(text: str, label: str, file: str | None = "") -> list[BundleObject]:
+    file = label if file == "" else file
+    objects = []
+    for number, document in enumerate(load_documents(text, label), start=1):
+        if document is None:  # empty document between '---' separators
+            continue
+        objects.extend(_checked(document, f"{label} document {number}", file, number))
+    return objects
+
+
+def _from_directory(path: str, label: str) -> list[BundleObject]:
+    names = sorted(name for name in os.listdir(path)
+                   if name.endswith(MANIFEST_SUFFIXES) and not name.startswith(".")
+                   and os.path.isfile(os.path.join(path, name)))
+    if not names:
+        raise PhasekitError(f"bundle directory {label!r} has no manifest files (*.yaml, *.yml, *.json) "
+                            "and no kustomization.yaml")
+    objects = []
+    for name in names:
+        shown = os.path.join(label, name)
+        objects.extend(_from_text(_read(os.path.join(path, name), shown), label=shown))
+    return objects
+
+
+def _from_kustomization(path: str, label: str) -> list[BundleObject]:
+    text = _run_kustomize(path, label)
+    objects = _from_text(text, label=f"kustomization {label} (rendered)", file=label)
+    return objects
+
+
+def kustomize_command(path: str) -> list[str]:
+    """kubectl's built-in kustomize first (pinned with the cluster tools), else a standalone kustomize."""
+    if shutil.which("kubectl"):
+        return ["kubectl", "kustomize", path]
+    if shutil.which("kustomize"):
+        return ["kustomize", "build", path]
+    raise PhasekitError(f"kustomization {path}: neither 'kubectl' nor 'kustomize' is on PATH to render it")
+
+
+def _run_kustomize(path: str, label: str) -> str:
+    command = kustomize_command(path)
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=KUSTOMIZE_TIMEOUT, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise PhasekitError(f"kustomization {label}: {' '.join(command[:2])} failed: {exc}") from None
+    if done.returncode != 0:
+        detail = done.stderr.strip() or done.stdout.strip()
+        raise PhasekitError(f"kustomization {label}: {' '.join(command[:2])} failed: {detail}")
+    return done.stdout
+
+
+def _checked(document, origin: str, file: str | None, number: int) -> list[BundleObject]:
+    """Validate the shape every object needs; expand ``kind: List``."""
+    if not isinstance(document, dict):
+        raise PhasekitError(f"expected a Kubernetes object (a mapping), got {type(document).__name__}",
+                            where=origin)
+    if document.get("kind") == "List" and isinstance(document.get("items"), list):
+        objects = []
+        for position, item in enumerate(document["items"], start=1):
+            objects.extend(_checked(item, f"{origin} item {position}", file, number))
+        return objects
+    for key in ("apiVersion", "kind"):
+        if not isinstance(document.get(key), str) or not document.get(key):
+            raise PhasekitError(f"field '{key}' is missing or not a string", where=origin)
+    metadata = document.get("metadata")
+    if not isinstance(metadata, dict):
+        raise PhasekitError("field 'metadata' is missing or not a mapping", where=origin)
+    if not isinstance(metadata.get("name"), str) or not metadata["name"]:
+        raise PhasekitError("field 'metadata.name' is missing or not a string "
+                            "(server-side apply needs a name; generateName is not supported)", where=origin)
+    namespace = metadata.get("namespace")
+    if namespace is not None and (not isinstance(namespace, str) or not namespace):
+        raise PhasekitError("field 'metadata.namespace' must be a non-empty string", where=origin)
+    return [BundleObject(obj=document, origin=origin, file=file, index=number)]

@@ -1,0 +1,527 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""The apply engine: server-side apply of a bundle, ApplySet prune, readiness wait.
+
+One run, in order:
+
+1. plan: every object's resource type (discovery, or a CRD of the same
+   bundle), namespace and wave; unknown kinds and duplicates fail here,
+   before anything is written;
+2. ApplySet: check the parent belongs to this set and tool, record the union
+   of old and new kinds and namespaces on it;
+3. waves: Namespaces, CRDs (waited until Established), admission
+   prerequisites, everything else, then webhooks and API services; each wave
+   reads live state in bulk, skips objects already applied (see ``fields``),
+   and server-side applies the rest concurrently over one connection pool;
+4. prune: delete the set's members this run did not apply, newest kinds last,
+   then record exactly the new kinds and namespaces on the parent;
+5. wait: kstatus for every applied object, all together.
+
+Check mode is a server-side dry run (``dryRun=All``) of the same requests.
+"""
+
+from __future__ import annotations
+
+import calendar
+import copy
+import email.utils
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.kube import applyset as applysets
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import object_diff
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import Discovery, ResourceType
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.fields import already_applied, manager_entry
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.live import Target, fetch_live
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.objects import (
+    CRD_GROUP_KIND, NAMESPACE_GROUP_KIND, UNKNOWN, WAVE_CRDS, WAVE_NAMESPACES, PlannedObject, plan_objects, wave_of)
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import (
+    ApiError, TransportError, describe_api_error, object_path)
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.status import Status, compute_status
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import (
+    WAIT_OPTIONS_SPEC, WaitRules, not_ready_message, wait_for, wait_rules)
+
+DEFAULT_FIELD_MANAGER = "phasekit"
+DEFAULT_TOOLING = "phasekit.kube/0.1.0"
+DEFAULT_CONCURRENCY = 16
+MAX_CONCURRENCY = 64
+CRD_ESTABLISH_TIMEOUT = 60
+NEW_KIND_RETRY_SECONDS = 10  # a CRD just Established may take a moment to be served
+
+SERVER_BOOKKEEPING = ("managedFields", "resourceVersion", "generation")
+CREATED, CONFIGURED, UNCHANGED, PRUNED, FAILED, SKIPPED = (
+    "created", "configured", "unchanged", "pruned", "failed", "skipped")
+
+
+@dataclass
+class ApplyOptions:
+    """Everything that shapes one apply run (the action's options, validated)."""
+
+    namespace: str = "default"           # for namespaced objects that name none; also the ApplySet parent's
+    field_manager: str = DEFAULT_FIELD_MANAGER
+    force_conflicts: bool = False
+    dry_run: bool = False                # check mode: server-side dry run
+    diff: bool = False
+    prune: bool = False
+    applyset: str | None = None
+    applyset_tooling: str = DEFAULT_TOOLING
+    concurrency: int = DEFAULT_CONCURRENCY
+    wait: WaitRules | None = None
+
+
+# The apply action's own options (the kubeconfig options are added by the action).
+APPLY_OPTIONS_SPEC = dict(
+    src=dict(type="str"),
+    definition=dict(type="raw"),
+    namespace=dict(type="str"),
+    field_manager=dict(type="str", default=DEFAULT_FIELD_MANAGER),
+    force_conflicts=dict(type="bool", default=False),
+    prune=dict(type="bool", default=False),
+    applyset=dict(type="str"),
+    applyset_tooling=dict(type="str", default=DEFAULT_TOOLING),
+    wait=dict(type="raw", default=False),
+    concurrency=dict(type="int", default=DEFAULT_CONCURRENCY),
+)
+
+
+def apply_options(args: dict, *, namespace: str, check_mode: bool = False, diff: bool = False) -> ApplyOptions:
+    """ApplyOptions from validated action arguments; ``namespace`` is the default namespace already chosen."""
+    if not 1 <= args["concurrency"] <= MAX_CONCURRENCY:
+        raise PhasekitError(f"concurrency must be between 1 and {MAX_CONCURRENCY}, got {args['concurrency']}")
+    if not args["field_manager"]:
+        raise PhasekitError("field_manager must not be empty")
+    return ApplyOptions(
+        namespace=namespace, field_manager=args["field_manager"], force_conflicts=args["force_conflicts"],
+        dry_run=check_mode, diff=diff, prune=args["prune"], applyset=args["applyset"] or None,
+        applyset_tooling=args["applyset_tooling"], concurrency=args["concurrency"],
+        wait=parse_wait_option(args["wait"]))
+
+
+def parse_wait_option(value) -> WaitRules | None:
+    """``wait``: false/none (do not wait), true (defaults) or a dict of timeout, kinds, conditions."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        return WaitRules()
+    if isinstance(value, str) and value.lower() in ("yes", "true", "no", "false"):
+        return WaitRules() if value.lower() in ("yes", "true") else None
+    if not isinstance(value, dict):
+        raise PhasekitError(f"wait must be true, false or a dictionary (timeout, kinds, conditions), "
+                            f"got {type(value).__name__}")
+    unknown = sorted(set(value) - set(WAIT_OPTIONS_SPEC))
+    if unknown:
+        raise PhasekitError(f"wait: unknown option(s) {', '.join(unknown)}; expected "
+                            f"{', '.join(sorted(WAIT_OPTIONS_SPEC))}")
+    return wait_rules({**{k: spec.get("default") for k, spec in WAIT_OPTIONS_SPEC.items()}, **value})
+
+
+@dataclass
+class PrunedObject:
+    resource: ResourceType
+    namespace: str | None
+    name: str
+    live: dict
+    error: str | None = None
+
+    def describe(self) -> str:
+        return Target(self.resource, self.namespace, self.name).describe()
+
+    def entry(self) -> dict:
+        out = {"apiVersion": self.resource.api_version, "kind": self.resource.kind, "namespace": self.namespace,
+               "name": self.name, "action": FAILED if self.error else PRUNED,
+               "status": None if self.error else "Deleted", "message": self.error or "pruned from the ApplySet"}
+        return out
+
+
+@dataclass
+class ApplyReport:
+    objects: list
+    pruned: list = field(default_factory=list)
+    applyset: dict | None = None
+    warnings: list = field(default_factory=list)
+    failure: str | None = None
+    diffs: list = field(default_factory=list)
+    requests: int = 0
+
+    def counts(self) -> dict:
+        counts = {CREATED: 0, CONFIGURED: 0, UNCHANGED: 0, PRUNED: 0, FAILED: 0}
+        for planned in self.objects:
+            if planned.action in counts:
+                counts[planned.action] += 1
+        for pruned in self.pruned:
+            counts[FAILED if pruned.error else PRUNED] += 1
+        return counts
+
+    @property
+    def changed(self) -> bool:
+        counts = self.counts()
+        return bool(counts[CREATED] or counts[CONFIGURED] or counts[PRUNED])
+
+    def result(self) -> dict:
+        """The Ansible result (without 'failed'/'msg', which the action adds)."""
+        out = {"changed": self.changed, "counts": self.counts(),
+               "objects": [p.entry() for p in self.objects] + [p.entry() for p in self.pruned],
+               "api_requests": self.requests}
+        if self.applyset:
+            out["applyset"] = self.applyset
+        if self.diffs:
+            out["diff"] = self.diffs
+        return out
+
+
+# ---------------------------------------------------------------- the run
+
+class ApplyRun:
+    """One apply of a planned bundle against one cluster."""
+
+    def __init__(self, session, discovery: Discovery, options: ApplyOptions):
+        self.session = session
+        self.discovery = discovery
+        self.options = options
+        self.applyset: applysets.ApplySetState | None = None
+        self.parent_live = None
+        self.created_namespaces: set = set()  # by this run: empty, and a dry run cannot apply into them
+        self.created_kinds: set = set()       # (group, kind) of CRDs created by this run: no objects yet
+
+    def run(self, bundle: list) -> ApplyReport:
+        if self.options.prune and not self.options.applyset:
+            raise PhasekitError("prune needs an applyset: name the set whose members may be deleted")
+        if self.options.prune and not bundle:
+            raise PhasekitError("the bundle has no objects: refusing to prune the whole ApplySet (as kubectl does)")
+        planned = plan_objects(bundle, self.discovery, self.options.namespace)
+        if self.options.applyset:
+            self._prepare_applyset(planned)
+        report = ApplyReport(objects=planned)
+        try:
+            self._apply_waves(planned, report)
+            if report.failure is None and self.options.prune:
+                self._prune(planned, report)
+            if report.failure is None and self.options.wait is not None and not self.options.dry_run:
+                self._wait(planned, report)
+        except PhasekitError as err:  # e.g. the API server went away, the ApplySet parent cannot be written
+            report.failure = str(err)
+        except ApiError as err:
+            report.failure = f"{err.method} {err.path}: {describe_api_error(err)}"
+        finally:
+            crds_changed = any((p.resource.group, p.resource.kind) == CRD_GROUP_KIND
+                               and p.action in (CREATED, CONFIGURED) for p in planned)
+            crds_pruned = any((p.resource.group, p.resource.kind) == CRD_GROUP_KIND for p in report.pruned)
+            if (crds_changed or crds_pruned) and not self.options.dry_run:
+                self.discovery.invalidate()  # served kinds changed: the next run asks the server
+        if self.applyset is not None:
+            report.applyset = {"name": self.applyset.parent.name, "namespace": self.applyset.parent.namespace,
+                               "kind": self.applyset.parent.kind, "id": self.applyset.id,
+                               "tooling": str(self.applyset.tooling)}
+        report.diffs = [p.diff for p in planned if p.diff]
+        if self.options.diff:
+            report.diffs += [object_diff(p.live, None, p.describe()) for p in report.pruned if not p.error]
+        report.warnings = list(self.session.warnings)
+        report.requests = self.session.requests
+        return report
+
+    # ------------------------------------------------------------ ApplySet
+
+    def _prepare_applyset(self, planned: list):
+        plural, group, name = applysets.parse_parent_ref(self.options.applyset)
+        resource = self.discovery.resolve_resource(group, plural)
+        if resource is None:
+            raise PhasekitError(f"applyset {self.options.applyset!r}: resource {plural}.{group} is not served")
+        if group or plural not in applysets.BUILTIN_PARENTS:
+            self._require_parent_crd(plural, group)
+        parent = applysets.ParentRef(name=name, namespace=self.options.namespace if resource.namespaced else "",
+                                     plural=resource.plural, group=resource.group, kind=resource.kind,
+                                     version=resource.version, namespaced=resource.namespaced)
+        state = applysets.ApplySetState(parent=parent, tooling=applysets.Tooling.parse(self.options.applyset_tooling))
+        try:
+            self.parent_live = self.session.get(object_path(resource, parent.namespace or None, name))
+        except ApiError as err:
+            if err.status != 404:
+                raise PhasekitError(f"cannot read the ApplySet parent {parent}: {describe_api_error(err)}") from None
+        state.read_parent(self.parent_live)
+        for one in planned:
+            labels = one.body["metadata"].setdefault("labels", {}) or {}
+            one.body["metadata"]["labels"] = labels
+            if labels.get(applysets.PART_OF_LABEL, state.id) != state.id:
+                raise PhasekitError(f"{one.describe()} already has label {applysets.PART_OF_LABEL}="
+                                    f"{labels[applysets.PART_OF_LABEL]!r} of another ApplySet; nothing was applied",
+                                    where=one.source.origin)
+            labels[applysets.PART_OF_LABEL] = state.id
+            state.add_member(one.resource.group, one.resource.kind, one.namespace)
+        self.applyset = state
+
+    def _require_parent_crd(self, plural: str, group: str):
+        crds = self.discovery.resolve_resource("apiextensions.k8s.io", "customresourcedefinitions")
+        try:
+            crd = self.session.get(object_path(crds, None, f"{plural}.{group}"))
+        except ApiError as err:
+            raise PhasekitError(f"applyset parent type {plural}.{group}: {describe_api_error(err)}") from None
+        if applysets.PARENT_CRD_LABEL not in ((crd.get("metadata") or {}).get("labels") or {}):
+            raise PhasekitError(f"applyset parent type {plural}.{group} is not allowed: its CRD needs the label "
+                                f"{applysets.PARENT_CRD_LABEL} (kubectl requires it too)")
+
+    def _write_parent(self, superset: bool):
+        """Server-side apply the parent; skipped when it already says exactly this.
+
+        ``superset`` before applying (old and new kinds and namespaces), exact after pruning.
+        """
+        state = self.applyset
+        body = state.parent_patch(superset=superset)
+        if self.parent_live is not None and _parent_says(self.parent_live, body):
+            return
+        if self.options.dry_run and state.parent.namespace in self.created_namespaces:
+            return  # a dry run cannot write into a namespace it only pretended to create
+        resource = ResourceType(state.parent.group, state.parent.version, state.parent.kind, state.parent.plural,
+                                state.parent.namespaced)
+        path = object_path(resource, state.parent.namespace or None, state.parent.name)
+        try:
+            response = self._apply_request(path, body, state.field_manager, force=False)
+        except ApiError as err:
+            if err.status != 409:
+                raise PhasekitError(f"cannot update the ApplySet parent {state.parent}: "
+                                    f"{describe_api_error(err)}") from None
+            response = self._apply_request(path, body, state.field_manager, force=True)  # as kubectl does
+        if not self.options.dry_run:
+            self.parent_live = response.body
+
+    # ------------------------------------------------------------ applying
+
+    def _apply_waves(self, planned: list, report: ApplyReport):
+        parent_namespace_in_bundle = self.applyset is not None and any(
+            (p.resource.group, p.resource.kind) == NAMESPACE_GROUP_KIND and p.name == self.applyset.parent.namespace
+            for p in planned)
+        if self.applyset is not None and not parent_namespace_in_bundle:
+            self._write_parent(superset=True)
+        for wave in sorted({p.wave for p in planned}):
+            members = [p for p in planned if p.wave == wave]
+            self._apply_wave(members)
+            if wave == WAVE_NAMESPACES and parent_namespace_in_bundle:
+                self._write_parent(superset=True)
+            failures = [p for p in members if p.action == FAILED]
+            if failures:
+                for later in planned:
+                    if later.action == "pending":
+                        later.action = SKIPPED
+                report.failure = _failure_message("apply", failures, len(planned))
+                return
+            if wave == WAVE_CRDS and not self.options.dry_run:
+                self._establish_crds(members, report)
+                if report.failure:
+                    return
+
+    def _apply_wave(self, members: list):
+        fresh = {id(p) for p in members if self._known_absent(p)}
+        readable = [p for p in members if id(p) not in fresh and not (p.defined_in_bundle and self.options.dry_run)]
+        live = fetch_live(self.session, [p.target for p in readable], workers=self.options.concurrency)
+        for one in members:
+            one.live = None if id(one) in fresh else live.get(one.target.key, UNKNOWN)
+        with ThreadPoolExecutor(max_workers=max(1, min(self.options.concurrency, len(members)))) as pool:
+            list(pool.map(self._apply_one, interleave_kinds(members)))
+
+    def _apply_one(self, one: PlannedObject):
+        if isinstance(one.live, dict) and already_applied(one.body, one.live, self.options.field_manager):
+            one.action, one.result = UNCHANGED, one.live
+            one.status = compute_status(one.live)
+            return
+        if self.options.dry_run and self._unverifiable_in_dry_run(one):
+            one.action = CREATED
+            one.status = Status("InProgress", "not verified: its namespace or CRD is created by this bundle "
+                                              "(a dry run cannot apply into it)")
+            self._record_diff(one, copy.deepcopy(one.body))
+            return
+        path = one.target.path()
+        try:
+            response = self._apply_with_new_kind_retry(one, path)
+        except ApiError as err:
+            one.action, one.error = FAILED, describe_api_error(err, force_hint=not self.options.force_conflicts)
+            if err.status == 404 and not err.details.get("kind") and not one.defined_in_bundle:
+                self.discovery.invalidate()  # cached discovery named a resource the server no longer serves
+            return
+        except TransportError as err:
+            one.action, one.error = FAILED, str(err)
+            return
+        one.result = response.body or {}
+        one.action = self._action_of(one, response)
+        one.status = compute_status(one.result)
+        if one.action != UNCHANGED:
+            self._record_diff(one, one.result)
+
+    def _known_absent(self, one: PlannedObject) -> bool:
+        """In a namespace, or of a kind, that this run created: nothing to read."""
+        return (one.namespace in self.created_namespaces
+                or (one.resource.group, one.resource.kind) in self.created_kinds)
+
+    def _unverifiable_in_dry_run(self, one: PlannedObject) -> bool:
+        return one.defined_in_bundle or (one.namespace is not None and one.namespace in self.created_namespaces)
+
+    def _apply_with_new_kind_retry(self, one: PlannedObject, path: str):
+        deadline = time.monotonic() + (NEW_KIND_RETRY_SECONDS if one.defined_in_bundle else 0)
+        delay = 0.2
+        while True:
+            try:
+                return self._apply_request(path, one.body, self.options.field_manager,
+                                           force=self.options.force_conflicts)
+            except ApiError as err:
+                if err.status != 404 or time.monotonic() >= deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
+
+    def _apply_request(self, path: str, body: dict, field_manager: str, force: bool):
+        return self.session.apply(path, body, field_manager=field_manager, force=force,
+                                  dry_run=self.options.dry_run)
+
+    def _action_of(self, one: PlannedObject, response) -> str:
+        if response.status == 201:
+            if (one.resource.group, one.resource.kind) == NAMESPACE_GROUP_KIND:
+                self.created_namespaces.add(one.name)
+            elif (one.resource.group, one.resource.kind) == CRD_GROUP_KIND:
+                spec = one.body.get("spec") or {}
+                self.created_kinds.add((spec.get("group"), (spec.get("names") or {}).get("kind")))
+            return CREATED
+        live = one.live
+        if isinstance(live, dict):
+            # compared as content: a first apply after create may only rewrite managedFields bookkeeping
+            return UNCHANGED if _same_content(live, one.result) else CONFIGURED
+        if live is None and self.options.dry_run:
+            return CREATED
+        return _action_from_timestamps(one.result, self.options.field_manager, response.headers)
+
+    def _record_diff(self, one: PlannedObject, after: dict):
+        if self.options.diff:
+            before = one.live if isinstance(one.live, dict) else None
+            one.diff = object_diff(before, after, one.describe(), "dry run" if self.options.dry_run else "applied")
+
+    def _establish_crds(self, crds: list, report: ApplyReport):
+        """CRDs must be Established before their custom resources can be applied."""
+        rules = WaitRules(timeout=CRD_ESTABLISH_TIMEOUT)
+        known = {p.target.key: p.result for p in crds if p.result}
+        outcomes = wait_for(self.session, [p.target for p in crds], rules, known=known, first_delay=0.05)
+        by_key = {o.target.key: o for o in outcomes}
+        for one in crds:
+            one.status = by_key[one.target.key].status
+        problem = not_ready_message(outcomes, CRD_ESTABLISH_TIMEOUT)
+        if problem:
+            report.failure = "CustomResourceDefinitions not established, custom resources not applied: " + problem
+            for later in report.objects:
+                if later.action == "pending":
+                    later.action = SKIPPED
+
+    # ------------------------------------------------------------ pruning
+
+    def _prune(self, planned: list, report: ApplyReport):
+        state = self.applyset
+        kept_uids = {((p.result or {}).get("metadata") or {}).get("uid") for p in planned} - {None}
+        kept_keys = {p.target.key for p in planned}
+        scopes = state.prune_scopes(self._namespaced_of)
+        candidates = []
+
+        def list_scope(scope):
+            group, kind, namespace = scope
+            resource = self.discovery.resolve_group_kind(group, kind)
+            items = self.session.list(object_path(resource, namespace), label_selector=state.member_selector())
+            return [(resource, item) for item in items]
+
+        try:
+            with ThreadPoolExecutor(max_workers=max(1, min(self.options.concurrency, len(scopes) or 1))) as pool:
+                for found in pool.map(list_scope, scopes):
+                    candidates.extend(found)
+        except ApiError as err:
+            report.failure = f"prune: cannot list the ApplySet's members: {describe_api_error(err)}"
+            return
+        doomed = []
+        for resource, item in candidates:
+            metadata = item.get("metadata") or {}
+            namespace = metadata.get("namespace") if resource.namespaced else None
+            key = (resource.group, resource.kind, namespace or "", metadata.get("name"))
+            if metadata.get("uid") in kept_uids or key in kept_keys:
+                continue
+            item.setdefault("apiVersion", resource.api_version)
+            item.setdefault("kind", resource.kind)
+            doomed.append(PrunedObject(resource, namespace, metadata.get("name"), item))
+        doomed.sort(key=lambda p: (-wave_of(p.resource), p.resource.kind, p.namespace or "", p.name))
+        for wave in sorted({wave_of(p.resource) for p in doomed}, reverse=True):  # dependants first
+            members = [p for p in doomed if wave_of(p.resource) == wave]
+            with ThreadPoolExecutor(max_workers=max(1, min(self.options.concurrency, len(members)))) as pool:
+                list(pool.map(self._delete_one, members))
+        report.pruned = doomed
+        failures = [p for p in doomed if p.error]
+        if failures:
+            report.failure = "prune: " + "; ".join(f"{p.describe()}: {p.error}" for p in failures)
+            return
+        self._write_parent(superset=False)
+
+    def _namespaced_of(self, group: str, kind: str):
+        resource = self.discovery.resolve_group_kind(group, kind)
+        return None if resource is None else resource.namespaced
+
+    def _delete_one(self, doomed: PrunedObject):
+        path = object_path(doomed.resource, doomed.namespace, doomed.name)
+        try:
+            self.session.delete(path, dry_run=self.options.dry_run)
+        except ApiError as err:
+            if err.status != 404:
+                doomed.error = describe_api_error(err)
+
+    # ------------------------------------------------------------ waiting
+
+    def _wait(self, planned: list, report: ApplyReport):
+        rules = self.options.wait
+        known = {p.target.key: p.result for p in planned if p.result}
+        outcomes = wait_for(self.session, [p.target for p in planned], rules, known=known)
+        for one, outcome in zip(planned, outcomes):
+            one.status = outcome.status
+        problem = not_ready_message(outcomes, rules.timeout)
+        if problem:
+            report.failure = problem
+
+
+# ---------------------------------------------------------------- helpers
+
+def apply_bundle(session, bundle: list, options: ApplyOptions, discovery: Discovery | None = None) -> ApplyReport:
+    """Apply ``bundle`` (a list of ``BundleObject``) as one run; see the module docstring."""
+    return ApplyRun(session, discovery or Discovery(session), options).run(bundle)
+
+
+def interleave_kinds(members: list) -> list:
+    """Round-robin over kinds: a kind the server admits one at a time (Services allocate IPs under a lock)
+    then overlaps with the others instead of trailing behind them."""
+    by_kind = {}
+    for one in members:
+        by_kind.setdefault((one.resource.group, one.resource.kind), []).append(one)
+    queues = list(by_kind.values())
+    return [queue[i] for i in range(max((len(q) for q in queues), default=0)) for queue in queues if i < len(queue)]
+
+
+def _parent_says(live: dict, body: dict) -> bool:
+    metadata, wanted = live.get("metadata") or {}, body["metadata"]
+    labels, annotations = metadata.get("labels") or {}, metadata.get("annotations") or {}
+    return (all(labels.get(k) == v for k, v in wanted["labels"].items())
+            and all(annotations.get(k) == v for k, v in wanted["annotations"].items()))
+
+
+def _same_content(before: dict, after: dict) -> bool:
+    """The object after apply (or its dry run) equals the live one, bookkeeping aside."""
+    def strip(obj):
+        metadata = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in SERVER_BOOKKEEPING}
+        return {**obj, "metadata": metadata}
+    return strip(before) == strip(after)
+
+
+def _action_from_timestamps(result: dict, manager: str, headers: dict) -> str:
+    """Without a readable prior state: the server stamps our managedFields entry only when it changed the object."""
+    entry = manager_entry(result, manager, result.get("apiVersion")) or {}
+    stamp, now = entry.get("time"), headers.get("Date") or headers.get("date")
+    try:
+        age = email.utils.parsedate_to_datetime(now).timestamp() - \
+            calendar.timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ"))
+    except (TypeError, ValueError, OverflowError):
+        return CONFIGURED
+    return UNCHANGED if age > 2 else CONFIGURED  # both clocks are the server's
+
+
+def _failure_message(stage: str, failures: list, total: int) -> str:
+    shown = "; ".join(f"{p.describe()} ({p.source.origin}): {p.error}" for p in failures[:20])
+    more = f"; and {len(failures) - 20} more" if len(failures) > 20 else ""
+    return f"{stage} failed for {len(failures)} of {total} objects: {shown}{more}"

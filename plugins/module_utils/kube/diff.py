@@ -1,0 +1,82 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""Per-object diffs for Ansible's diff mode, with Secret values redacted.
+
+Secret ``data``/``stringData`` values never leave: like ``kubectl diff``, a
+value is shown as ``***`` when unchanged and as ``*** (before)`` /
+``*** (after)`` when it changed, so the diff still says *which* keys changed.
+The ``last-applied-configuration`` annotation of a Secret (which holds the
+whole Secret) is redacted the same way. Server bookkeeping (managedFields,
+resourceVersion, uid, timestamps) is left out as noise.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import yaml
+
+REDACTED = "***"
+SECRET_FIELDS = ("data", "stringData")
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+NOISY_METADATA = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink")
+
+_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def is_secret(obj: dict | None) -> bool:
+    return bool(obj) and obj.get("kind") == "Secret" and (obj.get("apiVersion") or "v1") == "v1"
+
+
+def clean(obj: dict | None) -> dict:
+    """A copy without server bookkeeping."""
+    if not obj:
+        return {}
+    out = copy.deepcopy(obj)
+    metadata = out.get("metadata")
+    if isinstance(metadata, dict):
+        for key in NOISY_METADATA:
+            metadata.pop(key, None)
+    return out
+
+
+def redact_pair(before: dict, after: dict) -> tuple[dict, dict]:
+    """Redact Secret values in both sides, keeping changed/unchanged visible per key."""
+    before, after = copy.deepcopy(before), copy.deepcopy(after)
+    if not (is_secret(before) or is_secret(after)):
+        return before, after
+    for field in SECRET_FIELDS:
+        old = before.get(field) if isinstance(before.get(field), dict) else {}
+        new = after.get(field) if isinstance(after.get(field), dict) else {}
+        if field in before and isinstance(before[field], dict):
+            before[field] = {k: (REDACTED if new.get(k) == v else f"{REDACTED} (before)") for k, v in old.items()}
+        if field in after and isinstance(after[field], dict):
+            after[field] = {k: (REDACTED if old.get(k) == v else f"{REDACTED} (after)") for k, v in new.items()}
+    for side in (before, after):
+        annotations = (side.get("metadata") or {}).get("annotations")
+        if isinstance(annotations, dict) and LAST_APPLIED in annotations:
+            annotations[LAST_APPLIED] = REDACTED
+    return before, after
+
+
+def redact(obj: dict | None) -> dict:
+    """One object with Secret values hidden (for anything shown that is not a diff)."""
+    if not obj:
+        return {}
+    redacted, _ = redact_pair(obj, obj)
+    return redacted
+
+
+def object_diff(before: dict | None, after: dict | None, label: str, after_label: str = "applied") -> dict:
+    """An Ansible diff entry (before/after as YAML text) for one object."""
+    old, new = redact_pair(clean(before), clean(after))
+    return {
+        "before_header": f"{label} (live)" if before else f"{label} (absent)",
+        "after_header": f"{label} ({after_label})" if after else f"{label} (deleted)",
+        "before": _yaml(old) if old else "",
+        "after": _yaml(new) if new else "",
+    }
+
+
+def _yaml(obj: dict) -> str:
+    return yaml.dump(obj, Dumper=_Dumper, default_flow_style=False, sort_keys=False)

@@ -1,0 +1,250 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""Raw JSON requests to the API server over the client's one pooled connection.
+
+The engine needs a handful of REST calls (GET, LIST, server-side apply PATCH,
+DELETE) and does them thousands of times, so it skips the generated models and
+speaks JSON over the ``kubernetes.client.ApiClient``'s urllib3 pool (the client
+still does authentication: TLS material, bearer tokens, exec plugins). Transient
+failures are retried with backoff; API warnings are collected for Ansible.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from urllib.parse import quote, urlencode
+
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+
+try:
+    import urllib3
+except ImportError:  # pragma: no cover - comes with the kubernetes client
+    urllib3 = None
+
+RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+MAX_ATTEMPTS = 6
+BACKOFF_BASE = 0.2
+BACKOFF_CAP = 5.0
+RETRY_AFTER_CAP = 10.0
+CONNECT_TIMEOUT = 10.0
+READ_TIMEOUT = 60.0
+TYPED_PATCH_REFUSAL = "failed to create typed patch object"
+APPLY_PATCH = "application/apply-patch+yaml"  # JSON is YAML: the body is sent as JSON
+_WARNING_HEADER = re.compile(r'^\s*\d{3}\s+\S+\s+"(?P<text>(?:[^"\\]|\\.)*)"')
+
+
+@dataclass
+class Response:
+    status: int
+    body: dict | None
+    headers: dict = field(default_factory=dict)
+
+
+class ApiError(Exception):
+    """A non-2xx answer from the API server, with the parts of its Status that matter."""
+
+    def __init__(self, status: int, reason: str, message: str, details: dict | None = None, method: str = "",
+                 path: str = ""):
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.details = details or {}
+        self.method = method
+        self.path = path
+        super().__init__(f"{status} {reason}: {message}")
+
+    @property
+    def causes(self) -> list:
+        return self.details.get("causes") or []
+
+
+class TransportError(PhasekitError):
+    """The API server could not be reached (after retries)."""
+
+
+class ApiSession:
+    """JSON requests with retries and warning collection, safe to share between threads."""
+
+    def __init__(self, api_client, *, max_attempts: int = MAX_ATTEMPTS, sleep=time.sleep):
+        self.api_client = api_client
+        self.configuration = api_client.configuration
+        self.server = self.configuration.host.rstrip("/")
+        self.max_attempts = max_attempts
+        self._sleep = sleep
+        self._pool = api_client.rest_client.pool_manager
+        self._lock = threading.Lock()
+        self.warnings: list[str] = []
+        self.requests = 0
+
+    # ------------------------------------------------------------- verbs
+
+    def get(self, path: str, query: dict | None = None, accept: str | None = None) -> dict:
+        return self.request("GET", path, query=query, accept=accept).body
+
+    def apply(self, path: str, obj: dict, *, field_manager: str, force: bool = False, dry_run: bool = False,
+              validation: str = "Strict") -> Response:
+        """Server-side apply ``obj`` at ``path`` (the object's own URL)."""
+        query = {"fieldManager": field_manager, "fieldValidation": validation}
+        if force:
+            query["force"] = "true"
+        if dry_run:
+            query["dryRun"] = "All"
+        return self.request("PATCH", path, query=query, body=obj, content_type=APPLY_PATCH)
+
+    def delete(self, path: str, *, dry_run: bool = False, propagation: str = "Background") -> Response:
+        body = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
+        if dry_run:
+            body["dryRun"] = ["All"]
+        return self.request("DELETE", path, body=body)
+
+    def list(self, path: str, *, label_selector: str | None = None, page_size: int = 500) -> list:
+        """Every item of a collection, page by page."""
+        items, token = [], None
+        while True:
+            query = {"limit": page_size}
+            if label_selector:
+                query["labelSelector"] = label_selector
+            if token:
+                query["continue"] = token
+            body = self.request("GET", path, query=query).body or {}
+            items.extend(body.get("items") or [])
+            token = (body.get("metadata") or {}).get("continue")
+            if not token:
+                return items
+
+    # ------------------------------------------------------------- transport
+
+    def request(self, method: str, path: str, *, query: dict | None = None, body=None,
+                content_type: str = "application/json", accept: str | None = None) -> Response:
+        """One request with retries on connection errors, 429 and 5xx; raise ApiError otherwise."""
+        url = self.server + path + (("?" + urlencode(query)) if query else "")
+        payload = None if body is None else json.dumps(body, separators=(",", ":"), default=str).encode()
+        attempt = 0
+        while True:
+            attempt += 1
+            headers = self._headers(content_type if payload is not None else None, accept)
+            try:
+                raw = self._pool.request(method, url, body=payload, headers=headers, preload_content=True,
+                                         retries=False,
+                                         timeout=urllib3.Timeout(connect=CONNECT_TIMEOUT, read=READ_TIMEOUT))
+            except urllib3.exceptions.SSLError as exc:
+                raise TransportError(f"TLS error talking to {self.server}: {exc}") from None
+            except (urllib3.exceptions.HTTPError, OSError) as exc:
+                if attempt < self.max_attempts:
+                    self._sleep(self._backoff(attempt))
+                    continue
+                raise TransportError(f"cannot reach the API server {self.server} after {attempt} attempts: "
+                                     f"{type(exc).__name__}: {exc}") from None
+            with self._lock:
+                self.requests += 1
+            self._collect_warnings(raw.headers)
+            decoded = _decode(raw.data)
+            if raw.status in RETRYABLE_STATUS and attempt < self._attempts_for(raw.status, decoded):
+                self._sleep(self._retry_delay(raw, attempt))
+                continue
+            if 200 <= raw.status < 300:
+                return Response(raw.status, decoded, dict(raw.headers))
+            raise _api_error(raw.status, raw.reason, decoded, raw.data, method, path)
+
+    def _attempts_for(self, status: int, decoded) -> int:
+        if status == 500 and _is_schema_refusal(decoded):
+            return 1  # the same body will be refused again
+        # other 500s are as often deterministic as hiccups: retry once
+        return min(2, self.max_attempts) if status == 500 else self.max_attempts
+
+    def _headers(self, content_type: str | None, accept: str | None) -> dict:
+        headers = {"Accept": accept or "application/json", "User-Agent": "phasekit.kube"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        # auth_settings() runs the client's token refresh hook (exec plugins, OIDC) when one is set
+        for setting in self.configuration.auth_settings().values():
+            if setting.get("in") == "header" and setting.get("value"):
+                headers[setting["key"]] = setting["value"]
+        return headers
+
+    def _collect_warnings(self, headers):
+        values = headers.get_all("Warning") if hasattr(headers, "get_all") else None
+        if values is None:
+            value = headers.get("Warning")
+            values = [value] if value else []
+        for value in values:
+            for text in _split_warnings(value):
+                with self._lock:
+                    if text not in self.warnings:
+                        self.warnings.append(text)
+
+    @staticmethod
+    def _backoff(attempt: int) -> float:
+        return min(BACKOFF_CAP, BACKOFF_BASE * 2 ** (attempt - 1)) * (0.5 + random.random() / 2)  # nosec B311
+
+    def _retry_delay(self, raw, attempt: int) -> float:
+        retry_after = raw.headers.get("Retry-After")
+        if retry_after and retry_after.isdigit():
+            return min(RETRY_AFTER_CAP, max(float(retry_after), 0.1))
+        return self._backoff(attempt)
+
+
+def _split_warnings(value: str) -> list:
+    """RFC 7234 warning values: 299 - "text", possibly several comma-separated."""
+    texts = []
+    for part in re.split(r',(?=\s*\d{3}\s)', value):
+        match = _WARNING_HEADER.match(part)
+        if match:
+            texts.append(match.group("text").replace('\\"', '"').replace("\\\\", "\\"))
+    return texts
+
+
+def _is_schema_refusal(decoded) -> bool:
+    """Server-side apply answers 500 when the object has fields its schema does not declare."""
+    return isinstance(decoded, dict) and TYPED_PATCH_REFUSAL in (decoded.get("message") or "")
+
+
+def _decode(data: bytes):
+    if not data:
+        return None
+    try:
+        return json.loads(data)
+    except ValueError:
+        return None
+
+
+def _api_error(status: int, reason: str, decoded, data: bytes, method: str, path: str) -> ApiError:
+    if isinstance(decoded, dict) and decoded.get("kind") == "Status":
+        return ApiError(status, decoded.get("reason") or reason, decoded.get("message") or reason,
+                        decoded.get("details"), method, path)
+    text = (data or b"").decode("utf-8", "replace").strip()[:500]
+    return ApiError(status, reason or "", text or reason or f"HTTP {status}", None, method, path)
+
+
+def describe_api_error(err: ApiError, force_hint: bool = False) -> str:
+    """A message for people: conflicts name fields and managers, 403 names verb, resource and user."""
+    if err.status == 409 and any(c.get("reason") == "FieldManagerConflict" for c in err.causes):
+        parts = [f"{c.get('field')} ({c.get('message', '').replace('conflict with ', 'owned by ')})"
+                 for c in err.causes if c.get("reason") == "FieldManagerConflict"]
+        hint = "; set force_conflicts: true to take these fields over" if force_hint else ""
+        return f"conflict with another field manager: {', '.join(parts)}{hint}"
+    if err.status == 403:
+        return f"forbidden: {err.message}"
+    if err.status == 500 and TYPED_PATCH_REFUSAL in err.message:
+        # "failed to create typed patch object (ns/name; apps/v1, Kind=Deployment): .spec.replica: field not ..."
+        return "invalid: " + err.message.split("): ", 1)[-1]
+    if err.status == 401:
+        return "unauthorized: the API server did not accept the credentials of this kubeconfig user"
+    labels = {404: "not found", 422: "invalid", 400: "rejected", 409: "conflict", 410: "gone"}
+    return f"{labels.get(err.status, f'{err.status} {err.reason}'.strip())}: {err.message}"
+
+
+def object_path(resource, namespace: str | None, name: str | None = None) -> str:
+    """The REST path of a collection (name None) or of one object."""
+    base = f"/api/{resource.version}" if not resource.group else f"/apis/{resource.group}/{resource.version}"
+    if resource.namespaced and namespace:
+        base += f"/namespaces/{quote(namespace, safe='')}"
+    base += f"/{resource.plural}"
+    if name is not None:
+        base += f"/{quote(name, safe='')}"
+    return base

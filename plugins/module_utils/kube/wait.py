@@ -1,0 +1,218 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""Wait until objects are ready: kstatus per kind plus optional JMESPath conditions, all together.
+
+Every poll reads all objects still pending with as few requests as possible
+(see ``live.fetch_live``), so a hundred objects cost a LIST, not a hundred
+sequential waits. The wait ends when every object is Current (and meets its
+conditions), when nothing is left in progress (some Failed), or at the timeout;
+the outcome says, per object, why it is not ready.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import Discovery
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.live import fetch_live
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.objects import plan_objects
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.status import (
+    CURRENT, FAILED, IN_PROGRESS, NOT_FOUND, Status, compute_status)
+
+try:
+    import jmespath
+    from jmespath.exceptions import JMESPathError
+except ImportError as exc:  # reported when a condition is used
+    jmespath = None
+    JMESPathError = Exception
+    JMESPATH_IMPORT_ERROR = exc
+else:
+    JMESPATH_IMPORT_ERROR = None
+
+DEFAULT_TIMEOUT = 300
+READINESS_MODES = ("kstatus", "none")
+FIRST_POLL_DELAY = 0.25
+MAX_POLL_DELAY = 2.0
+
+# option specs, shared by the wait action (top level) and the apply action (under `wait`)
+CONDITION_SPEC = dict(
+    path=dict(type="str", required=True),
+    value=dict(type="raw"),
+    kind=dict(type="str"),
+    name=dict(type="str"),
+    namespace=dict(type="str"),
+)
+WAIT_OPTIONS_SPEC = dict(
+    timeout=dict(type="int", default=DEFAULT_TIMEOUT),
+    kinds=dict(type="dict", default={}),
+    conditions=dict(type="list", elements="dict", default=[], options=CONDITION_SPEC),
+)
+
+
+@dataclass
+class Condition:
+    """``path`` (JMESPath over the live object) must give ``value`` (or anything truthy when unset)."""
+
+    path: str
+    value: object = None
+    kind: str | None = None
+    name: str | None = None
+    namespace: str | None = None
+    compiled: object = field(default=None, repr=False)
+
+    def applies_to(self, target) -> bool:
+        return (_kind_matches(self.kind, target.resource)
+                and self.name in (None, target.name)
+                and self.namespace in (None, target.namespace or ""))
+
+    def check(self, obj: dict) -> tuple[bool, str]:
+        actual = self.compiled.search(obj)
+        if self.value is None:
+            return bool(actual), f"{self.path} is {_show(actual)}, expected a true value"
+        return _same(actual, self.value), f"{self.path} is {_show(actual)}, expected {_show(self.value)}"
+
+
+@dataclass
+class WaitRules:
+    timeout: float = DEFAULT_TIMEOUT
+    kinds: dict = field(default_factory=dict)        # "Kind" or "Kind.group" -> "kstatus" | "none"
+    conditions: list = field(default_factory=list)   # [Condition]
+
+    def readiness(self, resource) -> str:
+        return self.kinds.get(resource.group_kind, self.kinds.get(resource.kind, "kstatus"))
+
+
+@dataclass
+class WaitOutcome:
+    target: object
+    status: Status
+
+    def entry(self) -> dict:
+        resource = self.target.resource
+        return {"apiVersion": resource.api_version, "kind": resource.kind, "namespace": self.target.namespace,
+                "name": self.target.name, "status": self.status.status, "message": self.status.message}
+
+
+def wait_rules(options: dict, where: str = "wait") -> WaitRules:
+    """Validate wait options (timeout, kinds, conditions) into WaitRules; errors name the option."""
+    timeout = options.get("timeout", DEFAULT_TIMEOUT)
+    try:
+        timeout = float(DEFAULT_TIMEOUT if timeout is None else timeout)
+    except (TypeError, ValueError):
+        timeout = -1
+    if timeout < 0:
+        raise PhasekitError(f"{where}.timeout must be a number of seconds >= 0, got {options.get('timeout')!r}")
+    if not isinstance(options.get("kinds") or {}, dict):
+        raise PhasekitError(f"{where}.kinds must be a dictionary of kind: kstatus|none")
+    kinds = dict(options.get("kinds") or {})
+    for kind, mode in kinds.items():
+        if mode not in READINESS_MODES:
+            raise PhasekitError(f"{where}.kinds.{kind} must be one of {', '.join(READINESS_MODES)}, got {mode!r}")
+    conditions = []
+    for number, raw in enumerate(options.get("conditions") or [], start=1):
+        if not isinstance(raw, dict) or not raw.get("path"):
+            raise PhasekitError(f"{where}.conditions[{number}] needs 'path' (a JMESPath expression)")
+        unknown = sorted(set(raw) - set(CONDITION_SPEC))
+        if unknown:
+            raise PhasekitError(f"{where}.conditions[{number}]: unknown option(s) {', '.join(unknown)}; expected "
+                                f"{', '.join(sorted(CONDITION_SPEC))}")
+        condition = Condition(path=raw["path"], value=raw.get("value"), kind=raw.get("kind"),
+                              name=raw.get("name"), namespace=raw.get("namespace"))
+        if jmespath is None:
+            raise PhasekitError(f"{where}.conditions needs the 'jmespath' Python package on the controller: "
+                                f"{JMESPATH_IMPORT_ERROR}")
+        try:
+            condition.compiled = jmespath.compile(condition.path)
+        except JMESPathError as exc:
+            raise PhasekitError(f"{where}.conditions[{number}].path {condition.path!r} is not valid JMESPath: "
+                                f"{exc}") from None
+        conditions.append(condition)
+    return WaitRules(timeout=timeout, kinds=kinds, conditions=conditions)
+
+
+def evaluate(target, obj: dict | None, rules: WaitRules) -> Status:
+    """Readiness of one target from its live object."""
+    if obj is None:
+        return Status(NOT_FOUND, "object not found")
+    status = compute_status(obj) if rules.readiness(target.resource) == "kstatus" \
+        else Status(CURRENT, "exists (readiness not checked)")
+    if not status.current:
+        return status
+    for condition in rules.conditions:
+        if condition.applies_to(target):
+            met, message = condition.check(obj)
+            if not met:
+                return Status(IN_PROGRESS, f"condition not met: {message}")
+    return status
+
+
+def wait_for(session, targets: list, rules: WaitRules, *, clock=time.monotonic, sleep=time.sleep,
+             known: dict | None = None, first_delay: float = FIRST_POLL_DELAY) -> list[WaitOutcome]:
+    """Poll all targets together until all are Current, none is in progress, or the timeout passes.
+
+    ``known`` may hold live objects just read (by ``Target.key``) to evaluate first, saving a poll.
+    """
+    deadline = clock() + rules.timeout
+    outcomes = {target.key: WaitOutcome(target, Status(IN_PROGRESS, "not checked yet")) for target in targets}
+    pending = list(targets)
+    live = dict(known or {})
+    delay = first_delay
+    while True:
+        missing = [t for t in pending if t.key not in live]
+        if missing:
+            live.update(fetch_live(session, missing))
+        for target in pending:
+            if target.key in live:
+                outcomes[target.key].status = evaluate(target, live[target.key], rules)
+            else:
+                outcomes[target.key].status = Status(IN_PROGRESS, "cannot read the object (permission denied)")
+        pending = [t for t in pending if not outcomes[t.key].status.current]
+        if not pending or all(outcomes[t.key].status.status == FAILED for t in pending):
+            break
+        remaining = deadline - clock()
+        if remaining <= 0:
+            break
+        sleep(min(delay, remaining))
+        delay = min(delay * 1.6, MAX_POLL_DELAY)
+        live = {}
+    return [outcomes[target.key] for target in targets]
+
+
+def wait_for_bundle(session, bundle: list, rules: WaitRules, namespace: str, discovery=None):
+    """Wait for a rendered bundle's objects; returns (outcomes, None or the not-ready message)."""
+    planned = plan_objects(bundle, discovery or Discovery(session), namespace)
+    outcomes = wait_for(session, [p.target for p in planned], rules)
+    return outcomes, not_ready_message(outcomes, rules.timeout)
+
+
+def not_ready_message(outcomes: list[WaitOutcome], timeout: float) -> str | None:
+    """None when all are Current; else which objects are not ready and why."""
+    bad = [o for o in outcomes if not o.status.current]
+    if not bad:
+        return None
+    failed = [o for o in bad if o.status.status == FAILED]
+    head = (f"{len(failed)} of {len(outcomes)} objects failed" if len(failed) == len(bad)
+            else f"timed out after {timeout:g}s: {len(bad)} of {len(outcomes)} objects not ready")
+    lines = [f"{o.target.describe()}: {o.status.status}: {o.status.message}" for o in bad]
+    return head + ": " + "; ".join(lines)
+
+
+def _kind_matches(selector: str | None, resource) -> bool:
+    return selector is None or selector in (resource.kind, resource.group_kind)
+
+
+def _same(actual, expected) -> bool:
+    if actual == expected:
+        return True
+    scalars = (str, int, float, bool)
+    return isinstance(actual, scalars) and isinstance(expected, scalars) and _text(actual) == _text(expected)
+
+
+def _text(value) -> str:
+    return str(value).lower() if isinstance(value, bool) or str(value).lower() in ("true", "false") else str(value)
+
+
+def _show(value) -> str:
+    return repr(value) if isinstance(value, str) else str(value)

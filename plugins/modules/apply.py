@@ -1,0 +1,243 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""Documentation of the phasekit.kube.apply action (the work is done by plugins/action/apply.py)."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: apply
+short_description: Server-side apply a bundle of Kubernetes objects, prune an ApplySet, wait for readiness
+version_added: 0.1.0
+description:
+  - Applies every object of a bundle with server-side apply (C(PATCH application/apply-patch+yaml)), the way
+    C(kubectl apply --server-side) does, but concurrently over one pooled connection and without a request for
+    objects that are already in the desired state.
+  - Namespaces are applied first, then CustomResourceDefinitions (waited until C(Established) before their custom
+    resources), then admission prerequisites (ServiceAccounts, quotas, limit ranges, priority and storage classes),
+    then everything else, and webhook configurations and API services last.
+  - Every kind is resolved before anything is written; an unknown kind fails the task naming the document. API
+    discovery is cached on disk per API server (under C($PHASEKIT_CACHE/discovery), default
+    C(~/.cache/phasekit/discovery)) and refreshed when a kind is not found.
+  - With O(applyset), objects join an ApplySet (KEP-3659) exactly as C(kubectl apply --applyset) records it - a parent
+    Secret (or ConfigMap, or an allowed custom resource) with the C(applyset.kubernetes.io/*) label and annotations,
+    and the C(applyset.kubernetes.io/part-of) label on every member. With O(prune), members of the set that are no
+    longer in the bundle are deleted; objects outside the set are never touched.
+  - An object is C(unchanged) when this field manager already owns exactly its fields with the desired values; that
+    is decided from the live objects, read with one list request per kind and namespace, so a re-apply of an
+    unchanged bundle costs a few requests.
+  - Check mode is a server-side dry run (C(dryRun=All)) of the same requests. Diff mode returns one diff per changed
+    object; Secret values are shown as C(***), with a C(before)/C(after) mark on the keys whose value changed.
+  - Objects are validated by the API server as with C(kubectl apply --server-side) (C(fieldValidation=Strict)); a
+    field the schema does not declare fails the object, naming the field.
+  - Warnings sent by the API server (deprecated fields and APIs) become Ansible warnings. Connection resets, HTTP 429
+    and 5xx answers are retried with backoff.
+  - Runs on the controller (an action plugin); the cluster is chosen by the kubeconfig options or the host's
+    C(kube_kubeconfig)/C(kube_context) variables.
+author:
+  - phasekit.kube contributors
+extends_documentation_fragment:
+  - phasekit.kube.kubeconfig
+attributes:
+  check_mode:
+    support: full
+    description: Server-side dry run; nothing is persisted, admission and validation still run.
+  diff_mode:
+    support: full
+    description: One diff per created, changed or pruned object; Secret values are redacted.
+options:
+  src:
+    description:
+      - The bundle on the controller. A directory with a C(kustomization.yaml) (rendered with C(kubectl kustomize),
+        or C(kustomize build) when kubectl is missing), a manifest file (YAML or JSON, several documents allowed),
+        or a directory of manifest files (C(*.yaml), C(*.yml), C(*.json); not recursive, in name order, as
+        C(kubectl apply -f DIR)).
+      - A relative path is looked up like other file arguments (the role's C(files/), the playbook directory).
+      - Mutually exclusive with O(definition).
+    type: str
+  definition:
+    description:
+      - Inline objects instead of O(src) - one object (a dictionary), a list of objects, or a string of YAML
+        documents.
+      - C(kind=List) documents are expanded into their items.
+    type: raw
+  namespace:
+    description:
+      - Namespace for namespaced objects that do not name one, and of the ApplySet parent.
+      - Defaults to the namespace of the kubeconfig context, else C(default). Objects that name a namespace keep it.
+    type: str
+  field_manager:
+    description: The server-side apply field manager that owns the applied fields.
+    type: str
+    default: phasekit
+  force_conflicts:
+    description:
+      - Take over fields owned by another field manager (C(kubectl apply --force-conflicts)).
+      - When false, a conflict fails the object and the message names each field and its current manager.
+    type: bool
+    default: false
+  prune:
+    description:
+      - Delete the members of the O(applyset) that are not in this bundle (C(kubectl apply --prune --applyset)).
+      - Requires O(applyset). Nothing is pruned when any object failed to apply, and an empty bundle is refused.
+    type: bool
+    default: false
+  applyset:
+    description:
+      - The ApplySet parent, as C(kubectl apply --applyset) takes it - C(NAME) (a Secret), C(configmaps/NAME), or
+        C(RESOURCE.GROUP/NAME) for a custom resource whose CRD has the label C(applyset.kubernetes.io/is-parent-type).
+      - A namespaced parent lives in O(namespace).
+      - Objects get the label C(applyset.kubernetes.io/part-of); the parent records the kinds and namespaces of the
+        members, so C(kubectl get -l applyset.kubernetes.io/part-of=ID) and C(kubectl apply --applyset) see the same
+        set.
+    type: str
+  applyset_tooling:
+    description:
+      - The C(applyset.kubernetes.io/tooling) value written on the parent, C(NAME/VERSION).
+      - A set whose parent names another tool is refused, as kubectl does. Use C(kubectl/v1.34) (the name must be
+        C(kubectl)) to share a set with C(kubectl apply --applyset), in either direction.
+    type: str
+    default: phasekit.kube/0.1.0
+  wait:
+    description:
+      - Wait until the applied objects are ready - V(false) (do not wait), V(true) (kstatus rules, 300 seconds), or
+        a dictionary with the keys below.
+      - All objects are polled together; on timeout the task fails and says, per object, why it is not ready.
+      - Readiness follows kstatus - Deployments, StatefulSets, DaemonSets, ReplicaSets (replicas updated, ready and
+        available), Jobs (started, not failed), Pods (ready or completed), PVCs (bound), CRDs (established),
+        Services (a load balancer IP when of that type); other kinds are ready when their C(Ready) condition is not
+        false and C(status.observedGeneration) matches C(metadata.generation).
+      - Not done in check mode.
+    type: raw
+    default: false
+    suboptions:
+      timeout:
+        description: Seconds to wait for all objects together.
+        type: int
+        default: 300
+      kinds:
+        description:
+          - Readiness per kind - a dictionary of C(Kind) or C(Kind.group) to V(kstatus) (the default) or V(none)
+            (existing is enough).
+        type: dict
+        default: {}
+      conditions:
+        description:
+          - Extra conditions, each a JMESPath C(path) over the live object with an expected C(value), optionally
+            limited to a C(kind), C(name) or C(namespace); an object is ready when every condition that applies to it
+            is met (after its kind's readiness).
+          - Written exactly as the O(phasekit.kube.wait#module:conditions) of M(phasekit.kube.wait), which documents
+            each key.
+        type: list
+        elements: dict
+        default: []
+  concurrency:
+    description: How many objects are applied at once, over one pooled connection (1 to 64).
+    type: int
+    default: 16
+notes:
+  - The C(kubernetes) Python package is needed on the controller (and C(jmespath) for O(wait) conditions).
+  - Permission errors name the verb, the resource and the user the API server saw.
+seealso:
+  - module: phasekit.kube.wait
+  - name: ApplySet specification (KEP-3659)
+    description: How kubectl tracks and prunes a set of applied objects.
+    link: https://github.com/kubernetes/enhancements/tree/master/keps/sig-cli/3659-kubectl-apply-prune
+  - name: Server-side apply
+    description: Field management, conflicts and field managers.
+    link: https://kubernetes.io/docs/reference/using-api/server-side-apply/
+"""
+
+EXAMPLES = r"""
+- name: Apply a kustomization, pruning what was removed from it
+  phasekit.kube.apply:
+    src: manifests/initinfra
+    applyset: initinfra
+    namespace: infra
+    prune: true
+
+- name: Apply inline objects and wait until the Deployment is available
+  phasekit.kube.apply:
+    namespace: web
+    definition:
+      - apiVersion: v1
+        kind: Namespace
+        metadata:
+          name: web
+      - apiVersion: apps/v1
+        kind: Deployment
+        metadata:
+          name: web
+        spec:
+          replicas: 2
+          selector:
+            matchLabels: {app: web}
+          template:
+            metadata:
+              labels: {app: web}
+            spec:
+              containers:
+                - name: web
+                  image: nginx:1.27
+    wait:
+      timeout: 120
+
+- name: Apply against an explicit kubeconfig and context, waiting on a custom condition
+  phasekit.kube.apply:
+    kubeconfig: /etc/clusters/target.kubeconfig
+    context: target
+    src: manifests/certs.yaml
+    wait:
+      timeout: 300
+      conditions:
+        - kind: Certificate
+          path: "status.conditions[?type=='Ready'].status | [0]"
+          value: "True"
+
+- name: Show what would change, without changing anything
+  phasekit.kube.apply:
+    src: manifests/app
+    applyset: app
+  check_mode: true
+  diff: true
+"""
+
+RETURN = r"""
+counts:
+  description: How many objects were created, configured, unchanged, pruned, or failed.
+  returned: always
+  type: dict
+  sample: {created: 2, configured: 1, unchanged: 40, pruned: 3, failed: 0}
+objects:
+  description:
+    - One entry per object of the bundle, then one per pruned object.
+    - C(action) is V(created), V(configured), V(unchanged), V(pruned), V(failed), or V(skipped) (not applied
+      because an earlier wave failed).
+    - C(status) and C(message) are the kstatus readiness (V(Current), V(InProgress), V(Failed), V(Terminating)) at the
+      end of the task.
+    - Failed objects also have C(error) and C(origin) (the file and document they came from).
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {apiVersion: apps/v1, kind: Deployment, namespace: web, name: web, action: created, status: Current,
+       message: "Deployment is available. Replicas: 2"}
+applyset:
+  description: The ApplySet parent and its id (the value of the C(applyset.kubernetes.io/part-of) label).
+  returned: when O(applyset) is set
+  type: dict
+  sample: {name: initinfra, namespace: infra, kind: Secret, tooling: phasekit.kube/0.1.0,
+           id: applyset-0eFHV8ySqp7XoShsGcjVYmosYSVXJw4DZ8JmfQ8svrk-v1}
+api_requests:
+  description: How many HTTP requests the task made to the API server (discovery from the cache costs none).
+  returned: always
+  type: int
+kubeconfig:
+  description: Which context, cluster, server and user were used and where they came from (no secrets).
+  returned: always
+  type: dict
+diff:
+  description: One before/after entry per created, changed or pruned object (Secret values redacted).
+  returned: in diff mode
+  type: list
+  elements: dict
+"""

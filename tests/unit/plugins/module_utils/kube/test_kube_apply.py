@@ -1,0 +1,80 @@
+"""Apply options and the engine's small decisions (the engine itself is tested on real clusters)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.kube import apply as engine
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import (
+    APPLY_OPTIONS_SPEC, apply_options, parse_wait_option)
+
+
+def args(**overrides):
+    values = {name: spec.get("default") for name, spec in APPLY_OPTIONS_SPEC.items()}
+    values.update(overrides)
+    return values
+
+
+@pytest.mark.parametrize("value, timeout", [
+    (True, 300), ("yes", 300), ({}, 300), ({"timeout": 20}, 20), ({"timeout": "45"}, 45),
+], ids=["true", "yes-string", "empty-dict", "timeout", "timeout-as-text"])
+def test_wait_option_enables_waiting(value, timeout):
+    assert parse_wait_option(value).timeout == timeout
+
+
+@pytest.mark.parametrize("value", [False, None, "no"], ids=["false", "none", "no-string"])
+def test_wait_option_disables_waiting(value):
+    assert parse_wait_option(value) is None
+
+
+@pytest.mark.parametrize("value, message", [
+    ({"timout": 3}, "wait: unknown option(s) timout"),
+    (["x"], "wait must be true, false or a dictionary"),
+    ({"kinds": {"Deployment": "maybe"}}, "wait.kinds.Deployment must be one of kstatus, none"),
+], ids=["typo", "list", "bad-kind-mode"])
+def test_wait_option_errors(value, message):
+    with pytest.raises(PhasekitError) as err:
+        parse_wait_option(value)
+    assert message in str(err.value)
+
+
+def test_apply_options_from_args():
+    options = apply_options(args(prune=True, applyset="web", wait={"timeout": 9}), namespace="site",
+                            check_mode=True, diff=True)
+    assert (options.namespace, options.prune, options.applyset, options.dry_run, options.diff) == \
+        ("site", True, "web", True, True)
+    assert options.field_manager == "phasekit" and options.applyset_tooling == "phasekit.kube/0.1.0"
+    assert options.wait.timeout == 9
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"concurrency": 0}, "concurrency must be between 1 and 64"),
+    ({"field_manager": ""}, "field_manager must not be empty"),
+], ids=["concurrency", "field-manager"])
+def test_apply_options_errors(overrides, message):
+    with pytest.raises(PhasekitError, match=message):
+        apply_options(args(**overrides), namespace="default")
+
+
+def entry(time):
+    return {"apiVersion": "v1", "metadata": {"managedFields": [
+        {"manager": "phasekit", "operation": "Apply", "apiVersion": "v1", "time": time}]}}
+
+
+@pytest.mark.parametrize("stamp, date, action", [
+    ("2024-01-01T12:00:00Z", "Mon, 01 Jan 2024 12:00:01 GMT", "configured"),
+    ("2024-01-01T11:00:00Z", "Mon, 01 Jan 2024 12:00:01 GMT", "unchanged"),
+    ("2024-01-01T11:00:00Z", None, "configured"),
+], ids=["stamped-now", "stamped-earlier", "no-date-header"])
+def test_action_without_readable_prior_state(stamp, date, action):
+    headers = {"Date": date} if date else {}
+    assert engine._action_from_timestamps(entry(stamp), "phasekit", headers) == action  # pylint: disable=protected-access
+
+
+def test_dry_run_answer_equal_to_live_is_unchanged():
+    live = {"metadata": {"resourceVersion": "5", "generation": 1, "managedFields": [{"time": "a"}]}, "data": {"k": 1}}
+    same = {"metadata": {"resourceVersion": "5", "generation": 2, "managedFields": [{"time": "b"}]}, "data": {"k": 1}}
+    other = {**same, "data": {"k": 2}}
+    assert engine._same_content(live, same)  # pylint: disable=protected-access
+    assert not engine._same_content(live, other)  # pylint: disable=protected-access

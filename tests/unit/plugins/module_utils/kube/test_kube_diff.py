@@ -1,0 +1,59 @@
+"""Diffs per object: bookkeeping left out, Secret values never shown (only whether they changed)."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import object_diff, redact
+
+SECRET_VALUE = "c3VwZXJzZWNyZXQ="  # base64 of "supersecret"
+
+
+def secret(data=None, string_data=None, last_applied=None):
+    out = {"apiVersion": "v1", "kind": "Secret",
+           "metadata": {"name": "s", "namespace": "ns", "resourceVersion": "5", "uid": "u",
+                        "managedFields": [{"manager": "phasekit"}]}}
+    if last_applied:
+        out["metadata"]["annotations"] = {"kubectl.kubernetes.io/last-applied-configuration": last_applied}
+    if data is not None:
+        out["data"] = data
+    if string_data is not None:
+        out["stringData"] = string_data
+    return out
+
+
+@pytest.mark.parametrize("before, after, before_data, after_data", [
+    (secret({"a": SECRET_VALUE, "b": "eA=="}), secret({"a": SECRET_VALUE, "b": "eQ=="}),
+     {"a": "***", "b": "*** (before)"}, {"a": "***", "b": "*** (after)"}),
+    (None, secret({"a": SECRET_VALUE}), None, {"a": "*** (after)"}),
+    (secret({"a": SECRET_VALUE}), None, {"a": "*** (before)"}, None),
+], ids=["changed-key-marked", "created", "deleted"])
+def test_secret_values_are_redacted(before, after, before_data, after_data):
+    diff = object_diff(before, after, "Secret ns/s")
+    text = diff["before"] + diff["after"]
+    assert SECRET_VALUE not in text and "eA==" not in text and "eQ==" not in text
+    assert (yaml.safe_load(diff["before"]) or {}).get("data") == before_data
+    assert (yaml.safe_load(diff["after"]) or {}).get("data") == after_data
+
+
+def test_string_data_and_last_applied_are_redacted():
+    shown = redact(secret(string_data={"password": "hunter2"}, last_applied='{"stringData":{"password":"hunter2"}}'))
+    assert "hunter2" not in yaml.safe_dump(shown)
+    assert shown["stringData"] == {"password": "***"}
+
+
+def test_bookkeeping_is_left_out_and_headers_name_the_object():
+    before = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "resourceVersion": "1",
+                                                                    "managedFields": []}, "data": {"k": "1"}}
+    after = {**before, "data": {"k": "2"}}
+    diff = object_diff(before, after, "ConfigMap ns/c", "dry run")
+    assert "managedFields" not in diff["before"] and "resourceVersion" not in diff["after"]
+    assert diff["before_header"] == "ConfigMap ns/c (live)"
+    assert diff["after_header"] == "ConfigMap ns/c (dry run)"
+    assert "k: '2'" in diff["after"]
+
+
+def test_other_kinds_are_not_redacted():
+    config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"k": "v"}}
+    assert redact(config_map)["data"] == {"k": "v"}

@@ -1,0 +1,145 @@
+"""HTTP layer: retries with backoff on transient failures, API warnings collected, errors for people."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import urllib3
+
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import ResourceType
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import (
+    ApiError, ApiSession, TransportError, describe_api_error, object_path)
+
+
+class Raw:
+    def __init__(self, status, body=None, headers=None, reason="Reason"):
+        self.status = status
+        self.reason = reason
+        self.data = json.dumps(body).encode() if body is not None else b""
+        self.headers = urllib3.HTTPHeaderDict(headers or {})
+
+
+class FakePool:
+    def __init__(self, answers):
+        self.answers = list(answers)
+        self.requests = []
+
+    def request(self, method, url, **kwargs):
+        self.requests.append((method, url, kwargs))
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+class FakeConfiguration:
+    host = "https://127.0.0.1:6443/"
+
+    @staticmethod
+    def auth_settings():
+        return {"BearerToken": {"in": "header", "key": "authorization", "value": "Bearer t0ken"}}
+
+
+class FakeApiClient:
+    def __init__(self, pool):
+        self.configuration = FakeConfiguration()
+        self.rest_client = type("Rest", (), {"pool_manager": pool})()
+
+
+def session_with(*answers):
+    pool = FakePool(answers)
+    sleeps = []
+    return ApiSession(FakeApiClient(pool), sleep=sleeps.append), pool, sleeps
+
+
+STATUS_403 = {"kind": "Status", "reason": "Forbidden", "message": 'configmaps "a" is forbidden: User "limited-user" '
+              'cannot patch resource "configmaps" in API group "" in the namespace "default"'}
+
+
+@pytest.mark.parametrize("answers, attempts, slept", [
+    ([Raw(503), Raw(200, {"ok": 1})], 2, 1),
+    ([Raw(429, headers={"Retry-After": "3"}), Raw(200, {"ok": 1})], 2, 1),
+    ([urllib3.exceptions.ProtocolError("connection reset"), Raw(200, {"ok": 1})], 2, 1),
+    ([Raw(502), Raw(503), Raw(504), Raw(200, {"ok": 1})], 4, 3),
+    ([Raw(500), Raw(200, {"ok": 1})], 2, 1),
+], ids=["503", "429-retry-after", "connection-reset", "several-5xx", "500-once"])
+def test_transient_failures_are_retried(answers, attempts, slept):
+    session, pool, sleeps = session_with(*answers)
+    assert session.get("/api") == {"ok": 1}
+    assert len(pool.requests) == attempts and len(sleeps) == slept
+    if answers[0].__class__ is Raw and answers[0].headers.get("Retry-After"):
+        assert sleeps == [3.0]
+
+
+def test_schema_refusal_is_not_retried():
+    refusal = {"kind": "Status", "message": "failed to create typed patch object (ns/d; apps/v1, Kind=Deployment): "
+                                            ".spec.replica: field not declared in schema"}
+    session, pool, _ = session_with(Raw(500, refusal))
+    with pytest.raises(ApiError) as err:
+        session.get("/api")
+    assert len(pool.requests) == 1
+    assert describe_api_error(err.value) == "invalid: .spec.replica: field not declared in schema"
+
+
+def test_retries_give_up_with_a_clear_error():
+    session, _, _ = session_with(*[urllib3.exceptions.ProtocolError("reset")] * 6)
+    with pytest.raises(TransportError, match="cannot reach the API server https://127.0.0.1:6443 after 6 attempts"):
+        session.get("/api")
+
+
+def test_api_errors_are_not_retried_and_keep_the_status():
+    session, pool, _ = session_with(Raw(403, STATUS_403))
+    with pytest.raises(ApiError) as err:
+        session.apply("/api/v1/namespaces/default/configmaps/a", {"kind": "ConfigMap"}, field_manager="phasekit")
+    assert err.value.status == 403 and len(pool.requests) == 1
+    method, url, kwargs = pool.requests[0]
+    assert method == "PATCH"
+    assert "fieldManager=phasekit" in url and "fieldValidation=Strict" in url
+    assert kwargs["headers"]["Content-Type"] == "application/apply-patch+yaml"
+    assert kwargs["headers"]["authorization"] == "Bearer t0ken"
+
+
+def test_warnings_are_collected_once():
+    header = '299 - "v1 ComponentStatus is deprecated", 299 - "unknown field \\"spec.foo\\""'
+    session, _, _ = session_with(Raw(200, {}, {"Warning": header}), Raw(200, {}, {"Warning": header}))
+    session.get("/a")
+    session.get("/b")
+    assert session.warnings == ["v1 ComponentStatus is deprecated", 'unknown field "spec.foo"']
+
+
+def test_list_follows_continue_tokens():
+    session, pool, _ = session_with(Raw(200, {"items": [1, 2], "metadata": {"continue": "t"}}),
+                                    Raw(200, {"items": [3], "metadata": {}}))
+    assert session.list("/api/v1/configmaps", label_selector="a=b") == [1, 2, 3]
+    assert "continue=t" in pool.requests[1][1] and "labelSelector=a%3Db" in pool.requests[0][1]
+
+
+def test_transport_error_is_a_phasekit_error():
+    assert issubclass(TransportError, PhasekitError)
+
+
+@pytest.mark.parametrize("error, force_hint, expected", [
+    (ApiError(409, "Conflict", "Apply failed with 1 conflict", {"causes": [
+        {"reason": "FieldManagerConflict", "message": 'conflict with "kubectl-edit" using v1', "field": ".data.k"}]}),
+     True, 'conflict with another field manager: .data.k (owned by "kubectl-edit" using v1); '
+           "set force_conflicts: true to take these fields over"),
+    (ApiError(403, "Forbidden", STATUS_403["message"]), False, "forbidden: " + STATUS_403["message"]),
+    (ApiError(401, "Unauthorized", "Unauthorized"), False, "unauthorized: the API server did not accept"),
+    (ApiError(422, "Invalid", 'ConfigMap "a" is invalid: data: bad'), False, 'invalid: ConfigMap "a" is invalid'),
+    (ApiError(404, "NotFound", 'namespaces "x" not found'), False, 'not found: namespaces "x" not found'),
+    (ApiError(418, "Teapot", "short and stout"), False, "418 Teapot: short and stout"),
+], ids=["conflict-names-fields-and-managers", "forbidden-names-verb-resource-user", "unauthorized", "invalid",
+        "not-found", "other"])
+def test_describe_api_error(error, force_hint, expected):
+    assert describe_api_error(error, force_hint=force_hint).startswith(expected)
+
+
+@pytest.mark.parametrize("resource, namespace, name, path", [
+    (ResourceType("", "v1", "ConfigMap", "configmaps", True), "ns", "a", "/api/v1/namespaces/ns/configmaps/a"),
+    (ResourceType("apps", "v1", "Deployment", "deployments", True), "ns", None, "/apis/apps/v1/namespaces/ns/deployments"),
+    (ResourceType("", "v1", "Namespace", "namespaces", False), None, "ns", "/api/v1/namespaces/ns"),
+], ids=["core-object", "group-collection", "cluster-scoped"])
+def test_object_path(resource, namespace, name, path):
+    assert object_path(resource, namespace, name) == path

@@ -1,0 +1,105 @@
+"""render_bundle: every bundle shape, in document order, with origins; bad input named precisely."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from ansible_collections.phasekit.kube.plugins.module_utils.bundle import render_bundle
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+
+CM = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n"
+
+
+def names(objects):
+    return [o.name for o in objects]
+
+
+@pytest.fixture()
+def tree(tmp_path):
+    (tmp_path / "one.yaml").write_text(CM.format(name="a") + "---\n" + CM.format(name="b"))
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dir" / "20-second.yml").write_text(CM.format(name="d"))
+    (tmp_path / "dir" / "10-first.yaml").write_text("---\n---\n" + CM.format(name="c") + "---\n")
+    (tmp_path / "dir" / "30-third.json").write_text('{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "e"}}')
+    (tmp_path / "dir" / "README.md").write_text("not a manifest")
+    (tmp_path / "dir" / "nested").mkdir()
+    (tmp_path / "dir" / "nested" / "x.yaml").write_text(CM.format(name="ignored"))
+    return tmp_path
+
+
+@pytest.mark.parametrize("src, expected, first_origin", [
+    ("one.yaml", ["a", "b"], "one.yaml document 1"),
+    ("dir", ["c", "d", "e"], "dir/10-first.yaml document 2"),
+], ids=["file-documents-in-order", "directory-sorted-not-recursive-empty-docs-skipped"])
+def test_render_paths(tree, src, expected, first_origin):
+    objects = render_bundle(src=src, base_dir=str(tree))
+    assert names(objects) == expected
+    assert objects[0].origin == first_origin
+
+
+def test_absolute_src_ignores_base_dir(tree):
+    assert names(render_bundle(src=str(tree / "one.yaml"), base_dir="/nonexistent")) == ["a", "b"]
+
+
+@pytest.mark.parametrize("definition, expected, origin", [
+    ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}, ["x"], "definition"),
+    ([{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}},
+      {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "y"}}], ["x", "y"], "definition item 1"),
+    (CM.format(name="x") + "---\n" + CM.format(name="y"), ["x", "y"], "definition document 1"),
+    ({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}},
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "y"}}]}, ["x", "y"], "definition item 1"),
+], ids=["one-object", "list-of-objects", "yaml-string", "kind-list-expanded"])
+def test_render_definition(definition, expected, origin):
+    objects = render_bundle(definition=definition)
+    assert names(objects) == expected
+    assert objects[0].origin == origin
+
+
+def test_timestamps_stay_strings_as_in_kubectl():
+    objects = render_bundle(definition=CM.format(name="x") + "data:\n  when: 2024-01-02\n")
+    assert objects[0].obj["data"]["when"] == "2024-01-02"
+
+
+def test_kustomization_is_rendered(tmp_path):
+    if not (shutil.which("kubectl") or shutil.which("kustomize")):
+        raise AssertionError("kubectl or kustomize must be on PATH for this test")
+    (tmp_path / "cm.yaml").write_text(CM.format(name="base"))
+    (tmp_path / "kustomization.yaml").write_text("resources: [cm.yaml]\nnamePrefix: pre-\nnamespace: ns1\n")
+    objects = render_bundle(src=str(tmp_path))
+    assert names(objects) == ["pre-base"]
+    assert objects[0].obj["metadata"]["namespace"] == "ns1"
+    assert objects[0].origin.startswith("kustomization ")
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({}, "give exactly one of 'src'"),
+    ({"src": "x", "definition": {}}, "give exactly one of 'src'"),
+    ({"src": "missing.yaml"}, "bundle source 'missing.yaml' not found"),
+    ({"definition": "a: 1\nb: [1\nc: 2\n"}, "definition line 3 column 2: invalid YAML"),
+    ({"definition": ["just a string"]}, "definition item 1 document 1: expected a Kubernetes object"),
+    ({"definition": {"kind": "ConfigMap", "metadata": {"name": "x"}}}, "definition: field 'apiVersion' is missing"),
+    ({"definition": {"apiVersion": "v1", "kind": "ConfigMap"}}, "definition: field 'metadata' is missing"),
+    ({"definition": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "x-"}}},
+     "field 'metadata.name' is missing"),
+    ({"definition": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": 3}}},
+     "field 'metadata.namespace' must be a non-empty string"),
+], ids=["neither", "both", "missing-path", "bad-yaml-line", "scalar-document", "no-apiversion", "no-metadata",
+        "generate-name", "bad-namespace"])
+def test_bad_input_is_named(tmp_path, kwargs, message):
+    with pytest.raises(PhasekitError) as err:
+        render_bundle(base_dir=str(tmp_path), **kwargs)
+    assert message in str(err.value)
+
+
+def test_empty_directory_is_an_error(tmp_path):
+    with pytest.raises(PhasekitError, match="has no manifest files"):
+        render_bundle(src=str(tmp_path))
+
+
+def test_failing_kustomization_names_the_directory(tmp_path):
+    (tmp_path / "kustomization.yaml").write_text("resources: [missing.yaml]\n")
+    with pytest.raises(PhasekitError, match=r"kustomization .*: kubectl kustomize failed"):
+        render_bundle(src=str(tmp_path))
