@@ -9,30 +9,35 @@ here talks to a cluster.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
 from dataclasses import dataclass
 
-import yaml
-
+from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 KUSTOMIZE_TIMEOUT = 300
 
-_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
+@functools.cache
+def manifest_loader() -> type:
+    """Safe YAML loader that keeps timestamps as strings, as kubectl does (JSON has no dates).
 
-class ManifestLoader(_BaseLoader):  # pylint: disable=too-many-ancestors
-    """Safe YAML loader that keeps timestamps as strings, as kubectl does (JSON has no dates)."""
+    Built on first use: its base class exists only when PyYAML is installed.
+    """
+    base = yaml_io.safe_loader_class()
 
+    class ManifestLoader(base):  # pylint: disable=too-many-ancestors
+        yaml_implicit_resolvers = {
+            first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+            for first, resolvers in base.yaml_implicit_resolvers.items()
+        }
 
-ManifestLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in _BaseLoader.yaml_implicit_resolvers.items()
-}
+    return ManifestLoader
 
 
 @dataclass
@@ -86,13 +91,7 @@ def render_bundle(src: str | None = None, definition=None, base_dir: str | None 
 
 def load_documents(text: str, label: str) -> list:
     """Parse multi-document YAML (or JSON) text; the error names the document and line."""
-    try:
-        return list(yaml.load_all(text, Loader=ManifestLoader))  # nosec B506 - a safe loader
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise PhasekitError(f"{label}{where}: invalid YAML: {problem}") from None
+    return yaml_io.load_all(text, label, loader=manifest_loader())
 
 
 def _read(path: str, label: str) -> str:

@@ -34,7 +34,7 @@ description:
   - Runs on the controller (an action plugin); the cluster is chosen by the kubeconfig options or the host's
     C(kube_kubeconfig)/C(kube_context) variables.
 author:
-  - phasekit.kube contributors
+  - phasekit.kube contributors (@phasekit)
 extends_documentation_fragment:
   - phasekit.kube.kubeconfig
 attributes:

@@ -20,7 +20,7 @@ description:
     and C(metadata.name) (and C(metadata.namespace) when not in O(namespace)).
   - The waiting ends early when nothing is left in progress (every object ready or C(Failed)).
 author:
-  - phasekit.kube contributors
+  - phasekit.kube contributors (@phasekit)
 extends_documentation_fragment:
   - phasekit.kube.kubeconfig
 attributes:
@@ -28,6 +28,7 @@ attributes:
     support: full
     description: Waiting reads only, so it runs in check mode too.
   diff_mode:
+    description: Waiting changes nothing, so there is nothing to diff.
     support: none
 options:
   src:

@@ -91,7 +91,7 @@ def test_apply_reapply_modify(clusters, run_playbook, tmp_path, namespace):
                   "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}},
                  deployment("web")]
     modified = manifests[:1] + [config_map("a", k="2")] + manifests[2:]
-    first, second, third, _ = run_tasks(run_playbook, tmp_path, [
+    first, second, third, _rest = run_tasks(run_playbook, tmp_path, [
         task("apply", target, src="bundle/v1.yaml", namespace=namespace),
         task("apply", target, src="bundle/v1.yaml", namespace=namespace),
         task("apply", target, src="bundle/v2.yaml", namespace=namespace),
@@ -119,7 +119,7 @@ def test_prune_follows_applyset_and_kubectl_sees_the_same_set(clusters, run_play
               ns_object(other)]
     set_args = {"namespace": namespace, "applyset": "site", "prune": True, "applyset_tooling": "kubectl/v1.34.4"}
     try:
-        first, dry, second, _ = run_tasks(run_playbook, tmp_path, [
+        first, dry, second, _rest = run_tasks(run_playbook, tmp_path, [
             task("apply", target, definition=bundle, **set_args),
             {**task("apply", target, definition=[bundle[0], bundle[3]], **set_args), "check_mode": True},
             task("apply", target, definition=[bundle[0], bundle[3]], **set_args),
@@ -156,7 +156,7 @@ def test_prune_follows_applyset_and_kubectl_sees_the_same_set(clusters, run_play
 
 def test_applyset_of_another_tool_is_refused(clusters, run_playbook, tmp_path, namespace):
     target = clusters[CLUSTER]
-    first, second, _ = run_tasks(run_playbook, tmp_path, [
+    first, second, _rest = run_tasks(run_playbook, tmp_path, [
         task("apply", target, definition=[ns_object(namespace), config_map("a", k="1")], namespace=namespace,
              applyset="shared"),
         task("apply", target, definition=[config_map("a", k="1")], namespace=namespace, applyset="shared",
@@ -180,7 +180,7 @@ def test_crd_then_custom_resources_in_one_bundle(clusters, run_playbook, tmp_pat
     widgets = [{"apiVersion": f"{group}/v1", "kind": "Widget", "metadata": {"name": f"w{i}"}, "spec": {"size": i}}
                for i in range(3)]
     try:
-        first, again, _ = run_tasks(run_playbook, tmp_path, [
+        first, again, _rest = run_tasks(run_playbook, tmp_path, [
             task("apply", target, src="crd", namespace=namespace, wait=True),
             task("apply", target, src="crd", namespace=namespace),
         ], files={"crd/1-widgets.yaml": widgets, "crd/0-crd.yaml": [ns_object(namespace), crd]})
@@ -195,7 +195,7 @@ def test_crd_then_custom_resources_in_one_bundle(clusters, run_playbook, tmp_pat
 
 def test_unknown_kind_fails_before_anything_is_written(clusters, run_playbook, tmp_path, namespace):
     target = clusters[CLUSTER]
-    result, _ = run_tasks(run_playbook, tmp_path, [
+    result, _rest = run_tasks(run_playbook, tmp_path, [
         task("apply", target, src="bad.yaml", namespace=namespace)],
         files={"bad.yaml": [ns_object(namespace), {"apiVersion": "nope.example.com/v1", "kind": "Gadget",
                                                    "metadata": {"name": "g"}}]})
@@ -206,7 +206,7 @@ def test_unknown_kind_fails_before_anything_is_written(clusters, run_playbook, t
 
 def test_deployment_becomes_ready_on_kwok_nodes(clusters, run_playbook, tmp_path, namespace):
     target = clusters[CLUSTER]
-    result, _ = run_tasks(run_playbook, tmp_path, [task(
+    result, _rest = run_tasks(run_playbook, tmp_path, [task(
         "apply", target, namespace=namespace, definition=[ns_object(namespace), deployment("web", replicas=2)],
         wait={"timeout": 120, "conditions": [{"kind": "Deployment", "path": "status.availableReplicas", "value": 2}]})])
     assert not result.get("failed"), result
@@ -217,7 +217,7 @@ def test_deployment_becomes_ready_on_kwok_nodes(clusters, run_playbook, tmp_path
 def test_wait_timeout_names_what_is_not_ready_and_why(clusters, run_playbook, tmp_path, namespace):
     target = clusters[CLUSTER]
     stuck = deployment("stuck", nodeSelector={"no-such-label": "anywhere"})
-    result, _ = run_tasks(run_playbook, tmp_path, [task(
+    result, _rest = run_tasks(run_playbook, tmp_path, [task(
         "apply", target, namespace=namespace, definition=[ns_object(namespace), config_map("ok"), stuck],
         wait={"timeout": 4})])
     assert result["failed"]
@@ -233,7 +233,7 @@ def test_conflict_names_fields_and_managers_unless_forced(clusters, run_playbook
     target.kubectl("apply", "--server-side", "--field-manager", "team-b", "-f", "-",
                    stdin=yaml.safe_dump(config_map("shared", namespace, owner="team-b", extra="x")))
     ours = config_map("shared", owner="team-a")
-    conflict, forced, _ = run_tasks(run_playbook, tmp_path, [
+    conflict, forced, _rest = run_tasks(run_playbook, tmp_path, [
         task("apply", target, namespace=namespace, definition=ours),
         task("apply", target, namespace=namespace, definition=ours, force_conflicts=True),
     ])
@@ -249,7 +249,7 @@ def test_forbidden_names_verb_resource_and_user(clusters, run_playbook, tmp_path
     target = clusters[CLUSTER]
     allowed = "phasekit-limited"  # the limited user may edit here only
     name = unique("cm")
-    denied, permitted, _ = run_tasks(run_playbook, tmp_path, [
+    denied, permitted, _rest = run_tasks(run_playbook, tmp_path, [
         task("apply", target, limited=True, namespace="default", definition=config_map(name, k="v")),
         task("apply", target, limited=True, namespace=allowed, definition=config_map(name, k="v")),
     ])
@@ -270,11 +270,11 @@ def test_check_mode_is_a_server_side_dry_run_with_diffs(clusters, run_playbook, 
               {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "creds"},
                "stringData": {"password": password, "user": "admin"}}]
     (tmp_path / "bundle.yaml").write_text(yaml.safe_dump_all(bundle))
-    changed = [bundle[0], config_map("a", k="2"), {**bundle[2], "stringData": {"password": changed_password,
-                                                                                "user": "admin"}}]
+    changed_secret = {**bundle[2], "stringData": {"password": changed_password, "user": "admin"}}
+    changed = [bundle[0], config_map("a", k="2"), changed_secret]
     (tmp_path / "changed.yaml").write_text(yaml.safe_dump_all(changed))
-    new_ns, _ = run_tasks(run_playbook, tmp_path, [task("apply", target, src="bundle.yaml", namespace=namespace)],
-                          "--check", "--diff")
+    new_ns, _rest = run_tasks(run_playbook, tmp_path, [task("apply", target, src="bundle.yaml", namespace=namespace)],
+                              "--check", "--diff")
     assert not new_ns.get("failed"), new_ns
     assert new_ns["changed"] and new_ns["counts"]["created"] == 3
     assert target.kubectl("get", "namespace", namespace, check=False).returncode != 0  # nothing persisted

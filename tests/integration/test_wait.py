@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import yaml
 
-from test_apply import CLUSTER, config_map, deployment, namespace, ns_object, run_tasks, task  # noqa: F401
+from test_apply import CLUSTER, config_map, deployment, namespace, ns_object, run_tasks, task  # noqa: F401  pylint: disable=unused-import
 
 
 def test_wait_for_objects_applied_elsewhere(clusters, run_playbook, tmp_path, namespace):  # noqa: F811
@@ -14,7 +14,7 @@ def test_wait_for_objects_applied_elsewhere(clusters, run_playbook, tmp_path, na
     target = clusters[CLUSTER]
     objects = [ns_object(namespace), deployment("api", replicas=2), config_map("settings", k="v")]
     target.kubectl("apply", "-n", namespace, "-f", "-", stdin=yaml.safe_dump_all(objects))
-    result, _ = run_tasks(run_playbook, tmp_path, [task(
+    result, _rest = run_tasks(run_playbook, tmp_path, [task(
         "wait", target, namespace=namespace, src="wanted.yaml", timeout=120,
         conditions=[{"kind": "Deployment", "path": "status.readyReplicas", "value": 2},
                     {"kind": "ConfigMap", "path": "data.k", "value": "v"}])],
@@ -28,7 +28,7 @@ def test_wait_timeout_reports_each_object(clusters, run_playbook, tmp_path, name
     target = clusters[CLUSTER]
     target.kubectl("create", "namespace", namespace)
     target.kubectl("create", "configmap", "present", "-n", namespace, "--from-literal=phase=Pending")
-    result, _ = run_tasks(run_playbook, tmp_path, [task(
+    result, _rest = run_tasks(run_playbook, tmp_path, [task(
         "wait", target, namespace=namespace, timeout=3,
         definition=[config_map("present"), config_map("absent")],
         conditions=[{"name": "present", "path": "data.phase", "value": "Ready"}])])

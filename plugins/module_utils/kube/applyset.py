@@ -68,7 +68,7 @@ class Tooling:
     @classmethod
     def parse(cls, value: str) -> "Tooling":
         """'name/version'; the name may itself contain '/', as kubectl allows."""
-        name, _, version = value.rpartition("/")
+        name, _sep, version = value.rpartition("/")
         if not name or not version:
             raise PhasekitError(f"applyset tooling {value!r} must look like NAME/VERSION (for example kubectl/v1.34)")
         return cls(name, version)
@@ -90,7 +90,7 @@ def parse_parent_ref(value: str) -> tuple[str, str, str]:
         return "secrets", "", value
     if not name or "/" in name:
         raise PhasekitError(f"applyset {value!r}: expected NAME, RESOURCE/NAME or RESOURCE.GROUP/NAME")
-    plural, _, group = resource.partition(".")
+    plural, _sep, group = resource.partition(".")
     return plural, group, name
 
 
@@ -104,7 +104,7 @@ def parse_group_kinds(value: str) -> list[tuple[str, str]]:
     for item in (value or "").split(","):
         item = item.strip()
         if item:
-            kind, _, group = item.partition(".")
+            kind, _sep, group = item.partition(".")
             pairs.append((group, kind))
     return pairs
 
@@ -212,4 +212,3 @@ class ApplySetState:
 
 def _group_kind_string(group: str, kind: str) -> str:
     return f"{kind}.{group}" if group else kind
-

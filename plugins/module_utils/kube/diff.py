@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import copy
 
-import yaml
+from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
 
 REDACTED = "***"
 SECRET_FIELDS = ("data", "stringData")
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 NOISY_METADATA = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink")
-
-_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 def is_secret(obj: dict | None) -> bool:
@@ -63,7 +61,7 @@ def redact(obj: dict | None) -> dict:
     """One object with Secret values hidden (for anything shown that is not a diff)."""
     if not obj:
         return {}
-    redacted, _ = redact_pair(obj, obj)
+    redacted, _other = redact_pair(obj, obj)
     return redacted
 
 
@@ -79,4 +77,4 @@ def object_diff(before: dict | None, after: dict | None, label: str, after_label
 
 
 def _yaml(obj: dict) -> str:
-    return yaml.dump(obj, Dumper=_Dumper, default_flow_style=False, sort_keys=False)
+    return yaml_io.safe_dump(obj, sort_keys=False)

@@ -59,7 +59,7 @@ class ResourceType:
 
 
 def split_api_version(api_version: str) -> tuple[str, str]:
-    group, _, version = api_version.rpartition("/")
+    group, _sep, version = api_version.rpartition("/")
     return group, version
 
 
@@ -89,7 +89,7 @@ class ResourceMap:
         preferred = self.preferred.get(group)
         if preferred and (group, preferred, kind) in self.by_gvk:
             return self.by_gvk[(group, preferred, kind)]
-        candidates = sorted((r for (g, _, k), r in self.by_gvk.items() if g == group and k == kind),
+        candidates = sorted((r for (g, _version, k), r in self.by_gvk.items() if g == group and k == kind),
                             key=lambda r: r.version)
         return candidates[0] if candidates else None
 

@@ -82,7 +82,7 @@ def _same_list(desired: list, children: dict, live) -> bool:
         return False
     unmatched = list(range(len(desired)))
     for path, owned in children.items():
-        kind, _, raw = path.partition(":")
+        kind, _sep, raw = path.partition(":")
         try:
             key = json.loads(raw)
         except ValueError:

@@ -133,7 +133,7 @@ def _types_defined_by_crds(bundle: list) -> dict:
     """(group, version, kind) -> ResourceType for each served version of each CRD in the bundle."""
     types = {}
     for item in bundle:
-        group, _ = split_api_version(item.obj["apiVersion"])
+        group, _version = split_api_version(item.obj["apiVersion"])
         if (group, item.kind) != CRD_GROUP_KIND:
             continue
         spec = item.obj.get("spec") or {}

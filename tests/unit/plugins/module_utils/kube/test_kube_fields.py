@@ -104,6 +104,6 @@ def test_atomic_list_is_compared_whole():
 ], ids=["nothing-owned-nothing-desired", "owned-fields-to-release"])
 def test_object_with_only_a_name(managed, expected):
     desired = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n"}}
-    live = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n", "labels": {"a": "1"},
-                                                                 "managedFields": managed}}
+    live = {"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": "n", "labels": {"a": "1"}, "managedFields": managed}}
     assert already_applied(desired, live, "phasekit") is expected

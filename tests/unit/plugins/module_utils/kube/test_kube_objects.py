@@ -20,8 +20,8 @@ SERVED = [ResourceType("", "v1", "ConfigMap", "configmaps", True),
 
 
 class FakeDiscovery:
-    def __init__(self, resources=SERVED):
-        self.map = ResourceMap(resources, {}, 0)
+    def __init__(self, resources=None):
+        self.map = ResourceMap(SERVED if resources is None else resources, {}, 0)
         self.refreshes = 0
 
     def resources(self):

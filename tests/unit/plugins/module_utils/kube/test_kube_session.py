@@ -76,7 +76,7 @@ def test_transient_failures_are_retried(answers, attempts, slept):
 def test_schema_refusal_is_not_retried():
     refusal = {"kind": "Status", "message": "failed to create typed patch object (ns/d; apps/v1, Kind=Deployment): "
                                             ".spec.replica: field not declared in schema"}
-    session, pool, _ = session_with(Raw(500, refusal))
+    session, pool, _rest = session_with(Raw(500, refusal))
     with pytest.raises(ApiError) as err:
         session.get("/api")
     assert len(pool.requests) == 1
@@ -84,13 +84,13 @@ def test_schema_refusal_is_not_retried():
 
 
 def test_retries_give_up_with_a_clear_error():
-    session, _, _ = session_with(*[urllib3.exceptions.ProtocolError("reset")] * 6)
+    session, _pool, _rest = session_with(*[urllib3.exceptions.ProtocolError("reset")] * 6)
     with pytest.raises(TransportError, match="cannot reach the API server https://127.0.0.1:6443 after 6 attempts"):
         session.get("/api")
 
 
 def test_api_errors_are_not_retried_and_keep_the_status():
-    session, pool, _ = session_with(Raw(403, STATUS_403))
+    session, pool, _rest = session_with(Raw(403, STATUS_403))
     with pytest.raises(ApiError) as err:
         session.apply("/api/v1/namespaces/default/configmaps/a", {"kind": "ConfigMap"}, field_manager="phasekit")
     assert err.value.status == 403 and len(pool.requests) == 1
@@ -103,15 +103,15 @@ def test_api_errors_are_not_retried_and_keep_the_status():
 
 def test_warnings_are_collected_once():
     header = '299 - "v1 ComponentStatus is deprecated", 299 - "unknown field \\"spec.foo\\""'
-    session, _, _ = session_with(Raw(200, {}, {"Warning": header}), Raw(200, {}, {"Warning": header}))
+    session, _pool, _rest = session_with(Raw(200, {}, {"Warning": header}), Raw(200, {}, {"Warning": header}))
     session.get("/a")
     session.get("/b")
     assert session.warnings == ["v1 ComponentStatus is deprecated", 'unknown field "spec.foo"']
 
 
 def test_list_follows_continue_tokens():
-    session, pool, _ = session_with(Raw(200, {"items": [1, 2], "metadata": {"continue": "t"}}),
-                                    Raw(200, {"items": [3], "metadata": {}}))
+    session, pool, _rest = session_with(Raw(200, {"items": [1, 2], "metadata": {"continue": "t"}}),
+                                        Raw(200, {"items": [3], "metadata": {}}))
     assert session.list("/api/v1/configmaps", label_selector="a=b") == [1, 2, 3]
     assert "continue=t" in pool.requests[1][1] and "labelSelector=a%3Db" in pool.requests[0][1]
 
