@@ -15,7 +15,7 @@ description:
     afterwards), written as a single-context, flattened kubeconfig to a fresh private directory (mode 0700)
     as a file of mode 0600, and the directory is removed when the command ends, also when it fails, times out
     or cannot be started. C(KUBECONFIG) points at that file, whatever O(env) says.
-  - The executor of C(command) phases of the M(phasekit.kube.plan) role.
+  - The executor of C(command) phases of the C(phasekit.kube.plan) role.
   - The command is not run in check mode (its effect cannot be predicted); the task reports C(skipped).
 options:
   argv:

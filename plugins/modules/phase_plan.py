@@ -25,7 +25,7 @@ description:
     document and the field.
   - Reads no kubeconfig, decrypts nothing and contacts no cluster. From the inventory it reads host and
     group names, and C(kube_parent) of the hosts that a C(kubeconfig) phase names.
-  - The role M(phasekit.kube.plan) runs the result; see C(docs/phases.md) for the document format.
+  - The role C(phasekit.kube.plan) runs the result; see C(docs/phases.md) for the document format.
 options:
   src:
     description:
