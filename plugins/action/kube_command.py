@@ -9,15 +9,13 @@ even when the command fails.
 
 from __future__ import annotations
 
-from ansible.plugins.action import ActionBase
-
-from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import (
     COMMAND_SPEC,
     command_argv,
     failure_message,
     run_command,
 )
+from ansible_collections.phasekit.kube.plugins.plugin_utils.action import PhasekitAction
 from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import AUTH_ARGUMENT_SPEC, resolve_for_task
 
 ARGUMENT_SPEC = {**COMMAND_SPEC["argument_spec"], **AUTH_ARGUMENT_SPEC}
@@ -25,26 +23,19 @@ MUTUALLY_EXCLUSIVE = COMMAND_SPEC["mutually_exclusive"]
 REQUIRED_ONE_OF = COMMAND_SPEC["required_one_of"]
 
 
-class ActionModule(ActionBase):
-    _requires_connection = False
-    _supports_check_mode = True
-    _supports_async = False
+class ActionModule(PhasekitAction):
+    ARGUMENT_SPEC = ARGUMENT_SPEC
+    MUTUALLY_EXCLUSIVE = MUTUALLY_EXCLUSIVE
+    REQUIRED_ONE_OF = REQUIRED_ONE_OF
 
-    def run(self, tmp=None, task_vars=None):
-        task_vars = task_vars or {}
-        super().run(tmp, task_vars)
-        args = self.validate_argument_spec(
-            argument_spec=ARGUMENT_SPEC, mutually_exclusive=MUTUALLY_EXCLUSIVE, required_one_of=REQUIRED_ONE_OF)[1]
-        try:
-            argv = command_argv(args["argv"], args["cmd"], args["shell"])
-            if self._task.check_mode:
-                # A command's effect cannot be predicted; nothing is resolved or run.
-                return {"changed": False, "skipped": True, "cmd": argv, "msg": "not run in check mode"}
-            resolution = resolve_for_task(self, task_vars, args)
-            done = run_command(argv, kubeconfig=resolution.config, env=args["env"], chdir=args["chdir"],
-                               stdin=args["stdin"], timeout=args["timeout"])
-        except PhasekitError as err:
-            return {"failed": True, "msg": str(err)}
+    def execute(self, args, task_vars):
+        argv = command_argv(args["argv"], args["cmd"], args["shell"])
+        if self._task.check_mode:
+            # A command's effect cannot be predicted; nothing is resolved or run.
+            return {"changed": False, "skipped": True, "cmd": argv, "msg": "not run in check mode"}
+        resolution = resolve_for_task(self, task_vars, args)
+        done = run_command(argv, kubeconfig=resolution.config, env=args["env"], chdir=args["chdir"],
+                           stdin=args["stdin"], timeout=args["timeout"])
         result = {"changed": True, **done.to_dict(), "kubeconfig": resolution.summary()}
         if done.rc != 0:
             result.update(failed=True, msg=failure_message(done))

@@ -4,13 +4,11 @@
 
 from __future__ import annotations
 
-from ansible.plugins.action import ActionBase
-
-from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.write import apply_write
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.write import normalize_on_conflict
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.write import plan_dest
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.write import plan_merge_into
+from ansible_collections.phasekit.kube.plugins.plugin_utils.action import PhasekitAction
 from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import AUTH_ARGUMENT_SPEC
 from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import RESOLUTION_KEY
 from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import resolve_for_task
@@ -27,21 +25,14 @@ ARGUMENT_SPEC = {
 MUTUALLY_EXCLUSIVE = [["dest", "merge_into"]]
 
 
-class ActionModule(ActionBase):
+class ActionModule(PhasekitAction):
     """Thin: precedence and resolution live in plugin_utils, merging and writing in module_utils."""
 
-    _requires_connection = False
-    _supports_check_mode = True
-    _supports_async = False
+    ARGUMENT_SPEC = ARGUMENT_SPEC
+    MUTUALLY_EXCLUSIVE = MUTUALLY_EXCLUSIVE
 
-    def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC, mutually_exclusive=MUTUALLY_EXCLUSIVE)[1]
-        try:
-            result.update(self._resolve_and_write(args, task_vars or {}))
-        except PhasekitError as err:
-            return {"failed": True, "changed": False, "msg": str(err)}
-        return result
+    def execute(self, args, task_vars):
+        return self._resolve_and_write(args, task_vars)
 
     def _resolve_and_write(self, args: dict, task_vars: dict) -> dict:
         target = args["dest"] or args["merge_into"]

@@ -9,8 +9,6 @@ task's variables (host and group names, and ``kube_parent`` of hosts that a
 
 from __future__ import annotations
 
-from ansible.plugins.action import ActionBase
-
 from ansible_collections.phasekit.kube.plugins.module_utils.bundle import render_bundle
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import APPLY_OPTIONS_SPEC
@@ -21,6 +19,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents imp
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.executors import executor_registry
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.inventory import Inventory
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import Plan, build_plan
+from ansible_collections.phasekit.kube.plugins.plugin_utils.action import PhasekitAction
 
 ARGUMENT_SPEC = {
     "src": {"type": "list", "elements": "path"},
@@ -37,27 +36,20 @@ REQUIRED_ONE_OF = [["src", "plan"]]
 BUNDLE_EXECUTORS = ("apply", "wait")
 
 
-class ActionModule(ActionBase):
-    _requires_connection = False
-    _supports_check_mode = True
-    _supports_async = False
+class ActionModule(PhasekitAction):
+    ARGUMENT_SPEC = ARGUMENT_SPEC
+    MUTUALLY_EXCLUSIVE = MUTUALLY_EXCLUSIVE
+    REQUIRED_ONE_OF = REQUIRED_ONE_OF
 
-    def run(self, tmp=None, task_vars=None):
-        task_vars = task_vars or {}
-        super().run(tmp, task_vars)
-        args = self.validate_argument_spec(
-            argument_spec=ARGUMENT_SPEC, mutually_exclusive=MUTUALLY_EXCLUSIVE, required_one_of=REQUIRED_ONE_OF)[1]
-        try:
-            plan = build_plan(
-                self._documents(args, task_vars),
-                executors=executor_registry(**bundle_action_specs()),
-                inventory=Inventory.from_task_vars(task_vars),
-                name=args["name"], only=args["only"], skip=args["skip"], start_at=args["start_at"])
-            result = plan_result(plan)
-            if args["render"]:
-                result["rendered"] = render_bundles(plan)
-        except PhasekitError as err:
-            return {"failed": True, "msg": str(err)}
+    def execute(self, args, task_vars):
+        plan = build_plan(
+            self._documents(args, task_vars),
+            executors=executor_registry(**bundle_action_specs()),
+            inventory=Inventory.from_task_vars(task_vars),
+            name=args["name"], only=args["only"], skip=args["skip"], start_at=args["start_at"])
+        result = plan_result(plan)
+        if args["render"]:
+            result["rendered"] = render_bundles(plan)
         return result
 
     def _documents(self, args, task_vars):

@@ -1,0 +1,56 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""What every phasekit.kube action plugin shares: it runs on the controller, validates its
+arguments against one spec, and turns a PhasekitError into a failed result for people."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleError
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.phasekit.kube.plugins.module_utils.bundle import render_bundle
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+
+
+class PhasekitAction(ActionBase):
+    """Base of the collection's actions: subclasses set the spec and implement ``execute``."""
+
+    _requires_connection = False
+    _supports_check_mode = True
+    _supports_async = False
+
+    ARGUMENT_SPEC: dict = {}
+    MUTUALLY_EXCLUSIVE: list = []
+    REQUIRED_ONE_OF: list = []
+    PLAIN_ARGS = False  # True: arguments become plain dicts/lists (objects are dumped as JSON and YAML)
+
+    def run(self, tmp=None, task_vars=None):
+        task_vars = task_vars or {}
+        result = super().run(tmp, task_vars)
+        args = self.validate_argument_spec(argument_spec=self.ARGUMENT_SPEC,
+                                           mutually_exclusive=self.MUTUALLY_EXCLUSIVE,
+                                           required_one_of=self.REQUIRED_ONE_OF)[1]
+        if self.PLAIN_ARGS:
+            # imported here: planning actions must not pay for the kubernetes client import
+            from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import to_plain
+            args = to_plain(args)
+        try:
+            result.update(self.execute(args, task_vars))
+        except PhasekitError as err:
+            return {"failed": True, "changed": False, "msg": str(err)}
+        return result
+
+    def execute(self, args: dict, task_vars: dict) -> dict:
+        """The action's work on validated arguments; raises PhasekitError for bad input."""
+        raise NotImplementedError
+
+    def render_task_bundle(self, args: dict, task_vars: dict) -> list:
+        """The task's bundle: ``src`` found like other file arguments (role files/, playbook dir), or ``definition``."""
+        if args["src"] is None:
+            return render_bundle(definition=args["definition"])
+        try:
+            path = self._find_needle("files", args["src"])
+        except AnsibleError:
+            base_dir = task_vars.get("playbook_dir") or self._loader.get_basedir()
+            return render_bundle(src=args["src"], base_dir=base_dir)  # reports the path it looked for
+        return render_bundle(src=path)
