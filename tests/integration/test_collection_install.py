@@ -21,8 +21,9 @@ def installed(tmp_path_factory) -> Path:
     tarballs = list(work.glob("phasekit-kube-*.tar.gz"))
     assert len(tarballs) == 1, tarballs
     dest = work / "collections"
-    subprocess.run([str(VENV_BIN / "ansible-galaxy"), "collection", "install", "-p", str(dest), str(tarballs[0])],
-                   check=True, capture_output=True, text=True)
+    # --force and a clean environment: the working tree may be on ANSIBLE_COLLECTIONS_PATH already
+    subprocess.run([str(VENV_BIN / "ansible-galaxy"), "collection", "install", "--force", "-p", str(dest),
+                    str(tarballs[0])], check=True, capture_output=True, text=True, env=_env(dest))
     return dest
 
 

@@ -126,7 +126,8 @@ def group_hosts(data: dict, group: str) -> list[str]:
 
 
 def test_kubeconfig_files_give_one_host_per_context(clusters, inventory, secrets):
-    merged = clusters["ephemeral"].dir.parent / "kubeconfig"
+    # A KUBECONFIG-style list of exactly the two test clusters' limited users (other clusters may run).
+    merged = f"{clusters['ephemeral'].limited_kubeconfig}:{clusters['target'].limited_kubeconfig}"
     proc = inventory(f"""\
         plugin: phasekit.kube.clusters
         kubeconfigs:
