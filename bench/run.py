@@ -19,7 +19,10 @@ Tools:
   (it applies one object after the other); compared per object.
 
 kubectl needs the CRD Established before its custom resources, so its mixed steps are
-``apply CRD; wait --for=condition=Established; apply the rest`` (all timed). Usage:
+``apply CRD; wait --for=condition=Established; apply the rest`` (all timed). The machine is
+shared with the cluster, so the tools take turns step by step (who goes first rotates per
+round), ratios are taken per round and the table shows medians; everything a round made is
+deleted, and waited for, before the next round. Usage:
 
     python bench/run.py [--rounds 3] [--core-scale 0.1] [--keep]
 
@@ -169,6 +172,7 @@ class Runner:
         self.work, self.kubeconfig, self.context, self.env = work, kubeconfig, context, env
         self.core_collections = core_collections
         self.concurrency = concurrency
+        self.startup: list = []  # ansible-playbook wall time minus the task's own
 
     def kubectl(self, *args, applyset_env=False) -> float:
         env = dict(self.env, KUBECTL_APPLYSET="true") if applyset_env else self.env
@@ -199,61 +203,53 @@ class Runner:
             raise SystemExit(f"bench: playbook {name} failed:\n{done.stdout[-4000:]}\n{done.stderr[-2000:]}")
         return json.loads(timings.read_text()), wall
 
-    # ---- one tool, one round: {scenario: {step: seconds}}
+    # ---- one step of one tool: seconds (None: the tool has no such step)
 
-    def phasekit(self, b: Bundles, collections: Path) -> dict:
-        auth = {"kubeconfig": str(self.kubeconfig), "context": self.context}
+    def phasekit(self, b: Bundles, scenario: str, step: str, collections: Path) -> float:
+        """The apply task's own time inside ansible-playbook (start-up excluded, reported apart)."""
+        src = {("configmaps", "prune"): b.cm_half, ("mixed", "prune"): str(Path(b.mixed_half).parent)}.get(
+            (scenario, step), b.cm_full if scenario == "configmaps" else str(Path(b.mixed_full).parent))
+        args = {"kubeconfig": str(self.kubeconfig), "context": self.context, "src": src, "prune": True,
+                "applyset": scenario, "namespace": b.cm_ns if scenario == "configmaps" else b.mixed_ns}
         if self.concurrency:
-            auth["concurrency"] = self.concurrency
+            args["concurrency"] = self.concurrency
+        name = f"{scenario} {step}"
+        timings, wall = self.playbook(f"phasekit-{b.cm_ns}-{scenario}-{step}",
+                                      [{"name": name, "phasekit.kube.apply": args}], [collections])
+        self.startup.append(wall - timings[0]["seconds"])
+        counts = timings[0]["counts"] or {}
+        expected = {"first": ("created", b.objects[scenario] + 1), "noop": ("unchanged", b.objects[scenario] + 1),
+                    "prune": ("pruned", b.objects[scenario] // 2 if scenario == "configmaps" else None)}[step]
+        if counts.get(expected[0]) != (expected[1] if expected[1] is not None else counts.get(expected[0])) \
+                or counts.get("failed"):
+            raise SystemExit(f"bench: phasekit {name}: expected {expected}, got {counts}")
+        return timings[0]["seconds"]
 
-        def step(name, src, applyset, ns):
-            return {"name": name, "phasekit.kube.apply": {**auth, "src": src, "applyset": applyset, "namespace": ns,
-                                                          "prune": True}}
-        tasks = [step("configmaps first", b.cm_full, "cms", b.cm_ns),
-                 step("configmaps noop", b.cm_full, "cms", b.cm_ns),
-                 step("mixed first", str(Path(b.mixed_full).parent), "mixed", b.mixed_ns),
-                 step("mixed noop", str(Path(b.mixed_full).parent), "mixed", b.mixed_ns),
-                 step("configmaps prune", b.cm_half, "cms", b.cm_ns),
-                 step("mixed prune", str(Path(b.mixed_half).parent), "mixed", b.mixed_ns)]
-        timings, wall = self.playbook(f"phasekit-{b.cm_ns}", tasks, [collections])
-        seconds = {t["task"]: t["seconds"] for t in timings}
-        expect = {"configmaps first": ("created", b.objects["configmaps"] + 1),
-                  "configmaps noop": ("unchanged", b.objects["configmaps"] + 1),
-                  "configmaps prune": ("pruned", b.objects["configmaps"] // 2),
-                  "mixed noop": ("unchanged", b.objects["mixed"] + 1)}
-        for t in timings:
-            if t["task"] in expect:
-                action, count = expect[t["task"]]
-                if (t["counts"] or {}).get(action) != count:
-                    raise SystemExit(f"bench: phasekit {t['task']}: expected {count} {action}, got {t['counts']}")
-        result = {scenario: {s: seconds[f"{scenario} {s}"] for s in STEPS} for scenario in ("configmaps", "mixed")}
-        result["playbook_wall"] = wall
-        return result
-
-    def kubectl_ssa(self, b: Bundles) -> dict:
+    def kubectl_ssa(self, b: Bundles, scenario: str, step: str) -> float | None:
+        """kubectl apply --server-side; the mixed bundle needs its CRD Established first (timed too)."""
         apply = ("apply", "--server-side")
-        wait = ("wait", "--for=condition=Established", f"crd/widgets.{b.group}", "--timeout=60s")
+        if step == "prune":
+            return None
+        if scenario == "configmaps":
+            return self.kubectl(*apply, "-f", b.cm_full)
+        return (self.kubectl(*apply, "-f", b.crd) + self.kubectl(*self._wait_crd(b))
+                + self.kubectl(*apply, "-f", b.rest_full))
 
-        def mixed():
-            return self.kubectl(*apply, "-f", b.crd) + self.kubectl(*wait) + self.kubectl(*apply, "-f", b.rest_full)
-        return {"configmaps": {"first": self.kubectl(*apply, "-f", b.cm_full),
-                               "noop": self.kubectl(*apply, "-f", b.cm_full)},
-                "mixed": {"first": mixed(), "noop": mixed()}}
-
-    def kubectl_applyset(self, b: Bundles) -> dict:
-        def apply(ns, applyset, path):
+    def kubectl_applyset(self, b: Bundles, scenario: str, step: str) -> float:
+        """kubectl apply --server-side --applyset --prune (the CRD in a set of its own: kubectl needs it first)."""
+        def apply(applyset, path, ns):
             return self.kubectl("apply", "--server-side", f"--applyset={applyset}", "--prune", "-n", ns, "-f", path,
                                 applyset_env=True)
-        wait = ("wait", "--for=condition=Established", f"crd/widgets.{b.group}", "--timeout=60s")
-        for ns in b.namespaces():  # kubectl writes the parent Secret first: its namespace must exist
-            self.kubectl("create", "namespace", ns)
-        out = {"configmaps": {"first": apply(b.cm_ns, "cms", b.cm_full), "noop": apply(b.cm_ns, "cms", b.cm_full),
-                              "prune": apply(b.cm_ns, "cms", b.cm_half)}}
+        if step == "first":  # kubectl writes the parent Secret first: its namespace must exist (not timed)
+            self.kubectl("create", "namespace", b.cm_ns if scenario == "configmaps" else b.mixed_ns)
+        if scenario == "configmaps":
+            return apply("cms", b.cm_half if step == "prune" else b.cm_full, b.cm_ns)
+        return (apply("crds", b.crd, b.mixed_ns) + self.kubectl(*self._wait_crd(b))
+                + apply("mixed", b.rest_half if step == "prune" else b.rest_full, b.mixed_ns))
 
-        def mixed(rest):
-            return apply(b.mixed_ns, "crds", b.crd) + self.kubectl(*wait) + apply(b.mixed_ns, "mixed", rest)
-        out["mixed"] = {"first": mixed(b.rest_full), "noop": mixed(b.rest_full), "prune": mixed(b.rest_half)}
-        return out
+    @staticmethod
+    def _wait_crd(b: Bundles) -> tuple:
+        return ("wait", "--for=condition=Established", f"crd/widgets.{b.group}", "--timeout=60s")
 
     def kubernetes_core(self, b: Bundles, collections: Path) -> dict:
         auth = {"kubeconfig": str(self.kubeconfig), "context": self.context}
@@ -288,24 +284,25 @@ def median(values):
 
 
 def table(rounds: list, objects: dict, core_objects: dict) -> str:
-    """Markdown: per scenario and step, seconds per tool and phasekit's speed-up."""
-    def cell(tool, scenario, step):
-        return median([r[tool].get(scenario, {}).get(step) for r in rounds if tool in r])
+    """Markdown: per scenario and step, median seconds per tool, and the median of the per-round ratios."""
+    def times(tool, scenario, step):
+        return [r.get(tool, {}).get(scenario, {}).get(step) for r in rounds]
+
+    def paired(theirs, ours, per_object=1.0):
+        return median([t / o * per_object for t, o in zip(theirs, ours) if t and o])
 
     lines = ["| scenario | step | phasekit (s) | kubectl SSA (s) | kubectl ApplySet (s) | x vs SSA | x vs ApplySet |"
              " kubernetes.core (s, objects) | x vs k8s per object |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for scenario in ("configmaps", "mixed"):
         for step in STEPS:
-            ours, ssa, aset = (cell(t, scenario, step) for t in ("phasekit", "kubectl_ssa", "kubectl_applyset"))
-            core = cell("kubernetes_core", scenario, step)
-            per_object = None
-            if core and ours:
-                per_object = (core / core_objects[scenario]) / (ours / objects[scenario])
+            ours, ssa, aset, core = (times(t, scenario, step) for t in
+                                     ("phasekit", "kubectl_ssa", "kubectl_applyset", "kubernetes_core"))
+            per_object = paired(core, ours, objects[scenario] / core_objects[scenario])
             lines.append("| {} ({} objects) | {} | {} | {} | {} | {} | {} | {} | {} |".format(
-                scenario, objects[scenario], step, fmt(ours), fmt(ssa), fmt(aset), ratio(ssa, ours),
-                ratio(aset, ours), f"{fmt(core)} ({core_objects[scenario]})" if core else "n/a",
-                f"{per_object:.1f}x" if per_object else "n/a"))
+                scenario, objects[scenario], step, fmt(median(ours)), fmt(median(ssa)), fmt(median(aset)),
+                times_x(paired(ssa, ours)), times_x(paired(aset, ours)),
+                f"{fmt(median(core))} ({core_objects[scenario]})" if median(core) else "n/a", times_x(per_object)))
     return "\n".join(lines)
 
 
@@ -313,8 +310,8 @@ def fmt(value):
     return "n/a" if value is None else f"{value:.2f}"
 
 
-def ratio(theirs, ours):
-    return "n/a" if not theirs or not ours else f"{theirs / ours:.1f}x"
+def times_x(value):
+    return "n/a" if value is None else f"{value:.1f}x"
 
 
 def main(argv=None):
@@ -346,40 +343,46 @@ def main(argv=None):
     kubectl_version = subprocess.run(["kubectl", "version", "--client", "-o", "json"], env=env, capture_output=True,
                                      text=True, check=True).stdout
     rounds, made = [], []
+    tools = ["phasekit", "kubectl_ssa", "kubectl_applyset"]
     try:
         for round_no in range(args.rounds):
-            figures = {}
-            for tool in ("phasekit", "kubectl_ssa", "kubectl_applyset", "kubernetes_core"):
-                if tool == "kubernetes_core" and core is None:
-                    continue
-                scale = args.core_scale if tool == "kubernetes_core" else args.scale
-                bundles = Bundles(work, tool.replace("_", ""), round_no, scale)
-                made.append(bundles)
-                print(f"bench: round {round_no + 1}/{args.rounds}: {tool}", file=sys.stderr, flush=True)
-                if tool == "phasekit":
-                    figures[tool] = runner.phasekit(bundles, collections)
-                elif tool == "kubernetes_core":
-                    figures[tool] = runner.kubernetes_core(bundles, collections)
-                    figures["core_objects"] = bundles.objects
-                else:
-                    figures[tool] = getattr(runner, tool)(bundles)
-                figures.setdefault("objects", {})[tool] = bundles.objects
-                if not args.keep:
-                    runner.cleanup([bundles], wait=True)
+            bundles = {tool: Bundles(work, tool.replace("_", ""), round_no, args.scale) for tool in tools}
+            made.extend(bundles.values())
+            figures = {tool: {} for tool in tools}
+            order = tools[round_no % len(tools):] + tools[:round_no % len(tools)]  # who goes first rotates
+            for scenario in ("configmaps", "mixed"):
+                for step in STEPS:
+                    print(f"bench: round {round_no + 1}/{args.rounds}: {scenario} {step}", file=sys.stderr,
+                          flush=True)
+                    for tool in order:  # the tools take turns, so a busy moment hits all of them alike
+                        extra = (collections,) if tool == "phasekit" else ()
+                        seconds = getattr(runner, tool)(bundles[tool], scenario, step, *extra)
+                        figures[tool].setdefault(scenario, {})[step] = seconds
+            if core is not None:
+                core_bundles = Bundles(work, "kubernetescore", round_no, args.core_scale)
+                made.append(core_bundles)
+                print(f"bench: round {round_no + 1}/{args.rounds}: kubernetes.core", file=sys.stderr, flush=True)
+                figures["kubernetes_core"] = runner.kubernetes_core(core_bundles, collections)
+                figures["core_objects"] = core_bundles.objects
             rounds.append(figures)
+            if not args.keep:
+                runner.cleanup(made, wait=True)
+                made.clear()
     finally:
         if not args.keep:
-            runner.cleanup(made, wait=False)  # after a failure; otherwise already gone
+            runner.cleanup(made, wait=False)  # after a failure
         shutil.rmtree(work, ignore_errors=True)
-    objects = rounds[0]["objects"]["phasekit"]
+    objects = bundles["phasekit"].objects
     core_objects = rounds[0].get("core_objects", objects)
     report = table(rounds, objects, core_objects)
-    playbook_wall = median([r["phasekit"]["playbook_wall"] for r in rounds])
     header = (f"phasekit.kube apply benchmark, {stamp}, cluster '{CLUSTER}' (local kube-apiserver + etcd + KWOK), "
               f"{os.cpu_count()} CPUs, Python {platform.python_version()}, kubectl "
-              f"{json.loads(kubectl_version)['clientVersion']['gitVersion']}, median of {args.rounds} round(s)\n\n"
-              f"phasekit times are the apply task's own; the whole ansible-playbook run of its six steps took "
-              f"{playbook_wall:.2f} s (median), start-up included.\n")
+              f"{json.loads(kubectl_version)['clientVersion']['gitVersion']}, {args.rounds} round(s): medians, "
+              "and medians of the per-round ratios.\n\n"
+              "phasekit: the apply task's own time inside ansible-playbook; each one-task ansible-playbook run "
+              f"added {median(runner.startup):.2f} s of start-up (median). kubectl: the whole command(s). "
+              f"kubernetes.core: the k8s tasks' own time, on {args.core_scale:g} of the objects, compared per "
+              "object.\n")
     print(header)
     print(report)
     (out_dir / "results.md").write_text(header + "\n" + report + "\n")

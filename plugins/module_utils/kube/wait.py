@@ -35,6 +35,7 @@ DEFAULT_TIMEOUT = 300
 READINESS_MODES = ("kstatus", "none")
 FIRST_POLL_DELAY = 0.25
 MAX_POLL_DELAY = 2.0
+MAX_REPORTED = 20  # objects named in a message; the result lists every one
 
 # option specs, shared by the wait action (top level) and the apply action (under `wait`)
 CONDITION_SPEC = dict(
@@ -167,7 +168,8 @@ def wait_for(session, targets: list, rules: WaitRules, *, clock=time.monotonic, 
             if target.key in live:
                 outcomes[target.key].status = evaluate(target, live[target.key], rules)
             else:
-                outcomes[target.key].status = Status(IN_PROGRESS, "cannot read the object (permission denied)")
+                outcomes[target.key].status = Status(IN_PROGRESS, "cannot read the object (no permission to get "
+                                                                  "it, or its kind is not served)")
         pending = [t for t in pending if not outcomes[t.key].status.current]
         if not pending or all(outcomes[t.key].status.status == FAILED for t in pending):
             break
@@ -195,8 +197,9 @@ def not_ready_message(outcomes: list[WaitOutcome], timeout: float) -> str | None
     failed = [o for o in bad if o.status.status == FAILED]
     head = (f"{len(failed)} of {len(outcomes)} objects failed" if len(failed) == len(bad)
             else f"timed out after {timeout:g}s: {len(bad)} of {len(outcomes)} objects not ready")
-    lines = [f"{o.target.describe()}: {o.status.status}: {o.status.message}" for o in bad]
-    return head + ": " + "; ".join(lines)
+    lines = [f"{o.target.describe()}: {o.status.status}: {o.status.message}" for o in bad[:MAX_REPORTED]]
+    more = f"; and {len(bad) - MAX_REPORTED} more (see objects)" if len(bad) > MAX_REPORTED else ""
+    return head + ": " + "; ".join(lines) + more
 
 
 def _kind_matches(selector: str | None, resource) -> bool:

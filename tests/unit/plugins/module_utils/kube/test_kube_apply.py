@@ -78,3 +78,14 @@ def test_dry_run_answer_equal_to_live_is_unchanged():
     other = {**same, "data": {"k": 2}}
     assert engine._same_content(live, same)  # pylint: disable=protected-access
     assert not engine._same_content(live, other)  # pylint: disable=protected-access
+
+
+def test_kinds_take_turns_within_a_wave():
+    class One:  # the two attributes interleave_kinds reads
+        def __init__(self, kind, name):
+            self.resource = type("R", (), {"group": "", "kind": kind})()
+            self.name = name
+
+    members = [One("Widget", "w1"), One("Widget", "w2"), One("Widget", "w3"), One("Service", "s1"),
+               One("Deployment", "d1"), One("Service", "s2")]
+    assert [m.name for m in engine.interleave_kinds(members)] == ["w1", "s1", "d1", "w2", "s2", "w3"]
