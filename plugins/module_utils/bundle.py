@@ -158,7 +158,7 @@ def kustomize_command(path: str) -> list[str]:
 def _run_kustomize(path: str, label: str) -> str:
     command = kustomize_command(path)
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=KUSTOMIZE_TIMEOUT, check=False)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=KUSTOMIZE_TIMEOUT, check=False)  # pylint: disable=ansible-bad-function
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise PhasekitError(f"kustomization {label}: {' '.join(command[:2])} failed: {exc}") from None
     if done.returncode != 0:

@@ -87,7 +87,7 @@ def decrypt_sops(path: str, input_type: str | None, environ) -> bytes:
     if input_type:
         command += ["--input-type", input_type, "--output-type", input_type]
     try:
-        completed = subprocess.run(command + [path], capture_output=True, env=dict(environ),
+        completed = subprocess.run(command + [path], capture_output=True, env=dict(environ),  # pylint: disable=ansible-bad-function
                                    timeout=SOPS_TIMEOUT, check=False)
     except subprocess.TimeoutExpired:
         raise PhasekitError(f"sops did not finish within {SOPS_TIMEOUT} seconds") from None

@@ -97,7 +97,7 @@ def run_command(argv: list[str], *, kubeconfig: dict, env: dict | None = None, c
         environment.update({str(key): str(value) for key, value in (env or {}).items()})
         environment["KUBECONFIG"] = path  # last: the phase's cluster, whatever env says
         try:
-            done = subprocess.run(argv, cwd=chdir, env=environment, input=stdin, capture_output=True, text=True,
+            done = subprocess.run(argv, cwd=chdir, env=environment, input=stdin, capture_output=True, text=True,  # pylint: disable=ansible-bad-function
                                   timeout=timeout, check=False)
         except FileNotFoundError:
             raise PhasekitError(f"command not found: {argv[0]}") from None
