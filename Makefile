@@ -3,7 +3,7 @@
 #
 #   make demo          venv + tools + clusters, then the example site end to end
 #   make test          sanity + unit + integration (against real local clusters)
-#   make bench         benchmarks against kubectl and kubernetes.core
+#   make bench         benchmarks against kubectl and kubernetes.core (apply, then fleet)
 #   make clusters      start real local clusters (CLUSTERS="ephemeral target")
 #   make clusters-down stop them and remove their state
 
@@ -94,6 +94,7 @@ integration: venv tools collection-link clusters
 
 bench: venv tools collection-link clusters
 	python bench/run.py
+	python bench/fleet.py
 
 build: venv
 	ansible-galaxy collection build --force --output-path $(CACHE)/dist .

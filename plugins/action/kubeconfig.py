@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.write import apply_write
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.write import kubeconfig_lock
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.write import normalize_on_conflict
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.write import plan_dest
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.write import plan_merge_into
@@ -43,10 +44,14 @@ class ActionModule(PhasekitAction):
             config = resolution.merged if resolution.merged is not None else resolution.config
             if args["dest"]:
                 plan = plan_dest(target, config)
+                if not self._task.check_mode:
+                    apply_write(plan, create_directory=False)
             else:
-                plan = plan_merge_into(target, config, on_conflict, args["set_current_context"])
-            if not self._task.check_mode:
-                apply_write(plan)
+                # read, merge and replace under the file's lock: hosts run this in parallel
+                with kubeconfig_lock(target):
+                    plan = plan_merge_into(target, config, on_conflict, args["set_current_context"])
+                    if not self._task.check_mode:
+                        apply_write(plan)
             outcome.update(changed=plan.changed, dest=target)
             if self._task.diff:
                 outcome["diff"] = plan.diff()

@@ -230,6 +230,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.inventory.kubeconfig
 )
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.site_file import clusters_from_site
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiSession
 from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import HostResolver
 
 CONFIG_SUFFIXES = (".clusters.yml", ".clusters.yaml")
@@ -288,7 +289,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             where = f"{where} (management host {entry['host']})"
             resolution = self._resolve_management_host(cluster_map, entry["host"], where)
             with api_client(resolution.config, resolution.context) as api:
-                objects = list_cluster_objects(api, entry, where=where)
+                objects = list_cluster_objects(ApiSession(api, read_timeout=entry["timeout"]), entry, where=where)
             for host in hosts_from_cluster_objects(objects, entry, origin=where):
                 cluster_map.add(host)
         return cluster_map

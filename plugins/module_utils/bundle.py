@@ -96,10 +96,11 @@ def load_documents(text: str, label: str) -> list:
 
 def _read(path: str, label: str) -> str:
     try:
-        with open(path, encoding="utf-8") as handle:
-            return handle.read()
-    except (OSError, UnicodeDecodeError) as exc:
+        return yaml_io.read_text_file(path, "manifest")
+    except OSError as exc:
         raise PhasekitError(f"{label}: cannot read manifest: {exc}") from None
+    except PhasekitError as err:
+        raise PhasekitError(f"{label}: {err}") from None
 
 
 def _from_definition(definition) -> list[BundleObject]:
@@ -162,9 +163,28 @@ def _run_kustomize(path: str, label: str) -> str:
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise PhasekitError(f"kustomization {label}: {' '.join(command[:2])} failed: {exc}") from None
     if done.returncode != 0:
-        detail = done.stderr.strip() or done.stdout.strip()
-        raise PhasekitError(f"kustomization {label}: {' '.join(command[:2])} failed: {detail}")
+        raise PhasekitError(f"kustomization {label}: {' '.join(command[:2])} failed: "
+                            f"{kustomize_failure(done.stderr or done.stdout, path)}")
     return done.stdout
+
+
+QUOTING_MARKERS = (" with config:", "patch:", "\n")
+MAX_KUSTOMIZE_DETAIL = 300
+
+
+def kustomize_failure(output: str, path: str) -> str:
+    """kustomize's reason without what it quotes: its errors go on to print the patch or generator config
+    they failed on (Secret values included), so only the reason before that is kept."""
+    text = (output or "").strip().removeprefix("Error: ").removeprefix("error: ")
+    cut = len(text)
+    for marker in QUOTING_MARKERS:
+        found = text.find(marker)
+        if found != -1:
+            cut = min(cut, found)
+    reason = text[:min(cut, MAX_KUSTOMIZE_DETAIL)].rstrip(" :") or "no message"
+    withheld = "" if cut == len(text) and cut <= MAX_KUSTOMIZE_DETAIL else \
+        f" (the rest of its message is withheld: it can quote Secret values; run kubectl kustomize {path} to see it)"
+    return reason + withheld
 
 
 def _checked(document, origin: str, file: str | None, number: int) -> list[BundleObject]:

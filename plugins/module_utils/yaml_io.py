@@ -14,6 +14,9 @@ the pure-Python ones on large manifest bundles and behave the same.
 
 from __future__ import annotations
 
+import os
+import stat
+
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 
 try:
@@ -60,12 +63,96 @@ def load_all(text: str, label: str, loader: type | None = None) -> list:
     """
     require_yaml()
     try:
-        return list(yaml.load_all(text, Loader=loader or SafeLoader))  # nosec B506 - a safe loader
+        documents = list(yaml.load_all(text, Loader=loader or SafeLoader))  # nosec B506 - a safe loader
+    except RecursionError:
+        raise PhasekitError(f"{label}: invalid YAML: nested too deeply") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise PhasekitError(f"{label}{where}: invalid YAML: {problem}") from None
+    check_structure(documents, label)
+    return documents
+
+
+MAX_FILE_BYTES = 64 * 1024 * 1024       # a kubeconfig, phase file or manifest larger than this is refused
+MAX_NODES = 2_000_000                   # values after alias expansion: beyond this it is an alias bomb
+MAX_DEPTH = 500                         # nesting: far beyond any real document, well inside Python's stack
+
+
+def kind_of(value) -> str:
+    """A YAML value's kind for messages (``a list``), also for Ansible's tagged types (``_AnsibleTaggedList``)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    return type(value).__name__
+
+
+def read_text_file(path: str, what: str = "file") -> str:
+    """A regular file's text, bounded: FIFOs, devices (``/dev/zero``), huge files and binary content fail with
+    PhasekitError (the caller names the file) instead of hanging or filling memory; a missing file raises
+    FileNotFoundError and a directory IsADirectoryError."""
+    raw = read_file_bytes(path, what)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise PhasekitError(f"the {what} is not text (not UTF-8): binary content?") from None
+
+
+def read_file_bytes(path: str, what: str = "file") -> bytes:
+    """A regular file's bytes, at most MAX_FILE_BYTES; see ``read_text_file``."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise PhasekitError(f"cannot read the file: {exc.strerror}") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise IsADirectoryError(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise PhasekitError("not a regular file (a FIFO, socket or device): refusing to read it")
+    if info.st_size > MAX_FILE_BYTES:
+        raise PhasekitError(f"{info.st_size} bytes, more than the {MAX_FILE_BYTES} a {what} may have")
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise PhasekitError(f"cannot read the file: {exc.strerror}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise PhasekitError(f"more than the {MAX_FILE_BYTES} bytes a {what} may have")
+    return data
+
+
+def check_structure(data, label: str) -> None:
+    """Refuse what YAML anchors can build but no document means: a value that contains itself, nesting deeper
+    than MAX_DEPTH, or more than MAX_NODES values once aliases are expanded (an alias bomb). kubectl says
+    ``anchor 'a' value contains itself`` and ``excessive aliasing`` for these."""
+    seen = 0
+    stack = [(data, 0, ())]
+    while stack:
+        value, depth, ancestors = stack.pop()
+        if not isinstance(value, (dict, list)):
+            continue
+        if id(value) in ancestors:
+            raise PhasekitError(f"{label}: invalid YAML: an anchor's value contains itself (an alias cycle)")
+        if depth > MAX_DEPTH:
+            raise PhasekitError(f"{label}: invalid YAML: nested more than {MAX_DEPTH} levels deep")
+        children = value.values() if isinstance(value, dict) else value
+        seen += len(children)
+        if seen > MAX_NODES:
+            raise PhasekitError(f"{label}: invalid YAML: excessive aliasing (more than {MAX_NODES} values once "
+                                "aliases are expanded)")
+        inner = ancestors + (id(value),)
+        stack.extend((child, depth + 1, inner) for child in children if isinstance(child, (dict, list)))
 
 
 def safe_dump(data, stream=None, *, sort_keys: bool = True) -> str | None:

@@ -27,38 +27,6 @@ description:
     group names, and C(kube_parent) of the hosts that a C(kubeconfig) phase names.
   - The role C(phasekit.kube.plan) runs the result; see C(docs/phases.md) for the document format.
 options:
-  src:
-    description:
-      - Files or directories holding phase and plan documents, read in the order given.
-      - A directory contributes its C(*.yaml) and C(*.yml) files in name order, not its sub-directories.
-      - Relative paths are relative to the playbook directory. Paths inside a document (sources, C(chdir))
-        are relative to the document's directory.
-      - Exactly one of O(src) and O(plan) is required.
-    type: list
-    elements: path
-  plan:
-    description:
-      - The documents themselves, as a list of C(Phase) and C(PhasePlan) mappings (or a single mapping).
-      - Relative paths inside them are relative to the playbook directory.
-    type: raw
-  name:
-    description:
-      - The C(PhasePlan) to run.
-      - Without it, the only plan the documents define; if they define none, every phase in document order.
-    type: str
-  only:
-    description: Full names of the phases to run, with their descendants.
-    type: list
-    elements: str
-    default: []
-  skip:
-    description: Full names of the phases not to run, with their descendants. Applied after O(only).
-    type: list
-    elements: str
-    default: []
-  start_at:
-    description: Full name of the phase to resume at; phases before it in run order do not run.
-    type: str
   render:
     description:
       - Also render the bundle of every selected C(apply) and C(wait) phase (kustomize, manifest files, inline
@@ -85,6 +53,7 @@ attributes:
     membership:
       - phasekit.kube.kube
 extends_documentation_fragment:
+  - phasekit.kube.plan_source
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
   - ansible.builtin.action_common_attributes.actiongroups

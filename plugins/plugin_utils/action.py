@@ -10,6 +10,17 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.phasekit.kube.plugins.module_utils.bundle import render_bundle
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.private_files import remove_on_signals
+
+
+MAX_MESSAGE = 4000  # a 100,000-character object name must not become a 900 KB message
+
+
+def readable(message: str) -> str:
+    """A message cut to a length people read, saying how much was left out."""
+    if len(message) <= MAX_MESSAGE:
+        return message
+    return f"{message[:MAX_MESSAGE]}... ({len(message) - MAX_MESSAGE} more characters)"
 
 
 class PhasekitAction(ActionBase):
@@ -25,6 +36,7 @@ class PhasekitAction(ActionBase):
     PLAIN_ARGS = False  # True: arguments become plain dicts/lists (objects are dumped as JSON and YAML)
 
     def run(self, tmp=None, task_vars=None):
+        remove_on_signals()  # an interrupted run leaves no kubeconfig or client key on disk
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
         args = self.validate_argument_spec(argument_spec=self.ARGUMENT_SPEC,
@@ -37,7 +49,9 @@ class PhasekitAction(ActionBase):
         try:
             result.update(self.execute(args, task_vars))
         except PhasekitError as err:
-            return {"failed": True, "changed": False, "msg": str(err)}
+            return {"failed": True, "changed": False, "msg": readable(str(err))}
+        if isinstance(result.get("msg"), str):
+            result["msg"] = readable(result["msg"])
         return result
 
     def execute(self, args: dict, task_vars: dict) -> dict:

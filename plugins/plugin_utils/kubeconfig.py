@@ -52,6 +52,7 @@ AUTH_ARGUMENT_SPEC = {
 }
 REMEMBERED_VAR = "phasekit_kube_resolved"
 RESOLUTION_KEY = "resolution"
+RESOLUTIONS_KEY = "resolutions"
 ENV_KUBECONFIG = "K8S_AUTH_KUBECONFIG"
 ENV_CONTEXT = "K8S_AUTH_CONTEXT"
 HOST_VAR_KUBECONFIG = "kube_kubeconfig"
@@ -59,6 +60,7 @@ HOST_VAR_CONTEXT = "kube_context"
 HOST_VAR_PARENT = "kube_parent"
 HOST_VAR_CLUSTER = "kube_cluster"
 DEFAULT_KUBECONFIG = "~/.kube/config"
+VAULT_HEADER = b"$ANSIBLE_VAULT;"
 
 HostVars = Callable[[str], object]  # variable name -> templated value, or None when unset
 
@@ -141,18 +143,21 @@ def to_plain(value):
 class HostResolver:
     """Resolves inventory hosts' kubeconfigs within one task, following kube_parent for Secret sources."""
 
-    def __init__(self, loader, hostvars, environ: Mapping | None = None, chain: tuple[str, ...] = ()):
+    def __init__(self, loader, hostvars, environ: Mapping | None = None, chain: tuple[str, ...] = (),
+                 other_hosts: Callable[[str, "HostResolver"], Resolution] | None = None):
         self.loader = loader
         self.hostvars = hostvars
         self.environ = os.environ if environ is None else environ
         self.chain = chain
+        # how another host (a parent holding a Secret) is resolved; a fleet run shares one cache here
+        self.other_hosts = other_hosts
 
     def resolve(self, host: str | None, host_vars: HostVars, task_args: Mapping, *,
                 keep_merged: bool = False) -> Resolution:
         """Resolve ``host``'s kubeconfig, reusing the remembered resolution when it answers the same request."""
         request = kubeconfig_request(host, host_vars, task_args, self.environ)
         if not keep_merged:
-            reused = Resolution.from_memory(remembered_resolution(host_vars), request.fingerprint)
+            reused = Resolution.from_memory(remembered_resolution(host_vars, host), request.fingerprint)
             if reused is not None:
                 _check_expected_cluster(reused, request.expected_cluster)
                 return reused
@@ -175,18 +180,32 @@ class HostResolver:
         chain = self.check_no_cycle(host, requested_by)
         if self.hostvars is None or host not in self.hostvars:
             raise PhasekitError(f"host {host!r} is not in the inventory")
-        other = self.hostvars[host]
-
-        def other_vars(name):
-            return other[name] if name in other else None
-
-        nested = HostResolver(self.loader, self.hostvars, self.environ, chain)
-        return nested.resolve(host, other_vars, {})
+        nested = HostResolver(self.loader, self.hostvars, self.environ, chain, self.other_hosts)
+        if self.other_hosts is not None:
+            return self.other_hosts(host, nested)
+        return nested.resolve(host, vars_of(self.hostvars, host), {})
 
 
-def remembered_resolution(host_vars: HostVars):
+def vars_of(hostvars, host: str) -> HostVars:
+    """One inventory host's variables (templated on access) from ``hostvars``."""
+    other = hostvars[host]
+
+    def get(name):
+        return other[name] if name in other else None
+
+    return get
+
+
+def remembered_resolution(host_vars: HostVars, host: str | None = None):
+    """What ``phasekit_kube_resolved`` remembers for ``host``: one host's resolution (the kubeconfig action),
+    or the resolutions of many hosts by name (a controller step of the plan role)."""
     registered = host_vars(REMEMBERED_VAR)
-    return registered.get(RESOLUTION_KEY) if isinstance(registered, Mapping) else None
+    if not isinstance(registered, Mapping):
+        return None
+    if RESOLUTION_KEY in registered:
+        return registered.get(RESOLUTION_KEY)
+    by_host = registered.get(RESOLUTIONS_KEY)
+    return by_host.get(host) if isinstance(by_host, Mapping) and host else None
 
 
 def _check_expected_cluster(resolution: Resolution, expected: str | None) -> None:
@@ -209,6 +228,11 @@ class AnsibleSourceHooks(SourceHooks):
             return super().read_vault(path)
         if not os.path.isfile(path):
             raise PhasekitError("no such file" if not os.path.exists(path) else "is not a file")
+        with open(path, "rb") as handle:
+            head = handle.read(len(VAULT_HEADER))
+        if head != VAULT_HEADER:
+            raise PhasekitError("not an ansible-vault encrypted file (no $ANSIBLE_VAULT header): use a path source "
+                                "for a plaintext kubeconfig, or encrypt it with ansible-vault")
         try:
             text = self.resolver.loader.get_text_file_contents(os.path.abspath(path))
         except AnsibleError as exc:

@@ -189,7 +189,7 @@ def test_plan_alternates_between_clusters_in_order(run_plan):
         assert max(times(stamps, "end", before)) <= min(times(stamps, "start", after)), (before, after, stamps)
     # A phase on a group runs its hosts in parallel.
     assert max(times(stamps, "start", "both")) < min(times(stamps, "end", "both")), stamps
-    assert "TASK [phasekit.kube.plan : [t1] command]" in result.stdout
+    assert "[t1] command on 1 cluster(s): 1 changed" in result.stdout
     summary = result.stdout[result.stdout.index("Summary of plan alternate"):]
     for row in (["e1", "ephemeral", "changed"], ["both", "target", "changed"], ["pair/t", "target", "changed"]):
         assert any(line.split()[:3] == ["\"" + row[0], *row[1:]] for line in summary.splitlines()), summary

@@ -9,6 +9,8 @@ inventory records only that reference, it never reads the Secret.
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.checks import check_fields, check_labels
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.cluster_map import ClusterHost
@@ -19,12 +21,6 @@ DEFAULT_VERSION = "v1beta1"
 ENTRY_FIELDS = ("host", "namespaces", "label_selector", "version", "host_name", "labels", "cluster_labels",
                 "timeout")
 HOST_NAME_KEYS = ("name", "namespace", "management")
-
-try:
-    from kubernetes.client import CustomObjectsApi
-    from kubernetes.client.exceptions import ApiException
-except ImportError:  # api_client() reports the missing package first
-    CustomObjectsApi = ApiException = None
 
 
 def parse_cluster_api_entry(entry, *, where: str) -> dict:
@@ -111,23 +107,19 @@ def hosts_from_cluster_objects(objects: list[dict], entry: dict, *, origin: str)
     return hosts
 
 
-def list_cluster_objects(api, entry: dict, *, where: str) -> list[dict]:
-    """The Cluster objects the entry selects, read through a ``kubernetes.client.ApiClient``."""
-    custom = CustomObjectsApi(api)
-    kwargs = {"label_selector": entry["label_selector"], "_request_timeout": entry["timeout"]}
+def list_cluster_objects(session, entry: dict, *, where: str) -> list[dict]:
+    """The Cluster objects the entry selects, read through an ``ApiSession`` (the collection's one transport)."""
+    from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError, TransportError
+
+    base = f"/apis/{GROUP}/{entry['version']}"
+    paths = [f"{base}/namespaces/{quote(namespace, safe='')}/{PLURAL}" for namespace in entry["namespaces"]] \
+        or [f"{base}/{PLURAL}"]
     try:
-        if entry["namespaces"]:
-            items = []
-            for namespace in entry["namespaces"]:
-                items += custom.list_namespaced_custom_object(GROUP, entry["version"], namespace, PLURAL,
-                                                              **kwargs)["items"]
-        else:
-            items = custom.list_cluster_custom_object(GROUP, entry["version"], PLURAL, **kwargs)["items"]
-    except ApiException as exc:
+        items = [item for path in paths for item in session.list(path, label_selector=entry["label_selector"] or None)]
+    except ApiError as exc:
         raise PhasekitError(_api_failure(exc, entry), where=where) from None
-    except Exception as exc:  # connection refused, TLS, timeouts: say which, not how deep
-        raise PhasekitError(f"cannot list Cluster API clusters: {exc.__class__.__name__}: {exc}",
-                            where=where) from None
+    except TransportError as exc:  # connection refused, TLS, timeouts: the server and why, not a stack
+        raise PhasekitError(f"cannot list Cluster API clusters: {exc}", where=where) from None
     return sorted(items, key=lambda obj: ((obj.get("metadata") or {}).get("namespace", ""),
                                           (obj.get("metadata") or {}).get("name", "")))
 
@@ -138,5 +130,6 @@ def _api_failure(exc, entry: dict) -> str:
         return (f"{resource} is not served by this cluster: is Cluster API installed, and does it serve "
                 f"version {entry['version']}? (set 'version' to change it)")
     if exc.status in (401, 403):
-        return f"not allowed to list {resource} (HTTP {exc.status} {exc.reason}); the credentials need list on it"
+        return f"not allowed to list {resource} (HTTP {exc.status} {exc.reason}: {exc.message}); the credentials " \
+               "need list on it"
     return f"listing {resource} failed: HTTP {exc.status} {exc.reason}"

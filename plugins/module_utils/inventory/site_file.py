@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.yaml_io import kind_of
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.checks import check_fields, check_labels
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.cluster_map import ClusterHost
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.source_refs import check_source_refs
@@ -30,14 +31,14 @@ CONTRACT_VARS = {"kube_kubeconfig": "kubeconfig", "kube_context": "context", "ku
 def _optional_text(spec: dict, key: str, where: str) -> str | None:
     value = spec.get(key)
     if value is not None and (not isinstance(value, str) or not value):
-        raise PhasekitError(f"'{key}' must be a non-empty string, got {type(value).__name__}", where=where)
+        raise PhasekitError(f"'{key}' must be a non-empty string, got {kind_of(value)}", where=where)
     return value
 
 
 def _extra_vars(spec: dict, where: str) -> dict:
     extra = spec.get("vars") or {}
     if not isinstance(extra, dict):
-        raise PhasekitError(f"'vars' must be a mapping, got {type(extra).__name__}", where=where)
+        raise PhasekitError(f"'vars' must be a mapping, got {kind_of(extra)}", where=where)
     for name in extra:
         if name in CONTRACT_VARS:
             hint = f"use the field '{CONTRACT_VARS[name]}'" if CONTRACT_VARS[name] else "it is always 'local'"
@@ -50,7 +51,7 @@ def cluster_from_spec(name: str, spec, *, base_dir: str, where: str) -> ClusterH
     if spec is None:
         spec = {}
     if not isinstance(spec, dict):
-        raise PhasekitError(f"expected a mapping with {', '.join(CLUSTER_FIELDS)}, got {type(spec).__name__}",
+        raise PhasekitError(f"expected a mapping with {', '.join(CLUSTER_FIELDS)}, got {kind_of(spec)}",
                             where=where)
     check_fields(spec, CLUSTER_FIELDS, where)
     kubeconfig = spec.get("kubeconfig")
@@ -71,12 +72,12 @@ def cluster_from_spec(name: str, spec, *, base_dir: str, where: str) -> ClusterH
 def clusters_from_site(data, *, path: str, base_dir: str) -> list[ClusterHost]:
     """Every cluster of a parsed site file, in file order."""
     if not isinstance(data, dict) or set(data) != {"clusters"}:
-        found = ", ".join(map(str, data)) if isinstance(data, dict) else type(data).__name__
+        found = ", ".join(map(str, data)) if isinstance(data, dict) else kind_of(data)
         raise PhasekitError(f"a site file is a mapping with the single key 'clusters'; found {found or 'nothing'}",
                             where=path)
     clusters = data["clusters"]
     if not isinstance(clusters, dict):
-        raise PhasekitError(f"'clusters' must map cluster names to their settings, got {type(clusters).__name__}",
+        raise PhasekitError(f"'clusters' must map cluster names to their settings, got {kind_of(clusters)}",
                             where=path)
     hosts = []
     for name, spec in clusters.items():

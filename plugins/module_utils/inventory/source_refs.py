@@ -13,6 +13,7 @@ kubeconfig module (``normalize_sources``), the same checks a play applies.
 from __future__ import annotations
 
 import os
+from urllib.parse import urlsplit
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.sources import normalize_sources
@@ -40,6 +41,13 @@ def _refuse_inline_secrets(spec, where: str):
     if spec.kind == "content":
         raise PhasekitError(f"{here}: inline kubeconfig content does not belong in an inventory (host variables "
                             f"are shown by ansible-inventory --list); keep it in {_KEPT_OUT}")
+    if spec.kind == "url" and "{{" not in str(spec.value):
+        parts = urlsplit(str(spec.value))
+        if parts.username or parts.password or parts.query:
+            raise PhasekitError(f"{here}: the url carries credentials (user:password@ or a query string such as "
+                                "?token=), which ansible-inventory --list would show; put the token in a header with "
+                                "a template, e.g. headers: {Authorization: \"Bearer {{ lookup('ansible.builtin.env', "
+                                "'KUBECONFIG_TOKEN') }}\"}")
     headers = spec.options.get("headers") or {} if spec.kind == "url" else {}
     literal = sorted(str(name) for name, text in headers.items() if "{{" not in str(text))
     if literal:

@@ -25,13 +25,14 @@ from __future__ import annotations
 import calendar
 import copy
 import email.utils
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube import applyset as applysets
-from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import object_diff
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import object_diff, scrub_secret_values
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import Discovery, ResourceType
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.fields import already_applied, manager_entry
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.live import Target, fetch_live
@@ -176,10 +177,12 @@ class ApplyReport:
 class ApplyRun:
     """One apply of a planned bundle against one cluster."""
 
-    def __init__(self, session, discovery: Discovery, options: ApplyOptions):
+    def __init__(self, session, discovery: Discovery, options: ApplyOptions, pool=None):
         self.session = session
         self.discovery = discovery
         self.options = options
+        self.pool = pool  # a long-lived executor shared by many clusters' runs (fleet); None: a pool per wave
+        self.unreachable = threading.Event()
         self.applyset: applysets.ApplySetState | None = None
         self.parent_live = None
         self.created_namespaces: set = set()  # by this run: empty, and a dry run cannot apply into them
@@ -316,13 +319,29 @@ class ApplyRun:
         live = fetch_live(self.session, [p.target for p in readable], workers=self.options.concurrency)
         for one in members:
             one.live = None if id(one) in fresh else live.get(one.target.key, UNKNOWN)
-        with ThreadPoolExecutor(max_workers=max(1, min(self.options.concurrency, len(members)))) as pool:
-            list(pool.map(self._apply_one, interleave_kinds(members)))
+        # Objects already applied need no request; only the rest go to the pool (a re-run starts no thread).
+        to_send = [one for one in members if not self._settle_unchanged(one)]
+        if len(to_send) <= 1 or self.options.concurrency == 1:
+            for one in interleave_kinds(to_send):
+                self._apply_one(one)
+            return
+        if self.pool is not None:
+            list(self.pool.map(self._apply_one, interleave_kinds(to_send)))
+            return
+        with ThreadPoolExecutor(max_workers=min(self.options.concurrency, len(to_send))) as pool:
+            list(pool.map(self._apply_one, interleave_kinds(to_send)))
 
-    def _apply_one(self, one: PlannedObject):
+    def _settle_unchanged(self, one: PlannedObject) -> bool:
+        """Mark ``one`` unchanged when this field manager already applied exactly it."""
         if isinstance(one.live, dict) and already_applied(one.body, one.live, self.options.field_manager):
             one.action, one.result = UNCHANGED, one.live
             one.status = compute_status(one.live)
+            return True
+        return False
+
+    def _apply_one(self, one: PlannedObject):
+        if self.unreachable.is_set():
+            one.action, one.error = SKIPPED, "not sent: the API server stopped answering during this run"
             return
         if self.options.dry_run and self._unverifiable_in_dry_run(one):
             one.action = CREATED
@@ -334,12 +353,15 @@ class ApplyRun:
         try:
             response = self._apply_with_new_kind_retry(one, path)
         except ApiError as err:
-            one.action, one.error = FAILED, describe_api_error(err, force_hint=not self.options.force_conflicts)
+            one.action = FAILED
+            one.error = scrub_secret_values(describe_api_error(err, force_hint=not self.options.force_conflicts),
+                                            one.body)
             if err.status == 404 and not err.details.get("kind") and not one.defined_in_bundle:
                 self.discovery.invalidate()  # cached discovery named a resource the server no longer serves
             return
         except TransportError as err:
             one.action, one.error = FAILED, str(err)
+            self.unreachable.set()  # the rest of the wave is not sent: each would retry into the same wall
             return
         one.result = response.body or {}
         one.action = self._action_of(one, response)
@@ -479,9 +501,14 @@ class ApplyRun:
 
 # ---------------------------------------------------------------- helpers
 
-def apply_bundle(session, bundle: list, options: ApplyOptions, discovery: Discovery | None = None) -> ApplyReport:
-    """Apply ``bundle`` (a list of ``BundleObject``) as one run; see the module docstring."""
-    return ApplyRun(session, discovery or Discovery(session), options).run(bundle)
+def apply_bundle(session, bundle: list, options: ApplyOptions, discovery: Discovery | None = None,
+                 pool=None) -> ApplyReport:
+    """Apply ``bundle`` (a list of ``BundleObject``) as one run; see the module docstring.
+
+    ``pool``: an executor for the writes, shared with other clusters' runs (it then bounds the requests
+    in flight over all of them instead of ``options.concurrency`` per run).
+    """
+    return ApplyRun(session, discovery or Discovery(session), options, pool).run(bundle)
 
 
 def interleave_kinds(members: list) -> list:

@@ -26,6 +26,25 @@ def is_secret(obj: dict | None) -> bool:
     return bool(obj) and obj.get("kind") == "Secret" and (obj.get("apiVersion") or "v1") == "v1"
 
 
+MIN_SCRUBBED = 4  # shorter values are too common in messages to mark a secret (and to be worth scrubbing)
+
+
+def scrub_secret_values(text: str, obj: dict | None) -> str:
+    """``text`` (an API server's message about ``obj``) with the Secret's values replaced by ``***``: the server
+    quotes a refused value back (a number in stringData, a bad base64 string in data)."""
+    if not is_secret(obj) or not text:
+        return text
+    for field in SECRET_FIELDS:
+        values = obj.get(field)
+        if not isinstance(values, dict):
+            continue
+        for value in values.values():
+            for form in (str(value), repr(value)):
+                if len(form) >= MIN_SCRUBBED:
+                    text = text.replace(form, REDACTED)
+    return text
+
+
 def clean(obj: dict | None) -> dict:
     """A copy without server bookkeeping."""
     if not obj:

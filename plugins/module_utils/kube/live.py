@@ -63,7 +63,9 @@ def fetch_live(session, targets, *, workers: int = 8) -> dict:
         else:
             jobs.extend(("get", resource, namespace, [member]) for member in members)
     found = {}
-    if not jobs:
+    if len(jobs) == 1 or workers == 1:  # no thread for one request (the usual re-run of a small bundle)
+        for job in jobs:
+            found.update(_run(session, *job))
         return found
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(jobs)))) as pool:
         for result in pool.map(lambda job: _run(session, *job), jobs):

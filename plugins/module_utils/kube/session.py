@@ -23,8 +23,9 @@ from ansible_collections.phasekit.kube.plugins.module_utils.errors import Phasek
 
 try:
     import urllib3
+    from urllib3._collections import HTTPHeaderDict
 except ImportError:  # pragma: no cover - comes with the kubernetes client
-    urllib3 = None
+    urllib3 = HTTPHeaderDict = None
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 MAX_ATTEMPTS = 6
@@ -70,9 +71,12 @@ class TransportError(PhasekitError):
 class ApiSession:
     """JSON requests with retries and warning collection, safe to share between threads."""
 
-    def __init__(self, api_client, *, max_attempts: int = MAX_ATTEMPTS, sleep=time.sleep):
+    def __init__(self, api_client, *, max_attempts: int = MAX_ATTEMPTS, sleep=time.sleep,
+                 read_timeout: float = READ_TIMEOUT):
         self.api_client = api_client
         self.configuration = api_client.configuration
+        self.impersonation = list(getattr(api_client, "phasekit_impersonation", None) or [])
+        self.read_timeout = read_timeout
         self.server = self.configuration.host.rstrip("/")
         self.max_attempts = max_attempts
         self._sleep = sleep
@@ -131,7 +135,7 @@ class ApiSession:
             try:
                 raw = self._pool.request(method, url, body=payload, headers=headers, preload_content=True,
                                          retries=False,
-                                         timeout=urllib3.Timeout(connect=CONNECT_TIMEOUT, read=READ_TIMEOUT))
+                                         timeout=urllib3.Timeout(connect=CONNECT_TIMEOUT, read=self.read_timeout))
             except urllib3.exceptions.SSLError as exc:
                 raise TransportError(f"TLS error talking to {self.server}: {exc}") from None
             except (urllib3.exceptions.HTTPError, OSError) as exc:
@@ -157,14 +161,16 @@ class ApiSession:
         # other 500s are as often deterministic as hiccups: retry once
         return min(2, self.max_attempts) if status == 500 else self.max_attempts
 
-    def _headers(self, content_type: str | None, accept: str | None) -> dict:
-        headers = {"Accept": accept or "application/json", "User-Agent": "phasekit.kube"}
+    def _headers(self, content_type: str | None, accept: str | None):
+        headers = HTTPHeaderDict({"Accept": accept or "application/json", "User-Agent": "phasekit.kube"})
         if content_type:
             headers["Content-Type"] = content_type
         # auth_settings() runs the client's token refresh hook (exec plugins, OIDC) when one is set
         for setting in self.configuration.auth_settings().values():
             if setting.get("in") == "header" and setting.get("value"):
                 headers[setting["key"]] = setting["value"]
+        for name, value in self.impersonation:
+            headers.add(name, value)  # one header line per group and extra value, as client-go sends them
         return headers
 
     def _collect_warnings(self, headers):

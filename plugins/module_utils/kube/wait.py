@@ -70,9 +70,11 @@ class Condition:
 
     def check(self, obj: dict) -> tuple[bool, str]:
         actual = self.compiled.search(obj)
+        # a Secret's values (and what a condition expects of them) are never shown
+        show = _hidden if obj.get("kind") == "Secret" else _show
         if self.value is None:
-            return bool(actual), f"{self.path} is {_show(actual)}, expected a true value"
-        return _same(actual, self.value), f"{self.path} is {_show(actual)}, expected {_show(self.value)}"
+            return bool(actual), f"{self.path} is {show(actual)}, expected a true value"
+        return _same(actual, self.value), f"{self.path} is {show(actual)}, expected {show(self.value)}"
 
 
 @dataclass
@@ -219,3 +221,7 @@ def _text(value) -> str:
 
 def _show(value) -> str:
     return repr(value) if isinstance(value, str) else str(value)
+
+
+def _hidden(value) -> str:
+    return "null" if value is None else "*** (a Secret value)"

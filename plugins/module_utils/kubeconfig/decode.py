@@ -16,6 +16,7 @@ import base64
 import binascii
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.yaml_io import kind_of
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.kubectl_yaml import load_kubectl_yaml
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.kubectl_yaml import to_json_compatible
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.model import ENTRY_BODY
@@ -129,7 +130,7 @@ def decode_kubeconfig(document, origin: Origin) -> Kubeconfig:
     if document is None:
         return Kubeconfig()
     if not isinstance(document, dict):
-        raise PhasekitError(f"a kubeconfig must be a mapping, got {_json_type(document)}")
+        raise PhasekitError(f"a kubeconfig must be a mapping, got {kind_of(document)}")
     _check_version_and_kind(document)
     config = Kubeconfig()
     for section in SECTIONS:
@@ -141,7 +142,7 @@ def decode_kubeconfig(document, origin: Origin) -> Kubeconfig:
     preferences = document.get("preferences")
     if preferences is not None:
         if not isinstance(preferences, dict):
-            raise PhasekitError(f"preferences: expected a mapping, got {_json_type(preferences)}")
+            raise PhasekitError(f"preferences: expected a mapping, got {kind_of(preferences)}")
         config.colors = _decode(preferences.get("colors"), BOOLEAN, "preferences.colors")
         config.preference_extensions = _decode_extension_map(preferences.get("extensions"),
                                                              "preferences.extensions")
@@ -153,7 +154,7 @@ def _check_version_and_kind(document: dict) -> None:
     kind = document.get("kind")
     for key, value in (("apiVersion", api_version), ("kind", kind)):
         if value is not None and not isinstance(value, str):
-            raise PhasekitError(f"{key}: expected a string, got {_json_type(value)}")
+            raise PhasekitError(f"{key}: expected a string, got {kind_of(value)}")
     if api_version not in (None, "", "v1"):
         raise PhasekitError(f"apiVersion: {api_version!r} is not a kubeconfig version (expected v1)")
     if kind not in (None, "", "Config"):
@@ -267,19 +268,5 @@ def _expect_mapping(value, path: str) -> dict:
     return value
 
 
-def _json_type(value) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return "null"
-
-
 def _type_error(path: str, expected: str, value) -> PhasekitError:
-    return PhasekitError(f"{path}: expected {expected}, got {_json_type(value)}")
+    return PhasekitError(f"{path}: expected {expected}, got {kind_of(value)}")

@@ -150,12 +150,17 @@ def load_kubectl_yaml(data: bytes | str):
     loader = _kubectl_loader_class()(data)
     try:
         document = loader.get_data() if loader.check_data() else None
+    except RecursionError:
+        raise PhasekitError("invalid YAML: nested too deeply") from None
     except yaml_io.MarkedYAMLError as exc:
         raise PhasekitError(_describe_yaml_error(exc)) from None
     except yaml_io.YAMLError as exc:
+        if type(exc).__name__ == "ReaderError":  # the reader refuses control bytes and invalid UTF-8
+            raise PhasekitError("not a kubeconfig: the content is not text (binary data?)") from None
         raise PhasekitError(f"invalid YAML: {type(exc).__name__}") from None
     finally:
         loader.dispose()
+    yaml_io.check_structure(document, "kubeconfig")
     return to_json_compatible(document, "")
 
 

@@ -13,9 +13,11 @@ import os
 import shutil
 import ssl
 import subprocess
+import threading
 import urllib.error
 import urllib.request
 
+from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.decode import decode_kubeconfig_bytes
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.decode import decode_kubeconfig_data
@@ -45,9 +47,7 @@ def read_unit(unit: SourceUnit, hooks: SourceHooks) -> Kubeconfig | None:
     """Read and decode one document; None when a listed kubeconfig file does not exist (kubectl skips it)."""
     spec, origin = unit.spec, unit.origin
     if spec.kind in ("path", "env"):
-        data = read_kubeconfig_file(origin.path)
-        if data is None:
-            return None
+        return read_decoded_file(origin)
     elif spec.kind == "content":
         if isinstance(spec.value, dict):
             return decode_kubeconfig_data(spec.value, origin)
@@ -63,17 +63,45 @@ def read_unit(unit: SourceUnit, hooks: SourceHooks) -> Kubeconfig | None:
     return decode_kubeconfig_bytes(data, origin)
 
 
+# Decoded kubeconfig files, by origin and the file's identity: a fleet step resolves hundreds of hosts whose
+# contexts live in one file, which is then parsed once. Callers never change a decoded document in place
+# (minify, flatten and path resolution work on copies), so entries can be shared.
+_DECODED: dict[tuple, Kubeconfig] = {}
+_DECODED_LOCK = threading.Lock()
+_DECODED_MAX = 256
+
+
+def read_decoded_file(origin) -> Kubeconfig | None:
+    """The decoded kubeconfig file of ``origin``, or None if it does not exist (kubectl skips it)."""
+    try:
+        info = os.stat(origin.path)
+    except OSError:
+        info = None
+    key = (origin, info.st_ino, info.st_size, info.st_mtime_ns) if info is not None else None
+    if key is not None:
+        with _DECODED_LOCK:
+            if key in _DECODED:
+                return _DECODED[key]
+    data = read_kubeconfig_file(origin.path)
+    if data is None:
+        return None
+    decoded = decode_kubeconfig_bytes(data, origin)
+    if key is not None:
+        with _DECODED_LOCK:
+            if len(_DECODED) >= _DECODED_MAX:
+                _DECODED.clear()
+            _DECODED[key] = decoded
+    return decoded
+
+
 def read_kubeconfig_file(path: str) -> bytes | None:
     """The file's bytes, or None if it does not exist. A directory or unreadable file is an error."""
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
+        return yaml_io.read_file_bytes(path, "kubeconfig")
     except FileNotFoundError:
         return None
     except IsADirectoryError:
         raise PhasekitError("is a directory, not a kubeconfig file") from None
-    except OSError as exc:
-        raise PhasekitError(f"cannot read the file: {exc.strerror}") from None
 
 
 def decrypt_sops(path: str, input_type: str | None, environ) -> bytes:

@@ -38,7 +38,33 @@ def redact_kubeconfig(config: dict) -> dict:
         for variable in (user.get("exec") or {}).get("env") or []:
             if isinstance(variable, dict) and variable.get("value"):
                 variable["value"] = REDACTED
+        if isinstance((user.get("exec") or {}).get("args"), list):
+            user["exec"]["args"] = redact_exec_args(user["exec"]["args"])
     return redacted
+
+
+SECRET_ARG_WORDS = ("token", "password", "passwd", "secret", "key", "credential", "auth")
+
+
+def redact_exec_args(args: list) -> list:
+    """An exec plugin's arguments with the values of secret-looking flags hidden: ``--token=x`` and
+    ``--token x`` become ``--token=REDACTED`` and ``--token REDACTED``; other arguments stay readable."""
+    shown, hide_next = [], False
+    for arg in args:
+        text = str(arg)
+        if hide_next and not text.startswith("-"):
+            shown.append(REDACTED)
+            hide_next = False
+            continue
+        hide_next = False
+        flag, sep, _value = text.partition("=")
+        secret_flag = text.startswith("-") and any(word in flag.lower() for word in SECRET_ARG_WORDS)
+        if secret_flag and sep:
+            shown.append(f"{flag}={REDACTED}")
+        else:
+            shown.append(arg)
+            hide_next = secret_flag
+    return shown
 
 
 def _omit_data(entry: dict, fields) -> None:

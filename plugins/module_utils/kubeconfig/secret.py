@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import time
+from urllib.parse import quote
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 
@@ -26,18 +27,15 @@ def read_kubeconfig_secret(config: dict, secret: dict, *, sleep=time.sleep, cloc
     """
     # imported here: the kubernetes client is slow to import and only Secret sources need it
     from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
-    from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import require_kubernetes
-
-    require_kubernetes()
-    from kubernetes.client import CoreV1Api  # pylint: disable=import-outside-toplevel
+    from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiSession
 
     name, namespace, key, timeout = secret["name"], secret["namespace"], secret["key"], secret["timeout"]
     where = f"Secret {namespace}/{name}"
     deadline = clock() + timeout
     with api_client(config) as api:
-        core = CoreV1Api(api)
+        session = ApiSession(api)
         while True:
-            found = _read_secret(core, name, namespace, where)
+            found = _read_secret(session, name, namespace, where)
             if found is not None:
                 return _decode_value(found, key, where)
             remaining = deadline - clock()
@@ -46,25 +44,23 @@ def read_kubeconfig_secret(config: dict, secret: dict, *, sleep=time.sleep, cloc
             sleep(min(POLL_SECONDS, remaining))
 
 
-def _read_secret(core, name: str, namespace: str, where: str):
-    from kubernetes.client.exceptions import ApiException
-    from urllib3.exceptions import HTTPError as Urllib3Error
+def _read_secret(session, name: str, namespace: str, where: str):
+    from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError, TransportError
 
     try:
-        return core.read_namespaced_secret(name, namespace)
-    except ApiException as exc:
+        return session.get(f"/api/v1/namespaces/{quote(namespace, safe='')}/secrets/{quote(name, safe='')}")
+    except ApiError as exc:
         if exc.status in MISSING_STATUSES:
             return None
         if exc.status in (401, 403):
             raise PhasekitError(f"not allowed to read {where} (HTTP {exc.status} {exc.reason})") from None
         raise PhasekitError(f"cannot read {where}: HTTP {exc.status} {exc.reason}") from None
-    except (Urllib3Error, OSError) as exc:
-        reason = getattr(exc, "reason", None) or exc
-        raise PhasekitError(f"cannot reach the API server to read {where}: {reason}") from None
+    except TransportError as exc:
+        raise PhasekitError(f"cannot reach the API server to read {where}: {exc}") from None
 
 
-def _decode_value(found, key: str, where: str) -> bytes:
-    data = found.data or {}
+def _decode_value(found: dict, key: str, where: str) -> bytes:
+    data = found.get("data") or {}
     if key not in data:
         keys = ", ".join(sorted(data)) or "none"
         raise PhasekitError(f"{where} has no key {key!r}; its keys: {keys}")

@@ -139,6 +139,9 @@ def _check_url(value, here):
     parts = urlsplit(value)
     if parts.scheme != "https" or not parts.netloc:
         raise PhasekitError(f"{here}: only https:// URLs are accepted, got {safe_url(value)}")
+    if parts.username or parts.password:
+        raise PhasekitError(f"{here}: credentials in the URL (user:password@) are not sent; give them in headers "
+                            f"(for example Authorization), got {safe_url(value)}")
     return value
 
 
@@ -223,12 +226,22 @@ def describe_secret(secret: dict) -> str:
 
 
 def split_path_list(text: str) -> list[str]:
-    """A KUBECONFIG-style list as kubectl reads it: split, deduplicated, empty entries dropped."""
+    """A KUBECONFIG-style list as kubectl reads it: split, deduplicated, empty entries dropped; ``~`` is
+    not expanded (kubectl leaves it to the shell, which does not expand it after a ``:``)."""
     seen = []
     for entry in text.split(os.pathsep):
         if entry and entry not in seen:
             seen.append(entry)
-    return [os.path.expanduser(entry) for entry in seen]
+    return seen
+
+
+def source_paths(spec: SourceSpec, text: str) -> list[str]:
+    """The files of a path or env source. A single path written in YAML (``path: ~/.kube/x``) has ``~``
+    expanded, as Ansible users expect of a path; a list and ``$KUBECONFIG`` are taken as kubectl takes them."""
+    entries = split_path_list(text)
+    if spec.kind == "path" and os.pathsep not in text:
+        return [os.path.expanduser(entry) for entry in entries]
+    return entries
 
 
 def expand_source(spec: SourceSpec, environ) -> list[SourceUnit]:
@@ -242,7 +255,7 @@ def expand_source(spec: SourceSpec, environ) -> list[SourceUnit]:
             if not text:
                 raise PhasekitError(f"the environment variable {variable} is not set", where=spec.label())
         return [SourceUnit(spec, Origin(spec.index, spec.kind, entry, path=entry, variable=variable))
-                for entry in split_path_list(text)]
+                for entry in source_paths(spec, text)]
     path = os.path.expanduser(spec.value) if spec.kind in ("sops", "vault") else None
     location = path if path else spec.location()
     return [SourceUnit(spec, Origin(spec.index, spec.kind, location, path=path))]

@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
@@ -27,6 +29,36 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.redact im
 
 FILE_MODE = 0o600
 CONFLICT_CHOICES = ("keep", "replace")
+LOCK_TIMEOUT = 60.0
+LOCK_POLL = 0.02
+
+
+@contextmanager
+def kubeconfig_lock(path: str, timeout: float = LOCK_TIMEOUT):
+    """Hold ``PATH.lock`` while a kubeconfig file is read, merged and replaced: the lock file kubectl
+    (client-go's ModifyConfig) creates for the same purpose, so parallel hosts - and kubectl itself - take
+    turns instead of losing each other's entries. Created exclusively, removed afterwards."""
+    lock = f"{path}.lock"
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            descriptor = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)
+            break
+        except FileExistsError:
+            if time.monotonic() >= deadline:
+                raise PhasekitError(f"{path}: still locked by {lock} after {timeout:g}s (another writer, or a "
+                                    f"stale lock left by a killed process: remove {lock} if nothing writes)") from None
+            time.sleep(LOCK_POLL)
+        except OSError as exc:
+            raise PhasekitError(f"{path}: cannot create the lock file {lock}: {exc.strerror}") from None
+    os.close(descriptor)
+    try:
+        yield
+    finally:
+        try:
+            os.unlink(lock)
+        except FileNotFoundError:
+            pass
 
 
 @dataclass(frozen=True)
@@ -123,13 +155,22 @@ def _plan(path: str, before: dict | None, after: dict) -> WritePlan:
                      mode_changed=mode is not None and mode != FILE_MODE)
 
 
-def apply_write(plan: WritePlan) -> None:
-    """Carry out a plan: a new file is written next to the old one and renamed over it."""
+def apply_write(plan: WritePlan, *, create_directory: bool = True) -> None:
+    """Carry out a plan: a new file is written next to the old one and renamed over it.
+
+    A symlink is written through, as kubectl does: the file it points at is replaced, the link stays.
+    Without ``create_directory`` a missing directory is an error (``dest``); ``merge_into`` creates it,
+    as kubectl does for its kubeconfig.
+    """
+    target = os.path.realpath(plan.path)
+    directory = os.path.dirname(target)
+    if not create_directory and not os.path.isdir(directory):
+        raise PhasekitError(f"{plan.path}: the directory {directory} does not exist")
     try:
         if plan.content_changed:
-            write_atomically(plan.path, render_kubeconfig(plan.after))
+            write_atomically(target, render_kubeconfig(plan.after))
         elif plan.mode_changed:
-            os.chmod(plan.path, FILE_MODE)
+            os.chmod(target, FILE_MODE)
     except OSError as exc:
         raise PhasekitError(f"{plan.path}: cannot write: {exc.strerror}") from None
 

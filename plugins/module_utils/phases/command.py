@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import subprocess
-import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.private_files import private_directory
 
 SHELL = "/bin/sh"
 
@@ -42,15 +41,12 @@ COMMAND_SPEC = {
 @contextmanager
 def kubeconfig_file(config: dict):
     """Yield the path of a 0600 file holding ``config``; the file and its directory are gone afterwards."""
-    directory = tempfile.mkdtemp(prefix="phasekit-kubeconfig-")  # mode 0700
-    try:
+    with private_directory("phasekit-kubeconfig-") as directory:
         path = os.path.join(directory, "kubeconfig")
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
             yaml_io.safe_dump(config, handle)
         yield path
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
 
 
 @dataclass

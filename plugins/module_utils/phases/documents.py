@@ -47,6 +47,8 @@ def read_paths(paths: list[str], base_dir: str) -> list[RawDocument]:
             documents.extend(_read_file(path, given))
         else:
             raise PhasekitError(f"phase documents {given}: no such file or directory ({path})")
+    if not documents:
+        raise PhasekitError(f"phase documents {', '.join(paths)}: no documents in them (empty files?)")
     return documents
 
 
@@ -59,10 +61,11 @@ def inline_documents(value, base_dir: str) -> list[RawDocument]:
 
 def _read_file(path: str, shown: str) -> list[RawDocument]:
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except (OSError, UnicodeDecodeError) as exc:
+        text = yaml_io.read_text_file(path, "phase file")
+    except OSError as exc:
         raise PhasekitError(f"{shown}: cannot read: {exc}") from None
+    except PhasekitError as err:
+        raise PhasekitError(f"{shown}: {err}") from None
     contents = yaml_io.load_all(text, shown)
     base = os.path.dirname(os.path.abspath(path))
     return [RawDocument(content, Origin(shown, number), base)

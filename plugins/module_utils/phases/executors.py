@@ -17,8 +17,11 @@ from dataclasses import dataclass, field
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import COMMAND_SPEC
 
+HIDDEN = "***"
+ALL_OPTIONS = "*"
 SOURCE_REQUIRED = "required"
 SOURCE_OPTIONAL = "optional"
 SOURCE_NONE = "none"
@@ -36,6 +39,22 @@ class Executor:
     source: str = SOURCE_NONE
     inline_source: bool = False            # source may be inline objects (a list or a mapping)
     spec: dict | None = field(default=None)
+    secret_options: tuple = ()             # options whose values are never shown (ALL_OPTIONS: every one)
+    check: object = None                   # options -> None; raises PhasekitError on values the spec cannot judge
+
+    def shown_options(self, options: dict) -> dict:
+        """The options as plans show them: values that may hold secrets (a command's env and stdin, the free-form
+        options of a task file) replaced by ``***``, their keys kept."""
+        hidden = set(options) if ALL_OPTIONS in self.secret_options else set(self.secret_options)
+        shown = {}
+        for key, value in options.items():
+            if key not in hidden:
+                shown[key] = value
+            elif isinstance(value, dict):
+                shown[key] = {name: HIDDEN for name in value}
+            else:
+                shown[key] = HIDDEN
+        return shown
 
     def check_options(self, options: dict, base_dir: str) -> tuple[dict, list[str]]:
         """Options converted to their types (relative paths made absolute), and error messages."""
@@ -56,6 +75,11 @@ class Executor:
         if unknown:
             errors.insert(0, f"unsupported options: {', '.join(unknown)}; supported options are: "
                              f"{', '.join(sorted(argument_spec)) or 'none'}")
+        if not errors and self.check is not None:
+            try:
+                self.check(result.validated_parameters)
+            except PhasekitError as err:
+                errors.append(str(err))
         checked = {}
         for key in options:
             if key not in argument_spec:
@@ -74,14 +98,17 @@ KUBECONFIG_SPEC = {
 }
 
 
-def executor_registry(apply_spec: dict | None = None, wait_spec: dict | None = None) -> dict[str, Executor]:
-    """Every executor by name. ``apply_spec``/``wait_spec``: the actions' argument specs (``None``: any options)."""
+def executor_registry(apply_spec: dict | None = None, wait_spec: dict | None = None, apply_check=None,
+                      wait_check=None) -> dict[str, Executor]:
+    """Every executor by name. ``apply_spec``/``wait_spec``: the actions' argument specs (``None``: any options);
+    ``apply_check``/``wait_check``: their checks of values a spec cannot judge (wait timeouts, conditions)."""
     executors = [
-        Executor("apply", SOURCE_REQUIRED, True, phase_options(apply_spec)),
-        Executor("wait", SOURCE_REQUIRED, True, phase_options(wait_spec)),
+        Executor("apply", SOURCE_REQUIRED, True, phase_options(apply_spec), check=apply_check),
+        Executor("wait", SOURCE_REQUIRED, True, phase_options(wait_spec), check=wait_check),
         Executor("kubeconfig", SOURCE_NONE, False, KUBECONFIG_SPEC),
-        Executor("command", SOURCE_OPTIONAL, False, COMMAND_SPEC),
-        Executor("tasks", SOURCE_REQUIRED, False, None),     # options: free-form, for the user's task file
+        Executor("command", SOURCE_OPTIONAL, False, COMMAND_SPEC, secret_options=("env", "stdin")),
+        # options: free-form, for the user's task file
+        Executor("tasks", SOURCE_REQUIRED, False, None, secret_options=(ALL_OPTIONS,)),
     ]
     return {executor.name: executor for executor in executors}
 

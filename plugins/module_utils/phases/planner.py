@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import redact
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import RawDocument
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.executors import Executor
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.inventory import Inventory
@@ -37,9 +38,16 @@ class PlannedPhase:
     def selected(self) -> bool:
         return self.reason is None
 
-    def to_dict(self) -> dict:
-        """The phase as the action returns it and the role consumes it."""
+    def to_dict(self, shown: dict[str, Executor] | None = None) -> dict:
+        """The phase as the actions use it; with ``shown`` (the executors) as a result may show it: inline
+        Secret objects and secret options (see ``Executor.shown_options``) hidden."""
         phase = self.phase
+        source = phase.source_path if phase.source_path is not None else phase.source
+        options = phase.options
+        if shown is not None:
+            source = shown_source(source)
+            executor = shown.get(phase.executor)
+            options = executor.shown_options(options) if executor is not None else options
         return {
             "name": phase.full_name,
             "short_name": phase.name,
@@ -52,12 +60,23 @@ class PlannedPhase:
             "cluster_hosts": list(self.placement.cluster_hosts),
             "parents": dict(self.placement.parents),
             "executor": phase.executor,
-            "source": phase.source_path if phase.source_path is not None else phase.source,
-            "options": phase.options,
+            "source": source,
+            "options": options,
             "origin": phase.origin.label(),
             "selected": self.selected,
             "reason": self.reason,
         }
+
+
+def shown_source(source):
+    """An inline source as results show it: Secret values hidden (a path is shown as it is)."""
+    if isinstance(source, dict):
+        return redact(source)
+    if isinstance(source, list):
+        return [redact(item) if isinstance(item, dict) else item for item in source]
+    if isinstance(source, str) and "\n" in source:
+        return f"(inline YAML, {len(source)} characters)"  # documents as text: may hold a Secret
+    return source
 
 
 @dataclass

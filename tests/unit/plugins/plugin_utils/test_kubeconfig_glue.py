@@ -63,7 +63,7 @@ def inline(context="x", cluster="c", user="u", token="tok-s3cr3t"):
 
 def test_remembered_resolution_is_reused_only_for_the_same_request(tmp_path):
     vault_file = str(tmp_path / "k.vault")
-    (tmp_path / "k.vault").write_text("encrypted")
+    (tmp_path / "k.vault").write_text("$ANSIBLE_VAULT;1.1;AES256\n3132\n")
     sources = {"vault": vault_file}
     first = glue.HostResolver(FakeLoader({vault_file: yaml.safe_dump(inline())}), None, {}).resolve(
         "h", host(kube_kubeconfig=sources, kube_context="x"), {})

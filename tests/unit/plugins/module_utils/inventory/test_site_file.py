@@ -32,7 +32,7 @@ def test_site_file_becomes_hosts_in_order():
 
 @pytest.mark.parametrize("data, message", [
     ({"hosts": {}}, "single key 'clusters'; found hosts"),
-    ([], "single key 'clusters'; found list"),
+    ([], "single key 'clusters'; found a list"),
     ({"clusters": ["a"]}, "'clusters' must map cluster names"),
     ({"clusters": {"a": "kc.yaml"}}, "clusters.a: expected a mapping with kubeconfig"),
     ({"clusters": {"a": {"kubeconfigs": "x"}}}, "clusters.a: unknown field.s. kubeconfigs; expected kubeconfig"),

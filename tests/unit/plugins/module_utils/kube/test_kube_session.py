@@ -143,3 +143,44 @@ def test_describe_api_error(error, force_hint, expected):
 ], ids=["core-object", "group-collection", "cluster-scoped"])
 def test_object_path(resource, namespace, name, path):
     assert object_path(resource, namespace, name) == path
+
+
+# ---------------------------------------------------------------- impersonation (client-go's as, as-groups, ...)
+
+def user_config(**user):
+    return {"users": [{"name": "u", "user": {"token": "t", **user}}]}
+
+
+@pytest.mark.parametrize("user, expected", [
+    ({}, []),
+    ({"as": "nobody"}, [("Impersonate-User", "nobody")]),
+    ({"as": "jane", "as-uid": "42", "as-groups": ["dev", "ops"]},
+     [("Impersonate-User", "jane"), ("Impersonate-Uid", "42"), ("Impersonate-Group", "dev"),
+      ("Impersonate-Group", "ops")]),
+    ({"as": "jane", "as-user-extra": {"scopes": ["a", "b"], "acme.com/project": ["x"]}},
+     [("Impersonate-User", "jane"), ("Impersonate-Extra-acme.com%2Fproject", "x"),
+      ("Impersonate-Extra-scopes", "a"), ("Impersonate-Extra-scopes", "b")]),
+], ids=["none", "as", "uid-and-one-header-per-group", "one-header-per-extra-value-key-escaped"])
+def test_impersonation_headers(user, expected):
+    from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import impersonation_headers
+    assert impersonation_headers(user_config(**user)) == expected
+
+
+@pytest.mark.parametrize("user", [{"as-groups": ["dev"]}, {"as-uid": "1"}, {"as-user-extra": {"k": ["v"]}}],
+                         ids=["groups", "uid", "extra"])
+def test_impersonation_without_a_user_is_refused_like_kubectl(user):
+    from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import impersonation_headers
+    with pytest.raises(PhasekitError, match="without impersonating a user"):
+        impersonation_headers(user_config(**user))
+
+
+def test_every_request_sends_the_impersonation_headers_one_line_each():
+    pool = FakePool([Raw(200, {"kind": "ConfigMap"})])
+    client = FakeApiClient(pool)
+    client.phasekit_impersonation = [("Impersonate-User", "jane"), ("Impersonate-Group", "dev"),
+                                     ("Impersonate-Group", "ops")]
+    ApiSession(client).get("/api/v1/namespaces/default/configmaps/a")
+    headers = pool.requests[0][2]["headers"]
+    assert headers["Impersonate-User"] == "jane"
+    assert headers.getlist("Impersonate-Group") == ["dev", "ops"]
+    assert headers["authorization"] == "Bearer t0ken"

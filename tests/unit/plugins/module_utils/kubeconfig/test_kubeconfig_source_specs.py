@@ -75,8 +75,16 @@ def test_split_path_list_like_kubectl(text, expected):
     assert split_path_list(text) == expected
 
 
-def test_split_path_list_expands_home():
-    assert split_path_list("~/.kube/config") == [os.path.expanduser("~/.kube/config")]
+@pytest.mark.parametrize("written, environ, expected", [
+    ({"path": "~/.kube/config"}, {}, [os.path.expanduser("~/.kube/config")]),
+    ({"path": "~/a:~/b"}, {}, ["~/a", "~/b"]),
+    ({"env": "KUBECONFIG"}, {"KUBECONFIG": "~/a"}, ["~/a"]),
+    ({"env": "KUBECONFIG"}, {"KUBECONFIG": "/x/a:~/b"}, ["/x/a", "~/b"]),
+], ids=["single-yaml-path-expands-home", "path-list-as-kubectl", "env-as-kubectl", "env-list-as-kubectl"])
+def test_tilde_is_expanded_only_in_a_single_path(written, environ, expected):
+    from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.sources import expand_source
+    spec = normalize_sources(written, "task parameter kubeconfig")[0]
+    assert [unit.origin.path for unit in expand_source(spec, environ)] == expected
 
 
 @pytest.mark.parametrize("url, shown", [

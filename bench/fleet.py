@@ -1,0 +1,355 @@
+#!/usr/bin/env python3
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""Benchmark: a plan over a fleet of cluster hosts, per-phase overhead, and the API server's floor.
+
+Scenarios (all on the local clusters, in fresh namespaces, tools taking turns):
+
+- fleet: a 4-phase plan (each phase applies 10 ConfigMaps) over N cluster hosts (N contexts over
+  the local API servers, each with a namespace of its own, and its own cluster and user entry, so
+  nothing is shared between hosts that real clusters would not share). First run and re-run, for
+  ``phasekit.kube.run`` (``-f 10``), a shell loop of ``kubectl apply --server-side --context X`` over
+  the phases and contexts, and a ``kubernetes.core.k8s`` task per phase over the hosts (``-f 10``).
+  Times are the whole command (``ansible-playbook`` start-up included: it is what a user waits for).
+- overhead: one host, a plan of 20 no-op apply phases, minus the same playbook with zero phases.
+- floor: 1000 ConfigMaps, first apply: raw server-side apply PATCHes over 16 keep-alive connections
+  (a small client, the floor), ``phasekit.kube.apply`` (the task's own time), ``kubectl apply --server-side``.
+- large: 500 cluster hosts x 10 phases (phasekit only), first run and re-run.
+
+Usage: python bench/fleet.py [--sizes 1,10,60,200] [--rounds 3] [--core-max-hosts 60] [--skip large]
+Prints Markdown tables and writes them with the raw figures under bench/results/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import urllib3
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run import CACHE, REPO, VENV_BIN, collections_root, config_maps, kubernetes_core_collections, tools_bin  # noqa: E402
+
+API = "phasekit.dev/v1alpha1"
+CLUSTERS = ("ephemeral", "target")
+PHASES = 4
+PER_PHASE = 10
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+class Bench:
+    def __init__(self, work: Path, env: dict, core: Path | None):
+        self.work, self.env, self.core = work, env, core
+        self.collections = collections_root(work)
+        self.admin = {name: yaml.safe_load((CACHE / "clusters" / name / "admin.kubeconfig").read_text())
+                      for name in CLUSTERS}
+
+    # ------------------------------------------------------------ helpers
+
+    def run(self, argv: list, env: dict | None = None, cwd: Path | None = None) -> float:
+        began = time.perf_counter()
+        done = subprocess.run(argv, env=env or self.env, capture_output=True, text=True, cwd=cwd, check=False)
+        elapsed = time.perf_counter() - began
+        if done.returncode != 0:
+            raise SystemExit(f"bench: {' '.join(argv[:6])} failed:\n{done.stdout[-4000:]}\n{done.stderr[-3000:]}")
+        return elapsed
+
+    def ansible_env(self, **extra) -> dict:
+        return dict(self.env, ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_NOCOLOR="1",
+                    ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0",
+                    ANSIBLE_HOST_KEY_CHECKING="0", ANSIBLE_RETRY_FILES_ENABLED="0", **extra)
+
+    def kubectl(self, cluster: str, *args, stdin: str | None = None, check: bool = True):
+        kubeconfig = CACHE / "clusters" / cluster / "admin.kubeconfig"
+        subprocess.run(["kubectl", "--kubeconfig", str(kubeconfig), *args], input=stdin, env=self.env,
+                       capture_output=True, text=True, check=check)
+
+    def fleet_kubeconfig(self, path: Path, hosts: list[str], namespaces: dict[str, str]) -> None:
+        """One context per host, each with its own cluster and user entry (copies of the admin ones)."""
+        config = {"apiVersion": "v1", "kind": "Config", "clusters": [], "users": [], "contexts": []}
+        for index, host in enumerate(hosts):
+            cluster = CLUSTERS[index % len(CLUSTERS)]
+            admin = self.admin[cluster]
+            config["clusters"].append({"name": f"{host}-cluster", "cluster": admin["clusters"][0]["cluster"]})
+            config["users"].append({"name": f"{host}-user", "user": admin["users"][0]["user"]})
+            config["contexts"].append({"name": host, "context": {
+                "cluster": f"{host}-cluster", "user": f"{host}-user", "namespace": namespaces[host]}})
+        path.write_text(yaml.safe_dump(config))
+        path.chmod(0o600)
+
+    def create_namespaces(self, hosts: list[str], namespaces: dict[str, str]) -> None:
+        by_cluster = {name: [] for name in CLUSTERS}
+        for index, host in enumerate(hosts):
+            by_cluster[CLUSTERS[index % len(CLUSTERS)]].append(
+                {"apiVersion": "v1", "kind": "Namespace",
+                 "metadata": {"name": namespaces[host], "labels": {"bench": "phasekit-fleet"}}})
+        for cluster, docs in by_cluster.items():
+            if docs:
+                self.kubectl(cluster, "apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
+
+    def cleanup(self) -> None:
+        """Delete what a scenario made and wait until it is gone: the next measurement gets an idle server."""
+        for cluster in CLUSTERS:
+            self.kubectl(cluster, "delete", "namespace", "-l", "bench=phasekit-fleet", "--wait=false")
+        for cluster in CLUSTERS:
+            self.kubectl(cluster, "wait", "--for=delete", "namespace", "-l", "bench=phasekit-fleet", "--timeout=600s",
+                         check=False)  # nothing left to wait for is an error to kubectl
+
+    def site(self, tool: str, size: int, phases: int, per_phase: int) -> dict:
+        """Namespaces, kubeconfig, phase bundles and inventory for one tool and fleet size."""
+        tag = f"{tool}-{size}-{uuid.uuid4().hex[:4]}"
+        root = self.work / tag
+        (root / "manifests").mkdir(parents=True)
+        hosts = [f"c{i:03d}" for i in range(size)]
+        namespaces = {host: f"bf-{tag}-{host}" for host in hosts}
+        self.create_namespaces(hosts, namespaces)
+        kubeconfig = root / "fleet.kubeconfig"
+        self.fleet_kubeconfig(kubeconfig, hosts, namespaces)
+        bundles = []
+        for number in range(phases):
+            objects = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"p{number:02d}-{i:02d}"},
+                        "data": {"phase": str(number), "payload": "x" * 64}} for i in range(per_phase)]
+            path = root / "manifests" / f"p{number:02d}.yaml"
+            path.write_text(yaml.safe_dump_all(objects))
+            bundles.append(path)
+        documents = [{"apiVersion": API, "kind": "Phase", "metadata": {"name": f"p{number:02d}"},
+                      "spec": {"cluster": "all", "executor": "apply", "source": f"../manifests/p{number:02d}.yaml"}}
+                     for number in range(phases)]
+        (root / "phases").mkdir()
+        (root / "phases" / "plan.yaml").write_text(yaml.safe_dump_all(documents))
+        inventory = {"all": {"vars": {"ansible_connection": "local", "kube_kubeconfig": str(kubeconfig),
+                                      "kube_context": "{{ inventory_hostname }}"},
+                             "hosts": {host: {"fleet_namespace": namespaces[host]} for host in hosts}}}
+        (root / "inventory.yml").write_text(yaml.safe_dump(inventory))
+        return {"root": root, "hosts": hosts, "kubeconfig": kubeconfig, "bundles": bundles,
+                "phase_names": [f"p{number:02d}" for number in range(phases)]}
+
+    # ------------------------------------------------------------ tools
+
+    def phasekit_plan(self, site: dict, *extra) -> float:
+        env = self.ansible_env(ANSIBLE_COLLECTIONS_PATH=str(self.collections))
+        return self.run([str(VENV_BIN / "ansible-playbook"), "phasekit.kube.run", "-i", str(site["root"] / "inventory.yml"),
+                         "-f", "10", "-e", "plan_show_plan=false", *extra], env=env, cwd=site["root"])
+
+    def kubectl_loop(self, site: dict) -> float:
+        script = ("set -e\nfor bundle in " + " ".join(str(b) for b in site["bundles"]) + "; do\n"
+                  "  for ctx in " + " ".join(site["hosts"]) + "; do\n"
+                  f"    kubectl --kubeconfig {site['kubeconfig']} --context \"$ctx\" apply --server-side -f \"$bundle\" >/dev/null\n"
+                  "  done\ndone\n")
+        return self.run(["bash", "-c", script])
+
+    def kubernetes_core(self, site: dict) -> float:
+        tasks = [{"name": f"phase {bundle.stem}", "kubernetes.core.k8s": {
+            "kubeconfig": str(site["kubeconfig"]), "context": "{{ inventory_hostname }}", "src": str(bundle),
+            "namespace": "{{ fleet_namespace }}",  # it does not default to the context's namespace
+            "apply": True, "server_side_apply": {"field_manager": "bench"}}} for bundle in site["bundles"]]
+        playbook = site["root"] / "core.yml"
+        playbook.write_text(yaml.safe_dump([{"hosts": "all", "gather_facts": False, "tasks": tasks}]))
+        env = self.ansible_env(ANSIBLE_COLLECTIONS_PATH=str(self.core))  # its modules run with the kubernetes client here
+        return self.run([str(VENV_BIN / "ansible-playbook"), str(playbook), "-i",
+                         str(site["root"] / "inventory.yml"), "-f", "10"], env=env)
+
+    # ------------------------------------------------------------ scenarios
+
+    def fleet(self, sizes: list[int], core_max: int) -> list[dict]:
+        rows = []
+        for size in sizes:
+            row = {"hosts": size}
+            for tool in ("phasekit", "kubectl", "core"):
+                if tool == "core" and (self.core is None or size > core_max):
+                    continue
+                site = self.site(tool, size, PHASES, PER_PHASE)
+                runner = {"phasekit": self.phasekit_plan, "kubectl": self.kubectl_loop,
+                          "core": self.kubernetes_core}[tool]
+                row[f"{tool}_first"] = runner(site)
+                row[f"{tool}_rerun"] = runner(site)
+                print(f"bench fleet: {size} hosts, {tool}: first {row[f'{tool}_first']:.2f}s, "
+                      f"re-run {row[f'{tool}_rerun']:.2f}s", file=sys.stderr)
+            rows.append(row)
+            self.cleanup()
+        return rows
+
+    def overhead(self, rounds: int, phases: int = 20) -> dict:
+        site = self.site("overhead", 1, phases, 1)
+        self.phasekit_plan(site)  # creates the objects: every later run is a no-op
+        full, empty = [], []
+        skip_all = ",".join(site["phase_names"])
+        for _ in range(rounds):
+            full.append(self.phasekit_plan(site))
+            empty.append(self.phasekit_plan(site, "-e", f"skip={skip_all}"))
+        self.cleanup()
+        return {"phases": phases, "with_phases": full, "zero_phases": empty,
+                "per_phase": (median(full) - median(empty)) / phases}
+
+    def floor(self, rounds: int, count: int = 1000) -> list[dict]:
+        results = []
+        for round_no in range(rounds):
+            row = {}
+            for tool in ("raw", "phasekit", "kubectl"):
+                ns = f"bf-floor-{tool}-{round_no}-{uuid.uuid4().hex[:4]}"
+                self.create_namespaces(["x"], {"x": ns})
+                objects = config_maps(ns, count)
+                path = self.work / f"{ns}.yaml"
+                path.write_text(yaml.safe_dump_all(objects))
+                row[tool] = getattr(self, f"floor_{tool}")(objects, path, ns)
+            print(f"bench floor: round {round_no + 1}: raw {row['raw']:.2f}s, phasekit {row['phasekit']:.2f}s, "
+                  f"kubectl {row['kubectl']:.2f}s", file=sys.stderr)
+            results.append(row)
+        self.cleanup()
+        return results
+
+    def floor_raw(self, objects: list, _path: Path, _ns: str) -> float:
+        """The floor: server-side apply PATCHes of every object over 16 keep-alive connections."""
+        admin = self.admin["ephemeral"]
+        cluster, user = admin["clusters"][0]["cluster"], admin["users"][0]["user"]
+        context = ssl.create_default_context(cafile=cluster["certificate-authority"])
+        context.load_cert_chain(user["client-certificate"], user["client-key"])
+        pool = urllib3.PoolManager(maxsize=16, ssl_context=context)
+        server = cluster["server"]
+        headers = {"Content-Type": "application/apply-patch+yaml", "Accept": "application/json"}
+        bodies = [(f"{server}/api/v1/namespaces/{obj['metadata']['namespace']}/configmaps/{obj['metadata']['name']}"
+                   "?fieldManager=floor", json.dumps(obj).encode()) for obj in objects]
+        errors = []
+
+        def patch(item):
+            response = pool.request("PATCH", item[0], body=item[1], headers=headers)
+            if response.status >= 300:
+                errors.append(response.status)
+
+        began = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=16) as workers:
+            list(workers.map(patch, bodies))
+        elapsed = time.perf_counter() - began
+        pool.clear()
+        if errors:
+            raise SystemExit(f"bench: raw floor: {len(errors)} errors, e.g. HTTP {errors[0]}")
+        return elapsed
+
+    def floor_phasekit(self, _objects: list, path: Path, ns: str) -> float:
+        timings = self.work / f"{ns}.timings.json"
+        playbook = self.work / f"{ns}.yml"
+        kubeconfig = CACHE / "clusters" / "ephemeral" / "admin.kubeconfig"
+        playbook.write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": [
+            {"name": "apply", "phasekit.kube.apply": {"kubeconfig": str(kubeconfig), "context": "ephemeral",
+                                                      "src": str(path), "namespace": ns}}]}]))
+        env = self.ansible_env(ANSIBLE_COLLECTIONS_PATH=str(self.collections),
+                               ANSIBLE_CALLBACK_PLUGINS=str(REPO / "bench/callback_plugins"),
+                               ANSIBLE_CALLBACKS_ENABLED="bench_timings", BENCH_TIMINGS=str(timings))
+        self.run([str(VENV_BIN / "ansible-playbook"), str(playbook)], env=env)
+        return json.loads(timings.read_text())[0]["seconds"]
+
+    def floor_kubectl(self, _objects: list, path: Path, _ns: str) -> float:
+        kubeconfig = CACHE / "clusters" / "ephemeral" / "admin.kubeconfig"
+        return self.run(["kubectl", "--kubeconfig", str(kubeconfig), "apply", "--server-side", "-f", str(path)])
+
+    def large(self, hosts: int = 500, phases: int = 10) -> dict:
+        site = self.site("large", hosts, phases, 1)
+        first = self.phasekit_plan(site)
+        rerun = self.phasekit_plan(site)
+        self.cleanup()
+        return {"hosts": hosts, "phases": phases, "first": first, "rerun": rerun}
+
+
+# ---------------------------------------------------------------- report
+
+def fmt(value) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
+def ratio(theirs, ours) -> str:
+    return "–" if theirs is None or ours is None else f"{theirs / ours:.1f}x"
+
+
+def report(results: dict) -> str:
+    out = []
+    fleet = results.get("fleet")
+    if fleet:
+        base = fleet[0]
+        out += ["| hosts | step | phasekit (s) | vs 1 host | kubectl loop (s) | x vs kubectl | kubernetes.core (s) "
+                "| x vs k8s |", "|---:|---|---:|---:|---:|---:|---:|---:|"]
+        for row in fleet:
+            for step in ("first", "rerun"):
+                ours = row.get(f"phasekit_{step}")
+                out.append(f"| {row['hosts']} | {'first run' if step == 'first' else 're-run'} | {fmt(ours)} "
+                           f"| {ratio(ours, base.get(f'phasekit_{step}'))} | {fmt(row.get(f'kubectl_{step}'))} "
+                           f"| {ratio(row.get(f'kubectl_{step}'), ours)} | {fmt(row.get(f'core_{step}'))} "
+                           f"| {ratio(row.get(f'core_{step}'), ours)} |")
+        out.append("")
+    overhead = results.get("overhead")
+    if overhead:
+        out += [f"Per-phase overhead (1 host, {overhead['phases']} no-op apply phases minus zero phases, medians): "
+                f"{median(overhead['with_phases']):.2f}s - {median(overhead['zero_phases']):.2f}s = "
+                f"**{overhead['per_phase'] * 1000:.0f} ms a phase**", ""]
+    floor = results.get("floor")
+    if floor:
+        raw, ours, theirs = (median([r[t] for r in floor]) for t in ("raw", "phasekit", "kubectl"))
+        out += ["| 1000 ConfigMaps, first apply | seconds (median) | vs the floor |", "|---|---:|---:|",
+                f"| raw SSA PATCHes, 16 keep-alive connections (floor) | {raw:.2f} | 1.00x |",
+                f"| phasekit.kube.apply (task time) | {ours:.2f} | {ours / raw:.2f}x |",
+                f"| kubectl apply --server-side | {theirs:.2f} | {theirs / raw:.2f}x |",
+                "", f"phasekit vs kubectl: **{median([r['kubectl'] / r['phasekit'] for r in floor]):.1f}x** faster "
+                    "(median of per-round ratios)", ""]
+    large = results.get("large")
+    if large:
+        out += [f"{large['hosts']} cluster hosts x {large['phases']} phases: first run {large['first']:.1f}s, "
+                f"re-run {large['rerun']:.1f}s", ""]
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1,10,60,200")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--core-max-hosts", type=int, default=60)
+    parser.add_argument("--skip", default="", help="comma-separated scenarios to skip: fleet,overhead,floor,large")
+    args = parser.parse_args(argv)
+    skip = set(filter(None, args.skip.split(",")))
+    bin_dir = tools_bin()
+    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{VENV_BIN}{os.pathsep}{os.environ['PATH']}")
+    env.pop("KUBECONFIG", None)
+    subprocess.run([sys.executable, str(REPO / "hack/clusters.py"), "up", *CLUSTERS], check=True, env=env,
+                   capture_output=True, text=True)
+    core = None if "fleet" in skip else kubernetes_core_collections()
+    results = {"date": time.strftime("%Y-%m-%d %H:%M"), "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+               "python": platform.python_version()}
+    with tempfile.TemporaryDirectory(prefix="phasekit-fleet-bench-") as tmp:
+        bench = Bench(Path(tmp), env, core)
+        try:
+            if "floor" not in skip:
+                results["floor"] = bench.floor(args.rounds)
+            if "overhead" not in skip:
+                results["overhead"] = bench.overhead(args.rounds)
+            if "fleet" not in skip:
+                results["fleet"] = bench.fleet([int(s) for s in args.sizes.split(",")], args.core_max_hosts)
+            if "large" not in skip:
+                results["large"] = bench.large()
+        finally:
+            bench.cleanup()
+    text = report(results)
+    out_dir = REPO / "bench" / "results" / time.strftime("%Y%m%d-%H%M%S")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "fleet.md").write_text(text + "\n")
+    (out_dir / "fleet.json").write_text(json.dumps(results, indent=1))
+    print(text)
+    print(f"bench: written to {out_dir}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

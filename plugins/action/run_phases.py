@@ -1,0 +1,137 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""Action phasekit.kube.run_phases: run planned phases on all their cluster hosts from one controller task.
+
+Thin: the order, barriers and records are ``module_utils.phases.runner``'s, the
+executors ``module_utils.phases.builtin``'s, cluster access ``plugin_utils.fleet``'s.
+Runs once (``run_once: true``) for the whole play; each cluster's outcome is
+returned per host, and the plan role turns failed ones into failed hosts.
+"""
+
+from __future__ import annotations
+
+import difflib
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+
+from ansible import context
+from ansible.utils.display import Display
+
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import (
+    REQUEST_BUDGET, RUN, STATUS, VALIDATE, BuiltinExecutors)
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import (
+    CHANGED, DEFAULT_CLUSTER_CONCURRENCY, FAILED, OK, TASKS_EXECUTOR, run_phases)
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.plugin_utils.action import PhasekitAction
+from ansible_collections.phasekit.kube.plugins.plugin_utils.fleet import Fleet, remembered_by_host
+from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import REMEMBERED_VAR, RESOLUTIONS_KEY
+from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import (
+    PLAN_SOURCE_MUTUALLY_EXCLUSIVE, PLAN_SOURCE_REQUIRED_ONE_OF, PLAN_SOURCE_SPEC, plan_for_task)
+
+ARGUMENT_SPEC = {
+    **PLAN_SOURCE_SPEC,
+    "phases": {"type": "list", "elements": "str"},
+    "mode": {"type": "str", "choices": [RUN, VALIDATE, STATUS], "default": RUN},
+    "stopped_by": {"type": "str", "default": ""},
+    "cluster_concurrency": {"type": "int"},
+    "remember": {"type": "bool", "default": True},
+}
+MAX_CLUSTER_CONCURRENCY = 256
+
+display = Display()
+
+
+class ActionModule(PhasekitAction):
+    ARGUMENT_SPEC = ARGUMENT_SPEC
+    MUTUALLY_EXCLUSIVE = PLAN_SOURCE_MUTUALLY_EXCLUSIVE
+    REQUIRED_ONE_OF = PLAN_SOURCE_REQUIRED_ONE_OF
+    PLAIN_ARGS = True
+
+    def execute(self, args, task_vars):
+        concurrency = args["cluster_concurrency"] or _forks()
+        if not 1 <= concurrency <= MAX_CLUSTER_CONCURRENCY:
+            return {"failed": True, "msg": f"cluster_concurrency must be between 1 and {MAX_CLUSTER_CONCURRENCY}, "
+                                           f"got {concurrency}"}
+        mode = args["mode"]
+        phases = selected_phases(plan_for_task(self, args, task_vars), args["phases"])
+        remembered = remembered_by_host(task_vars.get(REMEMBERED_VAR))
+        in_play = list(task_vars.get("ansible_play_hosts") or [])
+        hosts_of = [set(phase.get("hosts") or []) & set(in_play) for phase in phases]
+        with ExitStack() as stack:
+            fleet = stack.enter_context(Fleet(self._loader, task_vars.get("hostvars"), remembered=remembered))
+            if not args["stopped_by"]:
+                fleet.vars.prefetch(sorted(set().union(*hosts_of)))
+            widest = max((len(hosts) for hosts in hosts_of), default=1)
+            # one cluster at a time: its apply keeps its own concurrency; several: one shared pool of writes
+            requests = stack.enter_context(ThreadPoolExecutor(REQUEST_BUDGET, thread_name_prefix="phasekit-write")) \
+                if min(concurrency, widest) > 1 else None
+            executors = BuiltinExecutors(fleet, mode=mode, check_mode=bool(self._task.check_mode),
+                                         diff=bool(self._task.diff), request_pool=requests)
+            report = run_phases(phases, executors, hosts_in_play=in_play,
+                                dry_run=mode != RUN, status_mode=mode == STATUS, stopped_by=args["stopped_by"],
+                                concurrency=concurrency, progress=self._show_progress)
+            memory = fleet.memory() if args["remember"] else None
+        records = [record.to_dict() for record in report.records]
+        for record in records:
+            for warning in record.pop("warnings", []):
+                display.warning(warning)
+            if record.get("diff") and self._task.diff:
+                _show_diffs(record["diff"])
+        result = {"changed": report.changed, "records": records, "stopped_by": report.stopped_by,
+                  "failed_hosts": report.failed_hosts()}
+        if memory is not None:
+            # credentials: kept in the registered variable for later steps, hidden from every output;
+            # so are the tasks phases as their task files get them (options unredacted)
+            result.update({RESOLUTIONS_KEY: memory, "_ansible_no_log": True,
+                           "tasks_phases": {phase["name"]: phase for phase in phases
+                                            if phase["executor"] == TASKS_EXECUTOR}})
+        return result
+
+    @staticmethod
+    def _show_progress(phase: dict, records: list, seconds: float) -> None:
+        """One line per phase after its barrier; failures always, every cluster at -v."""
+        counts = {}
+        for record in records:
+            counts[record.result] = counts.get(record.result, 0) + 1
+        tally = ", ".join(f"{count} {result}" for result, count in sorted(counts.items())) or "no cluster in play"
+        if phase["executor"] == TASKS_EXECUTOR and counts.get(OK):
+            tally = tally.replace(f"{counts[OK]} {OK}", f"{counts[OK]} prepared (the task file runs on each host)")
+        display.display(f"[{phase['name']}] {phase['executor']} on {len(records)} cluster(s): {tally} ({seconds:.2f}s)")
+        for record in records:
+            if record.result == FAILED:
+                display.display(f"  {record.host}: failed: {record.msg}", color="red")
+            elif display.verbosity >= 1:
+                changed = "" if record.objects_changed is None else f", {record.objects_changed} objects changed"
+                display.display(f"  {record.host}: {record.result}{changed} ({record.duration:.2f}s)",
+                                color="yellow" if record.result == CHANGED else None)
+
+
+def selected_phases(plan, names: list | None) -> list[dict]:
+    """The plan's selected phases, or those of them named in ``names`` (one step of the role), in plan order."""
+    phases = [planned.to_dict() for planned in plan.selected]
+    if names is None:
+        return phases
+    known = {phase["name"] for phase in phases}
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise PhasekitError(f"phases: {', '.join(unknown)} not among the selected phases of the plan "
+                            f"({', '.join(sorted(known)) or 'none'})")
+    return [phase for phase in phases if phase["name"] in set(names)]
+
+
+def _forks() -> int:
+    """Clusters at once: Ansible's --forks, like a per-host task would get."""
+    forks = (context.CLIARGS or {}).get("forks")
+    return int(forks) if forks else DEFAULT_CLUSTER_CONCURRENCY
+
+
+def _show_diffs(diffs: list) -> None:
+    """Diff mode: the step's result is hidden (it holds credentials), so its object diffs are shown here."""
+    for diff in diffs:
+        lines = difflib.unified_diff(diff.get("before", "").splitlines(keepends=True),
+                                     diff.get("after", "").splitlines(keepends=True),
+                                     fromfile=diff.get("before_header", "before"),
+                                     tofile=diff.get("after_header", "after"))
+        text = "".join(lines)
+        if text:
+            display.display(text.rstrip("\n"))

@@ -1,0 +1,43 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""Documentation of PLAN_SOURCE_SPEC (plugins/plugin_utils/plan.py): where a plan comes from and what it selects."""
+
+from __future__ import annotations
+
+
+class ModuleDocFragment:
+    DOCUMENTATION = r"""
+options:
+  src:
+    description:
+      - Files or directories holding phase and plan documents, read in the order given.
+      - A directory contributes its C(*.yaml) and C(*.yml) files in name order, not its sub-directories.
+      - Relative paths are relative to the playbook directory. Paths inside a document (sources, C(chdir))
+        are relative to the document's directory.
+      - Exactly one of O(src) and O(plan) is required.
+    type: list
+    elements: path
+  plan:
+    description:
+      - The documents themselves, as a list of C(Phase) and C(PhasePlan) mappings (or a single mapping).
+      - Relative paths inside them are relative to the playbook directory.
+    type: raw
+  name:
+    description:
+      - The C(PhasePlan) to run.
+      - Without it, the only plan the documents define; if they define none, every phase in document order.
+    type: str
+  only:
+    description: Full names of the phases to run, with their descendants.
+    type: list
+    elements: str
+    default: []
+  skip:
+    description: Full names of the phases not to run, with their descendants. Applied after O(only).
+    type: list
+    elements: str
+    default: []
+  start_at:
+    description: Full name of the phase to resume at; phases before it in run order do not run.
+    type: str
+"""

@@ -1,0 +1,166 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""The built-in executors (apply, wait, command, kubeconfig) as work on one cluster host.
+
+``BuiltinExecutors`` is the ``HostWork`` the runner calls per (phase, host).
+It reaches clusters only through a ``ClusterAccess`` (resolved kubeconfig and
+a pooled API session per host, kept for the whole run), and renders each
+phase's bundle once for all its hosts. The phase options are the ones
+``phase_plan`` validated against each executor's spec; defaults and the rules
+that used to sit in the role's Jinja (default ApplySet name, status timeouts,
+what counts as changed) live here, where they are tested.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable, Protocol
+
+from ansible_collections.phasekit.kube.plugins.module_utils.bundle import render_bundle
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import APPLY_OPTIONS_SPEC, apply_bundle, apply_options
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import WAIT_OPTIONS_SPEC, wait_for_bundle, wait_rules
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import COMMAND_SPEC, command_argv
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import failure_message, run_command
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import Outcome
+
+RUN, VALIDATE, STATUS = "run", "validate", "status"
+EXTRA_CONNECTIONS = 4  # live-state reads run beside the apply workers
+# Writes in flight over all the clusters a phase works on at once, in one pool kept for the whole step.
+# Python threads share one interpreter lock and the controller a few cores: 10 clusters x 16 requests each,
+# in pools made per wave, would spend their time starting threads, handing the lock around and opening TLS
+# connections. A phase on one cluster keeps the apply option concurrency as it is.
+REQUEST_BUDGET = 32
+
+
+class ClusterAccess(Protocol):
+    """How executors reach a host's cluster (implemented in plugin_utils.fleet)."""
+
+    def resolution(self, host: str):
+        """The host's resolved kubeconfig (``Resolution``), once per run; raises PhasekitError."""
+
+    def session(self, host: str, connections: int):
+        """A pooled ``ApiSession`` for the host's cluster, kept for the run; raises PhasekitError."""
+
+
+def option_values(spec: dict, options: dict) -> dict:
+    """A phase's options completed with the spec's defaults, as an action would receive them."""
+    values = {name: rule.get("default") for name, rule in spec.items()}
+    values.update({name: value for name, value in (options or {}).items() if name in spec})
+    return values
+
+
+def apply_arguments(phase: dict) -> dict:
+    """The apply options of a phase; pruning without a named set uses the phase's name (apps/hello -> apps.hello)."""
+    args = option_values(APPLY_OPTIONS_SPEC, phase.get("options"))
+    if args["prune"] and not args["applyset"]:
+        args["applyset"] = phase["name"].replace("/", ".")
+    return args
+
+
+def phase_environment(phase: dict, host: str) -> dict:
+    """What a command phase sees besides its own ``env`` (KUBECONFIG is set by run_command)."""
+    source = phase.get("source")
+    return {"PHASEKIT_PHASE": phase["name"], "PHASEKIT_HOST": host,
+            "PHASEKIT_SOURCE": source if isinstance(source, str) else ""}
+
+
+class BuiltinExecutors:
+    """Runs one built-in phase on one host; ``mode`` is run, validate or status."""
+
+    def __init__(self, access: ClusterAccess, *, mode: str = RUN, check_mode: bool = False, diff: bool = False,
+                 render: Callable[[dict], list] | None = None, request_pool=None):
+        self.access = access
+        self.request_pool = request_pool
+        self.mode = mode
+        self.dry_run = check_mode or mode in (VALIDATE, STATUS)
+        self.check_mode = check_mode
+        self.diff = diff
+        self._render = render or render_phase_bundle
+        self._bundles: dict[str, object] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, phase: dict, host: str) -> Outcome:
+        return getattr(self, f"_{phase['executor']}")(phase, host)
+
+    def bundle(self, phase: dict) -> list:
+        """The phase's rendered bundle, rendered once for all its hosts; each host gets its own copies."""
+        with self._lock:
+            if phase["name"] not in self._bundles:
+                try:
+                    self._bundles[phase["name"]] = self._render(phase)
+                # every host of the phase reports the error
+                except Exception as err:  # pylint: disable=broad-exception-caught
+                    self._bundles[phase["name"]] = err
+            bundle = self._bundles[phase["name"]]
+        if isinstance(bundle, Exception):
+            raise bundle
+        return bundle
+
+    # ------------------------------------------------------------ executors
+
+    def _apply(self, phase: dict, host: str) -> Outcome:
+        args = apply_arguments(phase)
+        bundle = self.bundle(phase)
+        resolution = self.access.resolution(host)
+        options = apply_options(args, namespace=args["namespace"] or resolution.namespace or "default",
+                                check_mode=self.dry_run, diff=self.diff)
+        session = self.access.session(host, options.concurrency + EXTRA_CONNECTIONS)
+        before = len(session.warnings)
+        report = apply_bundle(session, bundle, options, pool=self.request_pool)
+        counts = report.counts()
+        details = {"counts": counts}
+        if report.diffs:
+            details["diff"] = [dict(one, before_header=f"{host}: {one.get('before_header', '')}",
+                                    after_header=f"{host}: {one.get('after_header', '')}") for one in report.diffs]
+        warnings = session.warnings[before:]
+        if warnings:
+            details["warnings"] = [f"{host}: API server: {text}" for text in warnings]
+        return Outcome(changed=report.changed, failed=report.failure is not None, msg=report.failure or "",
+                       objects_changed=counts["created"] + counts["configured"] + counts["pruned"], details=details)
+
+    def _wait(self, phase: dict, host: str) -> Outcome:
+        if self.check_mode or self.mode == VALIDATE:
+            return Outcome(skipped=True, msg="nothing was applied, so there is nothing to wait for")
+        values = option_values(WAIT_OPTIONS_SPEC, phase.get("options"))
+        if self.mode == STATUS:
+            values["timeout"] = 0  # the state as it is now
+        rules = wait_rules(values, where=f"phase {phase['name']} options")
+        bundle = self.bundle(phase)
+        resolution = self.access.resolution(host)
+        namespace = (phase.get("options") or {}).get("namespace") or resolution.namespace or "default"
+        outcomes, problem = wait_for_bundle(self.access.session(host, EXTRA_CONNECTIONS), bundle, rules, namespace)
+        return Outcome(not_ready=problem is not None, msg=problem or "", details={"ready": problem is None})
+
+    def _command(self, phase: dict, host: str) -> Outcome:
+        values = option_values(COMMAND_SPEC["argument_spec"], phase.get("options"))
+        argv = command_argv(values["argv"], values["cmd"], values["shell"])
+        if self.dry_run:
+            # a command's effect cannot be predicted: not run by validate, status or check mode
+            return Outcome(skipped=True, msg="commands do not run in a dry run")
+        resolution = self.access.resolution(host)
+        done = run_command(argv, kubeconfig=resolution.config,
+                           env={**(values["env"] or {}), **phase_environment(phase, host)},
+                           chdir=values["chdir"], stdin=values["stdin"], timeout=values["timeout"])
+        return Outcome(changed=True, failed=done.rc != 0, msg=failure_message(done) if done.rc else "",
+                       details={"rc": done.rc})
+
+    def _tasks(self, phase: dict, host: str) -> Outcome:
+        # Prepared here, run by the role on the host: the task file gets this resolution.
+        if self.mode in (VALIDATE, STATUS):
+            return Outcome(skipped=True, msg="tasks phases do not run in a dry run")
+        self.access.resolution(host)
+        return Outcome()
+
+    def _kubeconfig(self, phase: dict, host: str) -> Outcome:
+        # The host is the child: its sources (a Secret in its parent) are read now, waiting for the Secret,
+        # and the resolution is kept for the later phases of the run.
+        resolution = self.access.resolution(host)
+        return Outcome(details={"context": resolution.context, "server": resolution.server})
+
+
+def render_phase_bundle(phase: dict) -> list:
+    """A phase's source as bundle objects: a path (already made absolute by phase_plan) or inline objects."""
+    source = phase.get("source")
+    if isinstance(source, str):
+        return render_bundle(src=source)
+    return render_bundle(definition=source)

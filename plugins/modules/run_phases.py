@@ -1,0 +1,159 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""Documentation of the phasekit.kube.run_phases action (the work is done by plugins/action/run_phases.py)."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: run_phases
+short_description: Run planned phases on all their cluster hosts from one controller task
+version_added: 0.2.0
+description:
+  - The fleet engine of the M(phasekit.kube.phase_plan) run list, used by the C(phasekit.kube.plan) role. Runs the
+    built-in executors (C(apply), C(wait), C(command), C(kubeconfig)) of the given phases, in order, for all the
+    phases' hosts that are in the play, from one task on the controller. Use it with C(run_once=true).
+  - A phase runs on all its hosts concurrently (at most O(cluster_concurrency) clusters at once) and finishes on all
+    of them before the next phase starts. A failed phase stops the plan after that barrier, unless O(mode) is a dry
+    run (C(validate), C(status)), which reports on every phase.
+  - Each host's kubeconfig is resolved with the same precedence as a task on that host (C(K8S_AUTH_*) environment,
+    then the C(kube_kubeconfig) and C(kube_context) host variables, then kubectl's default), lazily, when a phase first
+    needs that cluster, and at most once per run - resolutions registered earlier as C(phasekit_kube_resolved) are
+    reused. One pooled API connection per cluster serves all the phases of the task.
+  - The task itself never fails because a cluster failed (that would fail every host of a C(run_once) task); the
+    outcome of every phase on every host is returned in RV(records) and RV(failed_hosts), and the role fails exactly
+    those hosts, so PLAY RECAP, retry files and AWX host status name the failed clusters.
+  - C(tasks) phases are skipped here; the role includes their task files on each host.
+  - Prints one line per phase after its barrier (every cluster at C(-v)) and, in diff mode, the object diffs (Secret
+    values redacted).
+author:
+  - phasekit.kube contributors (@phasekit)
+options:
+  phases:
+    description:
+      - Names of the plan's selected phases to run (one step of the role); default, every selected phase.
+      - The plan itself is built from O(src) or O(plan) with O(name), O(only), O(skip) and O(start_at), exactly as
+        M(phasekit.kube.phase_plan) builds it, so the phases' sources and options (which may hold secrets) never
+        pass through a displayed result.
+    type: list
+    elements: str
+  mode:
+    description:
+      - C(run) runs the phases (check mode makes apply a server-side dry run and skips commands and waits).
+      - C(validate) runs C(apply) phases as a server-side dry run and skips C(command), C(wait) and C(tasks) phases.
+      - C(status) runs C(apply) phases as a server-side dry run (C(changed) means the live state differs) and C(wait)
+        phases with a zero timeout (C(not ready) instead of failed).
+    type: str
+    choices: [run, validate, status]
+    default: run
+  stopped_by:
+    description: The name of a phase that already stopped the plan; nothing runs when set.
+    type: str
+    default: ""
+  cluster_concurrency:
+    description:
+      - How many clusters a phase works on at once. Default, Ansible's C(--forks).
+      - Each cluster's own requests are bounded by the C(apply) option C(concurrency).
+    type: int
+  remember:
+    description:
+      - Return every resolved kubeconfig (credentials included) in the result as C(resolutions), for later tasks to
+        reuse when it is registered as C(phasekit_kube_resolved). The whole result is then hidden from output
+        (C(no_log)); the per-phase lines, diffs and the role's summary still show what happened.
+    type: bool
+    default: true
+attributes:
+  action:
+    support: full
+  async:
+    support: none
+  bypass_host_loop:
+    support: none
+  check_mode:
+    support: full
+    details: C(apply) phases become server-side dry runs; C(command) and C(wait) phases do not run.
+  diff_mode:
+    support: full
+    details: Object diffs of C(apply) phases are printed per cluster, Secret values redacted.
+  platform:
+    platforms: all
+extends_documentation_fragment:
+  - phasekit.kube.plan_source
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
+seealso:
+  - module: phasekit.kube.phase_plan
+  - module: phasekit.kube.apply
+"""
+
+EXAMPLES = r"""
+- name: Plan deploy
+  phasekit.kube.phase_plan:
+    src: "{{ playbook_dir }}/phases"
+    name: deploy
+  run_once: true
+  register: deploy
+
+- name: Run its phases on every cluster host of the play
+  phasekit.kube.run_phases:
+    src: "{{ playbook_dir }}/phases"
+    name: deploy
+  run_once: true
+  register: phasekit_kube_resolved  # noqa: var-naming[no-role-prefix] - later phasekit.kube tasks reuse the kubeconfigs
+
+- name: Fail the clusters whose phase failed
+  ansible.builtin.fail:
+    msg: "{{ phasekit_kube_resolved.failed_hosts[inventory_hostname] }}"
+  when: inventory_hostname in phasekit_kube_resolved.failed_hosts
+"""
+
+RETURN = r"""
+records:
+  description: One entry per phase and host that ran, in plan order.
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    phase:
+      description: Full name of the phase.
+      type: str
+    host:
+      description: The cluster host.
+      type: str
+    executor:
+      description: The phase's executor.
+      type: str
+    result:
+      description: C(ok), C(changed), C(failed), C(skipped) or (status mode) C(not ready).
+      type: str
+    duration:
+      description: Seconds the phase took on this host.
+      type: float
+    objects_changed:
+      description: Objects created, configured or pruned (C(apply) phases), else null.
+      type: int
+    msg:
+      description: Why the phase failed or was skipped.
+      type: str
+    counts:
+      description: C(apply) phases - objects per action (created, configured, unchanged, pruned, failed).
+      type: dict
+  sample:
+    - {phase: namespaces, host: target, executor: apply, result: changed, duration: 0.21, objects_changed: 2}
+tasks_phases:
+  description: With O(remember), the C(tasks) phases among O(phases) as their task files get them (hidden).
+  returned: when remember is true
+  type: dict
+stopped_by:
+  description: The phase whose failure stopped the plan, or an empty string.
+  returned: success
+  type: str
+failed_hosts:
+  description: Each host with a failed phase, and the message naming the phase, the cluster and the reason.
+  returned: success
+  type: dict
+  sample: {target: "phase apps failed on cluster target: ..."}
+resolutions:
+  description: With O(remember), the resolved kubeconfig of every cluster host used so far (credentials - hidden).
+  returned: when remember is true
+  type: dict
+"""

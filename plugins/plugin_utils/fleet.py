@@ -1,0 +1,148 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""Cluster access for a controller step over many cluster hosts (see module_utils.phases.runner).
+
+Each host's kubeconfig is resolved through the same precedence table as a task
+on that host (``kubeconfig_request``), lazily on first use and at most once per
+run: resolutions made by earlier steps (``phasekit_kube_resolved``) are reused,
+and a parent whose Secret several children read is resolved once. Every host
+keeps one pooled API session for the whole step, so phases after the first
+reuse its TLS connections and the discovery cache.
+
+Ansible's templating is not meant for threads: host variables are read (and
+templated) under one lock, and only the few a kubeconfig needs.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from contextlib import ExitStack
+
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiSession
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import Resolution
+from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import (
+    HOST_VAR_CLUSTER, HOST_VAR_CONTEXT, HOST_VAR_KUBECONFIG, HOST_VAR_PARENT, REMEMBERED_VAR, RESOLUTION_KEY,
+    RESOLUTIONS_KEY, HostResolver, remembered_resolution, to_plain)
+
+KUBECONFIG_VARS = (HOST_VAR_KUBECONFIG, HOST_VAR_CONTEXT, HOST_VAR_PARENT, HOST_VAR_CLUSTER)
+MIN_CONNECTIONS = 20  # apply's default concurrency (16) plus its live-state readers
+
+
+class FleetVars(Mapping):
+    """``hostvars`` reduced to what kubeconfig resolution reads, templated once per host under a lock."""
+
+    def __init__(self, hostvars):
+        self._hostvars = hostvars
+        self._lock = threading.Lock()
+        self._cache: dict[str, dict] = {}
+
+    def __getitem__(self, host: str) -> dict:
+        with self._lock:
+            if host not in self._cache:
+                self._cache[host] = self._read(host)
+            return self._cache[host]
+
+    def __contains__(self, host) -> bool:
+        return self._hostvars is not None and host in self._hostvars
+
+    def __iter__(self):
+        return iter(self._hostvars or ())
+
+    def __len__(self) -> int:
+        return len(self._hostvars or ())
+
+    def prefetch(self, hosts) -> None:
+        """Read the hosts' variables now, in the calling thread: templating in the pool's threads would
+        serialise them behind the lock while competing with the API work for the interpreter."""
+        for host in hosts:
+            if host in self:
+                self[host]  # pylint: disable=pointless-statement
+
+    def _read(self, host: str) -> dict:
+        if host not in self:
+            raise PhasekitError(f"host {host!r} is not in the inventory")
+        variables = self._hostvars[host]
+        values = {name: to_plain(variables[name]) for name in KUBECONFIG_VARS if name in variables}
+        if REMEMBERED_VAR in variables:
+            # only this host's entry: the registered value may hold every host's resolution
+            entry = remembered_resolution(lambda _name: variables[REMEMBERED_VAR], host)
+            if entry is not None:
+                values[REMEMBERED_VAR] = {RESOLUTION_KEY: entry}
+        return values
+
+
+class Fleet:
+    """``ClusterAccess`` over the inventory: a resolution and an API session per host, kept for the step."""
+
+    def __init__(self, loader, hostvars, *, environ: Mapping | None = None, remembered: Mapping | None = None):
+        self.vars = FleetVars(hostvars)
+        # a parent read for a child's Secret source: the same cache; the nested resolver keeps the cycle chain
+        self._resolver = HostResolver(loader, self.vars, environ, other_hosts=self._resolve)
+        self._remembered = dict(remembered or {})     # earlier steps' resolutions, carried forward
+        self._resolutions: dict[str, Resolution | PhasekitError] = {}
+        self._sessions: dict[str, ApiSession] = {}
+        self._locks: dict[str, threading.RLock] = {}
+        self._locks_lock = threading.Lock()
+        self._stack = ExitStack()
+
+    def __enter__(self) -> Fleet:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close every session and remove the TLS material the client needed on disk."""
+        self._stack.close()
+        self._sessions.clear()
+
+    def resolution(self, host: str) -> Resolution:
+        return self._resolve(host, self._resolver)
+
+    def session(self, host: str, connections: int) -> ApiSession:
+        with self._lock_for(host):
+            if host not in self._sessions:
+                resolution = self.resolution(host)
+                api = self._stack.enter_context(api_client(resolution.config,
+                                                           pool_maxsize=max(connections, MIN_CONNECTIONS)))
+                self._sessions[host] = ApiSession(api)
+            return self._sessions[host]
+
+    def memory(self) -> dict:
+        """Every resolution known to this run (earlier steps' and this one's), for later steps: credentials!"""
+        memory = dict(self._remembered)
+        memory.update({host: found.to_memory() for host, found in self._resolutions.items()
+                       if isinstance(found, Resolution)})
+        return memory
+
+    def _resolve(self, host: str, resolver: HostResolver) -> Resolution:
+        with self._lock_for(host):
+            if host not in self._resolutions:
+                try:
+                    self._resolutions[host] = resolver.resolve(host, self._host_vars(host), {})
+                except PhasekitError as err:
+                    self._resolutions[host] = err      # once: a broken source is not read again
+            found = self._resolutions[host]
+        if isinstance(found, PhasekitError):
+            raise PhasekitError(str(found)) from None
+        return found
+
+    def _host_vars(self, host: str):
+        values = dict(self.vars[host])
+        if REMEMBERED_VAR not in values and host in self._remembered:
+            values[REMEMBERED_VAR] = {RESOLUTION_KEY: self._remembered[host]}
+        return values.get
+
+    def _lock_for(self, host: str) -> threading.RLock:
+        with self._locks_lock:
+            return self._locks.setdefault(host, threading.RLock())
+
+
+def remembered_by_host(registered) -> dict:
+    """The resolutions by host that a controller step registered as ``phasekit_kube_resolved``."""
+    if isinstance(registered, Mapping) and isinstance(registered.get(RESOLUTIONS_KEY), Mapping):
+        return dict(registered[RESOLUTIONS_KEY])
+    return {}

@@ -1,0 +1,63 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""A plan inside a task: the documents (files or inline), the inventory, the selection; one spec for both actions.
+
+``phasekit.kube.phase_plan`` shows the plan (Secret data and command secrets
+hidden); ``phasekit.kube.run_phases`` builds the same plan from the same
+arguments and runs it, so the phases' real sources and options never pass
+through a displayed result.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import APPLY_OPTIONS_SPEC, apply_options
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import WAIT_OPTIONS_SPEC, wait_rules
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import option_values
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import inline_documents, read_paths
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.executors import executor_registry
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.inventory import Inventory
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import Plan, build_plan
+
+# Documented by the doc fragment phasekit.kube.plan_source.
+PLAN_SOURCE_SPEC = {
+    "src": {"type": "list", "elements": "path"},
+    "plan": {"type": "raw"},
+    "name": {"type": "str"},
+    "only": {"type": "list", "elements": "str", "default": []},
+    "skip": {"type": "list", "elements": "str", "default": []},
+    "start_at": {"type": "str"},
+}
+PLAN_SOURCE_MUTUALLY_EXCLUSIVE = [["src", "plan"]]
+PLAN_SOURCE_REQUIRED_ONE_OF = [["src", "plan"]]
+
+
+def executors():
+    """Every executor, with the apply and wait actions' option specs for checking phase options.
+
+    Taken from the module_utils the actions build their specs from: importing the actions would import
+    the kubernetes client, which planning neither needs nor should wait for.
+    """
+    return executor_registry(apply_spec=dict(APPLY_OPTIONS_SPEC),
+                             wait_spec={"namespace": {"type": "str"}, **WAIT_OPTIONS_SPEC},
+                             apply_check=check_apply_options, wait_check=check_wait_options)
+
+
+def check_apply_options(values: dict) -> None:
+    """What apply would refuse at run time, refused when the plan is read: wait rules, concurrency."""
+    apply_options({**option_values(APPLY_OPTIONS_SPEC, {}), **values}, namespace="default")
+
+
+def check_wait_options(values: dict) -> None:
+    wait_rules(option_values(WAIT_OPTIONS_SPEC, values), where="wait")
+
+
+def plan_for_task(action_plugin, args: dict, task_vars: dict) -> Plan:
+    """The plan ``args`` (see PLAN_SOURCE_SPEC) describe, placed on the task's inventory."""
+    # Relative paths are relative to the playbook, whichever role or include asks.
+    base_dir = task_vars.get("playbook_dir") or action_plugin._loader.get_basedir()  # pylint: disable=protected-access
+    if args["plan"] is not None:
+        documents = inline_documents(args["plan"], base_dir)
+    else:
+        documents = read_paths(args["src"], base_dir)
+    return build_plan(documents, executors=executors(), inventory=Inventory.from_task_vars(task_vars),
+                      name=args["name"], only=args["only"], skip=args["skip"], start_at=args["start_at"])

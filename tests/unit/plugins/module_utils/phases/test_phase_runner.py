@@ -1,0 +1,223 @@
+"""The fleet runner's rules: plan order, a barrier per phase, stop after a failure, records per host."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import (
+    BuiltinExecutors, apply_arguments, option_values, phase_environment)
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import (
+    MAX_MESSAGE, Outcome, plan_steps, result_of, run_phases)
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import APPLY_OPTIONS_SPEC
+
+
+def phase(name, executor="apply", hosts=("a", "b"), **extra):
+    return {"name": name, "executor": executor, "hosts": list(hosts), "source": extra.pop("source", None),
+            "options": extra.pop("options", {}), **extra}
+
+
+class Script:
+    """HostWork that records calls and answers from a table of (phase, host) -> Outcome or exception."""
+
+    def __init__(self, answers=None, delay=0.0):
+        self.answers = answers or {}
+        self.calls = []
+        self.delay = delay
+        self.lock = threading.Lock()
+
+    def __call__(self, planned, host):
+        with self.lock:
+            self.calls.append((planned["name"], host, time.monotonic()))
+        time.sleep(self.delay)
+        answer = self.answers.get((planned["name"], host), Outcome())
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+def test_phases_run_in_plan_order_with_a_barrier_between_them():
+    work = Script(delay=0.02)
+    run_phases([phase("one", hosts="abcd"), phase("two", hosts="abcd")], work, hosts_in_play=list("abcd"),
+               concurrency=4)
+    first_two = min(t for name, _host, t in work.calls if name == "two")
+    last_one = max(t for name, _host, t in work.calls if name == "one")
+    assert first_two >= last_one + 0.015   # every host finished phase one before phase two started
+
+
+def test_a_phase_runs_its_hosts_concurrently():
+    work = Script(delay=0.2)
+    began = time.monotonic()
+    run_phases([phase("one", hosts="abcd")], work, hosts_in_play=list("abcd"), concurrency=4)
+    assert time.monotonic() - began < 0.6
+
+
+@pytest.mark.parametrize("dry_run, expected_phases", [
+    (False, ["one", "one", "two", "two"]),
+    (True, ["one", "one", "two", "two", "three", "three"]),
+], ids=["failure-stops-after-the-barrier", "dry-run-reports-every-phase"])
+def test_failure_stops_the_plan_after_its_barrier(dry_run, expected_phases):
+    work = Script({("two", "a"): Outcome(failed=True, msg="boom")})
+    report = run_phases([phase("one"), phase("two"), phase("three")], work, hosts_in_play=["a", "b"],
+                        dry_run=dry_run)
+    assert [record.phase for record in report.records] == expected_phases
+    assert report.stopped_by == ("" if dry_run else "two")
+    assert report.failed_hosts() == {"a": "phase two failed on cluster a: boom"}
+
+
+@pytest.mark.parametrize("answer, message", [
+    (PhasekitError("kubeconfig of a: no such file"), "kubeconfig of a: no such file"),
+    (KeyError("x"), "unexpected error (KeyError): 'x'"),
+], ids=["collection-error", "unexpected-error-without-traceback"])
+def test_errors_become_failed_records(answer, message):
+    report = run_phases([phase("one")], Script({("one", "a"): answer}), hosts_in_play=["a", "b"])
+    assert [(r.host, r.result, r.msg) for r in report.records] == [("a", "failed", message), ("b", "ok", "")]
+
+
+def test_only_hosts_in_the_play_run():
+    work = Script()
+    report = run_phases([phase("one", hosts="abc")], work, hosts_in_play=["b", "z"])
+    assert [(name, host) for name, host, _t in work.calls] == [("one", "b")]
+    assert [record.host for record in report.records] == ["b"]
+
+
+def test_a_stopped_plan_runs_nothing():
+    work = Script()
+    report = run_phases([phase("one")], work, hosts_in_play=["a"], stopped_by="earlier")
+    assert work.calls == [] and report.records == [] and report.stopped_by == "earlier"
+
+
+@pytest.mark.parametrize("dry_run, answer, kept", [
+    (False, Outcome(), []),
+    (False, Outcome(failed=True, msg="no kubeconfig"), ["failed"]),
+    (True, Outcome(skipped=True), ["skipped"]),
+], ids=["prepared-not-recorded", "failed-preparation-recorded", "dry-run-skipped-recorded"])
+def test_tasks_phases_are_recorded_only_when_they_fail_or_skip(dry_run, answer, kept):
+    report = run_phases([phase("look", "tasks", hosts="a")], Script({("look", "a"): answer}), hosts_in_play=["a"],
+                        dry_run=dry_run)
+    assert [record.result for record in report.records] == kept
+
+
+@pytest.mark.parametrize("outcome, status_mode, expected", [
+    (Outcome(), False, "ok"),
+    (Outcome(changed=True), False, "changed"),
+    (Outcome(skipped=True), False, "skipped"),
+    (Outcome(failed=True), False, "failed"),
+    (Outcome(not_ready=True), False, "failed"),
+    (Outcome(not_ready=True), True, "not ready"),
+], ids=["ok", "changed", "skipped", "failed", "not-ready-fails-a-run", "not-ready-is-a-state-in-status"])
+def test_result_words(outcome, status_mode, expected):
+    assert result_of(outcome, status_mode) == expected
+
+
+def test_long_messages_are_cut():
+    report = run_phases([phase("one", hosts="a")], Script({("one", "a"): Outcome(failed=True, msg="x" * 100000)}),
+                        hosts_in_play=["a"])
+    assert len(report.records[0].msg) < MAX_MESSAGE + 40
+    assert report.records[0].msg.endswith("(100000 characters)")
+
+
+@pytest.mark.parametrize("executors, expected", [
+    (["apply", "wait"], [(True, ["p0", "p1"])]),
+    (["apply", "tasks", "apply", "apply"], [(True, ["p0"]), (False, ["p1"]), (True, ["p2", "p3"])]),
+    (["tasks", "tasks"], [(False, ["p0"]), (False, ["p1"])]),
+    (["apply", None, "wait"], [(True, ["p0", "p2"])]),
+], ids=["controller-phases-form-one-step", "tasks-phase-splits", "each-tasks-phase-alone", "group-phases-skipped"])
+def test_plan_steps(executors, expected):
+    phases = [{"name": f"p{i}", "executor": executor} for i, executor in enumerate(executors)]
+    assert [(step["controller"], [p["name"] for p in step["phases"]]) for step in plan_steps(phases)] == expected
+
+
+# ---------------------------------------------------------------- built-in executors
+
+def test_apply_arguments_complete_defaults_and_name_the_applyset_after_the_phase():
+    args = apply_arguments(phase("apps/hello", options={"prune": True}))
+    assert args["applyset"] == "apps.hello"
+    assert args["field_manager"] == APPLY_OPTIONS_SPEC["field_manager"]["default"]
+    assert apply_arguments(phase("x", options={"prune": True, "applyset": "mine"}))["applyset"] == "mine"
+    assert apply_arguments(phase("x"))["applyset"] is None
+
+
+def test_option_values_ignore_what_the_spec_does_not_know():
+    assert option_values({"a": {"default": 1}, "b": {}}, {"b": 2, "zzz": 3}) == {"a": 1, "b": 2}
+
+
+def test_phase_environment_names_phase_host_and_source():
+    assert phase_environment(phase("p", source="/x/y"), "h") == {
+        "PHASEKIT_PHASE": "p", "PHASEKIT_HOST": "h", "PHASEKIT_SOURCE": "/x/y"}
+    assert phase_environment(phase("p", source=[{"kind": "x"}]), "h")["PHASEKIT_SOURCE"] == ""
+
+
+class NoCluster:
+    """ClusterAccess for executors that must not reach a cluster."""
+
+    def resolution(self, host):
+        raise AssertionError(f"resolved {host}")
+
+    def session(self, host, connections):
+        raise AssertionError(f"connected to {host}")
+
+
+@pytest.mark.parametrize("mode, check_mode, executor", [
+    ("validate", False, "command"), ("status", False, "command"), ("run", True, "command"),
+    ("validate", False, "wait"), ("run", True, "wait"), ("validate", False, "tasks"), ("status", False, "tasks"),
+], ids=["command-validate", "command-status", "command-check", "wait-validate", "wait-check", "tasks-validate",
+        "tasks-status"])
+def test_dry_runs_skip_without_touching_a_cluster(mode, check_mode, executor):
+    options = {"cmd": "true"} if executor == "command" else {}
+    outcome = BuiltinExecutors(NoCluster(), mode=mode, check_mode=check_mode)(
+        phase("p", executor, options=options), "a")
+    assert outcome.skipped
+
+
+def test_a_bundle_is_rendered_once_for_all_hosts_and_its_error_reaches_every_host():
+    renders = []
+
+    def render(planned):
+        renders.append(planned["name"])
+        raise PhasekitError("bundle broken.yaml: document 2: kind missing")
+
+    executors = BuiltinExecutors(NoCluster(), render=render)
+    report = run_phases([phase("apps", hosts="abc")], executors, hosts_in_play=list("abc"))
+    assert renders == ["apps"]
+    assert {record.msg for record in report.records} == {"bundle broken.yaml: document 2: kind missing"}
+
+
+# ---------------------------------------------------------------- what plans show
+
+@pytest.mark.parametrize("executor, options, shown", [
+    ("command", {"cmd": "helm install", "env": {"TOKEN": "s3cret", "MODE": "x"}, "stdin": "password"},
+     {"cmd": "helm install", "env": {"TOKEN": "***", "MODE": "***"}, "stdin": "***"}),
+    ("tasks", {"admin_password": "s3cret", "replicas": 3}, {"admin_password": "***", "replicas": "***"}),
+    ("apply", {"namespace": "apps", "prune": True}, {"namespace": "apps", "prune": True}),
+], ids=["command-env-and-stdin-hidden", "task-file-options-hidden", "apply-options-shown"])
+def test_shown_options_hide_what_may_be_secret(executor, options, shown):
+    from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import executors
+    assert executors()[executor].shown_options(options) == shown
+
+
+def test_inline_secret_sources_are_shown_redacted():
+    from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import shown_source
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "stringData": {"password": "s3cret"}}
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "b"}}
+    assert shown_source([secret, config]) == [
+        {**secret, "stringData": {"password": "***"}}, config]
+    assert shown_source(secret)["stringData"] == {"password": "***"}
+    assert shown_source("/site/manifests/apps") == "/site/manifests/apps"
+
+
+@pytest.mark.parametrize("executor, options, message", [
+    ("apply", {"wait": {"timeout": "soon"}}, "timeout must be a number of seconds"),
+    ("apply", {"wait": {"colour": "red"}}, "unknown option"),
+    ("apply", {"concurrency": 0}, "concurrency must be between"),
+    ("wait", {"timeout": -5}, "timeout must be a number of seconds >= 0"),
+    ("wait", {"kinds": {"Deployment": "maybe"}}, "must be one of"),
+], ids=["apply-wait-timeout-word", "apply-wait-unknown-key", "apply-concurrency-zero", "wait-negative-timeout",
+        "wait-kind-mode"])
+def test_plans_refuse_option_values_the_executor_would_refuse(executor, options, message):
+    from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import executors
+    _checked, errors = executors()[executor].check_options(options, "/site")
+    assert any(message in error for error in errors), errors

@@ -1,0 +1,137 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""Secrets that messages, diffs and inventories used to repeat: one row per leak found by the hostile-input probe."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.inventory.source_refs import check_source_refs
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import scrub_secret_values
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import wait_rules
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.redact import redact_exec_args, redact_kubeconfig
+
+TOKEN = "tok-9f8e7d6c5b4a"
+SECRET = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": {"token": "dG9r"},
+          "stringData": {"password": TOKEN, "pin": 987654}}
+
+
+def test_wait_condition_on_a_secret_does_not_echo_its_value():
+    rules = wait_rules({"conditions": [{"path": "data.token", "value": "c2VjcmV0"}]})
+    met, message = rules.conditions[0].check({**SECRET, "data": {"token": TOKEN}})
+    assert not met and TOKEN not in message and "c2VjcmV0" not in message
+    assert "data.token is *** (a Secret value)" in message
+
+
+def test_wait_condition_on_other_objects_still_says_what_it_saw():
+    rules = wait_rules({"conditions": [{"path": "data.mode", "value": "on"}]})
+    _met, message = rules.conditions[0].check({"kind": "ConfigMap", "data": {"mode": "off"}})
+    assert message == "data.mode is 'off', expected 'on'"
+
+
+@pytest.mark.parametrize("message", [
+    f"Secret \"s\" is invalid: stringData.password: Invalid value: \"{TOKEN}\"",
+    ".stringData.pin: expected string, got &value.valueUnstructured{Value:987654}",
+], ids=["string-value-quoted", "non-string-value-quoted"])
+def test_api_server_messages_about_a_secret_lose_its_values(message):
+    scrubbed = scrub_secret_values(message, SECRET)
+    assert TOKEN not in scrubbed and "987654" not in scrubbed and "***" in scrubbed
+
+
+def test_messages_about_other_objects_are_untouched():
+    message = f"ConfigMap \"c\" is invalid: {TOKEN}"
+    assert scrub_secret_values(message, {"kind": "ConfigMap", "data": {"a": TOKEN}}) == message
+
+
+@pytest.mark.parametrize("args, shown", [
+    (["--token=abc123", "get-token"], ["--token=REDACTED", "get-token"]),
+    (["--password", "hunter22", "--region", "eu"], ["--password", "REDACTED", "--region", "eu"]),
+    (["eks", "get-token", "--cluster-name", "prod"], ["eks", "get-token", "--cluster-name", "prod"]),
+    (["--client-secret=x", "--api-key", "k"], ["--client-secret=REDACTED", "--api-key", "REDACTED"]),
+], ids=["flag-equals", "flag-then-value", "harmless-args-kept", "secret-and-key"])
+def test_exec_args_hide_secret_flags(args, shown):
+    assert redact_exec_args(args) == shown
+
+
+def test_merge_diff_view_hides_exec_args_of_users_in_the_file():
+    config = {"users": [{"name": "u", "user": {"exec": {"command": "aws", "args": ["--token=abc123"]}}}]}
+    assert redact_kubeconfig(config)["users"][0]["user"]["exec"]["args"] == ["--token=REDACTED"]
+
+
+@pytest.mark.parametrize("url", [
+    "https://user:pass@kc.example/target", "https://kc.example/target?token=abc", "https://kc.example/t?sig=1",
+], ids=["userinfo", "token-query", "any-query"])
+def test_inventory_refuses_url_sources_carrying_credentials(url):
+    with pytest.raises(PhasekitError, match="credentials in the URL|the url carries credentials"):
+        check_source_refs({"url": url}, base_dir="/site", where="site.yml: clusters[1]")
+
+
+def test_inventory_keeps_a_url_whose_token_is_templated():
+    url = "https://kc.example/target?token={{ lookup('env', 'KC_TOKEN') }}"
+    assert check_source_refs({"url": url}, base_dir="/site", where="site.yml: clusters[1]") == {"url": url}
+
+
+@pytest.mark.parametrize("output, kept", [
+    ("Error: trouble configuring builtin PatchTransformer with config: `\npatch: |-\n  stringData:\n    token: " + TOKEN,
+     "trouble configuring builtin PatchTransformer"),
+    ("Error: accumulating resources: accumulation err='accumulating resources from 'x.yaml': missing'",
+     "accumulating resources: accumulation err='accumulating resources from 'x.yaml': missing'"),
+], ids=["patch-config-withheld", "plain-reason-kept"])
+def test_kustomize_failures_keep_the_reason_not_the_quoted_config(output, kept):
+    from ansible_collections.phasekit.kube.plugins.module_utils.bundle import kustomize_failure
+    message = kustomize_failure(output, "/site/apps")
+    assert message.startswith(kept)
+    assert TOKEN not in message
+
+
+def test_merge_into_a_symlink_writes_through_it(tmp_path):
+    from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.write import apply_write, plan_dest
+    real = tmp_path / "real-config"
+    real.write_text("apiVersion: v1\nkind: Config\n")
+    link = tmp_path / "config"
+    link.symlink_to(real)
+    apply_write(plan_dest(str(link), {"apiVersion": "v1", "kind": "Config", "current-context": "x"}))
+    assert link.is_symlink() and "current-context: x" in real.read_text()
+
+
+def test_dest_in_a_missing_directory_fails_and_writes_nothing(tmp_path):
+    from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.write import apply_write, plan_dest
+    target = tmp_path / "missing" / "config"
+    with pytest.raises(PhasekitError, match="does not exist"):
+        apply_write(plan_dest(str(target), {"apiVersion": "v1", "kind": "Config"}), create_directory=False)
+    assert not (tmp_path / "missing").exists()
+
+
+def test_a_plaintext_file_is_not_accepted_as_a_vault_source(tmp_path):
+    from ansible_collections.phasekit.kube.plugins.plugin_utils import kubeconfig as glue
+    plain = tmp_path / "k.yaml"
+    plain.write_text("apiVersion: v1\nkind: Config\n")
+
+    class Loader:
+        def get_text_file_contents(self, path):
+            return plain.read_text()
+
+    host_vars = {"kube_kubeconfig": {"vault": str(plain)}, "kube_context": "x"}
+    with pytest.raises(PhasekitError, match="not an ansible-vault encrypted file"):
+        glue.HostResolver(Loader(), None, {}).resolve("h", host_vars.get, {})
+
+
+def test_each_client_keeps_its_own_tls_files_while_others_close():
+    """A fleet step keeps one client per cluster while other clients (a parent's Secret read) come and go; the
+    kubernetes loader reuses a file it wrote for the same content, so each client must own a copy."""
+    import base64
+    import os
+    from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
+    data = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n").decode()
+    config = {"apiVersion": "v1", "kind": "Config", "current-context": "c",
+              "clusters": [{"name": "k", "cluster": {"server": "https://127.0.0.1:1", "certificate-authority-data": data}}],
+              "users": [{"name": "u", "user": {"client-certificate-data": data, "client-key-data": data}}],
+              "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}]}
+    short_lived_block = api_client(config)
+    short_lived = short_lived_block.__enter__()  # pylint: disable=unnecessary-dunder-call
+    with api_client(config) as long_lived:        # made while the other client's files exist
+        assert short_lived.configuration.cert_file != long_lived.configuration.cert_file
+        short_lived_block.__exit__(None, None, None)
+        for attribute in ("ssl_ca_cert", "cert_file", "key_file"):
+            assert os.path.exists(getattr(long_lived.configuration, attribute)), attribute
