@@ -165,11 +165,24 @@ def write_yaml(path: Path, data):
 # ---------------------------------------------------------------- processes
 
 def _alive(pidfile: Path) -> bool:
+    """The component named by the pid file runs, for this cluster. Its command line is checked, not only the pid:
+    a cache kept across machines or reboots holds pid files whose numbers now belong to other processes, even to
+    the same component of another cluster (every component's arguments name a file in its cluster's directory)."""
     try:
-        os.kill(int(pidfile.read_text()), 0)
-        return True
+        argv = [os.fsdecode(arg) for arg in
+                Path(f"/proc/{int(pidfile.read_text())}/cmdline").read_bytes().split(b"\0")]
     except (OSError, ValueError):
         return False
+    state = str(pidfile.parent) + os.sep
+    return Path(argv[0]).name == pidfile.stem and any(state in arg for arg in argv[1:])
+
+
+def log_tail(state: Path, component: str, lines: int = 15) -> str:
+    log = state / f"{component}.log"
+    if not log.exists():
+        return f"(no {log})"
+    tail = log.read_bytes().decode(errors="replace").splitlines()[-lines:]
+    return f"last lines of {log}:\n" + "\n".join(tail)
 
 
 def start(state: Path, component: str, argv: list, env: dict | None = None):
@@ -185,7 +198,8 @@ def start(state: Path, component: str, argv: list, env: dict | None = None):
 def stop(state: Path):
     for component in reversed(COMPONENTS):
         pidfile = state / f"{component}.pid"
-        if not pidfile.exists():
+        if not _alive(pidfile):  # never signal a pid that is now someone else's
+            pidfile.unlink(missing_ok=True)
             continue
         try:
             pid = int(pidfile.read_text())
@@ -206,7 +220,7 @@ def tool(name: str) -> str:
     sys.exit(f"clusters: {name} not found in {BIN} or PATH; run hack/build-tools.sh first")
 
 
-def wait_ready(url: str, pki: Path, what: str, timeout=120):
+def wait_ready(url: str, pki: Path, what: str, state: Path, timeout=120):
     ctx = ssl.create_default_context(cafile=str(pki / "ca.crt"))
     ctx.load_cert_chain(str(pki / "admin.crt"), str(pki / "admin.key"))
     deadline = time.time() + timeout
@@ -219,7 +233,8 @@ def wait_ready(url: str, pki: Path, what: str, timeout=120):
         except Exception as exc:  # noqa: BLE001 - any failure means: not ready yet
             last = str(exc)
         time.sleep(0.5)
-    sys.exit(f"clusters: {what} not ready after {timeout}s ({last}); see logs in {url}")
+    sys.exit(f"clusters: {what} not ready at {url} after {timeout}s ({last})\n"
+             f"{log_tail(state, 'etcd')}\n{log_tail(state, 'kube-apiserver')}")
 
 
 def kubectl(admin_kc: Path, *args, stdin: str | None = None, check=True):
@@ -265,7 +280,7 @@ def up_one(name: str, index: int):
         f"--token-auth-file={pki / 'tokens.csv'}", "--authorization-mode=Node,RBAC",
         "--service-cluster-ip-range=10.96.0.0/16", "--allow-privileged=true", "--profiling=false",
         f"--cert-dir={state / 'apiserver-certs'}"])
-    wait_ready(f"{server}/readyz", pki, f"{name} kube-apiserver")
+    wait_ready(f"{server}/readyz", pki, f"{name} kube-apiserver", state)
     start(state, "kube-controller-manager", [
         tool("kube-controller-manager"), f"--kubeconfig={state / 'controller-manager.kubeconfig'}",
         f"--authentication-kubeconfig={state / 'controller-manager.kubeconfig'}",
@@ -391,7 +406,7 @@ def wait_nodes_ready(name: str, timeout=120):
             if len(ready) >= FAKE_NODES:
                 return
         time.sleep(0.5)
-    sys.exit(f"clusters: {name}: fake nodes not Ready after {timeout}s; see {ROOT / name / 'kwok.log'}")
+    sys.exit(f"clusters: {name}: fake nodes not Ready after {timeout}s\n{log_tail(ROOT / name, 'kwok')}")
 
 
 if __name__ == "__main__":

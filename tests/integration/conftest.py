@@ -87,7 +87,10 @@ class PlaybookResult:
         self.output = proc.stdout + proc.stderr
 
     def __repr__(self):
-        return f"<PlaybookResult rc={self.rc}>\n{self.output[-6000:]}"
+        # failures first: pytest shortens long assertion messages from the end
+        failures = [line.strip()[:400] for line in self.output.splitlines()
+                    if line.startswith(("fatal:", "failed:", "ERROR!", "[ERROR]")) or ": failed: " in line]
+        return f"<PlaybookResult rc={self.rc} {' | '.join(failures[:5])}>\n{self.output[-6000:]}"
 
 
 @pytest.fixture()

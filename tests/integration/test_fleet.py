@@ -12,6 +12,7 @@ variables, and a re-run that changes nothing.
 from __future__ import annotations
 
 import re
+import shutil
 import uuid
 
 import pytest
@@ -45,7 +46,9 @@ FROM_TASKS = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fro
               "data": {"host": "{{ inventory_hostname }}"}}
 LOOK = [
     {"name": "Record what this host sees",
-     "ansible.builtin.lineinfile": {"path": "{{ fleet_log }}", "create": True, "mode": "0600", "line": SEEN}},
+     # a file per host: hosts run the task file at once, and lines added to one shared file could be lost
+     "ansible.builtin.copy": {"dest": "{{ fleet_log }}/{{ inventory_hostname }}", "mode": "0600",
+                              "content": SEEN + "\n"}},
     {"name": "A phasekit action in the task file reuses the resolved kubeconfig",
      "phasekit.kube.apply": {"definition": FROM_TASKS}},
 ]
@@ -91,7 +94,7 @@ def fleet(clusters, tmp_path_factory):
     (root / "tasks" / "look.yml").write_text(yaml.safe_dump(LOOK, sort_keys=False))
     inventory = {"all": {
         "vars": {"ansible_connection": "local", "kube_kubeconfig": str(root / "fleet.kubeconfig"),
-                 "kube_context": "{{ inventory_hostname }}", "fleet_log": str(root / "look.log")},
+                 "kube_context": "{{ inventory_hostname }}", "fleet_log": str(root / "look")},
         "children": {"fleet": {"hosts": {host: {"tier": "canary" if host in CANARY else "main"} for host in HOSTS},
                                "children": {"canary": {"hosts": {host: {} for host in CANARY}}}}}}}
     (root / "inventory.yml").write_text(yaml.safe_dump(inventory))
@@ -175,11 +178,12 @@ def test_limit_restricts_the_clusters_touched(run_fleet, clusters, monkeypatch):
 
 
 def test_tasks_phase_runs_on_each_host_with_its_own_variables(run_fleet, fleet, clusters):
-    (fleet / "look.log").unlink(missing_ok=True)
+    shutil.rmtree(fleet / "look", ignore_errors=True)
+    (fleet / "look").mkdir()
     result = run_fleet("-e", "plan=mixed", "--diff")
     assert result.rc == 0, result
     assert progress_lines(result.output) == ["config", "look", "wide"]
-    seen = sorted(line.split() for line in (fleet / "look.log").read_text().splitlines())
+    seen = sorted(path.read_text().split() for path in (fleet / "look").iterdir())
     assert seen == [[host, "canary", host, namespace_of(host)] for host in CANARY]
     for host in HOSTS:
         assert ("from-tasks" in configmaps(clusters, host)) == (host in CANARY), host

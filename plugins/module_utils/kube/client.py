@@ -12,9 +12,12 @@ Ansible workers may skip).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import os
 import shutil
 import string
+import threading
 from contextlib import contextmanager
 from urllib.parse import quote
 
@@ -91,13 +94,14 @@ def api_client(kubeconfig: dict, context: str | None = None, *, pool_maxsize: in
 
 def _client_in(material_dir: str, kubeconfig: dict, context: str | None, pool_maxsize: int | None):
     configuration = k8s_client.Configuration()
+    _install_private_temp_files()
     try:
         loader = kube_config.KubeConfigLoader(
-            config_dict=kubeconfig, active_context=context, temp_file_path=material_dir)
+            config_dict=with_material_files(kubeconfig, material_dir), active_context=context,
+            temp_file_path=material_dir)
         loader.load_and_set(configuration)
     except ConfigException as exc:
         raise PhasekitError(f"cannot use kubeconfig: {exc}") from None
-    _own_material(configuration, material_dir)
     if pool_maxsize:
         configuration.connection_pool_maxsize = pool_maxsize
     impersonation = impersonation_headers(kubeconfig)
@@ -109,26 +113,72 @@ def _client_in(material_dir: str, kubeconfig: dict, context: str | None, pool_ma
         api.close()
 
 
-def _own_material(configuration, material_dir: str) -> None:
-    """Give this client its own copies of the TLS files. The loader hands out a file it wrote earlier for the same
-    content, possibly into another client's directory, which is removed when that client closes: a long-lived
-    client (a fleet step's session) would then fail to open new connections."""
-    written = set(kube_config._temp_files.values())  # pylint: disable=protected-access
-    for attribute in ("ssl_ca_cert", "cert_file", "key_file"):
-        path = getattr(configuration, attribute, None)
-        if not path or path.startswith(material_dir + os.sep) or path not in written:
-            continue
-        copy = os.path.join(material_dir, f"{attribute}-{os.path.basename(path)}")
-        descriptor = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with open(path, "rb") as source, os.fdopen(descriptor, "wb") as target:
-            target.write(source.read())
-        setattr(configuration, attribute, copy)
+# (section, *-data key, file key) of the TLS material a kubeconfig may embed
+_EMBEDDED_MATERIAL = (("clusters", "cluster", "certificate-authority-data", "certificate-authority"),
+                      ("users", "user", "client-certificate-data", "client-certificate"),
+                      ("users", "user", "client-key-data", "client-key"))
+
+
+def with_material_files(kubeconfig: dict, material_dir: str) -> dict:
+    """The kubeconfig with its embedded certificates and keys written to files of this client's own (0600, in its
+    private directory) and named by path instead, as kubectl's ``--flatten`` does in reverse.
+
+    The loader would otherwise write them through a table shared by the whole process, which hands one client's
+    file to the next client with the same content and is not safe for clients built at once in threads (a fleet):
+    a file is named before it is written, and removed when its first client closes.
+    """
+    out = dict(kubeconfig)
+    for section, inner, data_key, file_key in _EMBEDDED_MATERIAL:
+        entries = []
+        for index, entry in enumerate(out.get(section) or []):
+            body = (entry or {}).get(inner) if isinstance(entry, dict) else None
+            if isinstance(body, dict) and body.get(data_key):
+                body = {k: v for k, v in body.items() if k != data_key}
+                body[file_key] = _write_material(material_dir, f"{section}-{index}-{file_key}",
+                                                 entry[inner][data_key], f"{section[:-1]} {entry.get('name')!r}",
+                                                 data_key)
+                entry = {**entry, inner: body}
+            entries.append(entry)
+        if section in out:
+            out[section] = entries
+    return out
+
+
+def _write_material(material_dir: str, name: str, encoded, owner: str, key: str) -> str:
+    try:
+        content = base64.b64decode("".join(str(encoded).split()), validate=True)  # line breaks allowed, as in Go
+    except (binascii.Error, ValueError):
+        raise PhasekitError(f"cannot use kubeconfig: {owner}: {key} is not valid base64") from None
+    path = os.path.join(material_dir, name)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "wb") as target:
+        target.write(content)
+    return path
+
+
+_TEMP_FILES_LOCK = threading.Lock()
+
+
+def _install_private_temp_files():
+    """What is left for the loader's shared table (certificates an exec plugin returns): one file per client, in
+    that client's directory, written under a lock, instead of a file shared by every client with that content."""
+    original = kube_config._create_temp_file_with_content  # pylint: disable=protected-access
+    if getattr(original, "phasekit_private", False):
+        return
+
+    def private_temp_file(content, temp_file_path=None, force_recreate=False):  # pylint: disable=unused-argument
+        with _TEMP_FILES_LOCK:
+            return original(content, temp_file_path=temp_file_path, force_recreate=True)
+
+    private_temp_file.phasekit_private = True
+    kube_config._create_temp_file_with_content = private_temp_file  # pylint: disable=protected-access
 
 
 def _forget_material(material_dir: str):
     """Remove the TLS files and the loader's memory of them (it would hand out stale paths)."""
     shutil.rmtree(material_dir, ignore_errors=True)
-    stale = [key for key, path in kube_config._temp_files.items()  # pylint: disable=protected-access
-             if path.startswith(material_dir)]
-    for key in stale:
-        kube_config._temp_files.pop(key, None)  # pylint: disable=protected-access
+    with _TEMP_FILES_LOCK:
+        stale = [key for key, path in kube_config._temp_files.items()  # pylint: disable=protected-access
+                 if path.startswith(material_dir)]
+        for key in stale:
+            kube_config._temp_files.pop(key, None)  # pylint: disable=protected-access

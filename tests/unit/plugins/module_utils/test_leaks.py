@@ -135,3 +135,46 @@ def test_each_client_keeps_its_own_tls_files_while_others_close():
         short_lived_block.__exit__(None, None, None)
         for attribute in ("ssl_ca_cert", "cert_file", "key_file"):
             assert os.path.exists(getattr(long_lived.configuration, attribute)), attribute
+
+
+def test_clients_built_at_once_in_threads_each_get_complete_tls_files():
+    """A fleet builds its hosts' clients in a pool: every client gets whole files of its own, whatever the others
+    do at the same time (the loader's shared table named a file before writing it, and removed it with its first
+    client: a fleet host then failed with 'PEM lib')."""
+    import base64
+    import os
+    import threading
+    from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
+    pem = b"-----BEGIN CERTIFICATE-----\n" + b"MIIB" * 2000 + b"\n-----END CERTIFICATE-----\n"
+    data = base64.b64encode(pem).decode()
+    config = {"apiVersion": "v1", "kind": "Config", "current-context": "c",
+              "clusters": [{"name": "k", "cluster": {"server": "https://127.0.0.1:1", "certificate-authority-data": data}}],
+              "users": [{"name": "u", "user": {"client-certificate-data": data, "client-key-data": data}}],
+              "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}]}
+    problems, start = [], threading.Barrier(24)
+
+    def one_client():
+        start.wait()
+        try:
+            several_clients()
+        except Exception as exc:  # pylint: disable=broad-exception-caught - reported below, not lost in a thread
+            problems.append(repr(exc))
+
+    def several_clients():
+        for _ in range(5):
+            with api_client(config) as api:
+                for attribute in ("ssl_ca_cert", "cert_file", "key_file"):
+                    path = getattr(api.configuration, attribute)
+                    with open(path, "rb") as handle:
+                        if handle.read() != pem:
+                            problems.append(f"{attribute}: {path} incomplete")
+                    if os.stat(path).st_mode & 0o077:
+                        problems.append(f"{attribute}: {path} readable by others")
+
+    threads = [threading.Thread(target=one_client) for _ in range(24)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not problems, problems[:3]
+    assert config["users"][0]["user"]["client-key-data"] == data  # the caller's kubeconfig is left as it was
