@@ -332,7 +332,8 @@ def main(argv=None) -> int:
         bench = Bench(Path(tmp), env, core)
         try:
             if "floor" not in skip:
-                results["floor"] = bench.floor(args.rounds)
+                # the floor moves by ±20 % from round to round on a 2-CPU machine: at least 5 rounds for its median
+                results["floor"] = bench.floor(max(args.rounds, 5))
             if "overhead" not in skip:
                 results["overhead"] = bench.overhead(args.rounds)
             if "fleet" not in skip:
