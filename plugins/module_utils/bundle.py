@@ -21,6 +21,9 @@ from ansible_collections.phasekit.kube.plugins.module_utils.errors import Phasek
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 KUSTOMIZE_TIMEOUT = 300
+MAX_NAME = 253       # a DNS subdomain: the longest name of every kind but RBAC's
+PATH_SEGMENT_NAMED = "rbac.authorization.k8s.io/"  # names are path segments of any length
+MAX_NAMESPACE = 63   # a DNS label
 
 
 @functools.cache
@@ -206,7 +209,14 @@ def _checked(document, origin: str, file: str | None, number: int) -> list[Bundl
     if not isinstance(metadata.get("name"), str) or not metadata["name"]:
         raise PhasekitError("field 'metadata.name' is missing or not a string "
                             "(server-side apply needs a name; generateName is not supported)", where=origin)
+    if len(metadata["name"]) > MAX_NAME and not document["apiVersion"].startswith(PATH_SEGMENT_NAMED):
+        # not echoed: a name this long would flood the output
+        raise PhasekitError(f"field 'metadata.name' is {len(metadata['name'])} characters long; Kubernetes object "
+                            f"names are at most {MAX_NAME}", where=origin)
     namespace = metadata.get("namespace")
     if namespace is not None and (not isinstance(namespace, str) or not namespace):
         raise PhasekitError("field 'metadata.namespace' must be a non-empty string", where=origin)
+    if namespace is not None and len(namespace) > MAX_NAMESPACE:
+        raise PhasekitError(f"field 'metadata.namespace' is {len(namespace)} characters long; namespace names are "
+                            f"at most {MAX_NAMESPACE}", where=origin)
     return [BundleObject(obj=document, origin=origin, file=file, index=number)]

@@ -23,6 +23,17 @@ def readable(message: str) -> str:
     return f"{message[:MAX_MESSAGE]}... ({len(message) - MAX_MESSAGE} more characters)"
 
 
+def strings_given_as_collections(spec: dict, args: dict) -> str | None:
+    """A message for a ``str`` option given a list or a dictionary. Ansible would turn ``context: [ctx1]`` into
+    the string "['ctx1']" and the error would be about a context of that name; say the type is wrong instead."""
+    for name, option in spec.items():
+        value = args.get(name)
+        if option.get("type", "str") == "str" and isinstance(value, (list, dict)):
+            kind = "a list" if isinstance(value, list) else "a dictionary"
+            return f"option {name}: expected a string, got {kind}"
+    return None
+
+
 class PhasekitAction(ActionBase):
     """Base of the collection's actions: subclasses set the spec and implement ``execute``."""
 
@@ -39,6 +50,9 @@ class PhasekitAction(ActionBase):
         remove_on_signals()  # an interrupted run leaves no kubeconfig or client key on disk
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
+        wrong = strings_given_as_collections(self.ARGUMENT_SPEC, self._task.args)
+        if wrong:
+            return {"failed": True, "changed": False, "msg": wrong}
         args = self.validate_argument_spec(argument_spec=self.ARGUMENT_SPEC,
                                            mutually_exclusive=self.MUTUALLY_EXCLUSIVE,
                                            required_one_of=self.REQUIRED_ONE_OF)[1]

@@ -151,6 +151,12 @@ ACTION_ARGS = [
                "kubeconfig": {"content": kubeconfig(users=[{"name": "u", "user": {"token": SECRET,
                                                                                   "as-groups": ["g"]}}])}},
      "without impersonating a user"),
+    ("apply", {"definition": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}},
+               "context": ["ctx1"]}, "option context: expected a string, got a list"),
+    # a 100,000-character name is refused before anything is sent, without echoing it
+    ("apply", {"definition": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a" * 100000}}},
+     "at most 253"),
+    ("kube_command", {"cmd": ["echo", "hi"]}, "option cmd: expected a string, got a list"),
     ("kube_command", {"cmd": "   "}, "the command is empty"),
     ("kube_command", {"argv": ["echo"], "shell": True}, "shell applies to cmd only"),
     ("kube_command", {"cmd": "echo 'unbalanced"}, "cmd"),

@@ -103,3 +103,27 @@ def test_failing_kustomization_names_the_directory(tmp_path):
     (tmp_path / "kustomization.yaml").write_text("resources: [missing.yaml]\n")
     with pytest.raises(PhasekitError, match=r"kustomization .*: kubectl kustomize failed"):
         render_bundle(src=str(tmp_path))
+
+
+@pytest.mark.parametrize("metadata, expected", [
+    ({"name": "a" * 100000}, "field 'metadata.name' is 100000 characters long; Kubernetes object names are at most 253"),
+    ({"name": "x", "namespace": "n" * 64}, "field 'metadata.namespace' is 64 characters long"),
+])
+def test_overlong_names_are_refused_without_being_echoed(metadata, expected):
+    with pytest.raises(PhasekitError) as caught:
+        render_bundle(definition={"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata})
+    assert expected in str(caught.value)
+    assert "aaaaaaaaaa" not in str(caught.value) and "nnnnnnnnnn" not in str(caught.value)
+
+
+def test_names_at_the_limits_are_accepted():
+    objects = render_bundle(definition={"apiVersion": "v1", "kind": "ConfigMap",
+                                        "metadata": {"name": "a" * 253, "namespace": "n" * 63}})
+    assert len(objects) == 1
+
+
+def test_rbac_names_may_be_longer():
+    """RBAC names are path segments: the API server sets them no length limit, nor does the collection."""
+    objects = render_bundle(definition={"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                                        "metadata": {"name": "r" * 300}})
+    assert len(objects) == 1

@@ -157,11 +157,11 @@ def test_clients_built_at_once_in_threads_each_get_complete_tls_files():
         start.wait()
         try:
             several_clients()
-        except Exception as exc:  # pylint: disable=broad-exception-caught - reported below, not lost in a thread
-            problems.append(repr(exc))
+        except Exception as exc:  # pylint: disable=broad-exception-caught
+            problems.append(repr(exc))  # reported by the assertion below instead of lost in the thread
 
     def several_clients():
-        for _ in range(5):
+        for _round in range(5):
             with api_client(config) as api:
                 for attribute in ("ssl_ca_cert", "cert_file", "key_file"):
                     path = getattr(api.configuration, attribute)
@@ -171,7 +171,7 @@ def test_clients_built_at_once_in_threads_each_get_complete_tls_files():
                     if os.stat(path).st_mode & 0o077:
                         problems.append(f"{attribute}: {path} readable by others")
 
-    threads = [threading.Thread(target=one_client) for _ in range(24)]
+    threads = [threading.Thread(target=one_client) for _thread in range(24)]
     for thread in threads:
         thread.start()
     for thread in threads:
