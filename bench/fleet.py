@@ -96,14 +96,26 @@ class Bench:
         path.chmod(0o600)
 
     def create_namespaces(self, hosts: list[str], namespaces: dict[str, str]) -> None:
+        """Create the namespaces and wait until the controllers are done with them (their default
+        ServiceAccount exists): a tool timed right after would share the API server with that work."""
         by_cluster = {name: [] for name in CLUSTERS}
         for index, host in enumerate(hosts):
-            by_cluster[CLUSTERS[index % len(CLUSTERS)]].append(
-                {"apiVersion": "v1", "kind": "Namespace",
-                 "metadata": {"name": namespaces[host], "labels": {"bench": "phasekit-fleet"}}})
-        for cluster, docs in by_cluster.items():
-            if docs:
+            by_cluster[CLUSTERS[index % len(CLUSTERS)]].append(namespaces[host])
+        for cluster, names in by_cluster.items():
+            if names:
+                docs = [{"apiVersion": "v1", "kind": "Namespace",
+                         "metadata": {"name": name, "labels": {"bench": "phasekit-fleet"}}} for name in names]
                 self.kubectl(cluster, "apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
+        deadline = time.monotonic() + 120
+        for cluster, names in by_cluster.items():
+            while names and time.monotonic() < deadline:
+                done = subprocess.run(["kubectl", "--kubeconfig", str(CACHE / "clusters" / cluster / "admin.kubeconfig"),
+                                       "get", "serviceaccounts", "-A", "--field-selector", "metadata.name=default",
+                                       "-o", "jsonpath={.items[*].metadata.namespace}"],
+                                      env=self.env, capture_output=True, text=True, check=False)
+                if set(names) <= set(done.stdout.split()):
+                    break
+                time.sleep(0.2)
 
     def cleanup(self) -> None:
         """Delete what a scenario made and wait until it is gone: the next measurement gets an idle server."""
@@ -169,16 +181,30 @@ class Bench:
 
     # ------------------------------------------------------------ scenarios
 
-    def fleet(self, sizes: list[int], core_max: int) -> list[dict]:
-        rows = []
-        for size in sizes:
-            row = {"hosts": size}
-            for tool in ("phasekit", "kubectl", "core"):
+    def fleet(self, sizes: list[int], core_max: int, rounds: int) -> list[dict]:
+        """phasekit over every size ``rounds`` times (sizes taking turns), then kubectl and kubernetes.core once."""
+        rows = [{"hosts": size, "phasekit_first_rounds": [], "phasekit_rerun_rounds": []} for size in sizes]
+        for round_no in range(rounds):
+            for row in rows:
+                site = self.site("phasekit", row["hosts"], PHASES, PER_PHASE)
+                row["phasekit_first_rounds"].append(self.phasekit_plan(site))
+                row["phasekit_rerun_rounds"].append(self.phasekit_plan(site))
+                print(f"bench fleet: round {round_no + 1}, {row['hosts']} hosts, phasekit: first "
+                      f"{row['phasekit_first_rounds'][-1]:.2f}s, re-run {row['phasekit_rerun_rounds'][-1]:.2f}s",
+                      file=sys.stderr)
+                self.cleanup()
+        for row in rows:
+            size = row["hosts"]
+            for step in ("first", "rerun"):
+                row[f"phasekit_{step}"] = median(row[f"phasekit_{step}_rounds"])
+                # against one host of the same round: the machine's load moves between rounds
+                row[f"phasekit_{step}_vs_one"] = median([mine / one for mine, one in zip(
+                    row[f"phasekit_{step}_rounds"], rows[0][f"phasekit_{step}_rounds"])])
+            for tool in ("kubectl", "core"):
                 if tool == "core" and (self.core is None or size > core_max):
                     continue
                 site = self.site(tool, size, PHASES, PER_PHASE)
-                runner = {"phasekit": self.phasekit_plan, "kubectl": self.kubectl_loop,
-                          "core": self.kubernetes_core}[tool]
+                runner = {"kubectl": self.kubectl_loop, "core": self.kubernetes_core}[tool]
                 row[f"{tool}_first"] = runner(site)
                 # kubernetes.core sends every object again on a re-run: past CORE_RERUN_MAX hosts its re-run
                 # would cost as much as its first run (minutes) and tell nothing new
@@ -186,8 +212,7 @@ class Bench:
                     row[f"{tool}_rerun"] = runner(site)
                 print(f"bench fleet: {size} hosts, {tool}: first {row[f'{tool}_first']:.2f}s, "
                       f"re-run {fmt(row.get(f'{tool}_rerun'))}s", file=sys.stderr)
-            rows.append(row)
-            self.cleanup()
+                self.cleanup()
         return rows
 
     def overhead(self, rounds: int, phases: int = 20) -> dict:
@@ -291,8 +316,10 @@ def report(results: dict) -> str:
         for row in fleet:
             for step in ("first", "rerun"):
                 ours = row.get(f"phasekit_{step}")
+                vs_one = row.get(f"phasekit_{step}_vs_one")
                 out.append(f"| {row['hosts']} | {'first run' if step == 'first' else 're-run'} | {fmt(ours)} "
-                           f"| {ratio(ours, base.get(f'phasekit_{step}'))} | {fmt(row.get(f'kubectl_{step}'))} "
+                           f"| {f'{vs_one:.1f}x' if vs_one else ratio(ours, base.get(f'phasekit_{step}'))} "
+                           f"| {fmt(row.get(f'kubectl_{step}'))} "
                            f"| {ratio(row.get(f'kubectl_{step}'), ours)} | {fmt(row.get(f'core_{step}'))} "
                            f"| {ratio(row.get(f'core_{step}'), ours)} |")
         out.append("")
@@ -342,7 +369,7 @@ def main(argv=None) -> int:
             if "overhead" not in skip:
                 results["overhead"] = bench.overhead(args.rounds)
             if "fleet" not in skip:
-                results["fleet"] = bench.fleet([int(s) for s in args.sizes.split(",")], args.core_max_hosts)
+                results["fleet"] = bench.fleet([int(s) for s in args.sizes.split(",")], args.core_max_hosts, args.rounds)
             if "large" not in skip:
                 results["large"] = bench.large()
         finally:

@@ -18,7 +18,7 @@ from ansible import context
 from ansible.utils.display import Display
 
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import (
-    REQUEST_BUDGET, RUN, STATUS, VALIDATE, BuiltinExecutors)
+    REQUEST_BUDGET, RUN, STATUS, VALIDATE, BuiltinExecutors, SharedRequests)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import (
     CHANGED, DEFAULT_CLUSTER_CONCURRENCY, FAILED, OK, TASKS_EXECUTOR, run_phases)
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
@@ -63,10 +63,12 @@ class ActionModule(PhasekitAction):
                 fleet.vars.prefetch(sorted(set().union(*hosts_of)))
             widest = max((len(hosts) for hosts in hosts_of), default=1)
             # one cluster at a time: its apply keeps its own concurrency; several: one shared pool of writes
-            requests = stack.enter_context(ThreadPoolExecutor(REQUEST_BUDGET, thread_name_prefix="phasekit-write")) \
-                if min(concurrency, widest) > 1 else None
+            shared = None
+            if min(concurrency, widest) > 1:
+                pool = stack.enter_context(ThreadPoolExecutor(REQUEST_BUDGET, thread_name_prefix="phasekit-write"))
+                shared = SharedRequests(pool, concurrency, frozenset(in_play))
             executors = BuiltinExecutors(fleet, mode=mode, check_mode=bool(self._task.check_mode),
-                                         diff=bool(self._task.diff), request_pool=requests)
+                                         diff=bool(self._task.diff), shared=shared)
             report = run_phases(phases, executors, hosts_in_play=in_play,
                                 dry_run=mode != RUN, status_mode=mode == STATUS, stopped_by=args["stopped_by"],
                                 concurrency=concurrency, progress=self._show_progress)

@@ -29,6 +29,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube import applyset as applysets
@@ -326,7 +327,7 @@ class ApplyRun:
                 self._apply_one(one)
             return
         if self.pool is not None:
-            list(self.pool.map(self._apply_one, interleave_kinds(to_send)))
+            in_lanes(self.pool, self._apply_one, interleave_kinds(to_send), self.options.concurrency)
             return
         with ThreadPoolExecutor(max_workers=min(self.options.concurrency, len(to_send))) as pool:
             list(pool.map(self._apply_one, interleave_kinds(to_send)))
@@ -509,6 +510,28 @@ def apply_bundle(session, bundle: list, options: ApplyOptions, discovery: Discov
     in flight over all of them instead of ``options.concurrency`` per run).
     """
     return ApplyRun(session, discovery or Discovery(session), options, pool).run(bundle)
+
+
+def in_lanes(pool, work: Callable, items: list, lanes: int) -> None:
+    """Run ``work`` on each of ``items`` in order, in a shared ``pool``, at most ``lanes`` at a time.
+
+    Each lane takes the next item when its last one is done. A cluster's connection pool then opens no more
+    connections than lanes, however many threads the shared pool has (each new TLS connection costs both
+    ends a handshake). ``work`` must not raise: the first error would stop its lane.
+    """
+    pending = iter(items)
+    lock = threading.Lock()
+    done = object()
+
+    def lane(_number):
+        while True:
+            with lock:
+                item = next(pending, done)
+            if item is done:
+                return
+            work(item)
+
+    list(pool.map(lane, range(max(1, min(lanes, len(items))))))
 
 
 def interleave_kinds(members: list) -> list:

@@ -16,6 +16,7 @@ import base64
 import binascii
 import os
 import shutil
+import ssl
 import string
 import threading
 from contextlib import contextmanager
@@ -28,6 +29,7 @@ try:
     from kubernetes import client as k8s_client
     from kubernetes.config import kube_config
     from kubernetes.config.config_exception import ConfigException
+    from urllib3.util.ssl_ import create_urllib3_context
 except ImportError as exc:  # reported when a session is first needed
     k8s_client = None
     KUBERNETES_IMPORT_ERROR = exc
@@ -106,11 +108,35 @@ def _client_in(material_dir: str, kubeconfig: dict, context: str | None, pool_ma
         configuration.connection_pool_maxsize = pool_maxsize
     impersonation = impersonation_headers(kubeconfig)
     api = k8s_client.ApiClient(configuration=configuration)
+    share_tls_context(api.rest_client.pool_manager.connection_pool_kw)
     api.phasekit_impersonation = impersonation  # read by ApiSession, the one transport that sends them
     try:
         yield api
     finally:
         api.close()
+
+
+def share_tls_context(pool_kw: dict) -> None:
+    """Give every connection of a client one TLS context, its CA and client certificate read once.
+
+    Left to itself urllib3 builds a context and reads the CA, certificate and key files again for each
+    new connection: a fleet step opens hundreds, and that parsing was most of a first run's client CPU.
+    ``pool_kw`` is the client's urllib3 ``connection_pool_kw``, as the kubernetes client filled it in.
+    """
+    cert_reqs = pool_kw.get("cert_reqs")
+    context = create_urllib3_context(cert_reqs=cert_reqs)
+    try:
+        if cert_reqs != ssl.CERT_NONE:
+            if pool_kw.get("ca_certs") or pool_kw.get("ca_cert_data"):
+                context.load_verify_locations(cafile=pool_kw.get("ca_certs"), cadata=pool_kw.get("ca_cert_data"))
+            else:
+                context.load_default_certs()
+        if pool_kw.get("cert_file"):
+            context.load_cert_chain(pool_kw["cert_file"], pool_kw.get("key_file"))
+    except (OSError, ssl.SSLError) as exc:
+        # the message names the failing step (e.g. "[X509] PEM lib"), never the material
+        raise PhasekitError(f"cannot use kubeconfig: its TLS certificate or key: {exc}") from None
+    pool_kw.update(ssl_context=context, ca_certs=None, ca_cert_data=None, cert_file=None, key_file=None)
 
 
 # (section, *-data key, file key) of the TLS material a kubeconfig may embed

@@ -64,9 +64,11 @@ def read_unit(unit: SourceUnit, hooks: SourceHooks) -> Kubeconfig | None:
 
 
 # Decoded kubeconfig files, by origin and the file's identity: a fleet step resolves hundreds of hosts whose
-# contexts live in one file, which is then parsed once. Callers never change a decoded document in place
-# (minify, flatten and path resolution work on copies), so entries can be shared.
+# contexts live in one file, which is then parsed once (threads asking for it at once wait for the one
+# parse). Callers never change a decoded document in place (minify, flatten and path resolution work on
+# copies), so entries can be shared.
 _DECODED: dict[tuple, Kubeconfig] = {}
+_DECODING: dict[tuple, threading.Lock] = {}
 _DECODED_LOCK = threading.Lock()
 _DECODED_MAX = 256
 
@@ -76,22 +78,29 @@ def read_decoded_file(origin) -> Kubeconfig | None:
     try:
         info = os.stat(origin.path)
     except OSError:
-        info = None
-    key = (origin, info.st_ino, info.st_size, info.st_mtime_ns) if info is not None else None
-    if key is not None:
+        return _decode_file(origin)  # the read below says what is wrong (or None: no such file)
+    key = (origin, info.st_ino, info.st_size, info.st_mtime_ns)
+    with _DECODED_LOCK:
+        if key in _DECODED:
+            return _DECODED[key]
+        if len(_DECODING) >= _DECODED_MAX:
+            _DECODED.clear()
+            _DECODING.clear()
+        parsing = _DECODING.setdefault(key, threading.Lock())
+    with parsing:
         with _DECODED_LOCK:
             if key in _DECODED:
                 return _DECODED[key]
+        decoded = _decode_file(origin)
+        if decoded is not None:
+            with _DECODED_LOCK:
+                _DECODED[key] = decoded
+        return decoded
+
+
+def _decode_file(origin) -> Kubeconfig | None:
     data = read_kubeconfig_file(origin.path)
-    if data is None:
-        return None
-    decoded = decode_kubeconfig_bytes(data, origin)
-    if key is not None:
-        with _DECODED_LOCK:
-            if len(_DECODED) >= _DECODED_MAX:
-                _DECODED.clear()
-            _DECODED[key] = decoded
-    return decoded
+    return None if data is None else decode_kubeconfig_bytes(data, origin)
 
 
 def read_kubeconfig_file(path: str) -> bytes | None:

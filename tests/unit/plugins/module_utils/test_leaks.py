@@ -4,7 +4,10 @@
 
 from __future__ import annotations
 
+import ssl
+
 import pytest
+from pki import make_pki
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.source_refs import check_source_refs
@@ -117,17 +120,29 @@ def test_a_plaintext_file_is_not_accepted_as_a_vault_source(tmp_path):
         glue.HostResolver(Loader(), None, {}).resolve("h", host_vars.get, {})
 
 
-def test_each_client_keeps_its_own_tls_files_while_others_close():
+@pytest.fixture(scope="module")
+def tls_kubeconfig(tmp_path_factory):
+    """A kubeconfig embedding a real CA, client certificate and key; and the PEM bytes by client attribute."""
+    import base64
+    pki = make_pki(tmp_path_factory.mktemp("pki"))
+    pem = {"ssl_ca_cert": (pki / "ca.crt").read_bytes(), "cert_file": (pki / "client.crt").read_bytes(),
+           "key_file": (pki / "client.key").read_bytes()}
+    data = {name: base64.b64encode(value).decode() for name, value in pem.items()}
+    config = {"apiVersion": "v1", "kind": "Config", "current-context": "c",
+              "clusters": [{"name": "k", "cluster": {"server": "https://127.0.0.1:1",
+                                                     "certificate-authority-data": data["ssl_ca_cert"]}}],
+              "users": [{"name": "u", "user": {"client-certificate-data": data["cert_file"],
+                                               "client-key-data": data["key_file"]}}],
+              "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}]}
+    return config, pem
+
+
+def test_each_client_keeps_its_own_tls_files_while_others_close(tls_kubeconfig):
     """A fleet step keeps one client per cluster while other clients (a parent's Secret read) come and go; the
     kubernetes loader reuses a file it wrote for the same content, so each client must own a copy."""
-    import base64
     import os
     from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
-    data = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n").decode()
-    config = {"apiVersion": "v1", "kind": "Config", "current-context": "c",
-              "clusters": [{"name": "k", "cluster": {"server": "https://127.0.0.1:1", "certificate-authority-data": data}}],
-              "users": [{"name": "u", "user": {"client-certificate-data": data, "client-key-data": data}}],
-              "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}]}
+    config, _pem = tls_kubeconfig
     short_lived_block = api_client(config)
     short_lived = short_lived_block.__enter__()  # pylint: disable=unnecessary-dunder-call
     with api_client(config) as long_lived:        # made while the other client's files exist
@@ -137,20 +152,16 @@ def test_each_client_keeps_its_own_tls_files_while_others_close():
             assert os.path.exists(getattr(long_lived.configuration, attribute)), attribute
 
 
-def test_clients_built_at_once_in_threads_each_get_complete_tls_files():
+def test_clients_built_at_once_in_threads_each_get_complete_tls_files(tls_kubeconfig):
     """A fleet builds its hosts' clients in a pool: every client gets whole files of its own, whatever the others
     do at the same time (the loader's shared table named a file before writing it, and removed it with its first
     client: a fleet host then failed with 'PEM lib')."""
-    import base64
+    import copy
     import os
     import threading
     from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
-    pem = b"-----BEGIN CERTIFICATE-----\n" + b"MIIB" * 2000 + b"\n-----END CERTIFICATE-----\n"
-    data = base64.b64encode(pem).decode()
-    config = {"apiVersion": "v1", "kind": "Config", "current-context": "c",
-              "clusters": [{"name": "k", "cluster": {"server": "https://127.0.0.1:1", "certificate-authority-data": data}}],
-              "users": [{"name": "u", "user": {"client-certificate-data": data, "client-key-data": data}}],
-              "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}]}
+    config, pem = tls_kubeconfig
+    original = copy.deepcopy(config)
     problems, start = [], threading.Barrier(24)
 
     def one_client():
@@ -163,10 +174,10 @@ def test_clients_built_at_once_in_threads_each_get_complete_tls_files():
     def several_clients():
         for _round in range(5):
             with api_client(config) as api:
-                for attribute in ("ssl_ca_cert", "cert_file", "key_file"):
+                for attribute, expected in pem.items():
                     path = getattr(api.configuration, attribute)
                     with open(path, "rb") as handle:
-                        if handle.read() != pem:
+                        if handle.read() != expected:
                             problems.append(f"{attribute}: {path} incomplete")
                     if os.stat(path).st_mode & 0o077:
                         problems.append(f"{attribute}: {path} readable by others")
@@ -177,4 +188,50 @@ def test_clients_built_at_once_in_threads_each_get_complete_tls_files():
     for thread in threads:
         thread.join()
     assert not problems, problems[:3]
-    assert config["users"][0]["user"]["client-key-data"] == data  # the caller's kubeconfig is left as it was
+    assert config == original  # the caller's kubeconfig is left as it was
+
+
+def test_every_connection_of_a_client_shares_one_tls_context(tls_kubeconfig):
+    """urllib3 would build a context and parse the CA, certificate and key files again for each connection
+    (hundreds in a fleet step); the client hands it one context, loaded once, and no file names."""
+    from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
+    config, _pem = tls_kubeconfig
+    with api_client(config) as api:
+        pool_kw = api.rest_client.pool_manager.connection_pool_kw
+        context = pool_kw["ssl_context"]
+        assert context.verify_mode == ssl.CERT_REQUIRED
+        assert [cert["subject"] for cert in context.get_ca_certs()] == [((("commonName", "phasekit test CA"),),)]
+        assert all(pool_kw.get(key) is None for key in ("ca_certs", "ca_cert_data", "cert_file", "key_file"))
+        pool = api.rest_client.pool_manager.connection_from_url("https://127.0.0.1:1")
+        assert pool.conn_kw["ssl_context"] is context
+
+
+def test_insecure_skip_tls_verify_loads_no_ca(tls_kubeconfig):
+    import copy
+    from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
+    config = copy.deepcopy(tls_kubeconfig[0])
+    cluster = config["clusters"][0]["cluster"]
+    del cluster["certificate-authority-data"]
+    cluster["insecure-skip-tls-verify"] = True
+    with api_client(config) as api:
+        context = api.rest_client.pool_manager.connection_pool_kw["ssl_context"]
+        assert context.verify_mode == ssl.CERT_NONE and not context.check_hostname
+        assert context.get_ca_certs() == []
+
+
+@pytest.mark.parametrize("field", ["certificate-authority-data", "client-key-data"])
+def test_broken_tls_material_is_refused_when_the_client_is_made_without_echoing_it(tls_kubeconfig, field):
+    import base64
+    import copy
+    from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
+    config = copy.deepcopy(tls_kubeconfig[0])
+    section = config["clusters"][0]["cluster"] if field.startswith("certificate") else config["users"][0]["user"]
+    broken = b"-----BEGIN PRIVATE KEY-----\nc2VjcmV0LWtleS1ieXRlcw==\n-----END PRIVATE KEY-----\n" \
+        if field == "client-key-data" else b"-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n"
+    section[field] = base64.b64encode(broken).decode()
+    with pytest.raises(PhasekitError) as err:
+        with api_client(config):
+            pass
+    message = str(err.value)
+    assert message.startswith("cannot use kubeconfig: its TLS certificate or key: ")
+    assert "c2VjcmV0" not in message and "bm90IGEg" not in message and section[field] not in message

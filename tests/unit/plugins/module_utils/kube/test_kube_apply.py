@@ -89,3 +89,30 @@ def test_kinds_take_turns_within_a_wave():
     members = [One("Widget", "w1"), One("Widget", "w2"), One("Widget", "w3"), One("Service", "s1"),
                One("Deployment", "d1"), One("Service", "s2")]
     assert [m.name for m in engine.interleave_kinds(members)] == ["w1", "s1", "d1", "w2", "s2", "w3"]
+
+
+@pytest.mark.parametrize("lanes, items", [(3, 20), (1, 5), (8, 2), (4, 0)], ids=["three", "one", "more-lanes", "none"])
+def test_in_lanes_keeps_a_clusters_requests_in_flight_within_its_lanes(lanes, items):
+    """A fleet phase shares one big pool; one cluster's writes still take at most ``lanes`` threads."""
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+    expected = min(lanes, items)
+    lock, in_flight, highest, done = threading.Lock(), [0], [0], []
+    all_lanes_busy = threading.Barrier(expected) if expected else None
+
+    def work(item):
+        with lock:
+            in_flight[0] += 1
+            highest[0] = max(highest[0], in_flight[0])
+        if item < expected:
+            all_lanes_busy.wait(timeout=10)  # the first items meet: that many lanes run at once
+        time.sleep(0.001)
+        with lock:
+            in_flight[0] -= 1
+            done.append(item)
+
+    with ThreadPoolExecutor(16) as pool:
+        engine.in_lanes(pool, work, list(range(items)), lanes)
+    assert sorted(done) == list(range(items))
+    assert highest[0] == expected

@@ -4,13 +4,14 @@
 
 from __future__ import annotations
 
-import datetime
 import http.server
 import socket
 import ssl
 import threading
+import time
 
 import pytest
+from pki import make_pki
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.readers import SourceHooks
@@ -75,35 +76,7 @@ def test_sops_missing_file(tmp_path):
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory):
     """A CA and a server certificate for 127.0.0.1, made for this test run."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-    import ipaddress
-
-    directory = tmp_path_factory.mktemp("pki")
-    now = datetime.datetime.now(datetime.timezone.utc)
-
-    def certificate(subject, issuer, public_key, signing_key, ca):
-        builder = (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer).public_key(public_key)
-                   .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
-                   .not_valid_after(now + datetime.timedelta(hours=1))
-                   .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
-        if not ca:
-            builder = builder.add_extension(
-                x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
-        return builder.sign(signing_key, hashes.SHA256())
-
-    ca_key, server_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "phasekit test CA")])
-    ca_cert = certificate(ca_name, ca_name, ca_key.public_key(), ca_key, True)
-    server_cert = certificate(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]), ca_name,
-                              server_key.public_key(), ca_key, False)
-    (directory / "ca.crt").write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
-    (directory / "server.crt").write_bytes(server_cert.public_bytes(serialization.Encoding.PEM))
-    (directory / "server.key").write_bytes(server_key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
-    return directory
+    return make_pki(tmp_path_factory.mktemp("pki"))
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -189,3 +162,35 @@ def test_url_source_decodes_the_answer(server, pki):
     config = read_unit(unit, SourceHooks({}))
     assert list(config.contexts) == ["remote"]
     assert unit.origin.location == f"{server}/kubeconfig"
+
+
+def test_a_kubeconfig_file_read_by_many_threads_at_once_is_parsed_once(tmp_path, monkeypatch):
+    """A fleet step resolves its hosts in a pool; the hosts' shared file must not be parsed once per thread."""
+    from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig import readers
+    from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.model import Origin
+    path = tmp_path / "fleet.kubeconfig"
+    path.write_text("apiVersion: v1\nkind: Config\ncontexts:\n- name: c1\n  context: {cluster: k}\n")
+    origin = Origin(1, "path", str(path), path=str(path))
+    parses, real_decode = [], readers.decode_kubeconfig_bytes
+
+    def slow_decode(data, where):
+        parses.append(where)
+        time.sleep(0.05)  # long enough for every thread to ask while the first parse runs
+        return real_decode(data, where)
+
+    monkeypatch.setattr(readers, "decode_kubeconfig_bytes", slow_decode)
+    start, results = threading.Barrier(8), []
+
+    def read():
+        start.wait()
+        results.append(readers.read_decoded_file(origin))
+
+    threads = [threading.Thread(target=read) for _thread in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(parses) == 1
+    assert len(results) == 8 and all(found is results[0] for found in results)
+    path.write_text("apiVersion: v1\nkind: Config\ncontexts: []\n")  # a changed file is read again
+    assert readers.read_decoded_file(origin) is not results[0] and len(parses) == 2

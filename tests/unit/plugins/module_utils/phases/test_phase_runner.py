@@ -9,7 +9,7 @@ import pytest
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import (
-    BuiltinExecutors, apply_arguments, option_values, phase_environment)
+    REQUEST_BUDGET, BuiltinExecutors, SharedRequests, apply_arguments, option_values, phase_environment)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import (
     MAX_MESSAGE, Outcome, plan_steps, result_of, run_phases)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import APPLY_OPTIONS_SPEC
@@ -149,6 +149,16 @@ def test_phase_environment_names_phase_host_and_source():
     assert phase_environment(phase("p", source="/x/y"), "h") == {
         "PHASEKIT_PHASE": "p", "PHASEKIT_HOST": "h", "PHASEKIT_SOURCE": "/x/y"}
     assert phase_environment(phase("p", source=[{"kind": "x"}]), "h")["PHASEKIT_SOURCE"] == ""
+
+
+@pytest.mark.parametrize("clusters_at_once, phase_hosts, in_play, expected", [
+    (10, 60, 60, REQUEST_BUDGET // 10), (10, 60, 1, REQUEST_BUDGET), (10, 3, 60, REQUEST_BUDGET // 3),
+    (60, 60, 60, 1), (300, 300, 300, 1), (10, 0, 0, REQUEST_BUDGET),
+], ids=["fleet", "limited-to-one", "small-phase", "more-clusters-than-budget", "never-zero", "no-host"])
+def test_each_cluster_gets_its_share_of_the_request_budget(clusters_at_once, phase_hosts, in_play, expected):
+    hosts = [f"h{i}" for i in range(phase_hosts)]
+    shared = SharedRequests(pool=None, clusters_at_once=clusters_at_once, hosts_in_play=frozenset(hosts[:in_play]))
+    assert shared.per_cluster(phase("p", hosts=hosts)) == expected
 
 
 class NoCluster:
