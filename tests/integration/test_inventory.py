@@ -238,10 +238,18 @@ def test_cluster_api_selection(clusters, capi, inventory, entry, hosts):
     ("capi-forbidden", "not allowed to list clusters.cluster.x-k8s.io/v1beta1 (HTTP 403"),
     ("site-content", "inline kubeconfig content does not belong in an inventory"),
     ("site-missing", "site file not found"),
-], ids=["unknown-management-host", "version-not-served", "forbidden", "inline-content", "missing-site-file"])
+    ("capi-unreachable", "cluster_api[1] (management host ephemeral): cannot list Cluster API clusters: cannot reach "
+                         "the API server https://127.0.0.1:9 after 6 attempt(s): NewConnectionError: "),
+], ids=["unknown-management-host", "version-not-served", "forbidden", "inline-content", "missing-site-file",
+        "unreachable-management-cluster"])
 def test_bad_inventories_fail_clearly(clusters, capi, inventory, secrets, config, message):
     limited = clusters["ephemeral"]
+    unreachable = yaml.safe_load(limited.admin_kubeconfig.read_text())
+    unreachable["clusters"][0]["cluster"]["server"] = "https://127.0.0.1:9"  # nothing listens on port 9
     configs = {
+        "capi-unreachable": yaml.safe_dump({
+            "plugin": "phasekit.kube.clusters", "kubeconfigs": [{"path": "down.kubeconfig"}],
+            "cluster_api": [{"host": "ephemeral"}]}),
         "capi-unknown-host": capi_config(clusters, host="mgmt"),
         "capi-version": capi_config(clusters, version="v1alpha9"),
         "capi-forbidden": yaml.safe_dump({
@@ -252,11 +260,12 @@ def test_bad_inventories_fail_clearly(clusters, capi, inventory, secrets, config
         "site-missing": "plugin: phasekit.kube.clusters\nsite: [nowhere.yml]\n",
     }
     bad_site = {"clusters": {"x": {"kubeconfig": {"content": clusters["target"].admin_kubeconfig.read_text()}}}}
-    proc = inventory(configs[config], "--list", files={"bad.yml": yaml.safe_dump(bad_site)}, check=False,
+    proc = inventory(configs[config], "--list", check=False,
+                     files={"bad.yml": yaml.safe_dump(bad_site), "down.kubeconfig": yaml.safe_dump(unreachable)},
                      env={"ANSIBLE_INVENTORY_UNPARSED_FAILED": "1"})
     assert proc.returncode != 0
     assert message in " ".join(proc.stderr.split()), proc.stderr
-    assert "Traceback" not in proc.stderr
+    assert "Traceback" not in proc.stderr and "MaxRetryError" not in proc.stderr  # urllib3's retry wrapper, raw
     assert leaked(proc.stdout + proc.stderr, secrets) == []
 
 

@@ -34,6 +34,9 @@ BACKOFF_CAP = 5.0
 RETRY_AFTER_CAP = 10.0
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 60.0
+# An attempt that failed after this long is the server's state, not a hiccup (etcd down: the API server answers
+# 504 after 30-60 s): it is not retried, so a dead cluster fails a run in about a minute, not after six.
+SLOW_FAILURE = 10.0
 TYPED_PATCH_REFUSAL = "failed to create typed patch object"
 APPLY_PATCH = "application/apply-patch+yaml"  # JSON is YAML: the body is sent as JSON
 _WARNING_HEADER = re.compile(r'^\s*\d{3}\s+\S+\s+"(?P<text>(?:[^"\\]|\\.)*)"')
@@ -72,7 +75,7 @@ class ApiSession:
     """JSON requests with retries and warning collection, safe to share between threads."""
 
     def __init__(self, api_client, *, max_attempts: int = MAX_ATTEMPTS, sleep=time.sleep,
-                 read_timeout: float = READ_TIMEOUT):
+                 read_timeout: float = READ_TIMEOUT, clock=time.monotonic):
         self.api_client = api_client
         self.configuration = api_client.configuration
         self.impersonation = list(getattr(api_client, "phasekit_impersonation", None) or [])
@@ -80,6 +83,7 @@ class ApiSession:
         self.server = self.configuration.host.rstrip("/")
         self.max_attempts = max_attempts
         self._sleep = sleep
+        self._clock = clock
         self._pool = api_client.rest_client.pool_manager
         self._lock = threading.Lock()
         self.warnings: list[str] = []
@@ -132,6 +136,7 @@ class ApiSession:
         while True:
             attempt += 1
             headers = self._headers(content_type if payload is not None else None, accept)
+            began = self._clock()
             try:
                 raw = self._pool.request(method, url, body=payload, headers=headers, preload_content=True,
                                          retries=False,
@@ -139,21 +144,31 @@ class ApiSession:
             except urllib3.exceptions.SSLError as exc:
                 raise TransportError(f"TLS error talking to {self.server}: {exc}") from None
             except (urllib3.exceptions.HTTPError, OSError) as exc:
-                if attempt < self.max_attempts:
+                if attempt < self.max_attempts and not self._slow(began):
                     self._sleep(self._backoff(attempt))
                     continue
-                raise TransportError(f"cannot reach the API server {self.server} after {attempt} attempts: "
+                raise TransportError(f"cannot reach the API server {self.server} after {attempt} attempt(s): "
                                      f"{type(exc).__name__}: {exc}") from None
             with self._lock:
                 self.requests += 1
             self._collect_warnings(raw.headers)
             decoded = _decode(raw.data)
-            if raw.status in RETRYABLE_STATUS and attempt < self._attempts_for(raw.status, decoded):
+            if raw.status in RETRYABLE_STATUS and attempt < self._attempts_for(raw.status, decoded) \
+                    and not self._slow(began):
                 self._sleep(self._retry_delay(raw, attempt))
                 continue
             if 200 <= raw.status < 300:
                 return Response(raw.status, decoded, dict(raw.headers))
-            raise _api_error(raw.status, raw.reason, decoded, raw.data, method, path)
+            error = _api_error(raw.status, raw.reason, decoded, raw.data, method, path)
+            if raw.status == 504:
+                # the server could not finish in time (its storage is down or overloaded): like an unreachable
+                # server, the next requests would wait as long, so callers stop sending
+                raise TransportError(f"the API server {self.server} did not complete the request in time "
+                                     f"(after {attempt} attempt(s)): {error.reason}: {error.message}") from None
+            raise error
+
+    def _slow(self, began: float) -> bool:
+        return self._clock() - began >= SLOW_FAILURE
 
     def _attempts_for(self, status: int, decoded) -> int:
         if status == 500 and _is_schema_refusal(decoded):

@@ -85,8 +85,43 @@ def test_schema_refusal_is_not_retried():
 
 def test_retries_give_up_with_a_clear_error():
     session, _pool, _rest = session_with(*[urllib3.exceptions.ProtocolError("reset")] * 6)
-    with pytest.raises(TransportError, match="cannot reach the API server https://127.0.0.1:6443 after 6 attempts"):
+    with pytest.raises(TransportError, match="cannot reach the API server https://127.0.0.1:6443 after 6 attempt\\(s\\)"):
         session.get("/api")
+
+
+class SlowPool(FakePool):
+    """Each request takes ``seconds`` on the session's clock before its answer."""
+
+    def __init__(self, answers, seconds, clock):
+        super().__init__(answers)
+        self.seconds, self.clock = seconds, clock
+
+    def request(self, method, url, **kwargs):
+        self.clock[0] += self.seconds
+        return super().request(method, url, **kwargs)
+
+
+@pytest.mark.parametrize("answer, seconds, attempts, error", [
+    (Raw(504, {"kind": "Status", "reason": "Timeout", "message": "request did not complete within requested timeout"}),
+     34.0, 1, "did not complete the request in time (after 1 attempt(s)): Timeout: request did not complete"),
+    (urllib3.exceptions.ReadTimeoutError(None, "/api", "read timed out"), 60.0, 1,
+     "cannot reach the API server https://127.0.0.1:6443 after 1 attempt(s): ReadTimeoutError"),
+    (Raw(504, {"kind": "Status", "reason": "Timeout", "message": "slow"}), 0.1, 6, "after 6 attempt(s)): Timeout: slow"),
+    (Raw(503), 12.0, 1, None),
+], ids=["slow-504-once", "read-timeout-once", "quick-504s-retried-then-transport-error", "slow-503-once"])
+def test_a_slow_failure_is_not_retried(answer, seconds, attempts, error):
+    """A server whose storage is down answers 504 after 30-60 s: retrying it six times kept a run waiting for
+    six minutes; a quick failure is still a hiccup worth retrying."""
+    clock = [0.0]
+    pool = SlowPool([answer] * 6, seconds, clock)
+    session = ApiSession(FakeApiClient(pool), sleep=lambda _seconds: None, clock=lambda: clock[0])
+    with pytest.raises(TransportError if error else ApiError) as err:
+        session.get("/api")
+    assert len(pool.requests) == attempts
+    if error:
+        assert error in str(err.value)
+    else:
+        assert err.value.status == 503
 
 
 def test_api_errors_are_not_retried_and_keep_the_status():
