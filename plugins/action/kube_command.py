@@ -12,7 +12,7 @@ from __future__ import annotations
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import (
     COMMAND_SPEC,
     command_argv,
-    failure_message,
+    command_failure_message,
     run_command,
 )
 from ansible_collections.phasekit.kube.plugins.plugin_utils.action import PhasekitAction
@@ -38,5 +38,5 @@ class ActionModule(PhasekitAction):
                            stdin=args["stdin"], timeout=args["timeout"])
         result = {"changed": True, **done.to_dict(), "kubeconfig": resolution.summary()}
         if done.rc != 0:
-            result.update(failed=True, msg=failure_message(done))
+            result.update(failed=True, msg=command_failure_message(done))
         return result

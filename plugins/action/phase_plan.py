@@ -21,9 +21,6 @@ from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import (
 
 ARGUMENT_SPEC = {**PLAN_SOURCE_SPEC, "render": {"type": "bool", "default": False}}
 
-BUNDLE_EXECUTORS = ("apply", "wait")
-
-
 class ActionModule(PhasekitAction):
     ARGUMENT_SPEC = ARGUMENT_SPEC
     MUTUALLY_EXCLUSIVE = PLAN_SOURCE_MUTUALLY_EXCLUSIVE
@@ -55,10 +52,10 @@ def plan_result(plan: Plan) -> dict:
 
 def render_bundles(plan: Plan) -> list[dict]:
     """Each selected bundle phase's objects, rendered without a cluster, Secret values hidden."""
-    rendered = []
+    rendered, by_name = [], executors()
     for planned in plan.selected:
         phase = planned.phase
-        if phase.executor not in BUNDLE_EXECUTORS or phase.source is None:
+        if phase.executor not in by_name or not by_name[phase.executor].renders_bundle or phase.source is None:
             continue
         try:
             if phase.source_path is not None:

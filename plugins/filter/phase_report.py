@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import failure_message, summary_lines
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import plan_failure_message, summary_lines
 
 
 def phase_summary(records, phases, play_hosts=None, mode="run"):
@@ -14,7 +14,7 @@ def phase_summary(records, phases, play_hosts=None, mode="run"):
 
 def phase_failure(records):
     """'phase X failed on cluster Y: why' for the first failed phase, or an empty string."""
-    return failure_message(list(records or [])) or ""
+    return plan_failure_message(list(records or [])) or ""
 
 
 class FilterModule:

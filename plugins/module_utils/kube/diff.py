@@ -16,7 +16,7 @@ import copy
 
 from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
 
-REDACTED = "***"
+HIDDEN = "***"  # a value that must not be shown (Secret data); kubeconfig views say REDACTED, as kubectl
 SECRET_FIELDS = ("data", "stringData")
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 NOISY_METADATA = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink")
@@ -41,7 +41,7 @@ def scrub_secret_values(text: str, obj: dict | None) -> str:
         for value in values.values():
             for form in (str(value), repr(value)):
                 if len(form) >= MIN_SCRUBBED:
-                    text = text.replace(form, REDACTED)
+                    text = text.replace(form, HIDDEN)
     return text
 
 
@@ -66,13 +66,13 @@ def redact_pair(before: dict, after: dict) -> tuple[dict, dict]:
         old = before.get(field) if isinstance(before.get(field), dict) else {}
         new = after.get(field) if isinstance(after.get(field), dict) else {}
         if field in before and isinstance(before[field], dict):
-            before[field] = {k: (REDACTED if new.get(k) == v else f"{REDACTED} (before)") for k, v in old.items()}
+            before[field] = {k: (HIDDEN if new.get(k) == v else f"{HIDDEN} (before)") for k, v in old.items()}
         if field in after and isinstance(after[field], dict):
-            after[field] = {k: (REDACTED if old.get(k) == v else f"{REDACTED} (after)") for k, v in new.items()}
+            after[field] = {k: (HIDDEN if old.get(k) == v else f"{HIDDEN} (after)") for k, v in new.items()}
     for side in (before, after):
         annotations = (side.get("metadata") or {}).get("annotations")
         if isinstance(annotations, dict) and LAST_APPLIED in annotations:
-            annotations[LAST_APPLIED] = REDACTED
+            annotations[LAST_APPLIED] = HIDDEN
     return before, after
 
 

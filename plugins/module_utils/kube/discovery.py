@@ -53,10 +53,6 @@ class ResourceType:
         """Kind.group as kubectl prints a GroupKind (just Kind for the core group)."""
         return f"{self.kind}.{self.group}" if self.group else self.kind
 
-    @property
-    def group_resource(self) -> str:
-        return f"{self.plural}.{self.group}" if self.group else self.plural
-
 
 def split_api_version(api_version: str) -> tuple[str, str]:
     group, _sep, version = api_version.rpartition("/")

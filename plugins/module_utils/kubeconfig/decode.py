@@ -28,7 +28,6 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.model imp
 STRING = "string"
 BOOLEAN = "boolean"
 BASE64 = "base64"
-RAW = "raw"
 EXTENSIONS = "extensions"
 
 
@@ -109,7 +108,6 @@ CONTEXT = Struct(
     ("namespace", STRING, False),
     ("extensions", EXTENSIONS, False),
 )
-PREFERENCES = Struct(("colors", BOOLEAN, False), ("extensions", EXTENSIONS, False))
 ENTRY_SCHEMA = {"clusters": CLUSTER, "users": USER, "contexts": CONTEXT}
 
 
@@ -216,8 +214,6 @@ def _decode(value, kind, path: str):  # pylint: disable=too-many-return-statemen
         return value
     if kind == BASE64:
         return _decode_base64(value, path)
-    if kind == RAW:
-        return value
     if kind == EXTENSIONS:
         return named_extensions_to_v1(_decode_extension_map(value, path))
     if isinstance(kind, ListOf):

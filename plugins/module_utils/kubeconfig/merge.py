@@ -32,10 +32,3 @@ def merge_kubeconfig(merged: Kubeconfig, later: Kubeconfig) -> None:
     for name, value in later.preference_extensions.items():
         merged.preference_extensions.setdefault(name, value)
 
-
-def merge_kubeconfigs(documents) -> Kubeconfig:
-    """Merge documents given in precedence order (first wins)."""
-    merged = Kubeconfig()
-    for document in documents:
-        merge_kubeconfig(merged, document)
-    return merged

@@ -23,7 +23,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.bundle import render
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import APPLY_OPTIONS_SPEC, apply_bundle, apply_options
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import WAIT_OPTIONS_SPEC, wait_for_bundle, wait_rules
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import COMMAND_SPEC, command_argv
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import failure_message, run_command
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import command_failure_message, run_command
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import Outcome
 
 RUN, VALIDATE, STATUS = "run", "validate", "status"
@@ -164,7 +164,7 @@ class BuiltinExecutors:
         done = run_command(argv, kubeconfig=resolution.config,
                            env={**(values["env"] or {}), **phase_environment(phase, host)},
                            chdir=values["chdir"], stdin=values["stdin"], timeout=values["timeout"])
-        return Outcome(changed=True, failed=done.rc != 0, msg=failure_message(done) if done.rc else "",
+        return Outcome(changed=True, failed=done.rc != 0, msg=command_failure_message(done) if done.rc else "",
                        details={"rc": done.rc})
 
     def _tasks(self, phase: dict, host: str) -> Outcome:

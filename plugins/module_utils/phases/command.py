@@ -105,7 +105,7 @@ def run_command(argv: list[str], *, kubeconfig: dict, env: dict | None = None, c
     return CommandResult(argv=argv, rc=done.returncode, stdout=done.stdout, stderr=done.stderr)
 
 
-def failure_message(result: CommandResult) -> str:
+def command_failure_message(result: CommandResult) -> str:
     """'command X exited with rc N: last lines of stderr'."""
     detail = _tail(result.stderr) or _tail(result.stdout)
     message = f"command {shlex.join(result.argv)} exited with rc {result.rc}"

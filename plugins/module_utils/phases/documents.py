@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import Origin
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import DocumentOrigin
 
 DOCUMENT_SUFFIXES = (".yaml", ".yml")
 INLINE_SOURCE = "plan"
@@ -26,7 +26,7 @@ class RawDocument:
     """One parsed YAML document, where it came from, and the directory its relative paths start from."""
 
     content: object
-    origin: Origin
+    origin: DocumentOrigin
     base_dir: str
 
 
@@ -55,7 +55,7 @@ def read_paths(paths: list[str], base_dir: str) -> list[RawDocument]:
 def inline_documents(value, base_dir: str) -> list[RawDocument]:
     """Documents given as variables: a list of documents, or a single document."""
     items = value if isinstance(value, list) else [value]
-    return [RawDocument(item, Origin(INLINE_SOURCE, number), base_dir)
+    return [RawDocument(item, DocumentOrigin(INLINE_SOURCE, number), base_dir)
             for number, item in enumerate(items, start=1) if item is not None]
 
 
@@ -68,5 +68,5 @@ def _read_file(path: str, shown: str) -> list[RawDocument]:
         raise PhasekitError(f"{shown}: {err}") from None
     contents = yaml_io.load_all(text, shown)
     base = os.path.dirname(os.path.abspath(path))
-    return [RawDocument(content, Origin(shown, number), base)
+    return [RawDocument(content, DocumentOrigin(shown, number), base)
             for number, content in enumerate(contents, start=1) if content is not None]

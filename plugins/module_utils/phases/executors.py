@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import HIDDEN
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import COMMAND_SPEC
 
-HIDDEN = "***"
 ALL_OPTIONS = "*"
 SOURCE_REQUIRED = "required"
 SOURCE_OPTIONAL = "optional"
@@ -40,6 +40,7 @@ class Executor:
     inline_source: bool = False            # source may be inline objects (a list or a mapping)
     spec: dict | None = field(default=None)
     secret_options: tuple = ()             # options whose values are never shown (ALL_OPTIONS: every one)
+    renders_bundle: bool = False           # its source is a bundle of objects (plan action render shows it)
     check: object = None                   # options -> None; raises PhasekitError on values the spec cannot judge
 
     def shown_options(self, options: dict) -> dict:
@@ -103,8 +104,8 @@ def executor_registry(apply_spec: dict | None = None, wait_spec: dict | None = N
     """Every executor by name. ``apply_spec``/``wait_spec``: the actions' argument specs (``None``: any options);
     ``apply_check``/``wait_check``: their checks of values a spec cannot judge (wait timeouts, conditions)."""
     executors = [
-        Executor("apply", SOURCE_REQUIRED, True, phase_options(apply_spec), check=apply_check),
-        Executor("wait", SOURCE_REQUIRED, True, phase_options(wait_spec), check=wait_check),
+        Executor("apply", SOURCE_REQUIRED, True, phase_options(apply_spec), check=apply_check, renders_bundle=True),
+        Executor("wait", SOURCE_REQUIRED, True, phase_options(wait_spec), check=wait_check, renders_bundle=True),
         Executor("kubeconfig", SOURCE_NONE, False, KUBECONFIG_SPEC),
         Executor("command", SOURCE_OPTIONAL, False, COMMAND_SPEC, secret_options=("env", "stdin")),
         # options: free-form, for the user's task file

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import RawDocument
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import Origin, Problems, did_you_mean, type_name
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import DocumentOrigin, Problems, did_you_mean, type_name
 
 API_VERSION = "phasekit.dev/v1alpha1"
 PHASE_KIND = "Phase"
@@ -40,7 +40,7 @@ class Phase:
 
     name: str
     full_name: str
-    origin: Origin
+    origin: DocumentOrigin
     path: str                          # the phase's place in its document: "spec" or "spec.phases[0]"
     base_dir: str                      # relative paths in this phase start here
     parent: str | None = None          # full name of the parent phase
@@ -71,7 +71,7 @@ class PhasePlan:
 
     name: str
     phases: list[str]
-    origin: Origin
+    origin: DocumentOrigin
     description: str = ""
 
     def where(self, name: str | None = None) -> str:
@@ -148,7 +148,7 @@ def _parse_document(document: RawDocument, problems: Problems):
     return phase
 
 
-def _metadata_name(metadata, origin: Origin, problems: Problems) -> str | None:
+def _metadata_name(metadata, origin: DocumentOrigin, problems: Problems) -> str | None:
     if not isinstance(metadata, dict):
         problems.add(origin.at("metadata"), f"expected a mapping with a name, got {type_name(metadata)}")
         return None
@@ -170,7 +170,7 @@ def _checked_name(name, where: str, problems: Problems) -> str | None:
     return name
 
 
-def _parse_plan(name: str, spec: dict, origin: Origin, problems: Problems) -> PhasePlan:
+def _parse_plan(name: str, spec: dict, origin: DocumentOrigin, problems: Problems) -> PhasePlan:
     _unknown_fields(spec, PLAN_SPEC_FIELDS, origin.at, problems, prefix="spec.")
     plan = PhasePlan(name=name, phases=[], origin=origin,
                      description=_optional_str(spec, "description", origin.at("spec.description"), problems))

@@ -15,7 +15,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.errors import Phasek
 
 
 @dataclass(frozen=True)
-class Origin:
+class DocumentOrigin:
     """A document in a file (or in inline variables): ``phases.yaml document 2 (Phase initinfra)``."""
 
     source: str              # the file as the user named it, or "plan" for inline documents
@@ -33,8 +33,8 @@ class Origin:
         """The place of ``field`` (a dotted path such as ``spec.phases[0].executor``) in this document."""
         return f"{self.label()} field {field}" if field else self.label()
 
-    def named(self, kind: str, name: str) -> Origin:
-        return Origin(self.source, self.document, kind, name)
+    def named(self, kind: str, name: str) -> DocumentOrigin:
+        return DocumentOrigin(self.source, self.document, kind, name)
 
 
 class Problems:

@@ -17,7 +17,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import 
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import did_you_mean
 
 NOT_IN_ONLY = "not in only"
-SKIPPED = "skip"
+IN_SKIP = "skip"
 BEFORE_START_AT = "before start_at"
 
 
@@ -35,7 +35,7 @@ def select_phases(names: list[str], only=(), skip=(), start_at: str | None = Non
                 reasons[name] = NOT_IN_ONLY
     for name in names:
         if reasons[name] is None and any(_within(name, skipped) for skipped in skip):
-            reasons[name] = SKIPPED
+            reasons[name] = IN_SKIP
     if start_at:
         for name in names[:names.index(start_at)]:
             reasons[name] = reasons[name] or BEFORE_START_AT

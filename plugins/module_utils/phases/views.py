@@ -144,7 +144,7 @@ def summary_lines(phases: list[dict], records: list[dict], play_hosts: list[str]
     return table(rows)
 
 
-def failure_message(records: list[dict]) -> str | None:
+def plan_failure_message(records: list[dict]) -> str | None:
     """'phase X failed on cluster Y: why' for the first failed phase, or ``None``."""
     failed = [record for record in records if record.get("result") == "failed"]
     if not failed:

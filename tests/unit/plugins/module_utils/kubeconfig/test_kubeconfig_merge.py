@@ -7,15 +7,18 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.decode import decode_kubeconfig_bytes
-from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.merge import merge_kubeconfigs
-from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.model import Origin
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.merge import merge_kubeconfig
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.model import Kubeconfig, Origin
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.model import kubeconfig_to_v1
 
 
 def merged(*texts: str):
     documents = [decode_kubeconfig_bytes(text, Origin(index, "path", f"f{index}.yaml", path=f"f{index}.yaml"))
                  for index, text in enumerate(texts, start=1)]
-    return merge_kubeconfigs(documents)
+    result = Kubeconfig()
+    for document in documents:  # in precedence order: the first wins
+        merge_kubeconfig(result, document)
+    return result
 
 
 @pytest.mark.parametrize("texts, check", [

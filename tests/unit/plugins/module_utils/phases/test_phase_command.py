@@ -12,7 +12,7 @@ import yaml
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import (
     command_argv,
-    failure_message,
+    command_failure_message,
     kubeconfig_file,
     run_command,
 )
@@ -99,4 +99,4 @@ def test_command_argv_errors(argv, cmd, shell, message):
 def test_failure_message_shows_last_stderr_lines():
     result = run_command([sys.executable, "-c", "import sys; sys.stderr.write('a\\nb\\nerror: no\\n'); sys.exit(2)"],
                          kubeconfig=CONFIG)
-    assert failure_message(result).endswith("exited with rc 2: a | b | error: no")
+    assert command_failure_message(result).endswith("exited with rc 2: a | b | error: no")

@@ -108,4 +108,4 @@ def test_summary(records, mode, expected):
      "phase b failed on cluster y: boom; also failed: b on z"),
 ], ids=["no-failure", "names-phase-and-cluster", "lists-other-failures"])
 def test_failure_message(records, expected):
-    assert views.failure_message(records) == expected
+    assert views.plan_failure_message(records) == expected
