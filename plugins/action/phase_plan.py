@@ -21,6 +21,7 @@ from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import (
 
 ARGUMENT_SPEC = {**PLAN_SOURCE_SPEC, "render": {"type": "bool", "default": False}}
 
+
 class ActionModule(PhasekitAction):
     ARGUMENT_SPEC = ARGUMENT_SPEC
     MUTUALLY_EXCLUSIVE = PLAN_SOURCE_MUTUALLY_EXCLUSIVE

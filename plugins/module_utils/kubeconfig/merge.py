@@ -31,4 +31,3 @@ def merge_kubeconfig(merged: Kubeconfig, later: Kubeconfig) -> None:
         merged.extensions.setdefault(name, value)
     for name, value in later.preference_extensions.items():
         merged.preference_extensions.setdefault(name, value)
-
