@@ -78,3 +78,24 @@ def _handler_chaining(number, previous):
             os.kill(os.getpid(), number)
     handler.phasekit_cleanup = True
     return handler
+
+
+def write_atomically(path: str, text: str, mode: int = 0o600) -> None:
+    """Write ``text`` to ``path`` through a private temporary file and one rename: readers see the old file or the
+    new one, never a part; the temporary file is removed if anything fails."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    descriptor, temporary = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        os.fchmod(descriptor, mode)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise

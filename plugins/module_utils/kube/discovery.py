@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -23,6 +22,7 @@ from dataclasses import asdict, dataclass
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError, describe_api_error
+from ansible_collections.phasekit.kube.plugins.module_utils.private_files import write_atomically
 
 CACHE_TTL = 6 * 3600  # as kubectl: discovery changes rarely, unknown kinds force a refresh anyway
 CACHE_FORMAT = 1
@@ -195,11 +195,7 @@ class Discovery:
 def _write_cache(directory: str, data: dict):
     """Atomic write; a cache that cannot be written only costs time."""
     try:
-        os.makedirs(directory, mode=0o700, exist_ok=True)
-        handle, tmp = tempfile.mkstemp(dir=directory, prefix=".resources-")
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(data, out)
-        os.replace(tmp, os.path.join(directory, "resources.json"))
+        write_atomically(os.path.join(directory, "resources.json"), json.dumps(data))
     except OSError:
         pass
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.model imp
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.model import kubeconfig_to_v1
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.readers import read_kubeconfig_file
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.redact import redact_kubeconfig
+from ansible_collections.phasekit.kube.plugins.module_utils.private_files import write_atomically
 
 FILE_MODE = 0o600
 CONFLICT_CHOICES = ("keep", "replace")
@@ -173,23 +173,3 @@ def apply_write(plan: WritePlan, *, create_directory: bool = True) -> None:
             os.chmod(target, FILE_MODE)
     except OSError as exc:
         raise PhasekitError(f"{plan.path}: cannot write: {exc.strerror}") from None
-
-
-def write_atomically(path: str, text: str, mode: int = FILE_MODE) -> None:
-    """Write ``text`` to ``path`` through a private temporary file and one rename."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, mode=0o700, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-    try:
-        os.fchmod(descriptor, mode)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise
