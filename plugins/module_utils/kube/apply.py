@@ -7,14 +7,14 @@ One run, in order:
 1. plan: every object's resource type (discovery, or a CRD of the same
    bundle), namespace and wave; unknown kinds and duplicates fail here,
    before anything is written;
-2. ApplySet: check the parent belongs to this set and tool, record the union
-   of old and new kinds and namespaces on it;
+2. ApplySet (``parent``): check the parent belongs to this set and tool,
+   record the union of old and new kinds and namespaces on it;
 3. waves: Namespaces, CRDs (waited until Established), admission
    prerequisites, everything else, then webhooks and API services; each wave
    reads live state in bulk, skips objects already applied (see ``fields``),
    and server-side applies the rest concurrently over one connection pool;
-4. prune: delete the set's members this run did not apply, newest kinds last,
-   then record exactly the new kinds and namespaces on the parent;
+4. prune (``prune``): delete the set's members this run did not apply,
+   dependants first, then record exactly the new kinds and namespaces on the parent;
 5. wait: kstatus for every applied object, all together.
 
 Check mode is a server-side dry run (``dryRun=All``) of the same requests.
@@ -32,15 +32,17 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.kube import applyset as applysets
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import object_diff, scrub_secret_values
-from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import Discovery, ResourceType
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import Discovery
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.fields import already_applied, manager_entry
-from ansible_collections.phasekit.kube.plugins.module_utils.kube.live import Target, fetch_live
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.live import fetch_live
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.objects import (
-    CRD_GROUP_KIND, NAMESPACE_GROUP_KIND, UNKNOWN, WAVE_CRDS, WAVE_NAMESPACES, PlannedObject, plan_objects, wave_of)
+    CONFIGURED, CRD_GROUP_KIND, CREATED, FAILED, NAMESPACE_GROUP_KIND, PENDING, PRUNED, SKIPPED, UNCHANGED, UNKNOWN,
+    WAVE_CRDS, WAVE_NAMESPACES, PlannedObject, plan_objects)
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.parent import ApplySetParent
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.prune import Prune
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import (
-    ApiError, TransportError, describe_api_error, object_path)
+    ApiError, TransportError, describe_api_error)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.status import Status, compute_status
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import (
     WAIT_OPTIONS_SPEC, WaitRules, not_ready_message, wait_for, wait_rules)
@@ -53,8 +55,6 @@ CRD_ESTABLISH_TIMEOUT = 60
 NEW_KIND_RETRY_SECONDS = 10  # a CRD just Established may take a moment to be served
 
 SERVER_BOOKKEEPING = ("managedFields", "resourceVersion", "generation")
-CREATED, CONFIGURED, UNCHANGED, PRUNED, FAILED, SKIPPED = (
-    "created", "configured", "unchanged", "pruned", "failed", "skipped")
 
 
 @dataclass
@@ -120,24 +120,6 @@ def parse_wait_option(value) -> WaitRules | None:
 
 
 @dataclass
-class PrunedObject:
-    resource: ResourceType
-    namespace: str | None
-    name: str
-    live: dict
-    error: str | None = None
-
-    def describe(self) -> str:
-        return Target(self.resource, self.namespace, self.name).describe()
-
-    def entry(self) -> dict:
-        out = {"apiVersion": self.resource.api_version, "kind": self.resource.kind, "namespace": self.namespace,
-               "name": self.name, "action": FAILED if self.error else PRUNED,
-               "status": None if self.error else "Deleted", "message": self.error or "pruned from the ApplySet"}
-        return out
-
-
-@dataclass
 class ApplyReport:
     objects: list
     pruned: list = field(default_factory=list)
@@ -184,10 +166,10 @@ class ApplyRun:
         self.options = options
         self.pool = pool  # a long-lived executor shared by many clusters' runs (fleet); None: a pool per wave
         self.unreachable = threading.Event()
-        self.applyset: applysets.ApplySetState | None = None
-        self.parent_live = None
+        self.parent: ApplySetParent | None = None
         self.created_namespaces: set = set()  # by this run: empty, and a dry run cannot apply into them
         self.created_kinds: set = set()       # (group, kind) of CRDs created by this run: no objects yet
+        self.listed: dict = {}  # collections read whole before applying, by (group, kind, namespace)
 
     def run(self, bundle: list) -> ApplyReport:
         if self.options.prune and not self.options.applyset:
@@ -196,7 +178,10 @@ class ApplyRun:
             raise PhasekitError("the bundle has no objects: refusing to prune the whole ApplySet (as kubectl does)")
         planned = plan_objects(bundle, self.discovery, self.options.namespace)
         if self.options.applyset:
-            self._prepare_applyset(planned)
+            self.parent = ApplySetParent(self.session, self.discovery, reference=self.options.applyset,
+                                         tooling=self.options.applyset_tooling, namespace=self.options.namespace,
+                                         dry_run=self.options.dry_run)
+            self.parent.prepare(planned)
         report = ApplyReport(objects=planned)
         try:
             self._apply_waves(planned, report)
@@ -214,10 +199,8 @@ class ApplyRun:
             crds_pruned = any((p.resource.group, p.resource.kind) == CRD_GROUP_KIND for p in report.pruned)
             if (crds_changed or crds_pruned) and not self.options.dry_run:
                 self.discovery.invalidate()  # served kinds changed: the next run asks the server
-        if self.applyset is not None:
-            report.applyset = {"name": self.applyset.parent.name, "namespace": self.applyset.parent.namespace,
-                               "kind": self.applyset.parent.kind, "id": self.applyset.id,
-                               "tooling": str(self.applyset.tooling)}
+        if self.parent is not None:
+            report.applyset = self.parent.summary()
         report.diffs = [p.diff for p in planned if p.diff]
         if self.options.diff:
             report.diffs += [object_diff(p.live, None, p.describe()) for p in report.pruned if not p.error]
@@ -225,77 +208,17 @@ class ApplyRun:
         report.requests = self.session.requests
         return report
 
-    # ------------------------------------------------------------ ApplySet
-
-    def _prepare_applyset(self, planned: list):
-        plural, group, name = applysets.parse_parent_ref(self.options.applyset)
-        resource = self.discovery.resolve_resource(group, plural)
-        if resource is None:
-            raise PhasekitError(f"applyset {self.options.applyset!r}: resource {plural}.{group} is not served")
-        if group or plural not in applysets.BUILTIN_PARENTS:
-            self._require_parent_crd(plural, group)
-        parent = applysets.ParentRef(name=name, namespace=self.options.namespace if resource.namespaced else "",
-                                     plural=resource.plural, group=resource.group, kind=resource.kind,
-                                     version=resource.version, namespaced=resource.namespaced)
-        state = applysets.ApplySetState(parent=parent, tooling=applysets.Tooling.parse(self.options.applyset_tooling))
-        try:
-            self.parent_live = self.session.get(object_path(resource, parent.namespace or None, name))
-        except ApiError as err:
-            if err.status != 404:
-                raise PhasekitError(f"cannot read the ApplySet parent {parent}: {describe_api_error(err)}") from None
-        state.read_parent(self.parent_live)
-        for one in planned:
-            labels = one.body["metadata"].setdefault("labels", {}) or {}
-            one.body["metadata"]["labels"] = labels
-            if labels.get(applysets.PART_OF_LABEL, state.id) != state.id:
-                raise PhasekitError(f"{one.describe()} already has label {applysets.PART_OF_LABEL}="
-                                    f"{labels[applysets.PART_OF_LABEL]!r} of another ApplySet; nothing was applied",
-                                    where=one.source.origin)
-            labels[applysets.PART_OF_LABEL] = state.id
-            state.add_member(one.resource.group, one.resource.kind, one.namespace)
-        self.applyset = state
-
-    def _require_parent_crd(self, plural: str, group: str):
-        crds = self.discovery.resolve_resource("apiextensions.k8s.io", "customresourcedefinitions")
-        try:
-            crd = self.session.get(object_path(crds, None, f"{plural}.{group}"))
-        except ApiError as err:
-            raise PhasekitError(f"applyset parent type {plural}.{group}: {describe_api_error(err)}") from None
-        if applysets.PARENT_CRD_LABEL not in ((crd.get("metadata") or {}).get("labels") or {}):
-            raise PhasekitError(f"applyset parent type {plural}.{group} is not allowed: its CRD needs the label "
-                                f"{applysets.PARENT_CRD_LABEL} (kubectl requires it too)")
-
-    def _write_parent(self, superset: bool):
-        """Server-side apply the parent; skipped when it already says exactly this.
-
-        ``superset`` before applying (old and new kinds and namespaces), exact after pruning.
-        """
-        state = self.applyset
-        body = state.parent_patch(superset=superset)
-        if self.parent_live is not None and _parent_says(self.parent_live, body):
-            return
-        if self.options.dry_run and state.parent.namespace in self.created_namespaces:
-            return  # a dry run cannot write into a namespace it only pretended to create
-        resource = ResourceType(state.parent.group, state.parent.version, state.parent.kind, state.parent.plural,
-                                state.parent.namespaced)
-        path = object_path(resource, state.parent.namespace or None, state.parent.name)
-        try:
-            response = self._apply_request(path, body, state.field_manager, force=False)
-        except ApiError as err:
-            if err.status != 409:
-                raise PhasekitError(f"cannot update the ApplySet parent {state.parent}: "
-                                    f"{describe_api_error(err)}") from None
-            response = self._apply_request(path, body, state.field_manager, force=True)  # as kubectl does
-        if not self.options.dry_run:
-            self.parent_live = response.body
-
     # ------------------------------------------------------------ applying
 
+    def _write_parent(self, superset: bool):
+        self.parent.write(superset=superset,
+                          namespace_pretended=self.parent.state.parent.namespace in self.created_namespaces)
+
     def _apply_waves(self, planned: list, report: ApplyReport):
-        parent_namespace_in_bundle = self.applyset is not None and any(
-            (p.resource.group, p.resource.kind) == NAMESPACE_GROUP_KIND and p.name == self.applyset.parent.namespace
+        parent_namespace_in_bundle = self.parent is not None and any(
+            (p.resource.group, p.resource.kind) == NAMESPACE_GROUP_KIND and p.name == self.parent.state.parent.namespace
             for p in planned)
-        if self.applyset is not None and not parent_namespace_in_bundle:
+        if self.parent is not None and not parent_namespace_in_bundle:
             self._write_parent(superset=True)
         for wave in sorted({p.wave for p in planned}):
             members = [p for p in planned if p.wave == wave]
@@ -305,7 +228,7 @@ class ApplyRun:
             failures = [p for p in members if p.action == FAILED]
             if failures:
                 for later in planned:
-                    if later.action == "pending":
+                    if later.action == PENDING:
                         later.action = SKIPPED
                 report.failure = _failure_message("apply", failures, len(planned))
                 return
@@ -317,7 +240,10 @@ class ApplyRun:
     def _apply_wave(self, members: list):
         fresh = {id(p) for p in members if self._known_absent(p)}
         readable = [p for p in members if id(p) not in fresh and not (p.defined_in_bundle and self.options.dry_run)]
-        live = fetch_live(self.session, [p.target for p in readable], workers=self.options.concurrency)
+        if self._new_set_applied_blind():
+            readable = []
+        live = fetch_live(self.session, [p.target for p in readable], workers=self.options.concurrency,
+                          listed=self.listed)
         for one in members:
             one.live = None if id(one) in fresh else live.get(one.target.key, UNKNOWN)
         # Objects already applied need no request; only the rest go to the pool (a re-run starts no thread).
@@ -329,8 +255,15 @@ class ApplyRun:
         if self.pool is not None:
             in_lanes(self.pool, self._apply_one, interleave_kinds(to_send), self.options.concurrency)
             return
-        with ThreadPoolExecutor(max_workers=min(self.options.concurrency, len(to_send))) as pool:
-            list(pool.map(self._apply_one, interleave_kinds(to_send)))
+        lanes = min(self.options.concurrency, len(to_send))
+        with ThreadPoolExecutor(max_workers=lanes) as pool:
+            in_lanes(pool, self._apply_one, interleave_kinds(to_send), lanes)
+
+    def _new_set_applied_blind(self) -> bool:
+        """A set applied for the first time, without diffs: every object is sent anyway (as kubectl does),
+        and the answer says created or configured, so reading them first would only cost requests."""
+        return (self.parent is not None and not self.parent.state.exists
+                and not self.options.dry_run and not self.options.diff)
 
     def _settle_unchanged(self, one: PlannedObject) -> bool:
         """Mark ``one`` unchanged when this field manager already applied exactly it."""
@@ -428,64 +361,17 @@ class ApplyRun:
         if problem:
             report.failure = "CustomResourceDefinitions not established, custom resources not applied: " + problem
             for later in report.objects:
-                if later.action == "pending":
+                if later.action == PENDING:
                     later.action = SKIPPED
 
     # ------------------------------------------------------------ pruning
 
     def _prune(self, planned: list, report: ApplyReport):
-        state = self.applyset
-        kept_uids = {((p.result or {}).get("metadata") or {}).get("uid") for p in planned} - {None}
-        kept_keys = {p.target.key for p in planned}
-        scopes = state.prune_scopes(self._namespaced_of)
-        candidates = []
-
-        def list_scope(scope):
-            group, kind, namespace = scope
-            resource = self.discovery.resolve_group_kind(group, kind)
-            items = self.session.list(object_path(resource, namespace), label_selector=state.member_selector())
-            return [(resource, item) for item in items]
-
-        try:
-            with ThreadPoolExecutor(max_workers=max(1, min(self.options.concurrency, len(scopes) or 1))) as pool:
-                for found in pool.map(list_scope, scopes):
-                    candidates.extend(found)
-        except ApiError as err:
-            report.failure = f"prune: cannot list the ApplySet's members: {describe_api_error(err)}"
-            return
-        doomed = []
-        for resource, item in candidates:
-            metadata = item.get("metadata") or {}
-            namespace = metadata.get("namespace") if resource.namespaced else None
-            key = (resource.group, resource.kind, namespace or "", metadata.get("name"))
-            if metadata.get("uid") in kept_uids or key in kept_keys:
-                continue
-            item.setdefault("apiVersion", resource.api_version)
-            item.setdefault("kind", resource.kind)
-            doomed.append(PrunedObject(resource, namespace, metadata.get("name"), item))
-        doomed.sort(key=lambda p: (-wave_of(p.resource), p.resource.kind, p.namespace or "", p.name))
-        for wave in sorted({wave_of(p.resource) for p in doomed}, reverse=True):  # dependants first
-            members = [p for p in doomed if wave_of(p.resource) == wave]
-            with ThreadPoolExecutor(max_workers=max(1, min(self.options.concurrency, len(members)))) as pool:
-                list(pool.map(self._delete_one, members))
-        report.pruned = doomed
-        failures = [p for p in doomed if p.error]
-        if failures:
-            report.failure = "prune: " + "; ".join(f"{p.describe()}: {p.error}" for p in failures)
-            return
-        self._write_parent(superset=False)
-
-    def _namespaced_of(self, group: str, kind: str):
-        resource = self.discovery.resolve_group_kind(group, kind)
-        return None if resource is None else resource.namespaced
-
-    def _delete_one(self, doomed: PrunedObject):
-        path = object_path(doomed.resource, doomed.namespace, doomed.name)
-        try:
-            self.session.delete(path, dry_run=self.options.dry_run)
-        except ApiError as err:
-            if err.status != 404:
-                doomed.error = describe_api_error(err)
+        prune = Prune(self.session, self.discovery, self.parent.state, concurrency=self.options.concurrency,
+                      dry_run=self.options.dry_run, listed=self.listed)
+        report.pruned, report.failure = prune.run(planned)
+        if report.failure is None:
+            self._write_parent(superset=False)
 
     # ------------------------------------------------------------ waiting
 
@@ -542,13 +428,6 @@ def interleave_kinds(members: list) -> list:
         by_kind.setdefault((one.resource.group, one.resource.kind), []).append(one)
     queues = list(by_kind.values())
     return [queue[i] for i in range(max((len(q) for q in queues), default=0)) for queue in queues if i < len(queue)]
-
-
-def _parent_says(live: dict, body: dict) -> bool:
-    metadata, wanted = live.get("metadata") or {}, body["metadata"]
-    labels, annotations = metadata.get("labels") or {}, metadata.get("annotations") or {}
-    return (all(labels.get(k) == v for k, v in wanted["labels"].items())
-            and all(annotations.get(k) == v for k, v in wanted["annotations"].items()))
 
 
 def _same_content(before: dict, after: dict) -> bool:

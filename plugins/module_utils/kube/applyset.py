@@ -137,6 +137,10 @@ class ApplySetState:
     def member_selector(self) -> str:
         return f"{PART_OF_LABEL}={self.id}"
 
+    def is_member(self, obj: dict) -> bool:
+        """``obj`` carries this set's label (what ``member_selector`` selects)."""
+        return ((obj.get("metadata") or {}).get("labels") or {}).get(PART_OF_LABEL) == self.id
+
     def add_member(self, group: str, kind: str, namespace: str | None):
         self.updated_group_kinds.add((group, kind))
         if namespace:

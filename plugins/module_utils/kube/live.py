@@ -47,11 +47,13 @@ def key_of(obj: dict, group: str) -> tuple:
     return (group, obj.get("kind"), metadata.get("namespace") or "", metadata.get("name"))
 
 
-def fetch_live(session, targets, *, workers: int = 8) -> dict:
+def fetch_live(session, targets, *, workers: int = 8, listed: dict | None = None) -> dict:
     """Live objects by ``Target.key``: the object, None when it does not exist.
 
     Keys of objects that could not be read (permission denied, kind not served
-    yet) are left out: their state is unknown, not absent.
+    yet) are left out: their state is unknown, not absent. ``listed``, when
+    given, receives every collection read whole, by (group, kind, namespace):
+    a later step over the same collection (pruning) needs no request of its own.
     """
     groups = defaultdict(list)
     for target in targets:
@@ -63,24 +65,29 @@ def fetch_live(session, targets, *, workers: int = 8) -> dict:
         else:
             jobs.extend(("get", resource, namespace, [member]) for member in members)
     found = {}
+    listed = {} if listed is None else listed
+
+    def run(job):
+        return _run(session, *job, listed=listed)
+
     if len(jobs) == 1 or workers == 1:  # no thread for one request (the usual re-run of a small bundle)
         for job in jobs:
-            found.update(_run(session, *job))
+            found.update(run(job))
         return found
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(jobs)))) as pool:
-        for result in pool.map(lambda job: _run(session, *job), jobs):
+        for result in pool.map(run, jobs):
             found.update(result)
     return found
 
 
-def _run(session, how: str, resource: ResourceType, namespace: str | None, members: list) -> dict:
+def _run(session, how: str, resource: ResourceType, namespace: str | None, members: list, *, listed: dict) -> dict:
     try:
-        return _read(session, how, resource, namespace, members)
+        return _read(session, how, resource, namespace, members, listed)
     except ApiError:
         return {}  # not readable (a kind not served yet, an aggregated API down): state unknown
 
 
-def _read(session, how: str, resource: ResourceType, namespace: str | None, members: list) -> dict:
+def _read(session, how: str, resource: ResourceType, namespace: str | None, members: list, listed: dict) -> dict:
     if how == "list":
         try:
             items = session.list(object_path(resource, namespace))
@@ -101,6 +108,7 @@ def _read(session, how: str, resource: ResourceType, namespace: str | None, memb
                 key = (key[0], key[1], "", key[3])
             if key in wanted:
                 result[key] = item
+        listed[(resource.group, resource.kind, namespace)] = items
         return result
     return _get_one(session, members[0])
 

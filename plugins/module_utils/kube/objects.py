@@ -9,7 +9,6 @@ before anything is written.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
@@ -17,6 +16,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery impor
     Discovery, ResourceType, split_api_version)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.live import Target
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.status import Status
+from ansible_collections.phasekit.kube.plugins.module_utils.yaml_io import copy_data
 
 CRD_GROUP_KIND = ("apiextensions.k8s.io", "CustomResourceDefinition")
 NAMESPACE_GROUP_KIND = ("", "Namespace")
@@ -47,6 +47,10 @@ def wave_of(resource: ResourceType) -> int:
 
 UNKNOWN = object()  # live state that could not be read
 
+# What happened to an object in a run (``PlannedObject.action``, ``PrunedObject.entry``).
+PENDING, CREATED, CONFIGURED, UNCHANGED, PRUNED, FAILED, SKIPPED = (
+    "pending", "created", "configured", "unchanged", "pruned", "failed", "skipped")
+
 
 @dataclass(eq=False)  # compared by identity: bodies are large
 class PlannedObject:
@@ -57,7 +61,7 @@ class PlannedObject:
     body: dict                           # exactly what is applied
     wave: int
     defined_in_bundle: bool = False      # served only once a CRD of this bundle is Established
-    action: str = "pending"
+    action: str = PENDING
     live: object = UNKNOWN
     result: dict | None = None
     status: Status | None = None
@@ -149,7 +153,7 @@ def _types_defined_by_crds(bundle: list) -> dict:
 
 
 def _prepared_body(obj: dict, resource: ResourceType, default_namespace: str) -> dict:
-    body = copy.deepcopy(obj)
+    body = copy_data(obj)
     metadata = body["metadata"]
     metadata.pop("managedFields", None)  # output of 'kubectl get -o yaml' is accepted; the server refuses these
     if resource.namespaced:

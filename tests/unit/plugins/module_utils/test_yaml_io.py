@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import io
 import subprocess
 import sys
@@ -80,3 +81,14 @@ def test_module_utils_import_without_pyyaml_and_fail_clearly_on_use(tmp_path):
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("PhasekitError the 'PyYAML' Python package is required on the Ansible controller")
+
+
+def test_copy_data_is_deep_and_keeps_scalars():
+    stamp = datetime.datetime(2026, 1, 2, 3, 4, 5)
+    original = {"metadata": {"labels": {"a": "b"}}, "items": [{"n": 1}, [2.5, None, True]], "when": stamp}
+    copied = yaml_io.copy_data(original)
+    assert copied == original
+    copied["metadata"]["labels"]["a"] = "changed"
+    copied["items"][0]["n"] = 2
+    copied["items"][1].append("more")
+    assert original == {"metadata": {"labels": {"a": "b"}}, "items": [{"n": 1}, [2.5, None, True]], "when": stamp}

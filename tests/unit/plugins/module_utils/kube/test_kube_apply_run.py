@@ -1,0 +1,265 @@
+"""The apply engine's requests, against an in-memory API server: what a first run, a re-run and a prune send.
+
+The engine is also tested end to end on real clusters (tests/integration/test_apply.py); here the point is
+the request pattern, which the fleet figures depend on and which a real cluster does not report.
+"""
+
+from __future__ import annotations
+
+import copy
+import email.utils
+import time
+
+import pytest
+
+from ansible_collections.phasekit.kube.plugins.module_utils.bundle import render_bundle
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.applyset import PART_OF_LABEL
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import (
+    APPLY_OPTIONS_SPEC, apply_bundle, apply_options)
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import Discovery, ResourceMap, ResourceType
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError, Response
+
+CONFIGMAPS = ResourceType("", "v1", "ConfigMap", "configmaps", True)
+SECRETS = ResourceType("", "v1", "Secret", "secrets", True)
+NAMESPACES = ResourceType("", "v1", "Namespace", "namespaces", False)
+
+
+def fields_v1(value) -> dict:
+    """The managedFields set of an applied object (maps only: enough for ConfigMaps and Secrets)."""
+    if not isinstance(value, dict):
+        return {}
+    return {".": {}, **{f"f:{key}": fields_v1(item) for key, item in value.items()}}
+
+
+class FakeApi:
+    """An API server in memory: server-side apply as create-or-replace of the applied fields, LIST with an
+    equality label selector, DELETE; it keeps the log of requests the engine sent."""
+
+    server = "https://fake.invalid"
+
+    def __init__(self):
+        self.objects: dict[str, dict] = {}
+        self.log: list[tuple] = []
+        self.warnings: list[str] = []
+        self.requests = 0
+        self.now = 1_700_000_000.0
+        self.refuse: dict[str, ApiError] = {}  # path -> the answer to an apply there
+
+    def _record(self, *request):
+        self.log.append(request)
+        self.requests += 1
+
+    def tick(self, seconds: float = 60):
+        self.now += seconds
+
+    def _stamp(self) -> str:
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.now))
+
+    def get(self, path, query=None, accept=None):
+        self._record("GET", path)
+        if path not in self.objects:
+            raise ApiError(404, "NotFound", f"{path} not found", method="GET", path=path)
+        return copy.deepcopy(self.objects[path])
+
+    def list(self, path, *, label_selector=None, page_size=500):
+        self._record("LIST", path, label_selector)
+        key, _sep, value = (label_selector or "").partition("=")
+        items = []
+        for object_path, obj in sorted(self.objects.items()):
+            if object_path.rsplit("/", 1)[0] != path:
+                continue
+            if label_selector and (obj["metadata"].get("labels") or {}).get(key) != value:
+                continue
+            item = copy.deepcopy(obj)
+            del item["apiVersion"], item["kind"]  # as a list returns its items
+            items.append(item)
+        return items
+
+    def apply(self, path, obj, *, field_manager, force=False, dry_run=False, validation="Strict"):
+        self._record("APPLY", path)
+        if path in self.refuse:
+            raise self.refuse[path]
+        live = self.objects.get(path)
+        applied = copy.deepcopy(obj)
+        metadata = applied["metadata"]
+        content = {k: v for k, v in applied.items() if k not in ("apiVersion", "kind", "metadata")}
+        owned = fields_v1({**content, "metadata": {k: v for k, v in metadata.items()
+                                                   if k in ("labels", "annotations")}})
+        owned.pop(".")
+        if live is None:
+            result = applied
+            result["metadata"].update(uid=f"uid-{len(self.objects)}", creationTimestamp=self._stamp())
+            status = 201
+        else:
+            result = copy.deepcopy(live)
+            result.update(content)
+            for part in ("labels", "annotations"):
+                if part in metadata:
+                    result["metadata"][part] = metadata[part]
+            status = 200
+        entry = {"manager": field_manager, "operation": "Apply", "apiVersion": obj["apiVersion"],
+                 "fieldsType": "FieldsV1", "fieldsV1": owned, "time": self._stamp()}
+        previous = [e for e in (live or {}).get("metadata", {}).get("managedFields", [])
+                    if e["manager"] == field_manager]
+        unchanged = live is not None and {k: v for k, v in result.items() if k != "metadata"} == \
+            {k: v for k, v in live.items() if k != "metadata"} and \
+            result["metadata"].get("labels") == live["metadata"].get("labels") and \
+            result["metadata"].get("annotations") == live["metadata"].get("annotations")
+        if unchanged and previous:
+            entry["time"] = previous[0]["time"]
+        result["metadata"]["managedFields"] = [e for e in (live or {}).get("metadata", {}).get("managedFields", [])
+                                               if e["manager"] != field_manager] + [entry]
+        if not dry_run:
+            self.objects[path] = result
+        return Response(status, copy.deepcopy(result), {"Date": email.utils.formatdate(self.now, usegmt=True)})
+
+    def delete(self, path, *, dry_run=False, propagation="Background"):
+        self._record("DELETE", path)
+        if path not in self.objects:
+            raise ApiError(404, "NotFound", f"{path} not found", method="DELETE", path=path)
+        if not dry_run:
+            del self.objects[path]
+        return Response(200, {})
+
+
+def config_maps(*names, value="v"):
+    return [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"key": value}}
+            for name in names]
+
+
+def apply(api, objects, **overrides):
+    values = {name: spec.get("default") for name, spec in APPLY_OPTIONS_SPEC.items()}
+    values.update({"applyset": "site", "prune": True, "concurrency": 1}, **overrides)
+    options = apply_options(values, namespace="apps", check_mode=overrides.get("check_mode", False),
+                            diff=overrides.get("diff", False))
+    discovery = Discovery(api, use_disk=False)
+    discovery._map = ResourceMap([CONFIGMAPS, SECRETS, NAMESPACES], {}, api.now)  # pylint: disable=protected-access
+    api.log.clear()
+    report = apply_bundle(api, render_bundle(definition=copy.deepcopy(objects)), options, discovery=discovery)
+    api.tick()
+    return report
+
+
+def verbs(api) -> list[str]:
+    return [request[0] for request in api.log]
+
+
+PARENT = "/api/v1/namespaces/apps/secrets/site"
+COLLECTION = "/api/v1/namespaces/apps/configmaps"
+
+
+def test_first_run_of_a_new_set_sends_the_objects_without_reading_them():
+    api = FakeApi()
+    report = apply(api, config_maps("a", "b", "c", "d"))
+    assert report.failure is None and report.counts()["created"] == 4
+    assert api.log == [("GET", PARENT), ("APPLY", PARENT)] + [("APPLY", f"{COLLECTION}/{n}") for n in "abcd"]
+
+
+def test_rerun_reads_each_collection_once_and_sends_nothing():
+    api = FakeApi()
+    apply(api, config_maps("a", "b", "c", "d"))
+    report = apply(api, config_maps("a", "b", "c", "d"))
+    assert report.counts()["unchanged"] == 4 and not report.changed
+    assert api.log == [("GET", PARENT), ("LIST", COLLECTION, None)]
+
+
+def test_prune_finds_the_sets_members_in_the_collection_read_before_applying():
+    api = FakeApi()
+    apply(api, config_maps("a", "b", "c", "d"))
+    api.objects[f"{COLLECTION}/other"] = {"apiVersion": "v1", "kind": "ConfigMap",
+                                          "metadata": {"name": "other", "namespace": "apps"}}
+    report = apply(api, config_maps("a", "b", "c"))
+    assert [p.name for p in report.pruned] == ["d"]
+    assert verbs(api) == ["GET", "LIST", "DELETE"]
+    assert f"{COLLECTION}/d" not in api.objects and f"{COLLECTION}/other" in api.objects
+
+
+def test_prune_lists_by_label_a_collection_it_did_not_read():
+    api = FakeApi()
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "token"}, "stringData": {"t": "x"}}
+    apply(api, config_maps("a", "b", "c") + [secret])
+    report = apply(api, config_maps("a", "b", "c"))
+    assert [p.name for p in report.pruned] == ["token"]
+    lists = [request for request in api.log if request[0] == "LIST"]
+    assert lists == [("LIST", COLLECTION, None),
+                     ("LIST", "/api/v1/namespaces/apps/secrets", f"{PART_OF_LABEL}={_set_id(api)}")]
+
+
+def test_new_set_over_existing_objects_says_configured_or_unchanged():
+    api = FakeApi()
+    apply(api, config_maps("a", "b", "c"), applyset=None, prune=False)  # applied before, outside any set
+    api.objects.pop(PARENT, None)
+    report = apply(api, config_maps("a", "b", "c"))
+    assert report.counts()["configured"] == 3  # each gains the set's label
+    assert "LIST" not in verbs(api)
+    api.objects.pop(PARENT)  # the parent deleted by hand: its members are as this run leaves them
+    report = apply(api, config_maps("a", "b", "c"))
+    assert report.counts()["unchanged"] == 3 and report.counts()["configured"] == 0
+
+
+@pytest.mark.parametrize("mode", [{"diff": True}, {"check_mode": True}], ids=["diff", "check"])
+def test_new_set_is_read_first_when_the_run_must_show_or_predict_changes(mode):
+    api = FakeApi()
+    report = apply(api, config_maps("a", "b", "c"), **mode)
+    assert report.counts()["created"] == 3
+    assert ("LIST", COLLECTION, None) in api.log
+
+
+def _set_id(api) -> str:
+    return api.objects[PARENT]["metadata"]["labels"]["applyset.kubernetes.io/id"]
+
+
+def test_waves_apply_namespaces_first_and_stop_at_a_failed_wave():
+    api = FakeApi()
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "apps"}}
+    api.refuse["/api/v1/namespaces/apps"] = ApiError(
+        403, "Forbidden", 'namespaces "apps" is forbidden: User "ci" cannot patch', method="PATCH")
+    report = apply(api, config_maps("a", "b", "c") + [namespace], applyset=None, prune=False)
+    assert [request[1] for request in api.log if request[0] == "APPLY"] == ["/api/v1/namespaces/apps"]
+    assert [(p.name, p.action) for p in report.objects] == [("a", "skipped"), ("b", "skipped"), ("c", "skipped"),
+                                                            ("apps", "failed")]
+    assert report.failure == ('apply failed for 1 of 4 objects: Namespace apps (definition item 4): forbidden: '
+                              'namespaces "apps" is forbidden: User "ci" cannot patch')
+    assert not any(path.startswith(COLLECTION) for path in api.objects)
+
+
+def test_dry_run_sends_every_write_as_a_dry_run_and_keeps_nothing():
+    api = FakeApi()
+    apply(api, config_maps("a", "b", "c", "d"))
+    before = copy.deepcopy(api.objects)
+    report = apply(api, config_maps("a", "b", "c", "e", value="new"), check_mode=True)
+    assert report.counts() == {"created": 1, "configured": 3, "unchanged": 0, "pruned": 1, "failed": 0}
+    assert api.objects == before
+
+
+def test_prune_deletes_dependants_before_what_they_live_in():
+    api = FakeApi()
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}
+    in_team = [dict(one, metadata={"name": one["metadata"]["name"], "namespace": "team"})
+               for one in config_maps("t1", "t2", "t3")]
+    apply(api, [namespace] + in_team + config_maps("a"))
+    report = apply(api, config_maps("a"))
+    assert [(p.resource.kind, p.name) for p in report.pruned] == [
+        ("ConfigMap", "t1"), ("ConfigMap", "t2"), ("ConfigMap", "t3"), ("Namespace", "team")]
+    deleted = [request[1] for request in api.log if request[0] == "DELETE"]
+    assert deleted[-1] == "/api/v1/namespaces/team" and len(deleted) == 4
+    assert api.objects[PARENT]["metadata"]["annotations"]["applyset.kubernetes.io/contains-group-kinds"] == "ConfigMap"
+
+
+def test_a_member_that_cannot_be_deleted_fails_the_prune_and_keeps_the_parent_listing_it():
+    api = FakeApi()
+    apply(api, config_maps("a", "b", "c", "d"))
+    recorded = copy.deepcopy(api.objects[PARENT]["metadata"])
+    original_delete = api.delete
+
+    def refuse_delete(path, **kwargs):
+        if path.endswith("/d"):
+            api._record("DELETE", path)  # pylint: disable=protected-access
+            raise ApiError(403, "Forbidden", 'configmaps "d" is forbidden', method="DELETE", path=path)
+        return original_delete(path, **kwargs)
+
+    api.delete = refuse_delete
+    report = apply(api, config_maps("a", "b", "c"))
+    assert report.failure == 'prune: ConfigMap apps/d: forbidden: configmaps "d" is forbidden'
+    assert report.counts()["failed"] == 1
+    assert api.objects[PARENT]["metadata"] == recorded
