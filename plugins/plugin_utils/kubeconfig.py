@@ -26,7 +26,7 @@ long as it answers the same request (same sources and context).
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -161,12 +161,12 @@ class HostResolver:
             if reused is not None:
                 _check_expected_cluster(reused, request.expected_cluster)
                 return reused
-        hooks = AnsibleSourceHooks(self, host, host_vars)
-        resolution = resolve_kubeconfig(request.sources, request.context, hooks=hooks,
-                                        expected_cluster=request.expected_cluster, keep_merged=keep_merged)
-        provenance = {**resolution.provenance, "kubeconfig_from": request.sources_from,
-                      "context_from": request.context_from}
-        return dataclasses.replace(resolution, provenance=provenance, fingerprint=request.fingerprint)
+        hooks = ansible_source_hooks(self, host, host_vars)
+        return resolve_kubeconfig(request.sources, request.context, hooks=hooks,
+                                  expected_cluster=request.expected_cluster, keep_merged=keep_merged,
+                                  chosen_by={"kubeconfig_from": request.sources_from,
+                                             "context_from": request.context_from},
+                                  fingerprint=request.fingerprint)
 
     def check_no_cycle(self, host: str, requested_by: str | None) -> tuple[str, ...]:
         """The chain of hosts being resolved; fails when ``host`` is already in it."""
@@ -214,44 +214,47 @@ def _check_expected_cluster(resolution: Resolution, expected: str | None) -> Non
                             f"but {HOST_VAR_CLUSTER} expects {expected!r}")
 
 
-class AnsibleSourceHooks(SourceHooks):
+def ansible_source_hooks(resolver: HostResolver, host: str | None, host_vars: HostVars) -> SourceHooks:
     """Vault files through Ansible's DataLoader; Secrets through the parent host's own resolution."""
+    hooks = SourceHooks(resolver.environ)
+    read_vault = hooks.read_vault if resolver.loader is None else functools.partial(read_vault_file, resolver.loader)
+    return SourceHooks(resolver.environ, read_vault=read_vault,
+                       read_secret=functools.partial(read_secret_through_parent, resolver, host, host_vars))
 
-    def __init__(self, resolver: HostResolver, host: str | None, host_vars: HostVars):
-        super().__init__(resolver.environ)
-        self.resolver = resolver
-        self.host = host
-        self.host_vars = host_vars
 
-    def read_vault(self, path: str) -> bytes:
-        if self.resolver.loader is None:
-            return super().read_vault(path)
-        if not os.path.isfile(path):
-            raise PhasekitError("no such file" if not os.path.exists(path) else "is not a file")
-        with open(path, "rb") as handle:
-            head = handle.read(len(VAULT_HEADER))
-        if head != VAULT_HEADER:
-            raise PhasekitError("not an ansible-vault encrypted file (no $ANSIBLE_VAULT header): use a path source "
-                                "for a plaintext kubeconfig, or encrypt it with ansible-vault")
-        try:
-            text = self.resolver.loader.get_text_file_contents(os.path.abspath(path))
-        except AnsibleError as exc:
-            raise PhasekitError(f"cannot decrypt the vault file: {_ansible_message(exc)}") from None
-        return str(text).encode("utf-8")
+def read_vault_file(loader, path: str) -> bytes:
+    """The plaintext of an ansible-vault encrypted file, decrypted with the run's vault secrets."""
+    if not os.path.isfile(path):
+        raise PhasekitError("no such file" if not os.path.exists(path) else "is not a file")
+    with open(path, "rb") as handle:
+        head = handle.read(len(VAULT_HEADER))
+    if head != VAULT_HEADER:
+        raise PhasekitError("not an ansible-vault encrypted file (no $ANSIBLE_VAULT header): use a path source "
+                            "for a plaintext kubeconfig, or encrypt it with ansible-vault")
+    try:
+        text = loader.get_text_file_contents(os.path.abspath(path))
+    except AnsibleError as exc:
+        raise PhasekitError(f"cannot decrypt the vault file: {_ansible_message(exc)}") from None
+    return str(text).encode("utf-8")
 
-    def read_secret(self, secret: dict) -> bytes:
-        parent = secret.get("host") or to_plain(self.host_vars(HOST_VAR_PARENT))
-        if not parent:
-            raise PhasekitError(f"no cluster host to read the Secret from: set host in the source or "
-                                f"{HOST_VAR_PARENT} for {self.host or 'this host'}")
-        if not isinstance(parent, str):
-            raise PhasekitError(f"host var {HOST_VAR_PARENT}: expected an inventory host name")
-        self.resolver.check_no_cycle(parent, self.host)
-        try:
-            resolution = self.resolver.resolve_other_host(parent, self.host)
-            return read_kubeconfig_secret(resolution.config, secret)
-        except PhasekitError as err:
-            raise PhasekitError(str(err), where=f"host {parent}") from None
+
+def read_secret_through_parent(resolver: HostResolver, host: str | None, host_vars: HostVars, secret: dict) -> bytes:
+    """A kubeconfig Secret, read from its cluster host (the source's ``host``, else ``kube_parent``).
+
+    Called only when the Secret source is reached (sources are read lazily): the parent is resolved then, once
+    per run in a fleet step, and a parent cycle fails naming the chain."""
+    parent = secret.get("host") or to_plain(host_vars(HOST_VAR_PARENT))
+    if not parent:
+        raise PhasekitError(f"no cluster host to read the Secret from: set host in the source or "
+                            f"{HOST_VAR_PARENT} for {host or 'this host'}")
+    if not isinstance(parent, str):
+        raise PhasekitError(f"host var {HOST_VAR_PARENT}: expected an inventory host name")
+    resolver.check_no_cycle(parent, host)
+    try:
+        resolution = resolver.resolve_other_host(parent, host)
+        return read_kubeconfig_secret(resolution.config, secret)
+    except PhasekitError as err:
+        raise PhasekitError(str(err), where=f"host {parent}") from None
 
 
 def _ansible_message(exc) -> str:
@@ -296,6 +299,6 @@ def view_for_lookup(lookup_plugin, variables: Mapping, sources, *, context: str 
     specs = normalize_sources(to_plain(sources), "lookup sources") if _is_set(sources) else \
         kubectl_default_sources(os.environ)[0]
     host_vars = current_host_vars(lookup_plugin._templar, variables)  # pylint: disable=protected-access
-    hooks = AnsibleSourceHooks(resolver_for(lookup_plugin, variables), variables.get("inventory_hostname"),
-                               host_vars)
+    hooks = ansible_source_hooks(resolver_for(lookup_plugin, variables), variables.get("inventory_hostname"),
+                                 host_vars)
     return view_kubeconfig(specs, context, minify=minify, flatten=flatten, hooks=hooks)

@@ -16,6 +16,8 @@ import subprocess
 import threading
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
@@ -28,19 +30,30 @@ MAX_FETCH_BYTES = 8 * 1024 * 1024
 SOPS_TIMEOUT = 120
 
 
+def _vault_needs_ansible(_path: str) -> bytes:
+    raise PhasekitError("ansible-vault files are read through Ansible: use the phasekit.kube.kubeconfig "
+                        "action or lookup")
+
+
+def _secret_needs_ansible(_secret: dict) -> bytes:
+    raise PhasekitError("Secret sources are read through Ansible: use the phasekit.kube.kubeconfig "
+                        "action or lookup")
+
+
+@dataclass(frozen=True)
 class SourceHooks:
-    """The outside world as sources see it. The Ansible glue supplies vault and secret reading."""
+    """The outside world as sources see it: the environment, and two readers the Ansible glue supplies
+    (an ansible-vault file's plaintext; a Secret's kubeconfig, read from the cluster that holds it).
 
-    def __init__(self, environ=None):
-        self.environ = os.environ if environ is None else environ
+    Plain functions, called only when a source of that kind is actually read (sources are read lazily)."""
 
-    def read_vault(self, path: str) -> bytes:
-        raise PhasekitError("ansible-vault files are read through Ansible: use the phasekit.kube.kubeconfig "
-                            "action or lookup")
+    environ: Mapping | None = None  # None: this process's environment
+    read_vault: Callable[[str], bytes] = _vault_needs_ansible
+    read_secret: Callable[[dict], bytes] = _secret_needs_ansible
 
-    def read_secret(self, secret: dict) -> bytes:
-        raise PhasekitError("Secret sources are read through Ansible: use the phasekit.kube.kubeconfig "
-                            "action or lookup")
+    def __post_init__(self):
+        if self.environ is None:
+            object.__setattr__(self, "environ", os.environ)
 
 
 def read_unit(unit: SourceUnit, hooks: SourceHooks) -> Kubeconfig | None:

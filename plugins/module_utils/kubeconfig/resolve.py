@@ -182,13 +182,16 @@ class SourceReader:
 
 
 def resolve_kubeconfig(sources: list[SourceSpec], context: str | None = None, *, hooks: SourceHooks | None = None,
-                       expected_cluster: str | None = None, keep_merged: bool = False) -> Resolution:
+                       expected_cluster: str | None = None, keep_merged: bool = False,
+                       chosen_by: dict | None = None, fingerprint: str = "") -> Resolution:
     """Resolve ``context`` (default: the merged current-context) from ``sources``.
 
     Reads sources lazily unless ``keep_merged`` asks for the whole merged
     kubeconfig too. Fails, naming what exists, on an unknown context, a context
     whose cluster or user is not defined, a cluster without a server, or a
-    cluster other than ``expected_cluster``.
+    cluster other than ``expected_cluster``. ``chosen_by`` (which setting chose
+    the sources and the context) joins the provenance; ``fingerprint`` names
+    the request answered.
     """
     reader = SourceReader(sources, hooks)
     merged = reader.read(context, lazy=not keep_merged)
@@ -206,13 +209,14 @@ def resolve_kubeconfig(sources: list[SourceSpec], context: str | None = None, *,
         "cluster": _origin_dict(merged, "clusters", cluster_name),
         "user": _origin_dict(merged, "users", minified.contexts[chosen]["user"]),
         "sources": reader.trail,
+        **(chosen_by or {}),
     }
     whole = None
     if keep_merged:
         full = merged.copy()
         full.current_context = chosen
         whole = _connectable(full)
-    return Resolution(config=config, context=chosen, provenance=provenance, merged=whole)
+    return Resolution(config=config, context=chosen, provenance=provenance, merged=whole, fingerprint=fingerprint)
 
 
 def view_kubeconfig(sources: list[SourceSpec], context: str | None = None, *, minify: bool = False,

@@ -21,13 +21,14 @@ TOKEN = "tok-s3cr3t-value"
 KEY_DATA = base64.b64encode(b"-----BEGIN PRIVATE KEY----- s3cr3t").decode()
 
 
-class RecordingHooks(SourceHooks):
-    """Vault reads answered from a dict, every read recorded; Secret reads must not happen."""
+class RecordingHooks:
+    """Vault reads answered from a dict, every read recorded in ``read``; Secret reads must not happen."""
 
     def __init__(self, vault_files=None, environ=None):
-        super().__init__(environ if environ is not None else {})
         self.vault_files = vault_files or {}
         self.read = []
+        self.hooks = SourceHooks(environ if environ is not None else {}, read_vault=self.read_vault,
+                                 read_secret=self.read_secret)
 
     def read_vault(self, path):
         self.read.append(path)
@@ -35,7 +36,8 @@ class RecordingHooks(SourceHooks):
             raise PhasekitError("cannot decrypt the vault file: no vault secret matches")
         return self.vault_files[path].encode()
 
-    def read_secret(self, secret):
+    @staticmethod
+    def read_secret(_secret):
         raise AssertionError("no Secret may be read in this test")
 
 
@@ -160,11 +162,11 @@ def test_sources_after_the_complete_context_are_never_touched(tmp_path):
                {"url": "https://unreachable.invalid/kubeconfig"},
                {"env": "UNSET_VARIABLE"},
                {"secret": {"name": "never"}}]
-    lazy = resolve_kubeconfig(sources(*written), "x", hooks=hooks)
+    lazy = resolve_kubeconfig(sources(*written), "x", hooks=hooks.hooks)
     assert not marker.exists() and hooks.read == []
     assert [entry["status"] for entry in lazy.provenance["sources"]] == ["read"] + ["unread"] * 5
     with pytest.raises(PhasekitError, match=r"kubeconfig source 2 \(sops: .*broken.enc.yaml\): sops could not decrypt"):
-        resolve_kubeconfig(sources(*written), "x", hooks=hooks, keep_merged=True)
+        resolve_kubeconfig(sources(*written), "x", hooks=hooks.hooks, keep_merged=True)
     assert marker.exists()
 
 
@@ -172,7 +174,7 @@ def test_a_context_completed_across_sources_stops_after_the_last_piece():
     hooks = RecordingHooks({"cluster.yaml": yaml.safe_dump(kubeconfig(clusters=["c"]))})
     written = [{"content": kubeconfig([("x", "c", "u")], users=["u"])}, {"vault": "cluster.yaml"},
                {"vault": "later.yaml"}]
-    resolution = resolve_kubeconfig(sources(*written), "x", hooks=hooks)
+    resolution = resolve_kubeconfig(sources(*written), "x", hooks=hooks.hooks)
     assert hooks.read == ["cluster.yaml"]
     assert resolution.provenance["cluster"] == {"index": 2, "kind": "vault", "location": "cluster.yaml"}
     assert resolution.provenance["user"] == {"index": 1, "kind": "content", "location": "inline"}
@@ -183,7 +185,7 @@ def test_optional_sources_are_skipped_with_a_reason():
     written = [{"vault": "absent.yaml", "optional": True}, {"env": "UNSET_VARIABLE", "optional": True},
                {"content": "clusters: [", "optional": True},
                {"content": kubeconfig([("x", "c", "u")], clusters=["c"], users=["u"])}]
-    resolution = resolve_kubeconfig(sources(*written), "x", hooks=hooks)
+    resolution = resolve_kubeconfig(sources(*written), "x", hooks=hooks.hooks)
     trail = resolution.provenance["sources"]
     assert [entry["status"] for entry in trail] == ["skipped", "skipped", "skipped", "read"]
     assert trail[0]["reason"] == "cannot decrypt the vault file: no vault secret matches"
@@ -202,7 +204,7 @@ def test_optional_sources_are_skipped_with_a_reason():
 ], ids=["vault-undecryptable", "malformed-yaml-with-a-token-inside", "wrong-type", "unset-env"])
 def test_failing_sources_name_index_kind_and_location_never_content(written, message):
     with pytest.raises(PhasekitError, match=message) as caught:
-        resolve_kubeconfig(sources(*written), "x", hooks=RecordingHooks())
+        resolve_kubeconfig(sources(*written), "x", hooks=RecordingHooks().hooks)
     assert TOKEN not in str(caught.value) and "12345" not in str(caught.value)
 
 
