@@ -48,6 +48,10 @@ CLUSTERS = ("ephemeral", "target")
 PHASES = 4
 PER_PHASE = 10
 CORE_RERUN_MAX = 60  # hosts
+RAW_MAX_HOSTS = 60  # the first run's API work alone is timed up to this many hosts
+REQUEST_BUDGET = 32  # requests in flight in a fleet step (module_utils/phases/builtin.py)
+DEFAULT_APPLY_CONCURRENCY = 16  # module_utils/kube/apply.py
+FORKS = 10  # -f of every ansible-playbook run here
 
 
 def median(values):
@@ -159,7 +163,7 @@ class Bench:
     def phasekit_plan(self, site: dict, *extra) -> float:
         env = self.ansible_env(ANSIBLE_COLLECTIONS_PATH=str(self.collections))
         return self.run([str(VENV_BIN / "ansible-playbook"), "phasekit.kube.run", "-i", str(site["root"] / "inventory.yml"),
-                         "-f", "10", "-e", "plan_show_plan=false", *extra], env=env, cwd=site["root"])
+                         "-f", str(FORKS), "-e", "plan_show_plan=false", *extra], env=env, cwd=site["root"])
 
     def kubectl_loop(self, site: dict) -> float:
         script = ("set -e\nfor bundle in " + " ".join(str(b) for b in site["bundles"]) + "; do\n"
@@ -177,22 +181,38 @@ class Bench:
         playbook.write_text(yaml.safe_dump([{"hosts": "all", "gather_facts": False, "tasks": tasks}]))
         env = self.ansible_env(ANSIBLE_COLLECTIONS_PATH=str(self.core))  # its modules run with the kubernetes client here
         return self.run([str(VENV_BIN / "ansible-playbook"), str(playbook), "-i",
-                         str(site["root"] / "inventory.yml"), "-f", "10"], env=env)
+                         str(site["root"] / "inventory.yml"), "-f", str(FORKS)], env=env)
 
     # ------------------------------------------------------------ scenarios
 
     def fleet(self, sizes: list[int], core_max: int, rounds: int) -> list[dict]:
-        """phasekit over every size ``rounds`` times (sizes taking turns), then kubectl and kubernetes.core once."""
-        rows = [{"hosts": size, "phasekit_first_rounds": [], "phasekit_rerun_rounds": []} for size in sizes]
+        """phasekit over every size ``rounds`` times (sizes taking turns), then kubectl and kubernetes.core once.
+
+        Up to RAW_MAX_HOSTS hosts, each round also times the first run's API work alone (``raw_fleet``): the
+        floor under the first run's ratio on this machine, where the API servers share the controller's CPUs.
+        """
+        rows = [{"hosts": size, "phasekit_first_rounds": [], "phasekit_rerun_rounds": [], "raw_first_rounds": []}
+                for size in sizes]
         for round_no in range(rounds):
             for row in rows:
                 site = self.site("phasekit", row["hosts"], PHASES, PER_PHASE)
                 row["phasekit_first_rounds"].append(self.phasekit_plan(site))
                 row["phasekit_rerun_rounds"].append(self.phasekit_plan(site))
+                if row["hosts"] <= RAW_MAX_HOSTS:
+                    row["raw_first_rounds"].append(self.raw_fleet(self.site("raw", row["hosts"], PHASES, PER_PHASE)))
                 print(f"bench fleet: round {round_no + 1}, {row['hosts']} hosts, phasekit: first "
-                      f"{row['phasekit_first_rounds'][-1]:.2f}s, re-run {row['phasekit_rerun_rounds'][-1]:.2f}s",
+                      f"{row['phasekit_first_rounds'][-1]:.2f}s, re-run {row['phasekit_rerun_rounds'][-1]:.2f}s"
+                      + (f", its API work alone {row['raw_first_rounds'][-1]:.2f}s" if row["raw_first_rounds"] else ""),
                       file=sys.stderr)
                 self.cleanup()
+        one = rows[0]
+        for row in rows:
+            if row["raw_first_rounds"] and one["raw_first_rounds"]:
+                # the best a first run could do here: the 1-host run (start-up, nearly no API work) plus the
+                # API work the extra hosts add, each against the 1-host run of its own round
+                row["floor_first_vs_one"] = median([
+                    (first_one + raw - raw_one) / first_one for first_one, raw, raw_one in zip(
+                        one["phasekit_first_rounds"], row["raw_first_rounds"], one["raw_first_rounds"])])
         for row in rows:
             size = row["hosts"]
             for step in ("first", "rerun"):
@@ -214,6 +234,48 @@ class Bench:
                       f"re-run {fmt(row.get(f'{tool}_rerun'))}s", file=sys.stderr)
                 self.cleanup()
         return rows
+
+    def raw_fleet(self, site: dict) -> float:
+        """A fleet first run's API work alone, from a small raw client: per phase in order, every host's LIST of its
+        namespace's ConfigMaps (as phasekit reads before applying), then every object's server-side apply PATCH;
+        one TLS context and keep-alive pool per host (its own CA, certificate and key, as separate clusters
+        need), as many requests in flight per host as phasekit's share gives it at ``-f 10`` (REQUEST_BUDGET
+        over the clusters at once, at most apply's default concurrency). No Ansible, no planning, no results."""
+        lanes = min(DEFAULT_APPLY_CONCURRENCY, max(1, REQUEST_BUDGET // min(FORKS, len(site["hosts"]))))
+        objects_of = [list(yaml.safe_load_all(bundle.read_text())) for bundle in site["bundles"]]
+        began = time.perf_counter()
+        config = yaml.safe_load(site["kubeconfig"].read_text())
+        clusters = {entry["name"]: entry["cluster"] for entry in config["clusters"]}
+        users = {entry["name"]: entry["user"] for entry in config["users"]}
+        hosts = []
+        for entry in config["contexts"]:
+            cluster, user = clusters[entry["context"]["cluster"]], users[entry["context"]["user"]]
+            context = ssl.create_default_context(cafile=cluster["certificate-authority"])
+            context.load_cert_chain(user["client-certificate"], user["client-key"])
+            base = f"{cluster['server']}/api/v1/namespaces/{entry['context']['namespace']}/configmaps"
+            hosts.append((urllib3.PoolManager(maxsize=lanes, block=True, ssl_context=context), base))
+        headers = {"Content-Type": "application/apply-patch+yaml", "Accept": "application/json"}
+        errors = []
+
+        def send(request):
+            pool, method, url, body = request
+            response = pool.request(method, url, body=body, headers=headers if body else None)
+            if response.status >= 300:
+                errors.append(response.status)
+            json.loads(response.data)
+
+        with ThreadPoolExecutor(max_workers=min(REQUEST_BUDGET, lanes * len(hosts))) as workers:
+            for objects in objects_of:
+                list(workers.map(send, [(pool, "GET", f"{base}?limit=500", None) for pool, base in hosts]))
+                # hosts take turns, so the requests in flight spread over them as phasekit's lanes do
+                list(workers.map(send, [(pool, "PATCH", f"{base}/{obj['metadata']['name']}?fieldManager=raw",
+                                         json.dumps(obj).encode()) for obj in objects for pool, base in hosts]))
+        elapsed = time.perf_counter() - began
+        for pool, _base in hosts:
+            pool.clear()
+        if errors:
+            raise SystemExit(f"bench: raw fleet: {len(errors)} errors, e.g. HTTP {errors[0]}")
+        return elapsed
 
     def overhead(self, rounds: int, phases: int = 20) -> dict:
         site = self.site("overhead", 1, phases, 1)
@@ -314,6 +376,8 @@ def report(results: dict) -> str:
         out += ["| hosts | step | phasekit (s) | vs 1 host | kubectl loop (s) | x vs kubectl | kubernetes.core (s) "
                 "| x vs k8s |", "|---:|---|---:|---:|---:|---:|---:|---:|"]
         for row in fleet:
+            if row.get("raw_first_rounds"):
+                row["raw_first"] = median(row["raw_first_rounds"])
             for step in ("first", "rerun"):
                 ours = row.get(f"phasekit_{step}")
                 vs_one = row.get(f"phasekit_{step}_vs_one")
@@ -323,6 +387,16 @@ def report(results: dict) -> str:
                            f"| {ratio(row.get(f'kubectl_{step}'), ours)} | {fmt(row.get(f'core_{step}'))} "
                            f"| {ratio(row.get(f'core_{step}'), ours)} |")
         out.append("")
+        floors = [row for row in fleet if row.get("floor_first_vs_one")]
+        if floors:
+            out += ["First run, the floor on this machine: its API work alone (a raw client sending the same LISTs "
+                    "and PATCHes), and the best ratio to 1 host a first run could reach here (the 1-host run plus "
+                    "the API work the other hosts add; medians of per-round figures).", "",
+                    "| hosts | API work alone (s) | best first run vs 1 host | phasekit first run vs 1 host |",
+                    "|---:|---:|---:|---:|"]
+            out += [f"| {row['hosts']} | {fmt(row.get('raw_first'))} | {row['floor_first_vs_one']:.1f}x "
+                    f"| {row['phasekit_first_vs_one']:.1f}x |" for row in floors]
+            out.append("")
     overhead = results.get("overhead")
     if overhead:
         out += [f"Per-phase overhead (1 host, {overhead['phases']} no-op apply phases minus zero phases, medians): "
