@@ -219,10 +219,13 @@ def test_wait_timeout_names_what_is_not_ready_and_why(clusters, run_playbook, tm
     stuck = deployment("stuck", nodeSelector={"no-such-label": "anywhere"})
     result, _rest = run_tasks(run_playbook, tmp_path, [task(
         "apply", target, namespace=namespace, definition=[ns_object(namespace), config_map("ok"), stuck],
-        wait={"timeout": 4})])
+        wait={"timeout": 8})])
     assert result["failed"]
-    assert result["msg"].startswith("timed out after 4s: 1 of 3 objects not ready: ")
+    assert result["msg"].startswith("timed out after 8s: 1 of 3 objects not ready: ")
     assert f"Deployment {namespace}/stuck: InProgress: " in result["msg"]
+    # why, in the cluster's words: the scheduler's event on the Deployment's pod
+    assert "[events: FailedScheduling (Pod stuck-" in result["msg"]
+    assert "didn't match Pod's node affinity/selector" in result["msg"]
     assert "ConfigMap" not in result["msg"]
     assert result["counts"]["created"] == 3  # applied, just not ready
 

@@ -45,7 +45,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import 
     ApiError, TransportError, describe_api_error)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.status import Status, compute_status
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import (
-    WAIT_OPTIONS_SPEC, WaitRules, not_ready_message, wait_for, wait_rules)
+    WAIT_OPTIONS_SPEC, WaitRules, explained_not_ready, wait_for, wait_rules)
 
 DEFAULT_FIELD_MANAGER = "phasekit"
 DEFAULT_TOOLING = "phasekit.kube/0.1.0"
@@ -357,7 +357,7 @@ class ApplyRun:
         by_key = {o.target.key: o for o in outcomes}
         for one in crds:
             one.status = by_key[one.target.key].status
-        problem = not_ready_message(outcomes, CRD_ESTABLISH_TIMEOUT)
+        problem = explained_not_ready(self.session, outcomes, CRD_ESTABLISH_TIMEOUT)
         if problem:
             report.failure = "CustomResourceDefinitions not established, custom resources not applied: " + problem
             for later in report.objects:
@@ -381,7 +381,7 @@ class ApplyRun:
         outcomes = wait_for(self.session, [p.target for p in planned], rules, known=known)
         for one, outcome in zip(planned, outcomes):
             one.status = outcome.status
-        problem = not_ready_message(outcomes, rules.timeout)
+        problem = explained_not_ready(self.session, outcomes, rules.timeout)
         if problem:
             report.failure = problem
 

@@ -110,13 +110,16 @@ class ApiSession:
             body["dryRun"] = ["All"]
         return self.request("DELETE", path, body=body)
 
-    def list(self, path: str, *, label_selector: str | None = None, page_size: int = 500) -> list:
+    def list(self, path: str, *, label_selector: str | None = None, field_selector: str | None = None,
+             page_size: int = 500) -> list:
         """Every item of a collection, page by page."""
         items, token = [], None
         while True:
             query = {"limit": page_size}
             if label_selector:
                 query["labelSelector"] = label_selector
+            if field_selector:
+                query["fieldSelector"] = field_selector
             if token:
                 query["continue"] = token
             body = self.request("GET", path, query=query).body or {}

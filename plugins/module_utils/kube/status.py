@@ -7,6 +7,10 @@ a message for people. Generic rules come first (deletion, observedGeneration,
 the standard ``Reconciling``/``Stalled`` conditions), then one rule per kind
 from the table ``KIND_RULES``; any other kind is Current unless its ``Ready``
 condition says otherwise.
+
+One departure from kstatus: a Job is Current when it has completed (kstatus:
+once it has started), so waiting for a Job waits for its work; it is Failed
+as soon as its ``Failed`` condition appears.
 """
 
 from __future__ import annotations
@@ -197,13 +201,16 @@ def _job(obj: dict) -> Status:
         if condition.get("type") == "Complete":
             return Status(CURRENT, f"Job Completed. succeeded: {succeeded}/{completions}")
         if condition.get("type") == "Failed":
-            return Status(FAILED, f"Job Failed. failed: {failed}/{completions}")
+            why = ": ".join(str(part) for part in (condition.get("reason"), condition.get("message")) if part)
+            return Status(FAILED, f"Job Failed. failed: {failed}/{completions}" + (f" ({why})" if why else ""))
         if condition.get("type") == "Suspended":
             return Status(CURRENT, "Job is suspended")
     if not _get(obj, "status.startTime"):
         return Status(IN_PROGRESS, "Job not started")
     active = _int(obj, "status.active", 0)
-    return Status(CURRENT, f"Job in progress. success:{succeeded}, active: {active}, failed: {failed}")
+    # kstatus calls a started Job Current; a phase that waits for a Job means "until it has run"
+    return Status(IN_PROGRESS, f"Job in progress. success: {succeeded}/{completions}, active: {active}, "
+                               f"failed: {failed}")
 
 
 def _pod(obj: dict, now: datetime.datetime | None = None) -> Status:

@@ -5,8 +5,9 @@
 Every poll reads all objects still pending with as few requests as possible
 (see ``live.fetch_live``), so a hundred objects cost a LIST, not a hundred
 sequential waits. The wait ends when every object is Current (and meets its
-conditions), when nothing is left in progress (some Failed), or at the timeout;
-the outcome says, per object, why it is not ready.
+conditions), as soon as one is Failed (waiting will not mend it), or at the
+timeout; the outcome says, per object, why it is not ready, with the recent
+Warning events of the object and its pods (see ``events``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import Discovery
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.events import explain
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.live import fetch_live
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.objects import plan_objects
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.status import (
@@ -91,6 +93,7 @@ class WaitRules:
 class WaitOutcome:
     target: object
     status: Status
+    live: dict | None = field(default=None, repr=False)  # the object as last read (for explaining why)
 
     def entry(self) -> dict:
         resource = self.target.resource
@@ -169,12 +172,13 @@ def wait_for(session, targets: list, rules: WaitRules, *, clock=time.monotonic, 
         for target in pending:
             if target.key in live:
                 outcomes[target.key].status = evaluate(target, live[target.key], rules)
+                outcomes[target.key].live = live[target.key]
             else:
                 outcomes[target.key].status = Status(IN_PROGRESS, "cannot read the object (no permission to get "
                                                                   "it, or its kind is not served)")
         pending = [t for t in pending if not outcomes[t.key].status.current]
-        if not pending or all(outcomes[t.key].status.status == FAILED for t in pending):
-            break
+        if not pending or any(outcomes[t.key].status.status == FAILED for t in pending):
+            break  # a Failed object will not recover by waiting: say so now, not at the timeout
         remaining = deadline - clock()
         if remaining <= 0:
             break
@@ -188,18 +192,33 @@ def wait_for_bundle(session, bundle: list, rules: WaitRules, namespace: str, dis
     """Wait for a rendered bundle's objects; returns (outcomes, None or the not-ready message)."""
     planned = plan_objects(bundle, discovery or Discovery(session), namespace)
     outcomes = wait_for(session, [p.target for p in planned], rules)
-    return outcomes, not_ready_message(outcomes, rules.timeout)
+    return outcomes, explained_not_ready(session, outcomes, rules.timeout)
 
 
-def not_ready_message(outcomes: list[WaitOutcome], timeout: float) -> str | None:
-    """None when all are Current; else which objects are not ready and why."""
+def explained_not_ready(session, outcomes: list[WaitOutcome], timeout: float) -> str | None:
+    """``not_ready_message`` with the recent Warning events of the objects not ready (and of their pods)."""
+    bad = [o for o in outcomes if not o.status.current]
+    if not bad:
+        return None
+    return not_ready_message(outcomes, timeout, explain(session, [(o.target, o.live) for o in bad]))
+
+
+def not_ready_message(outcomes: list[WaitOutcome], timeout: float, events: dict | None = None) -> str | None:
+    """None when all are Current; else which objects are not ready and why (``events``: by ``Target.key``)."""
     bad = [o for o in outcomes if not o.status.current]
     if not bad:
         return None
     failed = [o for o in bad if o.status.status == FAILED]
-    head = (f"{len(failed)} of {len(outcomes)} objects failed" if len(failed) == len(bad)
-            else f"timed out after {timeout:g}s: {len(bad)} of {len(outcomes)} objects not ready")
-    lines = [f"{o.target.describe()}: {o.status.status}: {o.status.message}" for o in bad[:MAX_REPORTED]]
+    if failed:
+        head = f"{len(failed)} of {len(outcomes)} objects failed"
+        if len(failed) < len(bad):
+            head += f" ({len(bad) - len(failed)} more not ready yet)"
+    else:
+        head = f"timed out after {timeout:g}s: {len(bad)} of {len(outcomes)} objects not ready"
+    bad = failed + [o for o in bad if o.status.status != FAILED]  # the failed first: they are why it stopped
+    events = events or {}
+    lines = [f"{o.target.describe()}: {o.status.status}: {o.status.message}"
+             + (f" [events: {events[o.target.key]}]" if o.target.key in events else "") for o in bad[:MAX_REPORTED]]
     more = f"; and {len(bad) - MAX_REPORTED} more (see objects)" if len(bad) > MAX_REPORTED else ""
     return head + ": " + "; ".join(lines) + more
 

@@ -66,6 +66,11 @@ CASES = [
      "Job Completed"),
     (obj("batch/v1", "Job", {}, {"startTime": "t", "conditions": [cond("Failed", "True")]}), "Failed", "Job Failed"),
     (obj("batch/v1", "Job", {}, {}), "InProgress", "Job not started"),
+    (obj("batch/v1", "Job", {"completions": 2}, {"startTime": "t", "active": 1, "succeeded": 1}), "InProgress",
+     "Job in progress. success: 1/2, active: 1, failed: 0"),
+    (obj("batch/v1", "Job", {}, {"startTime": "t", "failed": 1, "conditions": [
+        cond("Failed", "True", "BackoffLimitExceeded", "Job has reached the specified backoff limit")]}), "Failed",
+     "Job Failed. failed: 1/1 (BackoffLimitExceeded: Job has reached the specified backoff limit)"),
     (obj("v1", "Pod", {}, {"phase": "Running", "conditions": [cond("Ready", "True")]}), "Current", "Pod is Ready"),
     (obj("v1", "Pod", {}, {"phase": "Running", "containerStatuses": [
         {"name": "app", "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}), "Failed", "CrashLoop state: app"),
@@ -98,6 +103,7 @@ IDS = ["configmap", "secret", "terminating", "generation-not-observed", "deploym
        "deployment-deadline-exceeded", "deployment-not-available", "statefulset-current",
        "statefulset-revision-mismatch", "statefulset-ondelete", "daemonset-too-few-available",
        "daemonset-not-observed", "replicaset-available", "job-complete", "job-failed", "job-not-started",
+       "job-running", "job-failed-why",
        "pod-ready", "pod-crashloop", "pod-unschedulable-after-window", "pod-unschedulable-in-window",
        "pod-succeeded", "pvc-pending", "pvc-bound", "service-lb-without-ip", "service-clusterip",
        "crd-established", "crd-installing", "crd-names-not-accepted", "generic-ready-false",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.kube import session as waiting_session
 from ansible_collections.phasekit.kube.plugins.module_utils.kube import wait as waiting
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import ResourceType
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.live import Target
@@ -13,6 +14,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import (
 
 DEPLOYMENT = ResourceType("apps", "v1", "Deployment", "deployments", True)
 WIDGET = ResourceType("example.com", "v1", "Widget", "widgets", True)
+JOB = ResourceType("batch", "v1", "Job", "jobs", True)
 
 
 def deployment(ready):
@@ -117,6 +119,70 @@ def test_failed_objects_end_the_wait_early(monkeypatch):
     assert clock.now == 0.0
     assert not_ready_message(outcomes, 300) == "1 of 1 objects failed: Deployment ns/web: Failed: " \
                                                "Progress deadline exceeded"
+
+
+def test_one_failed_object_ends_the_wait_while_others_are_in_progress(monkeypatch):
+    web, job = Target(DEPLOYMENT, "ns", "web"), Target(JOB, "ns", "migrate")
+    failed_job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "migrate"},
+                  "status": {"startTime": "t", "failed": 1, "conditions": [
+                      {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",
+                       "message": "Job has reached the specified backoff limit"}]}}
+    monkeypatch.setattr(waiting, "fetch_live", lambda session, pending: {web.key: deployment(0), job.key: failed_job})
+    clock = FakeClock()
+    outcomes = wait_for(None, [web, job], WaitRules(timeout=300), clock=clock, sleep=clock.sleep)
+    assert clock.now == 0.0
+    assert not_ready_message(outcomes, 300) == (
+        "1 of 2 objects failed (1 more not ready yet): Job ns/migrate: Failed: Job Failed. failed: 1/1 "
+        "(BackoffLimitExceeded: Job has reached the specified backoff limit); "
+        "Deployment ns/web: InProgress: Available: 0/1")
+
+
+class EventsApi:
+    """Lists of Warning events and of pods, as the API server answers them; records what was asked."""
+
+    def __init__(self, events, pods):
+        self.events, self.pods, self.asked = events, pods, []
+
+    def list(self, path, *, label_selector=None, field_selector=None):
+        self.asked.append((path, label_selector, field_selector))
+        return self.events if path.endswith("/events") else self.pods
+
+
+def event(uid, kind, name, reason, message, when):
+    return {"involvedObject": {"uid": uid, "kind": kind, "name": name}, "reason": reason, "message": message,
+            "lastTimestamp": when, "type": "Warning"}
+
+
+def test_not_ready_workloads_are_explained_by_their_pods_events():
+    web = Target(DEPLOYMENT, "ns", "web")
+    live = dict(deployment(0), metadata={"name": "web", "uid": "d1"},
+                spec={"replicas": 1, "selector": {"matchLabels": {"app": "web"}}})
+    api = EventsApi(events=[
+        event("p1", "Pod", "web-1", "FailedScheduling", "0/3 nodes are available: 3 node(s) didn't match "
+                                                          "Pod's node affinity/selector.", "2026-01-01T00:00:02Z"),
+        event("p1", "Pod", "web-1", "FailedScheduling", "0/3 nodes are available: 3 node(s) didn't match "
+                                                          "Pod's node affinity/selector.", "2026-01-01T00:00:01Z"),
+        event("other", "Pod", "db-1", "BackOff", "Back-off restarting failed container", "2026-01-01T00:00:03Z"),
+    ], pods=[{"metadata": {"name": "web-1", "uid": "p1"}}])
+    outcome = waiting.WaitOutcome(web, waiting.Status("InProgress", "Available: 0/1"), live)
+    message = waiting.explained_not_ready(api, [outcome], 5)
+    assert message == ("timed out after 5s: 1 of 1 objects not ready: Deployment ns/web: InProgress: Available: 0/1 "
+                       "[events: FailedScheduling (Pod web-1): 0/3 nodes are available: 3 node(s) didn't match "
+                       "Pod's node affinity/selector.]")
+    assert api.asked == [("/api/v1/namespaces/ns/events", None, "type=Warning"),
+                         ("/api/v1/namespaces/ns/pods", "app=web", None)]
+
+
+def test_events_that_cannot_be_read_leave_the_message_as_it_was():
+    class Forbidden:
+        @staticmethod
+        def list(path, **_kwargs):
+            raise waiting_session.ApiError(403, "Forbidden", f"cannot list {path}")
+
+    web = Target(DEPLOYMENT, "ns", "web")
+    outcome = waiting.WaitOutcome(web, waiting.Status("InProgress", "Available: 0/1"), deployment(0))
+    assert waiting.explained_not_ready(Forbidden(), [outcome], 5) == \
+        "timed out after 5s: 1 of 1 objects not ready: Deployment ns/web: InProgress: Available: 0/1"
 
 
 def test_known_state_saves_the_first_poll(monkeypatch):
