@@ -157,11 +157,10 @@ def test_not_ready_workloads_are_explained_by_their_pods_events():
     web = Target(DEPLOYMENT, "ns", "web")
     live = dict(deployment(0), metadata={"name": "web", "uid": "d1"},
                 spec={"replicas": 1, "selector": {"matchLabels": {"app": "web"}}})
+    unschedulable = "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."
     api = EventsApi(events=[
-        event("p1", "Pod", "web-1", "FailedScheduling", "0/3 nodes are available: 3 node(s) didn't match "
-                                                          "Pod's node affinity/selector.", "2026-01-01T00:00:02Z"),
-        event("p1", "Pod", "web-1", "FailedScheduling", "0/3 nodes are available: 3 node(s) didn't match "
-                                                          "Pod's node affinity/selector.", "2026-01-01T00:00:01Z"),
+        event("p1", "Pod", "web-1", "FailedScheduling", unschedulable, "2026-01-01T00:00:02Z"),
+        event("p1", "Pod", "web-1", "FailedScheduling", unschedulable, "2026-01-01T00:00:01Z"),
         event("other", "Pod", "db-1", "BackOff", "Back-off restarting failed container", "2026-01-01T00:00:03Z"),
     ], pods=[{"metadata": {"name": "web-1", "uid": "p1"}}])
     outcome = waiting.WaitOutcome(web, waiting.Status("InProgress", "Available: 0/1"), live)
