@@ -216,10 +216,10 @@ def _check_expected_cluster(resolution: Resolution, expected: str | None) -> Non
 
 def ansible_source_hooks(resolver: HostResolver, host: str | None, host_vars: HostVars) -> SourceHooks:
     """Vault files through Ansible's DataLoader; Secrets through the parent host's own resolution."""
-    hooks = SourceHooks(resolver.environ)
-    read_vault = hooks.read_vault if resolver.loader is None else functools.partial(read_vault_file, resolver.loader)
-    return SourceHooks(resolver.environ, read_vault=read_vault,
-                       read_secret=functools.partial(read_secret_through_parent, resolver, host, host_vars))
+    readers = {"read_secret": functools.partial(read_secret_through_parent, resolver, host, host_vars)}
+    if resolver.loader is not None:  # without one (no Ansible loader), vault sources keep the default refusal
+        readers["read_vault"] = functools.partial(read_vault_file, resolver.loader)
+    return SourceHooks(resolver.environ, **readers)
 
 
 def read_vault_file(loader, path: str) -> bytes:

@@ -239,9 +239,8 @@ class ApplyRun:
 
     def _apply_wave(self, members: list):
         fresh = {id(p) for p in members if self._known_absent(p)}
-        readable = [p for p in members if id(p) not in fresh and not (p.defined_in_bundle and self.options.dry_run)]
-        if self._new_set_applied_blind():
-            readable = []
+        readable = [] if self._new_set_applied_blind() else [
+            p for p in members if id(p) not in fresh and not (p.defined_in_bundle and self.options.dry_run)]
         live = fetch_live(self.session, [p.target for p in readable], workers=self.options.concurrency,
                           listed=self.listed)
         for one in members:

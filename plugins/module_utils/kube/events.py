@@ -27,19 +27,20 @@ def explain(session, not_ready: list[tuple[object, dict | None]]) -> dict[tuple,
     Objects without events (or whose events cannot be read) are left out.
     """
     explained = {}
-    warnings_by_namespace: dict[str, list] = {}
+    warnings_by_namespace: dict[str, list | None] = {}  # None: that namespace's events cannot be read
     for target, live in not_ready[:MAX_OBJECTS]:
         if not isinstance(live, dict) or not target.namespace:
             continue
+        if target.namespace not in warnings_by_namespace:
+            warnings_by_namespace[target.namespace] = _warnings_in(session, target.namespace)
+        warnings = warnings_by_namespace[target.namespace]
+        if warnings is None:
+            continue
         try:
-            if target.namespace not in warnings_by_namespace:
-                warnings_by_namespace[target.namespace] = session.list(
-                    f"/api/v1/namespaces/{target.namespace}/events", field_selector="type=Warning")
             uids = {_uid(live)} | _pod_uids(session, target, live)
         except (ApiError, TransportError):
             continue
-        events = [event for event in warnings_by_namespace[target.namespace]
-                  if (event.get("involvedObject") or {}).get("uid") in uids - {None}]
+        events = [event for event in warnings if (event.get("involvedObject") or {}).get("uid") in uids - {None}]
         text = describe_events(events)
         if text:
             explained[target.key] = text
@@ -61,6 +62,13 @@ def describe_events(events: list[dict]) -> str:
         if len(lines) == MAX_EVENTS:
             break
     return " | ".join(lines)
+
+
+def _warnings_in(session, namespace: str) -> list | None:
+    try:
+        return session.list(f"/api/v1/namespaces/{namespace}/events", field_selector="type=Warning")
+    except (ApiError, TransportError):
+        return None
 
 
 def _pod_uids(session, target, live: dict) -> set:

@@ -189,3 +189,18 @@ def test_known_state_saves_the_first_poll(monkeypatch):
     monkeypatch.setattr(waiting, "fetch_live", lambda session, pending: pytest.fail("no poll expected"))
     outcomes = wait_for(None, [target], WaitRules(timeout=5), known={target.key: widget("x")})
     assert outcomes[0].status.status == "Current"
+
+
+def test_unreadable_events_are_asked_for_once_per_namespace():
+    class Forbidden:
+        asked = []
+
+        def list(self, path, **_kwargs):
+            self.asked.append(path)
+            raise waiting_session.ApiError(403, "Forbidden", f"cannot list {path}")
+
+    api = Forbidden()
+    outcomes = [waiting.WaitOutcome(Target(DEPLOYMENT, "ns", name), waiting.Status("InProgress", "Available: 0/1"),
+                                    deployment(0)) for name in ("a", "b", "c")]
+    waiting.explained_not_ready(api, outcomes, 5)
+    assert api.asked == ["/api/v1/namespaces/ns/events"]
