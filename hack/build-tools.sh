@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build the Kubernetes control-plane binaries, kubectl, KWOK, sops and age from
+# Build the Kubernetes control-plane binaries, kubectl, KWOK, sops, age and helm from
 # the Go module proxy into a cache outside the repository. Idempotent: a tool
 # that is already built for the pinned version is not rebuilt.
 set -euo pipefail
@@ -8,6 +8,8 @@ K8S_VERSION="${K8S_VERSION:-v1.34.4}"
 KWOK_VERSION="${KWOK_VERSION:-v0.7.0}"
 SOPS_VERSION="${SOPS_VERSION:-v3.9.0}"
 AGE_VERSION="${AGE_VERSION:-v1.2.1}"
+HELM_VERSION="${HELM_VERSION:-v4.3.1}"      # the helm the tests and the demo use
+HELM3_VERSION="${HELM3_VERSION:-v3.22.0}"   # helm 3 is supported too: tests prove it (installed as helm3)
 CACHE="${PHASEKIT_CACHE:-$HOME/.cache/phasekit}"
 BIN="$CACHE/bin/k8s-$K8S_VERSION"
 export GOFLAGS="${GOFLAGS:--buildvcs=false}" CGO_ENABLED=0
@@ -70,6 +72,20 @@ go_install() {  # name package@version
   GOBIN="$BIN" go install -trimpath -ldflags "-s -w" "$2"
 }
 
+build_helm() {  # name version: kept as helm-VERSION (a new pin is built), NAME links to it
+  local major="${2%%.*}" out
+  if ! have "helm-$2"; then
+    echo "building helm $2 (first time only)" >&2
+    out="$(mktemp -d)"
+    # helm's module path has its major version; helm reports the version the ldflags give it
+    GOBIN="$out" go install -trimpath \
+      -ldflags "-s -w -X helm.sh/helm/$major/internal/version.version=$2" "helm.sh/helm/$major/cmd/helm@$2"
+    mv "$out/helm" "$BIN/helm-$2"
+    rmdir "$out"
+  fi
+  ln -sfn "helm-$2" "$BIN/$1"
+}
+
 ensure_debian_packages() {  # etcd for the clusters; shellcheck for ansible-test sanity
   local missing=()
   command -v etcd >/dev/null || missing+=(etcd-server)
@@ -86,4 +102,6 @@ go_install kwok "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
 go_install sops "github.com/getsops/sops/v3/cmd/sops@$SOPS_VERSION"
 go_install age "filippo.io/age/cmd/age@$AGE_VERSION"
 go_install age-keygen "filippo.io/age/cmd/age-keygen@$AGE_VERSION"
+build_helm helm "$HELM_VERSION"
+build_helm helm3 "$HELM3_VERSION"
 echo "$BIN"

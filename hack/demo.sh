@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make demo`: the example site end to end on the local clusters (started by make).
 # Steps: encrypt target's kubeconfig with the demo age key, run the deploy plan,
-# show `list` and `tree`, resume at `apps`, and say what happened.
+# show `list` and `tree`, resume at `apps`, destroy `apps/settings`, and say what happened.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 site=examples/site
@@ -42,4 +42,14 @@ for c in ephemeral target workload01; do
     | sed 's/^/    /' || true
 done
 
-printf '\n\033[1mWhat just happened:\033[0m three real clusters were deployed in order by one plan — kubeconfigs from a file, a SOPS file and a Secret the plan itself published, each resolved once and kept in memory — then listed, drawn and resumed.\n'
+banner "the Helm release apps/settings: values rendered for each workload cluster"
+for c in target workload01; do
+  echo "--- $c: $(KUBECONFIG="$clusters_dir/$c/admin.kubeconfig" kubectl get configmap settings -n demo-apps \
+    -o jsonpath='{.data}')"
+  KUBECONFIG="$clusters_dir/$c/admin.kubeconfig" helm list -n demo-apps | sed 's/^/    /'
+done
+
+banner "destroy one phase: the Helm release of apps/settings, on every workload cluster"
+playbook -e plan_action=destroy -e '{"plan_only": ["apps/settings"]}'
+
+printf '\n\033[1mWhat just happened:\033[0m three real clusters were deployed in order by one plan — kubeconfigs from a file, a SOPS file and a Secret the plan itself published, each resolved once and kept in memory — then listed, drawn, resumed, and one phase destroyed.\n'

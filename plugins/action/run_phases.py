@@ -18,10 +18,11 @@ from ansible import context
 from ansible.utils.display import Display
 
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import (
-    REQUEST_BUDGET, RUN, STATUS, VALIDATE, BuiltinExecutors, SharedRequests)
+    DESTROY, REQUEST_BUDGET, RUN, STATUS, UNREACHABLE, VALIDATE, BuiltinExecutors, SharedRequests)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import (
-    CHANGED, DEFAULT_CLUSTER_CONCURRENCY, FAILED, OK, TASKS_EXECUTOR, run_phases)
+    CHANGED, DEFAULT_CLUSTER_CONCURRENCY, FAILED, OK, SKIPPED, TASKS_EXECUTOR, run_phases)
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import ChartCache
 from ansible_collections.phasekit.kube.plugins.plugin_utils.action import PhasekitAction
 from ansible_collections.phasekit.kube.plugins.plugin_utils.fleet import Fleet, remembered_by_host
 from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import REMEMBERED_VAR, RESOLUTIONS_KEY
@@ -31,12 +32,14 @@ from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import (
 ARGUMENT_SPEC = {
     **PLAN_SOURCE_SPEC,
     "phases": {"type": "list", "elements": "str"},
-    "mode": {"type": "str", "choices": [RUN, VALIDATE, STATUS], "default": RUN},
+    "mode": {"type": "str", "choices": [RUN, VALIDATE, STATUS, DESTROY], "default": RUN},
+    "unreachable": {"type": "str", "choices": ["fail", "skip"], "default": "fail"},
     "stopped_by": {"type": "str", "default": ""},
     "cluster_concurrency": {"type": "int"},
     "remember": {"type": "bool", "default": True},
 }
 MAX_CLUSTER_CONCURRENCY = 256
+MAX_NAMED = 20  # objects a destroy names per cluster and phase
 
 display = Display()
 
@@ -54,11 +57,15 @@ class ActionModule(PhasekitAction):
                                            f"got {concurrency}"}
         mode = args["mode"]
         phases = selected_phases(plan_for_task(self, args, task_vars), args["phases"])
+        if mode == DESTROY:
+            phases.reverse()  # undone in reverse plan order: children before parents, apps before their platform
         remembered = remembered_by_host(task_vars.get(REMEMBERED_VAR))
         in_play = list(task_vars.get("ansible_play_hosts") or [])
         hosts_of = [set(phase.get("hosts") or []) & set(in_play) for phase in phases]
         with ExitStack() as stack:
-            fleet = stack.enter_context(Fleet(self._loader, task_vars.get("hostvars"), remembered=remembered))
+            fleet = stack.enter_context(Fleet(self._loader, task_vars.get("hostvars"), remembered=remembered,
+                                              templar=self._templar))
+            charts = stack.enter_context(ChartCache())
             if not args["stopped_by"]:
                 fleet.vars.prefetch(sorted(set().union(*hosts_of)))
             widest = max((len(hosts) for hosts in hosts_of), default=1)
@@ -68,10 +75,12 @@ class ActionModule(PhasekitAction):
                 pool = stack.enter_context(ThreadPoolExecutor(REQUEST_BUDGET, thread_name_prefix="phasekit-write"))
                 shared = SharedRequests(pool, concurrency, frozenset(in_play))
             executors = BuiltinExecutors(fleet, mode=mode, check_mode=bool(self._task.check_mode),
-                                         diff=bool(self._task.diff), shared=shared)
+                                         diff=bool(self._task.diff), shared=shared, charts=charts,
+                                         skip_unreachable=args["unreachable"] == "skip")
             report = run_phases(phases, executors, hosts_in_play=in_play,
-                                dry_run=mode != RUN, status_mode=mode == STATUS, stopped_by=args["stopped_by"],
-                                concurrency=concurrency, progress=self._show_progress)
+                                dry_run=mode not in (RUN, DESTROY), status_mode=mode == STATUS,
+                                stopped_by=args["stopped_by"],
+                                concurrency=concurrency, progress=self._progress(mode))
             memory = fleet.memory() if args["remember"] else None
         records = [record.to_dict() for record in report.records]
         for record in records:
@@ -89,6 +98,22 @@ class ActionModule(PhasekitAction):
                                             if phase["executor"] == TASKS_EXECUTOR}})
         return result
 
+    def _progress(self, mode: str):
+        """The progress callback: one line per phase; a destroy also names what it deleted (would delete)."""
+        verb = "would delete" if self._task.check_mode else "deleted"
+
+        def show(phase: dict, records: list, seconds: float) -> None:
+            self._show_progress(phase, records, seconds)
+            if mode != DESTROY:
+                return
+            for record in records:
+                objects = record.details.get("objects") or []
+                if objects:
+                    display.display(f"  {record.host}: {verb} " + ", ".join(_named(one) for one in objects[:MAX_NAMED])
+                                    + (f" and {len(objects) - MAX_NAMED} more" if len(objects) > MAX_NAMED else ""))
+
+        return show
+
     @staticmethod
     def _show_progress(phase: dict, records: list, seconds: float) -> None:
         """One line per phase after its barrier; failures always, every cluster at -v."""
@@ -102,6 +127,8 @@ class ActionModule(PhasekitAction):
         for record in records:
             if record.result == FAILED:
                 display.display(f"  {record.host}: failed: {record.msg}", color="red")
+            elif record.result == SKIPPED and record.msg.startswith(UNREACHABLE):
+                display.display(f"  {record.host}: skipped: {record.msg}", color="yellow")
             elif display.verbosity >= 1:
                 changed = "" if record.objects_changed is None else f", {record.objects_changed} objects changed"
                 display.display(f"  {record.host}: {record.result}{changed} ({record.duration:.2f}s)",
@@ -119,6 +146,11 @@ def selected_phases(plan, names: list | None) -> list[dict]:
         raise PhasekitError(f"phases: {', '.join(unknown)} not among the selected phases of the plan "
                             f"({', '.join(sorted(known)) or 'none'})")
     return [phase for phase in phases if phase["name"] in set(names)]
+
+
+def _named(entry: dict) -> str:
+    where = f"{entry.get('namespace')}/" if entry.get("namespace") else ""
+    return f"{entry.get('kind')} {where}{entry.get('name')}"
 
 
 def _forks() -> int:

@@ -88,7 +88,7 @@ def render_bundle(src: str | None = None, definition=None, base_dir: str | None 
             return _from_kustomization(path, label=src)
         return _from_directory(path, label=src)
     if os.path.isfile(path):
-        return _from_text(_read(path, src), label=src)
+        return objects_from_text(_read(path, src), label=src)
     raise PhasekitError(f"bundle source {src!r} not found (looked for {path})")
 
 
@@ -108,19 +108,19 @@ def _read(path: str, label: str) -> str:
 
 def _from_definition(definition) -> list[BundleObject]:
     if isinstance(definition, str):
-        return _from_text(definition, label="definition", file=None)
+        return objects_from_text(definition, label="definition", file=None)
     items = definition if isinstance(definition, list) else [definition]
     objects = []
     for number, item in enumerate(items, start=1):
         origin = f"definition item {number}" if isinstance(definition, list) else "definition"
         if isinstance(item, str):
-            objects.extend(_from_text(item, label=origin, file=None))
+            objects.extend(objects_from_text(item, label=origin, file=None))
         else:
             objects.extend(_checked(item, origin, None, number))
     return objects
 
 
-def _from_text(text: str, label: str, file: str | None = "") -> list[BundleObject]:
+def objects_from_text(text: str, label: str, file: str | None = "") -> list[BundleObject]:
     file = label if file == "" else file
     objects = []
     for number, document in enumerate(load_documents(text, label), start=1):
@@ -140,13 +140,13 @@ def _from_directory(path: str, label: str) -> list[BundleObject]:
     objects = []
     for name in names:
         shown = os.path.join(label, name)
-        objects.extend(_from_text(_read(os.path.join(path, name), shown), label=shown))
+        objects.extend(objects_from_text(_read(os.path.join(path, name), shown), label=shown))
     return objects
 
 
 def _from_kustomization(path: str, label: str) -> list[BundleObject]:
     text = _run_kustomize(path, label)
-    objects = _from_text(text, label=f"kustomization {label} (rendered)", file=label)
+    objects = objects_from_text(text, label=f"kustomization {label} (rendered)", file=label)
     return objects
 
 

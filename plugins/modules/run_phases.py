@@ -42,9 +42,21 @@ options:
       - C(validate) runs C(apply) phases as a server-side dry run and skips C(command), C(wait) and C(tasks) phases.
       - C(status) runs C(apply) phases as a server-side dry run (C(changed) means the live state differs) and C(wait)
         phases with a zero timeout (C(not ready) instead of failed).
+      - C(destroy) undoes the phases in reverse order. C(apply) phases lose their ApplySet's members (dependants
+        first, namespaces and CRDs last, each wave waited for until gone, bounded by the phase's C(wait.timeout)
+        or 300 seconds) and then the ApplySet parent; without an ApplySet, the objects their bundle names.
+        C(helm) phases uninstall their release (with C(helm_mode=apply), delete its ApplySet). C(wait), C(command),
+        C(tasks) and C(kubeconfig) phases are skipped. Check mode deletes with a server-side dry run.
     type: str
-    choices: [run, validate, status]
+    choices: [run, validate, status, destroy]
     default: run
+  unreachable:
+    description:
+      - With O(mode=destroy), a cluster that cannot be reached, or whose kubeconfig cannot be resolved any more,
+        fails its phase (C(fail)) or is reported and skipped (C(skip)).
+    type: str
+    choices: [fail, skip]
+    default: fail
   stopped_by:
     description: The name of a phase that already stopped the plan; nothing runs when set.
     type: str
@@ -70,7 +82,9 @@ attributes:
     support: none
   check_mode:
     support: full
-    details: C(apply) phases become server-side dry runs; C(command) and C(wait) phases do not run.
+    details:
+      - C(apply) phases become server-side dry runs; C(command) and C(wait) phases do not run.
+      - With O(mode=destroy), deletions are server-side dry runs; nothing is deleted.
   diff_mode:
     support: full
     details: Object diffs of C(apply) phases are printed per cluster, Secret values redacted.

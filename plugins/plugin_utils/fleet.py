@@ -26,6 +26,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve i
 from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import (
     HOST_VAR_CLUSTER, HOST_VAR_CONTEXT, HOST_VAR_KUBECONFIG, HOST_VAR_PARENT, REMEMBERED_VAR, RESOLUTION_KEY,
     RESOLUTIONS_KEY, HostResolver, remembered_resolution, to_plain)
+from ansible_collections.phasekit.kube.plugins.plugin_utils.templates import render_template_file
 
 KUBECONFIG_VARS = (HOST_VAR_KUBECONFIG, HOST_VAR_CONTEXT, HOST_VAR_PARENT, HOST_VAR_CLUSTER)
 MIN_CONNECTIONS = 20  # apply's default concurrency (16) plus its live-state readers
@@ -77,8 +78,11 @@ class FleetVars(Mapping):
 class Fleet:
     """``ClusterAccess`` over the inventory: a resolution and an API session per host, kept for the step."""
 
-    def __init__(self, loader, hostvars, *, environ: Mapping | None = None, remembered: Mapping | None = None):
+    def __init__(self, loader, hostvars, *, environ: Mapping | None = None, remembered: Mapping | None = None,
+                 templar=None):
         self.vars = FleetVars(hostvars)
+        self._hostvars = hostvars
+        self._templar = templar
         # a parent read for a child's Secret source: the same cache; the nested resolver keeps the cycle chain
         self._resolver = HostResolver(loader, self.vars, environ, other_hosts=self._resolve)
         self._remembered = dict(remembered or {})     # earlier steps' resolutions, carried forward
@@ -110,6 +114,16 @@ class Fleet:
                                                            pool_maxsize=max(connections, MIN_CONNECTIONS)))
                 self._sessions[host] = ApiSession(api)
             return self._sessions[host]
+
+    def render_template(self, host: str, path: str) -> str:
+        """A template file (a helm values file ending in .j2) rendered with the host's variables: inventory, group
+        and host vars (vault-encrypted ones too), extra vars and magic variables (inventory_hostname)."""
+        if self._templar is None or self._hostvars is None or host not in self._hostvars:
+            raise PhasekitError(f"template {path}: no variables of host {host!r} to render it with")
+        # the host's variables as a task on it sees them, untemplated: the templar templates what the file uses
+        raw_get = getattr(self._hostvars, "raw_get", None)
+        variables = raw_get(host) if raw_get is not None else dict(self._hostvars[host])
+        return render_template_file(self._templar, path, variables, what="values file")
 
     def memory(self) -> dict:
         """Every resolution known to this run (earlier steps' and this one's), for later steps: credentials!"""

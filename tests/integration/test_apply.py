@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 import uuid
 
 import pytest
@@ -308,3 +309,52 @@ def test_api_warnings_become_ansible_warnings(clusters, run_playbook, tmp_path, 
                'use "kubernetes.io/arch" instead'
     assert result["warnings"] == [f"API server: {expected}"]
     assert f"[WARNING]: API server: {expected}" in playbook.output
+
+
+def admission_policy(name: str, namespace_label: dict) -> list:
+    """A ValidatingAdmissionPolicy (CEL, no webhook server needed) refusing ConfigMaps with a data key
+    'forbidden', bound to the namespaces with ``namespace_label``."""
+    return [
+        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+         "metadata": {"name": name},
+         "spec": {"failurePolicy": "Fail",
+                  "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                                                          "operations": ["CREATE", "UPDATE"],
+                                                          "resources": ["configmaps"]}]},
+                  "validations": [{"expression": "!has(object.data) || !('forbidden' in object.data)",
+                                   "message": "data key 'forbidden' is not allowed here"}]}},
+        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+         "metadata": {"name": name},
+         "spec": {"policyName": name, "validationActions": ["Deny"],
+                  "matchResources": {"namespaceSelector": {"matchLabels": namespace_label}}}},
+    ]
+
+
+def test_refusals_by_admission_and_validation_name_object_origin_and_reason(clusters, run_playbook, tmp_path,
+                                                                            namespace):
+    target = clusters[CLUSTER]
+    policy = unique("pk-policy")
+    label = {"phasekit-admission": policy}
+    target.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(admission_policy(policy, label)))
+    try:
+        bundle = [dict(ns_object(namespace), metadata={"name": namespace, "labels": label}),
+                  config_map("fine", k="v"), config_map("refused", forbidden="x"), config_map("Bad_Name", k="v")]
+        deadline = time.monotonic() + 30
+        while True:  # the API server takes a moment to enforce a new policy
+            result, _rest = run_tasks(run_playbook, tmp_path, [task("apply", target, src="site/app.yaml",
+                                                                    namespace=namespace)],
+                                      files={"site/app.yaml": bundle})
+            if "denied request" in result.get("msg", "") or time.monotonic() > deadline:
+                break
+            target.kubectl("delete", "configmap", "refused", "-n", namespace, "--ignore-not-found")
+            time.sleep(1)
+        assert result["failed"] and result["msg"].startswith("apply failed for 2 of 4 objects: "), result
+        origin = str(tmp_path / "site/app.yaml")
+        assert (f"ConfigMap {namespace}/refused ({origin} document 3): invalid: configmaps \"refused\" is forbidden: "
+                f"ValidatingAdmissionPolicy '{policy}' with binding '{policy}' denied request: "
+                f"data key 'forbidden' is not allowed here") in result["msg"]
+        assert (f"ConfigMap {namespace}/Bad_Name ({origin} document 4): invalid: ConfigMap \"Bad_Name\" is invalid: "
+                f"metadata.name: Invalid value: \"Bad_Name\"") in result["msg"]
+        assert actions(result)["ConfigMap/fine"] == "created"
+    finally:
+        target.kubectl("delete", "-f", "-", "--ignore-not-found", stdin=yaml.safe_dump_all(admission_policy(policy, label)))

@@ -36,3 +36,8 @@ def test_demo_runs_end_to_end(clusters, collections_path):
     workload01 = Cluster("workload01", clusters["target"].dir.parent)
     live = workload01.get_json("deployment", "hello", "-n", "demo-apps")
     assert live["status"]["availableReplicas"] == 2
+    # The site's Helm chart, with values rendered for each cluster host, then destroyed by the last step.
+    assert ("apps/settings", "workload01") in ran
+    assert '--- workload01: {"cluster":"workload01","tier":"gold"}' in output   # before the destroy
+    assert re.search(r"^\s*- apps/settings\s+workload01\s+destroyed\b", output, re.M), output[-3000:]
+    assert workload01.kubectl("get", "configmap", "settings", "-n", "demo-apps", check=False).returncode != 0

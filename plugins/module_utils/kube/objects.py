@@ -48,8 +48,8 @@ def wave_of(resource: ResourceType) -> int:
 UNKNOWN = object()  # live state that could not be read
 
 # What happened to an object in a run (``PlannedObject.action``, ``PrunedObject.entry``).
-PENDING, CREATED, CONFIGURED, UNCHANGED, PRUNED, FAILED, SKIPPED = (
-    "pending", "created", "configured", "unchanged", "pruned", "failed", "skipped")
+PENDING, CREATED, CONFIGURED, UNCHANGED, PRUNED, FAILED, SKIPPED, DELETED = (
+    "pending", "created", "configured", "unchanged", "pruned", "failed", "skipped", "deleted")
 
 
 @dataclass(eq=False)  # compared by identity: bodies are large

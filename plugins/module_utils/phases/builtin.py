@@ -1,6 +1,6 @@
 # Copyright: phasekit.kube contributors
 # Apache License 2.0 (see LICENSE)
-"""The built-in executors (apply, wait, command, kubeconfig) as work on one cluster host.
+"""The built-in executors (apply, wait, command, helm, kubeconfig) as work on one cluster host.
 
 ``BuiltinExecutors`` is the ``HostWork`` the runner calls per (phase, host).
 It reaches clusters only through a ``ClusterAccess`` (resolved kubeconfig and
@@ -20,13 +20,24 @@ from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from ansible_collections.phasekit.kube.plugins.module_utils.bundle import render_bundle
-from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import APPLY_OPTIONS_SPEC, apply_bundle, apply_options
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import ChartCache
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import (
+    ABSENT, HELM_OPTIONS_SPEC, MODE_APPLY, MODE_RELEASE, duration_seconds, helm_request, is_template, plain_values_file)
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.run import release_apply_arguments, render_release, run_release
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import (
+    APPLY_OPTIONS_SPEC, DEFAULT_TOOLING, apply_bundle, apply_options)
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import Discovery
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import DEFAULT_TIMEOUT as TEARDOWN_TIMEOUT
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import Teardown
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import WAIT_OPTIONS_SPEC, wait_for_bundle, wait_rules
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import COMMAND_SPEC, command_argv
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import command_failure_message, run_command
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import Outcome
 
-RUN, VALIDATE, STATUS = "run", "validate", "status"
+RUN, VALIDATE, STATUS, DESTROY = "run", "validate", "status", "destroy"
+UNREACHABLE = "cluster unreachable, skipped"
 EXTRA_CONNECTIONS = 4  # live-state reads run beside the apply workers
 REQUEST_BUDGET = 32
 
@@ -62,6 +73,9 @@ class ClusterAccess(Protocol):
     def session(self, host: str, connections: int):
         """A pooled ``ApiSession`` for the host's cluster, kept for the run; raises PhasekitError."""
 
+    def render_template(self, host: str, path: str) -> str:
+        """The Jinja template file at ``path`` rendered with the host's variables; raises PhasekitError."""
+
 
 def option_values(spec: dict, options: dict) -> dict:
     """A phase's options completed with the spec's defaults, as an action would receive them."""
@@ -86,21 +100,30 @@ def phase_environment(phase: dict, host: str) -> dict:
 
 
 class BuiltinExecutors:
-    """Runs one built-in phase on one host; ``mode`` is run, validate or status."""
+    """Runs one built-in phase on one host; ``mode`` is run, validate, status or destroy.
+
+    ``destroy`` undoes the phase instead (see ``_destroy``); ``skip_unreachable``: a cluster that cannot be
+    reached (or whose kubeconfig cannot be resolved any more) is skipped by destroy instead of failing it.
+    """
 
     def __init__(self, access: ClusterAccess, *, mode: str = RUN, check_mode: bool = False, diff: bool = False,
-                 render: Callable[[dict], list] | None = None, shared: SharedRequests | None = None):
+                 render: Callable[[dict], list] | None = None, shared: SharedRequests | None = None,
+                 charts: ChartCache | None = None, skip_unreachable: bool = False):
         self.access = access
+        self.charts = charts or ChartCache()  # the caller closes the one it gives; one made here lives with us
         self.shared = shared  # None: one cluster at a time, each apply with its own threads
         self.mode = mode
         self.dry_run = check_mode or mode in (VALIDATE, STATUS)
         self.check_mode = check_mode
         self.diff = diff
+        self.skip_unreachable = skip_unreachable
         self._render = render or render_phase_bundle
         self._bundles: dict[str, object] = {}
         self._lock = threading.Lock()
 
     def __call__(self, phase: dict, host: str) -> Outcome:
+        if self.mode == DESTROY:
+            return self._destroy(phase, host)
         return getattr(self, f"_{phase['executor']}")(phase, host)
 
     def bundle(self, phase: dict) -> list:
@@ -123,8 +146,10 @@ class BuiltinExecutors:
         args = apply_arguments(phase)
         bundle = self.bundle(phase)
         resolution = self.access.resolution(host)
-        options = apply_options(args, namespace=args["namespace"] or resolution.namespace or "default",
-                                check_mode=self.dry_run, diff=self.diff)
+        return self._apply_objects(phase, host, bundle, args, args["namespace"] or resolution.namespace or "default")
+
+    def _apply_objects(self, phase: dict, host: str, bundle: list, args: dict, namespace: str) -> Outcome:
+        options = apply_options(args, namespace=namespace, check_mode=self.dry_run, diff=self.diff)
         if self.shared is not None:
             options = dataclasses.replace(options, concurrency=min(options.concurrency, self.shared.per_cluster(phase)))
         session = self.access.session(host, options.concurrency + EXTRA_CONNECTIONS)
@@ -133,8 +158,7 @@ class BuiltinExecutors:
         counts = report.counts()
         details = {"counts": counts}
         if report.diffs:
-            details["diff"] = [dict(one, before_header=f"{host}: {one.get('before_header', '')}",
-                                    after_header=f"{host}: {one.get('after_header', '')}") for one in report.diffs]
+            details["diff"] = host_diffs(host, report.diffs)
         warnings = session.warnings[before:]
         if warnings:
             details["warnings"] = [f"{host}: API server: {text}" for text in warnings]
@@ -167,6 +191,26 @@ class BuiltinExecutors:
         return Outcome(changed=True, failed=done.rc != 0, msg=command_failure_message(done) if done.rc else "",
                        details={"rc": done.rc})
 
+    def _helm(self, phase: dict, host: str) -> Outcome:
+        values = option_values(HELM_OPTIONS_SPEC, phase.get("options"))
+        values["name"] = values["name"] or phase["name"].rsplit("/", 1)[-1]
+        resolution = self.access.resolution(host)
+        request = helm_request(values, namespace=resolution.namespace or "default", where=f"phase {phase['name']}",
+                               read_values_file=lambda path: self._values_file(host, path))
+        if request.mode == MODE_APPLY:
+            bundle = render_release(request, kubeconfig=resolution.config, charts=self.charts)
+            return self._apply_objects(phase, host, bundle, release_apply_arguments(request), request.namespace)
+        report = run_release(request, kubeconfig=resolution.config, charts=self.charts, check_mode=self.dry_run,
+                             diff=self.diff)
+        details = {key: value for key, value in report.result().items() if key not in ("changed", "diff")}
+        if report.diffs:
+            details["diff"] = host_diffs(host, report.diffs)
+        return Outcome(changed=report.changed, failed=report.failure is not None, msg=report.failure or "",
+                       details=details)
+
+    def _values_file(self, host: str, path: str) -> str:
+        return self.access.render_template(host, path) if is_template(path) else plain_values_file(path)
+
     def _tasks(self, phase: dict, host: str) -> Outcome:
         # Prepared here, run by the role on the host: the task file gets this resolution.
         if self.mode in (VALIDATE, STATUS):
@@ -179,6 +223,85 @@ class BuiltinExecutors:
         # and the resolution is kept for the later phases of the run.
         resolution = self.access.resolution(host)
         return Outcome(details={"context": resolution.context, "server": resolution.server})
+
+    # ------------------------------------------------------------ destroy
+
+    def _destroy(self, phase: dict, host: str) -> Outcome:
+        """Undo one phase on one host: apply phases lose their objects, helm phases their release; the others
+        have nothing the collection could undo."""
+        undo = {"apply": self._destroy_apply, "helm": self._destroy_helm}.get(phase["executor"])
+        if undo is None:
+            return Outcome(skipped=True, msg=f"{phase['executor']} phases have nothing to destroy")
+        try:
+            self.access.resolution(host)
+            return undo(phase, host)
+        except PhasekitError as err:
+            if self.skip_unreachable and not self._reachable(host):
+                return Outcome(skipped=True, msg=f"{UNREACHABLE}: {err}")
+            raise
+
+    def _reachable(self, host: str) -> bool:
+        """Whether the host's kubeconfig resolves and its API server answers (asked after a failure only)."""
+        try:
+            self.access.session(host, EXTRA_CONNECTIONS).get("/version")
+        except PhasekitError:  # no answer, or no kubeconfig any more (its Secret went with its parent)
+            return False
+        except ApiError:  # an answer, even a refusal
+            return True
+        return True
+
+    def _destroy_apply(self, phase: dict, host: str) -> Outcome:
+        args = apply_arguments(phase)
+        namespace = args["namespace"] or self.access.resolution(host).namespace or "default"
+        teardown = self._teardown(host, timeout_of(args["wait"]))
+        if args["applyset"]:
+            report = teardown.applyset(args["applyset"], tooling=args["applyset_tooling"], namespace=namespace)
+        else:
+            report = teardown.bundle(self.bundle(phase), namespace=namespace)
+        return teardown_outcome(report)
+
+    def _destroy_helm(self, phase: dict, host: str) -> Outcome:
+        values = option_values(HELM_OPTIONS_SPEC, phase.get("options"))
+        values.update(name=values["name"] or phase["name"].rsplit("/", 1)[-1], release_state=ABSENT)
+        resolution = self.access.resolution(host)
+        request = helm_request({**values, "helm_mode": MODE_RELEASE}, namespace=resolution.namespace or "default",
+                               where=f"phase {phase['name']}", read_values_file=lambda path: "{}")
+        if values["helm_mode"] == MODE_APPLY:
+            seconds = duration_seconds(request.wait_timeout) if request.wait_timeout else None
+            report = self._teardown(host, seconds).applyset(request.name, tooling=DEFAULT_TOOLING,
+                                                            namespace=request.namespace)
+            return teardown_outcome(report)
+        released = run_release(request, kubeconfig=resolution.config, charts=self.charts, check_mode=self.dry_run,
+                               diff=self.diff)
+        details = {key: value for key, value in released.result().items() if key not in ("changed", "diff")}
+        if released.diffs:
+            details["diff"] = host_diffs(host, released.diffs)
+        return Outcome(changed=released.changed, failed=released.failure is not None, msg=released.failure or "",
+                       objects_changed=None, details=details)
+
+    def _teardown(self, host: str, timeout: float | None) -> Teardown:
+        session = self.access.session(host, EXTRA_CONNECTIONS)
+        return Teardown(session, Discovery(session), dry_run=self.dry_run,
+                        timeout=TEARDOWN_TIMEOUT if timeout is None else timeout)
+
+
+def timeout_of(wait) -> float | None:
+    """An apply phase's wait timeout, which also bounds its teardown."""
+    if isinstance(wait, dict) and wait.get("timeout") is not None:
+        return float(wait["timeout"])
+    return None
+
+
+def teardown_outcome(report) -> Outcome:
+    details = {key: value for key, value in report.result().items() if key != "changed"}
+    return Outcome(changed=report.changed, failed=report.failure is not None, msg=report.failure or report.note,
+                   objects_changed=report.deleted, details=details)
+
+
+def host_diffs(host: str, diffs: list) -> list:
+    """Diff entries whose headers name the cluster host (a step shows the diffs of many clusters)."""
+    return [dict(one, before_header=f"{host}: {one.get('before_header', '')}",
+                 after_header=f"{host}: {one.get('after_header', '')}") for one in diffs]
 
 
 def render_phase_bundle(phase: dict) -> list:

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import HELM_OPTIONS_SPEC, check_helm_options
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import SECRET_OPTIONS as HELM_SECRET_OPTIONS
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import HIDDEN
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import COMMAND_SPEC
 
@@ -42,6 +44,7 @@ class Executor:
     secret_options: tuple = ()             # options whose values are never shown (ALL_OPTIONS: every one)
     renders_bundle: bool = False           # its source is a bundle of objects (plan action render shows it)
     check: object = None                   # options -> None; raises PhasekitError on values the spec cannot judge
+    source_option: str | None = None       # the option a source path stands for (helm: chart_ref)
 
     def shown_options(self, options: dict) -> dict:
         """The options as plans show them: values that may hold secrets (a command's env and stdin, the free-form
@@ -71,7 +74,8 @@ class Executor:
             required_by=self.spec.get("required_by"),
         )
         result = validator.validate(dict(options))
-        unknown = sorted(str(name) for name in options if name not in argument_spec)
+        canonical = option_names(argument_spec)
+        unknown = sorted(str(name) for name in options if name not in canonical)
         errors = [error for error in result.error_messages if "Supported parameters include" not in error]
         if unknown:
             errors.insert(0, f"unsupported options: {', '.join(unknown)}; supported options are: "
@@ -82,14 +86,37 @@ class Executor:
             except PhasekitError as err:
                 errors.append(str(err))
         checked = {}
-        for key in options:
-            if key not in argument_spec:
+        for given in options:
+            key = canonical.get(given)
+            if key is None:
                 continue
-            value = result.validated_parameters.get(key, options[key])
-            if argument_spec[key].get("type") == "path" and isinstance(value, str) and not os.path.isabs(value):
-                value = os.path.normpath(os.path.join(base_dir, value))
-            checked[key] = value
+            value = result.validated_parameters.get(key, options[given])
+            checked[key] = absolute_paths(argument_spec[key], value, base_dir)
         return checked, errors
+
+
+def option_names(argument_spec: dict) -> dict[str, str]:
+    """Every name an option may be given by (its aliases too) -> its own name."""
+    names = {}
+    for name, rule in argument_spec.items():
+        names[name] = name
+        for alias in rule.get("aliases") or ():
+            names[alias] = name
+    return names
+
+
+def absolute_paths(rule: dict, value, base_dir: str):
+    """A ``path`` option (or a list of paths) made absolute relative to the phase's document."""
+    def absolute(path):
+        if isinstance(path, str) and not os.path.isabs(path):
+            return os.path.normpath(os.path.join(base_dir, path))
+        return path
+
+    if rule.get("type") == "path":
+        return absolute(value)
+    if rule.get("type") == "list" and rule.get("elements") == "path" and isinstance(value, list):
+        return [absolute(path) for path in value]
+    return value
 
 
 KUBECONFIG_SPEC = {
@@ -102,12 +129,16 @@ KUBECONFIG_SPEC = {
 def executor_registry(apply_spec: dict | None = None, wait_spec: dict | None = None, apply_check=None,
                       wait_check=None) -> dict[str, Executor]:
     """Every executor by name. ``apply_spec``/``wait_spec``: the actions' argument specs (``None``: any options);
-    ``apply_check``/``wait_check``: their checks of values a spec cannot judge (wait timeouts, conditions)."""
+    ``apply_check``/``wait_check``: their checks of values a spec cannot judge (wait timeouts, conditions).
+    A helm phase's source is its chart (a directory or a packaged .tgz); a chart in a repository is given
+    by the options chart_ref and chart_repo_url instead."""
     executors = [
         Executor("apply", SOURCE_REQUIRED, True, phase_options(apply_spec), check=apply_check, renders_bundle=True),
         Executor("wait", SOURCE_REQUIRED, True, phase_options(wait_spec), check=wait_check, renders_bundle=True),
         Executor("kubeconfig", SOURCE_NONE, False, KUBECONFIG_SPEC),
         Executor("command", SOURCE_OPTIONAL, False, COMMAND_SPEC, secret_options=("env", "stdin")),
+        Executor("helm", SOURCE_OPTIONAL, False, {"argument_spec": HELM_OPTIONS_SPEC}, check=check_helm_options,
+                 secret_options=HELM_SECRET_OPTIONS, source_option="chart_ref"),
         # options: free-form, for the user's task file
         Executor("tasks", SOURCE_REQUIRED, False, None, secret_options=(ALL_OPTIONS,)),
     ]

@@ -45,7 +45,13 @@ def check_phases(catalog: Catalog, executors: dict[str, Executor], problems: Pro
                          f"expected one of {', '.join(sorted(executors))}")
             continue
         _check_source(phase, executor, problems)
-        options, errors = executor.check_options(phase.options, phase.base_dir)
+        given = phase.options
+        if executor.source_option and phase.source_path:
+            if executor.source_option in (phase.options or {}):
+                problems.add(phase.where("source"), f"give the chart either as source or as options."
+                                                    f"{executor.source_option}, not both")
+            given = {**(phase.options or {}), executor.source_option: phase.source_path}
+        options, errors = executor.check_options(given, phase.base_dir)
         for error in errors:
             problems.add(phase.where("options"), f"{error} (executor {executor.name})")
         phase.options = options

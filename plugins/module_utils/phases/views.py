@@ -117,6 +117,7 @@ def duration_label(seconds) -> str:
 
 # In status mode the executors run in check mode: a change means the live state differs.
 STATUS_RESULTS = {"changed": "differs", "ok": "in sync"}
+DESTROY_RESULTS = {"changed": "destroyed", "ok": "nothing left"}
 
 
 def summary_lines(phases: list[dict], records: list[dict], play_hosts: list[str], mode: str = "run") -> list[str]:
@@ -126,7 +127,9 @@ def summary_lines(phases: list[dict], records: list[dict], play_hosts: list[str]
     what the role recorded per phase and host (``phase``, ``host``, ``result``,
     ``duration``, ``objects_changed``).
     """
-    results = STATUS_RESULTS if mode == "status" else {}
+    results = {"status": STATUS_RESULTS, "destroy": DESTROY_RESULTS}.get(mode, {})
+    if mode == "destroy":
+        phases = list(reversed(phases))  # in the order destroy undid them
     recorded = {(record.get("phase"), record.get("host")): record for record in records}
     rows = [["PHASE", "CLUSTER", "RESULT", "DURATION", "CHANGED"]]
     for phase in phases:

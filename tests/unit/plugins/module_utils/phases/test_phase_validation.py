@@ -65,7 +65,7 @@ def cmd(**spec):
      "plan document 2 (PhasePlan deploy) field spec.phases[0]: expected a phase name (a string), got a mapping"),
     ([cmd(executor="aply")],
      "plan document 1 (Phase p) field spec.executor: unknown executor 'aply' (did you mean 'apply'?); "
-     "expected one of apply, command, kubeconfig, tasks, wait"),
+     "expected one of apply, command, helm, kubeconfig, tasks, wait"),
     ([phase("p", cluster="target")],
      "plan document 1 (Phase p) field spec.executor: missing: a phase without child phases needs an executor"),
     ([phase("p", cluster="target", executor="apply")],
@@ -210,3 +210,30 @@ def test_kubeconfig_single_parent_cluster_is_the_parent(tmp_path):
     result = build([phase("kc", cluster="target", executor="kubeconfig", options={"host": "lonely"})], tmp_path,
                    parents={})
     assert result.phases[0].to_dict()["parents"] == {"lonely": "target"}
+
+
+def test_a_helm_phase_takes_its_chart_as_source_and_kubernetes_core_names(tmp_path):
+    (tmp_path / "charts" / "hello").mkdir(parents=True)
+    planned = build([phase("hello", cluster="target", executor="helm", source="charts/hello",
+                           options={"namespace": "apps", "values": {"a": 1}, "values_files": ["v/hello.yaml"],
+                                    "state": "present"})], tmp_path)
+    options = planned.selected[0].phase.options
+    assert options == {"chart_ref": str(tmp_path / "charts" / "hello"), "release_namespace": "apps",
+                       "release_values": {"a": 1}, "values_files": [str(tmp_path / "v" / "hello.yaml")],
+                       "release_state": "present"}
+
+
+@pytest.mark.parametrize("spec, expected", [
+    ({"source": "charts/hello", "options": {"chart_ref": "other"}},
+     "field spec.source: give the chart either as source or as options.chart_ref, not both"),
+    ({"options": {"name": "x"}},
+     "field spec.options: chart_ref is required to install a release (or give the chart as the phase's source) "
+     "(executor helm)"),
+    ({"options": {"chart_ref": "hello", "wait_timeout": "5"}},
+     "field spec.options: wait_timeout '5': expected a duration such as 300s, 5m or 1h30m (executor helm)"),
+])
+def test_helm_phase_problems(tmp_path, spec, expected):
+    (tmp_path / "charts" / "hello").mkdir(parents=True)
+    with pytest.raises(PhasekitError) as caught:
+        build([phase("hello", cluster="target", executor="helm", **spec)], tmp_path)
+    assert expected in str(caught.value)

@@ -1,0 +1,86 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""Action phasekit.kube.helm: a Helm release installed, upgraded or uninstalled on this host's cluster.
+
+Thin: the options are kubernetes.core.helm's names; ``module_utils.helm`` does
+the work (one path with ``helm`` phases). helm sees the host's resolved
+kubeconfig through a private 0600 file removed afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ansible.errors import AnsibleError
+
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import REMOTE_PREFIXES, ChartCache
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import (
+    HELM_OPTIONS_SPEC, MODE_APPLY, helm_request, is_template, plain_values_file)
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.run import (
+    release_apply_arguments, render_release, run_release)
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import apply_bundle, apply_options
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiSession
+from ansible_collections.phasekit.kube.plugins.plugin_utils.action import PhasekitAction
+from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import AUTH_ARGUMENT_SPEC, resolve_for_task
+from ansible_collections.phasekit.kube.plugins.plugin_utils.templates import render_template_file
+
+ARGUMENT_SPEC = {**AUTH_ARGUMENT_SPEC, **HELM_OPTIONS_SPEC}
+EXTRA_CONNECTIONS = 4
+
+
+class ActionModule(PhasekitAction):
+    ARGUMENT_SPEC = ARGUMENT_SPEC
+    PLAIN_ARGS = True
+
+    def execute(self, args, task_vars):
+        args = dict(args)
+        if args["chart_ref"] and not args["chart_repo_url"]:
+            args["chart_ref"] = self._local_path(args["chart_ref"], task_vars, must_exist=False)
+        args["values_files"] = [self._local_path(path, task_vars) for path in args["values_files"] or []]
+        resolution = resolve_for_task(self, task_vars, args)
+        request = helm_request(args, namespace=resolution.namespace or "default",
+                               read_values_file=lambda path: self._values_file(path, task_vars))
+        check_mode, diff = bool(self._task.check_mode), bool(self._task.diff)
+        with ChartCache() as charts:
+            if request.mode == MODE_APPLY:
+                result = self._apply(request, resolution, charts, check_mode, diff)
+            else:
+                report = run_release(request, kubeconfig=resolution.config, charts=charts, check_mode=check_mode,
+                                     diff=diff)
+                result = report.result()
+                if report.failure:
+                    result.update(failed=True, msg=report.failure)
+        result["kubeconfig"] = resolution.summary()
+        return result
+
+    @staticmethod
+    def _apply(request, resolution, charts, check_mode: bool, diff: bool) -> dict:
+        bundle = render_release(request, kubeconfig=resolution.config, charts=charts)
+        options = apply_options(release_apply_arguments(request), namespace=request.namespace,
+                                check_mode=check_mode, diff=diff)
+        with api_client(resolution.config, pool_maxsize=options.concurrency + EXTRA_CONNECTIONS) as api:
+            report = apply_bundle(ApiSession(api), bundle, options)
+        result = report.result()
+        if report.warnings:
+            result["warnings"] = [f"API server: {text}" for text in report.warnings]
+        if report.failure:
+            result.update(failed=True, msg=report.failure)
+        return result
+
+    def _values_file(self, path: str, task_vars) -> str:
+        if is_template(path):
+            return render_template_file(self._templar, path, task_vars, what="values file")
+        return plain_values_file(path)
+
+    def _local_path(self, path: str, task_vars, must_exist: bool = True) -> str:
+        """A file argument found as other file arguments are (the role's files/, the playbook's directory);
+        a chart reference that is no local path (repo/chart, oci://...) is kept as written."""
+        if path.startswith(REMOTE_PREFIXES) or os.path.isabs(path):
+            return path
+        try:
+            return self._find_needle("files", path)
+        except AnsibleError:
+            base_dir = task_vars.get("playbook_dir") or self._loader.get_basedir()
+            candidate = os.path.join(base_dir, path)
+            return candidate if must_exist or os.path.exists(candidate) else path

@@ -1,0 +1,156 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""A chart made local once: its name, version and a digest of its content.
+
+A chart in a repository or an OCI registry is pulled once per run into a
+private directory (``ChartCache``), and every cluster then installs that same
+archive: a phase over 60 clusters downloads its chart once, and all 60 get the
+same version even when the repository changes meanwhile. A chart directory or
+a packaged ``.tgz`` is used where it is.
+
+The digest covers every file of the chart (names and contents, not archive
+timestamps), so a chart whose templates changed without a version bump is
+still seen as changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tarfile
+import threading
+from contextlib import ExitStack
+from dataclasses import dataclass
+
+from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.private_files import private_directory
+
+CHART_FILE = "Chart.yaml"
+REMOTE_PREFIXES = ("oci://", "https://", "http://", "file://")
+LOCAL_PREFIXES = ("/", "./", "../", "~")
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A chart on local disk, as helm will install it."""
+
+    path: str        # a chart directory or a packaged .tgz
+    name: str
+    version: str
+    digest: str      # sha256 of the chart's files (names and contents)
+    ref: str         # as the user wrote it (shown in results)
+
+
+@dataclass(frozen=True)
+class ChartSource:
+    """Where a chart comes from: ``ref`` is a local path, ``repo/chart``, a chart name with ``repo_url``, an
+    ``oci://`` reference or an absolute URL of a packaged chart; ``version`` pins it (None: the newest)."""
+
+    ref: str
+    repo_url: str | None = None
+    version: str | None = None
+
+    @property
+    def is_local(self) -> bool:
+        """A path (it exists, or is written as one: /x, ./x, ../x, x.tgz), not a chart of a repository."""
+        if self.repo_url or self.ref.startswith(REMOTE_PREFIXES):
+            return False
+        return os.path.exists(self.ref) or self.ref.startswith(LOCAL_PREFIXES) or self.ref.endswith(".tgz")
+
+
+def local_chart(path: str, ref: str | None = None) -> Chart:
+    """A chart directory or ``.tgz`` read: name and version from its Chart.yaml, digest from its files."""
+    if os.path.isdir(path):
+        files = _directory_files(path)
+    elif os.path.isfile(path):
+        files = _archive_files(path)
+    else:
+        raise PhasekitError(f"chart {ref or path}: no such chart directory or archive ({path})")
+    metadata_text = files.get(CHART_FILE)
+    if metadata_text is None:
+        raise PhasekitError(f"chart {ref or path}: no {CHART_FILE} in {path}")
+    documents = yaml_io.load_all(metadata_text.decode("utf-8", "replace"), f"chart {ref or path}: {CHART_FILE}")
+    metadata = documents[0] if documents else None
+    if not isinstance(metadata, dict) or not metadata.get("name") or not metadata.get("version"):
+        raise PhasekitError(f"chart {ref or path}: {CHART_FILE} must give name and version")
+    digest = hashlib.sha256()
+    for name in sorted(files):
+        digest.update(name.encode("utf-8") + b"\0" + files[name] + b"\0")
+    return Chart(path=path, name=str(metadata["name"]), version=str(metadata["version"]),
+                 digest=digest.hexdigest(), ref=ref or path)
+
+
+def _directory_files(root: str) -> dict[str, bytes]:
+    files = {}
+    for directory, subdirectories, names in os.walk(root):
+        subdirectories.sort()
+        for name in names:
+            path = os.path.join(directory, name)
+            with open(path, "rb") as handle:
+                files[os.path.relpath(path, root).replace(os.sep, "/")] = handle.read()
+    return files
+
+
+def _archive_files(path: str) -> dict[str, bytes]:
+    """The files of a packaged chart, named relative to its top directory (``mychart/Chart.yaml`` -> ``Chart.yaml``)."""
+    files = {}
+    try:
+        with tarfile.open(path, "r:*") as archive:
+            for member in archive.getmembers():
+                if not member.isfile():
+                    continue
+                _top, _slash, name = member.name.partition("/")
+                handle = archive.extractfile(member)
+                files[name or member.name] = handle.read() if handle else b""
+    except (tarfile.TarError, OSError, EOFError) as exc:
+        raise PhasekitError(f"chart {path}: not a packaged chart (.tgz): {exc}") from None
+    return files
+
+
+class ChartCache:
+    """Charts made local for one run: each source pulled (``pull``) at most once, into a private directory
+    removed on ``close``. Thread-safe: the clusters of a phase ask for the same chart at once."""
+
+    def __init__(self):
+        self._stack = ExitStack()
+        self._directory: str | None = None
+        self._charts: dict[ChartSource, Chart | PhasekitError] = {}
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> ChartCache:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._stack.close()
+        self._directory = None
+        self._charts.clear()
+
+    def chart(self, source: ChartSource, pull) -> Chart:
+        """The chart ``source`` names, local; ``pull(source, into_directory) -> path`` fetches a remote one."""
+        with self._lock:
+            if source not in self._charts:
+                try:
+                    self._charts[source] = self._make_local(source, pull)
+                except PhasekitError as err:
+                    self._charts[source] = err  # once: every cluster of the phase reports it
+            found = self._charts[source]
+        if isinstance(found, PhasekitError):
+            raise PhasekitError(str(found)) from None
+        return found
+
+    def _make_local(self, source: ChartSource, pull) -> Chart:
+        if source.is_local:
+            chart = local_chart(source.ref)
+            if source.version and source.version != chart.version:
+                raise PhasekitError(f"chart {source.ref} is version {chart.version}, "
+                                    f"but chart_version {source.version} was asked for")
+            return chart
+        if self._directory is None:
+            self._directory = self._stack.enter_context(private_directory("phasekit-charts-"))
+        into = os.path.join(self._directory, str(len(self._charts)))
+        os.mkdir(into)
+        return local_chart(pull(source, into), ref=source.ref)

@@ -1,0 +1,154 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""The helm command line, run against one cluster through a private kubeconfig file.
+
+Helm has no Python API, so this is one of the few places the collection shells
+out (see STYLE: only where no Python equivalent exists). Every call gets
+``KUBECONFIG`` pointing at the host's resolved kubeconfig, written 0600 into a
+private directory that lives as long as the ``HelmCli`` (one release on one
+cluster) and is removed afterwards. Helm's own ``HELM_KUBE*`` variables, which
+would override that kubeconfig (another API server, token, context), are
+removed from its environment: helm talks to the phase's cluster and no other.
+
+Helm 3 (3.13 or later) and helm 4 are both supported; they differ in the name
+of the rollback flag and in how a release is shown as JSON.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import subprocess
+import threading
+from contextlib import ExitStack
+
+from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import ChartSource
+from ansible_collections.phasekit.kube.plugins.module_utils.private_files import private_directory
+
+OVERRIDING_ENV = re.compile(r"^HELM_(KUBE\w*|NAMESPACE)$")
+NOT_FOUND = "release: not found"
+MIN_MAJOR = 3
+DEFAULT_TIMEOUT = 600  # seconds a helm call may take when the request gives no wait_timeout
+
+_VERSIONS: dict[str, tuple[int, int]] = {}
+_VERSIONS_LOCK = threading.Lock()
+
+
+def helm_version(binary: str) -> tuple[int, int]:
+    """(major, minor) of the helm at ``binary``, asked once per run and binary."""
+    with _VERSIONS_LOCK:
+        if binary not in _VERSIONS:
+            text = _run([binary, "version", "--template", "{{.Version}}"], env=helm_environment(None),
+                        what="helm version").strip()
+            found = re.match(r"v?(\d+)\.(\d+)", text)
+            if not found:
+                raise PhasekitError(f"{binary} version: cannot read a version from {text!r}")
+            version = (int(found.group(1)), int(found.group(2)))
+            if version < (MIN_MAJOR, 13):
+                raise PhasekitError(f"{binary} is helm {text}; helm 3.13 or later is needed")
+            _VERSIONS[binary] = version
+        return _VERSIONS[binary]
+
+
+def helm_environment(kubeconfig_path: str | None) -> dict:
+    """The process environment for helm: ours without the variables that would point helm elsewhere."""
+    environment = {key: value for key, value in os.environ.items() if not OVERRIDING_ENV.match(key)}
+    environment.pop("KUBECONFIG", None)
+    if kubeconfig_path is not None:
+        environment["KUBECONFIG"] = kubeconfig_path
+    return environment
+
+
+def pull_chart(binary: str, source: ChartSource, into: str) -> str:
+    """``helm pull`` of a repository or OCI chart into ``into``; the path of the archive (no cluster needed)."""
+    argv = [binary, "pull", source.ref, "--destination", into]
+    if source.repo_url:
+        argv += ["--repo", source.repo_url]
+    if source.version:
+        argv += ["--version", source.version]
+    _run(argv, env=helm_environment(None), what=f"helm pull {source.ref}")
+    archives = glob.glob(os.path.join(into, "*.tgz"))
+    if len(archives) != 1:
+        raise PhasekitError(f"helm pull {source.ref}: expected one chart archive, found {len(archives)}")
+    return archives[0]
+
+
+class HelmCli:
+    """helm against one cluster; a context manager holding the private kubeconfig (and values) files."""
+
+    def __init__(self, binary: str, kubeconfig: dict):
+        self.binary = binary
+        self.version = helm_version(binary)
+        self._kubeconfig = kubeconfig
+        self._stack = ExitStack()
+        self._directory: str | None = None
+
+    def __enter__(self) -> HelmCli:
+        self._directory = self._stack.enter_context(private_directory("phasekit-helm-"))
+        self._write("kubeconfig", self._kubeconfig)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stack.close()
+
+    def values_file(self, values: dict) -> str:
+        """The merged values as one private file (they may hold secrets)."""
+        return self._write("values.yaml", values)
+
+    def run(self, args: list[str], *, what: str, timeout: int | None = None) -> str:
+        return _run([self.binary, *args], env=helm_environment(os.path.join(self._directory, "kubeconfig")),
+                    what=what, timeout=timeout)
+
+    def latest_revision(self, name: str, namespace: str) -> dict | None:
+        """The release's latest revision as ``helm history`` shows it (revision, status, chart as name-version,
+        description), or None when there is no such release. One quick call in helm 3 and 4 alike."""
+        try:
+            text = self.run(["history", name, "--namespace", namespace, "--max", "1", "--output", "json"],
+                            what=f"helm history {name}")
+        except PhasekitError as err:
+            if NOT_FOUND in str(err):
+                return None
+            raise
+        revisions = _json(text, f"helm history {name}") or []
+        return revisions[-1] if isinstance(revisions, list) and revisions else None
+
+    def manifest(self, name: str, namespace: str) -> str:
+        return self.run(["get", "manifest", name, "--namespace", namespace], what=f"helm get manifest {name}")
+
+    def _write(self, name: str, data) -> str:
+        path = os.path.join(self._directory, name)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            yaml_io.safe_dump(data, handle)
+        return path
+
+
+def _run(argv: list[str], *, env: dict, what: str, timeout: int | None = None) -> str:
+    try:
+        done = subprocess.run(argv, env=env, capture_output=True, text=True,  # pylint: disable=ansible-bad-function
+                              timeout=timeout or DEFAULT_TIMEOUT, check=False)
+    except FileNotFoundError:
+        raise PhasekitError(f"{what}: helm not found ({argv[0]}); install helm 3.13 or later, "
+                            f"or point binary_path at it") from None
+    except PermissionError:
+        raise PhasekitError(f"{what}: {argv[0]} is not executable") from None
+    except subprocess.TimeoutExpired:
+        raise PhasekitError(f"{what} did not finish within {timeout or DEFAULT_TIMEOUT}s") from None
+    if done.returncode != 0:
+        raise PhasekitError(f"{what} failed: {_last_lines(done.stderr) or _last_lines(done.stdout) or 'no output'}")
+    return done.stdout
+
+
+def _json(text: str, what: str):
+    try:
+        return json.loads(text) if text.strip() else None
+    except ValueError:
+        raise PhasekitError(f"{what}: helm printed no JSON ({_last_lines(text)})") from None
+
+
+def _last_lines(output: str, lines: int = 5) -> str:
+    return " | ".join((output or "").strip().splitlines()[-lines:])

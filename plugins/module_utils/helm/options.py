@@ -1,0 +1,161 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""The options of a Helm release, named as kubernetes.core's ``helm`` module names them, and the values they make.
+
+One spec for the ``phasekit.kube.helm`` action and for ``helm`` phases. Values
+come from ``values_files`` (in order; a file whose name ends in ``.j2`` is a
+template, rendered with the cluster host's variables by the caller) and then
+``release_values``, merged as helm merges several ``-f`` files: mappings key by
+key, anything else replaced by the later value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+
+from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import ChartSource
+
+PRESENT, ABSENT = "present", "absent"
+MODE_RELEASE, MODE_APPLY = "release", "apply"
+TEMPLATE_SUFFIX = ".j2"
+DEFAULT_BINARY = "helm"
+
+HELM_OPTIONS_SPEC = {
+    "name": {"type": "str", "aliases": ["release_name"]},
+    "chart_ref": {"type": "str"},
+    "chart_repo_url": {"type": "str"},
+    "chart_version": {"type": "str"},
+    "release_namespace": {"type": "str", "aliases": ["namespace"]},
+    "create_namespace": {"type": "bool", "default": False},
+    "release_values": {"type": "dict", "default": {}, "aliases": ["values"]},
+    "values_files": {"type": "list", "elements": "path", "default": []},
+    "release_state": {"type": "str", "choices": [PRESENT, ABSENT], "default": PRESENT, "aliases": ["state"]},
+    "wait": {"type": "bool", "default": False},
+    "wait_timeout": {"type": "str"},
+    "atomic": {"type": "bool", "default": False},
+    "history_max": {"type": "int"},
+    "skip_crds": {"type": "bool", "default": False},
+    "helm_mode": {"type": "str", "choices": [MODE_RELEASE, MODE_APPLY], "default": MODE_RELEASE},
+    "binary_path": {"type": "path"},
+}
+SECRET_OPTIONS = ("release_values", "values")  # shown as *** wherever a plan shows options
+
+
+@dataclass(frozen=True)
+class HelmRequest:
+    """One release as asked for, on one cluster: values already merged (they may hold secrets: never shown)."""
+
+    name: str
+    namespace: str
+    chart: ChartSource | None                 # None: state absent needs no chart
+    values: dict = field(default_factory=dict)
+    state: str = PRESENT
+    create_namespace: bool = False
+    wait: bool = False
+    wait_timeout: str | None = None
+    atomic: bool = False
+    history_max: int | None = None
+    skip_crds: bool = False
+    mode: str = MODE_RELEASE
+    binary: str = DEFAULT_BINARY
+
+    @property
+    def values_digest(self) -> str:
+        return hashlib.sha256(canonical_json(self.values).encode("utf-8")).hexdigest()
+
+
+def check_helm_options(values: dict) -> None:
+    """What the spec cannot say: a chart is needed to install; a timeout must be a helm duration."""
+    if values.get("release_state", PRESENT) == PRESENT and values.get("chart_ref") is None:
+        raise PhasekitError("chart_ref is required to install a release (or give the chart as the phase's source)")
+    if values.get("helm_mode") == MODE_APPLY and values.get("release_state") == ABSENT:
+        raise PhasekitError("release_state absent is not supported with helm_mode apply: the release is an ApplySet "
+                            "then, not a Helm release")
+    timeout = values.get("wait_timeout")
+    if timeout is not None and duration_seconds(str(timeout)) is None:
+        raise PhasekitError(f"wait_timeout {timeout!r}: expected a duration such as 300s, 5m or 1h30m")
+    history = values.get("history_max")
+    if history is not None and history < 0:
+        raise PhasekitError(f"history_max must be 0 (no limit) or more, got {history}")
+
+
+def helm_request(values: dict, *, namespace: str, read_values_file, where: str = "helm") -> HelmRequest:
+    """The request ``values`` (validated options, defaults filled) describe.
+
+    ``read_values_file(path) -> str`` reads one values file (rendering ``.j2`` templates); ``namespace`` is the
+    release namespace when the options give none (the context's namespace, as helm would use).
+    """
+    check_helm_options(values)
+    name = values.get("name")
+    if not name:
+        raise PhasekitError(f"{where}: name (the release name) is required")
+    merged: dict = {}
+    for path in values.get("values_files") or []:
+        merge_values(merged, _values_file(path, read_values_file))
+    merge_values(merged, yaml_io.copy_data(values.get("release_values") or {}))
+    chart = None
+    if values.get("chart_ref") is not None:
+        chart = ChartSource(ref=str(values["chart_ref"]), repo_url=values.get("chart_repo_url"),
+                            version=values.get("chart_version"))
+    return HelmRequest(
+        name=str(name), namespace=values.get("release_namespace") or namespace, chart=chart, values=merged,
+        state=values.get("release_state") or PRESENT, create_namespace=bool(values.get("create_namespace")),
+        wait=bool(values.get("wait")), wait_timeout=values.get("wait_timeout"), atomic=bool(values.get("atomic")),
+        history_max=values.get("history_max"), skip_crds=bool(values.get("skip_crds")),
+        mode=values.get("helm_mode") or MODE_RELEASE, binary=values.get("binary_path") or DEFAULT_BINARY)
+
+
+def _values_file(path: str, read_values_file) -> dict:
+    text = read_values_file(path)
+    documents = [document for document in yaml_io.load_all(text, f"values file {path}") if document is not None]
+    if not documents:
+        return {}
+    if len(documents) > 1 or not isinstance(documents[0], dict):
+        raise PhasekitError(f"values file {path}: expected one mapping of values, "
+                            f"got {yaml_io.kind_of(documents[0]) if len(documents) == 1 else 'several documents'}")
+    return documents[0]
+
+
+def merge_values(base: dict, override: dict) -> dict:
+    """``override`` merged into ``base`` in place, as helm merges values files: mappings key by key."""
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            merge_values(base[key], value)
+        else:
+            base[key] = value
+    return base
+
+
+def canonical_json(data) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def is_template(path: str) -> bool:
+    return path.endswith(TEMPLATE_SUFFIX)
+
+
+def plain_values_file(path: str) -> str:
+    """A values file read as it is (the reader used where no host variables exist)."""
+    if is_template(path):
+        raise PhasekitError(f"values file {path}: a template ({TEMPLATE_SUFFIX}) needs a cluster host's variables")
+    return yaml_io.read_text_file(path, "values file")
+
+
+DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600}
+DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+
+
+def duration_seconds(text: str) -> float | None:
+    """Seconds in a Go duration as helm's --timeout takes it (90s, 5m, 1h30m, 1.5h); None if it is not one."""
+    text = text.strip()
+    if text == "0":
+        return 0.0
+    parts = DURATION_PART.findall(text)
+    if not parts or "".join(number + unit for number, unit in parts) != text:
+        return None
+    return sum(float(number) * DURATION_UNITS[unit] for number, unit in parts)

@@ -1,0 +1,69 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""One Helm request on one cluster, the one path the ``helm`` action and ``helm`` phases share.
+
+``helm_mode: release`` (the default) leaves the release to helm: install,
+upgrade or uninstall (``run_release``). ``helm_mode: apply`` only renders the
+chart (``render_release``); the caller applies the objects with the apply
+engine as an ApplySet named after the release, so ``kubectl`` sees the set and
+there is one engine for charts and manifests alike.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.phasekit.kube.plugins.module_utils.bundle import BundleObject
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import Chart, ChartCache
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.cli import HelmCli, pull_chart
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import ABSENT, HelmRequest, duration_seconds
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import APPLY_OPTIONS_SPEC
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.release import (
+    HelmReport, ensure_release, manifest_objects, remove_release, scrub_values, template_argv)
+
+NAMESPACE_ORIGIN = "create_namespace"
+
+
+def request_chart(request: HelmRequest, charts: ChartCache) -> Chart:
+    """The request's chart, made local once per run."""
+    if request.chart is None:
+        raise PhasekitError(f"release {request.name}: chart_ref is required to install it")
+    return charts.chart(request.chart, lambda source, into: pull_chart(request.binary, source, into))
+
+
+def run_release(request: HelmRequest, *, kubeconfig: dict, charts: ChartCache, check_mode: bool,
+                diff: bool) -> HelmReport:
+    """Install, upgrade or uninstall the release as ``request`` asks; a failed helm call is the report's failure."""
+    if request.state == ABSENT:
+        with HelmCli(request.binary, kubeconfig) as helm:
+            return remove_release(helm, request, check_mode=check_mode, diff=diff)
+    chart = request_chart(request, charts)
+    with HelmCli(request.binary, kubeconfig) as helm:
+        return ensure_release(helm, request, chart, check_mode=check_mode, diff=diff)
+
+
+def release_apply_arguments(request: HelmRequest) -> dict:
+    """The apply engine's options for a rendered release: an ApplySet named after the release, pruned, so that
+    objects the chart no longer renders are deleted as helm would delete them; ``wait`` as helm's --wait."""
+    args = {name: rule.get("default") for name, rule in APPLY_OPTIONS_SPEC.items()}
+    args.update(prune=True, applyset=request.name, namespace=request.namespace)
+    if request.wait:
+        seconds = duration_seconds(request.wait_timeout) if request.wait_timeout else None
+        args["wait"] = {"timeout": int(seconds)} if seconds is not None else True
+    return args
+
+
+def render_release(request: HelmRequest, *, kubeconfig: dict, charts: ChartCache) -> list:
+    """The release's objects as ``helm template`` renders them (and its namespace when create_namespace)."""
+    chart = request_chart(request, charts)
+    with HelmCli(request.binary, kubeconfig) as helm:
+        try:
+            manifest = helm.run(template_argv(request, chart, helm.values_file(request.values)),
+                                what=f"helm template {request.name}")
+        except PhasekitError as err:
+            raise PhasekitError(scrub_values(str(err), request.values)) from None
+    objects = manifest_objects(manifest, f"chart {chart.name}")
+    if request.create_namespace and not any(one.kind == "Namespace" and one.name == request.namespace
+                                            for one in objects):
+        namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": request.namespace}}
+        objects.insert(0, BundleObject(obj=namespace, origin=NAMESPACE_ORIGIN))
+    return objects

@@ -1,0 +1,185 @@
+"""Helm releases as plain data: values merging, options, charts and digests, the idempotence rule, argv, diffs."""
+
+from __future__ import annotations
+
+import tarfile
+
+import pytest
+
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import ChartCache, ChartSource, local_chart
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import (
+    HELM_OPTIONS_SPEC, check_helm_options, duration_seconds, helm_request, merge_values)
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.release import (
+    helm_timeout, manifest_diffs, release_changes, release_description, scrub_values, split_manifest, upgrade_argv)
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.run import release_apply_arguments
+
+DEFAULTS = {name: rule.get("default") for name, rule in HELM_OPTIONS_SPEC.items()}
+
+
+def options(**values):
+    return {**DEFAULTS, "name": "hello", "chart_ref": "/charts/hello", **values}
+
+
+def write_chart(root, version="1.0.0", greeting="hello"):
+    (root / "templates").mkdir(parents=True, exist_ok=True)
+    (root / "Chart.yaml").write_text(f"apiVersion: v2\nname: hello\nversion: {version}\n")
+    (root / "templates" / "cm.yaml").write_text(f"kind: ConfigMap\ndata: {{greeting: {greeting}}}\n")
+    return root
+
+
+def test_values_merge_as_helm_merges_files():
+    base = {"image": {"tag": "1", "repo": "r"}, "list": [1, 2], "keep": True}
+    merge_values(base, {"image": {"tag": "2"}, "list": [3]})
+    assert base == {"image": {"tag": "2", "repo": "r"}, "list": [3], "keep": True}
+
+
+def test_request_merges_files_in_order_then_inline_values(tmp_path):
+    first, second = tmp_path / "a.yaml", tmp_path / "b.yaml.j2"
+    first.write_text("a: 1\nnested: {x: 1, y: 1}\n")
+    read = []
+
+    def reader(path):
+        read.append(path)
+        return first.read_text() if path == str(first) else "nested: {y: 2}\nb: 2\n"
+
+    request = helm_request(options(values_files=[str(first), str(second)], release_values={"b": 3}),
+                           namespace="ctx-ns", read_values_file=reader)
+    assert request.values == {"a": 1, "nested": {"x": 1, "y": 2}, "b": 3}
+    assert read == [str(first), str(second)]
+    assert request.namespace == "ctx-ns" and request.chart == ChartSource("/charts/hello")
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"chart_ref": None}, "chart_ref is required to install a release"),
+    ({"wait_timeout": "5"}, "wait_timeout '5': expected a duration such as 300s, 5m or 1h30m"),
+    ({"history_max": -1}, "history_max must be 0 (no limit) or more, got -1"),
+    ({"helm_mode": "apply", "release_state": "absent"}, "release_state absent is not supported with helm_mode apply"),
+])
+def test_options_the_spec_cannot_judge(values, message):
+    with pytest.raises(PhasekitError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        check_helm_options(options(**values))
+
+
+def test_absent_needs_no_chart_but_a_name():
+    check_helm_options(options(chart_ref=None, release_state="absent"))
+    with pytest.raises(PhasekitError, match="name .the release name. is required"):
+        helm_request(options(name=None), namespace="default", read_values_file=str)
+
+
+@pytest.mark.parametrize("text, seconds", [("90s", 90), ("5m", 300), ("1h30m", 5400), ("1.5h", 5400),
+                                           ("5m0s", 300), ("0", 0), ("5", None), ("", None), ("m5", None)])
+def test_durations_as_go_parses_them(text, seconds):
+    assert duration_seconds(text) == seconds
+
+
+def test_a_values_file_must_be_one_mapping(tmp_path):
+    with pytest.raises(PhasekitError, match="values file v.yaml: expected one mapping of values, got a list"):
+        helm_request(options(values_files=["v.yaml"]), namespace="d", read_values_file=lambda _p: "- a\n")
+    with pytest.raises(PhasekitError, match="values file v.yaml line 2 column 1: invalid YAML"):
+        helm_request(options(values_files=["v.yaml"]), namespace="d", read_values_file=lambda _p: "a: [\n")
+
+
+def test_chart_digest_covers_content_and_is_the_same_packaged(tmp_path):
+    chart = local_chart(str(write_chart(tmp_path / "hello")))
+    assert (chart.name, chart.version) == ("hello", "1.0.0")
+    with tarfile.open(tmp_path / "hello-1.0.0.tgz", "w:gz") as archive:
+        archive.add(tmp_path / "hello", arcname="hello")
+    assert local_chart(str(tmp_path / "hello-1.0.0.tgz")).digest == chart.digest
+    changed = local_chart(str(write_chart(tmp_path / "other", greeting="hi")))
+    assert changed.version == chart.version and changed.digest != chart.digest
+
+
+def test_chart_errors_name_the_chart(tmp_path):
+    with pytest.raises(PhasekitError, match="chart ./missing: no such chart directory or archive"):
+        ChartCache().chart(ChartSource("./missing"), pull=None)
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "Chart.yaml").write_text("name: bad\n")
+    with pytest.raises(PhasekitError, match="Chart.yaml must give name and version"):
+        local_chart(str(tmp_path / "bad"))
+    write_chart(tmp_path / "v1")
+    with pytest.raises(PhasekitError, match="is version 1.0.0, but chart_version 2.0.0 was asked for"):
+        ChartCache().chart(ChartSource(str(tmp_path / "v1"), version="2.0.0"), pull=None)
+
+
+def test_a_remote_chart_is_pulled_once_for_all_clusters(tmp_path):
+    pulls = []
+
+    def pull(source, into):
+        pulls.append(source)
+        return str(write_chart(tmp_path / f"pulled{len(pulls)}"))
+
+    source = ChartSource("hello", repo_url="http://127.0.0.1:1", version="1.0.0")
+    with ChartCache() as charts:
+        assert charts.chart(source, pull) == charts.chart(source, pull)
+    assert pulls == [source]
+
+
+def request_for(values=None):
+    return helm_request(options(release_values=values or {"a": 1}), namespace="ns", read_values_file=str)
+
+
+def live_revision(chart, request, **changes):
+    return {"revision": 3, "status": "deployed", "chart": f"{chart.name}-{chart.version}",
+            "description": release_description(chart, request), **changes}
+
+
+def test_a_release_as_asked_needs_nothing(tmp_path):
+    chart, request = local_chart(str(write_chart(tmp_path / "c"))), request_for()
+    assert release_changes(live_revision(chart, request), chart, request) == []
+    assert release_changes(None, chart, request) == ["not installed"]
+
+
+def test_why_a_release_is_upgraded(tmp_path):
+    chart, request = local_chart(str(write_chart(tmp_path / "c"))), request_for()
+    live = live_revision(chart, request)
+    assert release_changes(live, chart, request_for({"a": 2})) == ["values changed"]
+    other = local_chart(str(write_chart(tmp_path / "d", greeting="hi")))
+    assert release_changes(live, other, request) == ["chart hello-1.0.0 content changed"]
+    newer = local_chart(str(write_chart(tmp_path / "e", version="1.1.0")))
+    assert release_changes(live, newer, request) == ["chart hello-1.0.0 -> hello-1.1.0"]
+    assert release_changes(dict(live, status="failed"), chart, request) == ["status is failed"]
+    assert release_changes(dict(live, description="Upgrade complete"), chart, request) == [
+        "last changed by another tool (no phasekit.kube digests in its description)"]
+
+
+def test_upgrade_argv_for_helm_3_and_4(tmp_path):
+    chart = local_chart(str(write_chart(tmp_path / "c")))
+    request = helm_request(options(chart_ref=str(tmp_path / "c"), atomic=True, wait=True, wait_timeout="2m",
+                                   history_max=5, create_namespace=True), namespace="ns", read_values_file=str)
+    helm4 = upgrade_argv(request, chart, "/private/values.yaml", 4)
+    assert helm4[:5] == ["upgrade", "hello", str(tmp_path / "c"), "--install", "--reset-values"]
+    for flag in ("--create-namespace", "--wait", "--rollback-on-failure", "--timeout"):
+        assert flag in helm4
+    assert helm4[helm4.index("--description") + 1] == release_description(chart, request)
+    assert "--atomic" in upgrade_argv(request, chart, "/v", 3)
+    dry = upgrade_argv(request, chart, "/v", 4, dry_run=True)
+    assert "--dry-run=client" in dry and "--wait" not in dry and "--rollback-on-failure" not in dry
+    assert helm_timeout(request) == 180
+
+
+def test_manifest_diffs_show_changed_objects_with_secret_values_hidden():
+    before = ("---\n# Source: hello/templates/cm.yaml\nkind: ConfigMap\napiVersion: v1\nmetadata: {name: a}\n"
+              "data: {k: '1'}\n---\n# Source: hello/templates/secret.yaml\napiVersion: v1\nkind: Secret\n"
+              "metadata: {name: s}\nstringData: {password: old-secret, user: admin}\n")
+    after = before.replace("k: '1'", "k: '2'").replace("old-secret", "new-secret")
+    assert [source for source, _doc in split_manifest(before)] == ["templates/cm.yaml", "templates/secret.yaml"]
+    diffs = manifest_diffs(before, after, "ns/hello")
+    assert [d["after_header"] for d in diffs] == ["ns/hello: ConfigMap a (rendered)", "ns/hello: Secret s (rendered)"]
+    text = repr(diffs)
+    assert "old-secret" not in text and "new-secret" not in text and "admin" not in text
+    assert "password: '*** (after)'" in diffs[1]["after"]
+    assert manifest_diffs(before, before, "ns/hello") == []
+
+
+def test_values_are_scrubbed_from_helm_errors():
+    text = "Error: Secret in version v1 cannot be handled: illegal base64 data 'p4ssw0rd-123' at input byte 4"
+    assert "p4ssw0rd" not in scrub_values(text, {"db": {"password": "p4ssw0rd-123"}, "n": 1})
+
+
+def test_apply_mode_is_a_pruned_applyset_named_after_the_release():
+    request = helm_request(options(wait=True, wait_timeout="90s", release_namespace="apps"), namespace="default",
+                           read_values_file=str)
+    args = release_apply_arguments(request)
+    wanted = ("hello", True, "apps", {"timeout": 90})
+    assert (args["applyset"], args["prune"], args["namespace"], args["wait"]) == wanted
