@@ -15,9 +15,9 @@ from ansible.errors import AnsibleError
 
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import REMOTE_PREFIXES, ChartCache
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import (
-    HELM_OPTIONS_SPEC, MODE_APPLY, helm_request, is_template, plain_values_file)
+    ABSENT, HELM_OPTIONS_SPEC, MODE_APPLY, helm_request, is_template, plain_values_file)
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.run import (
-    release_apply_arguments, render_release, run_release)
+    release_apply_arguments, remove_rendered_release, render_release, run_release)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import apply_bundle, apply_options
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiSession
@@ -56,6 +56,13 @@ class ActionModule(PhasekitAction):
 
     @staticmethod
     def _apply(request, resolution, charts, check_mode: bool, diff: bool) -> dict:
+        if request.state == ABSENT:
+            with api_client(resolution.config, pool_maxsize=EXTRA_CONNECTIONS) as api:
+                report = remove_rendered_release(ApiSession(api), request, dry_run=check_mode)
+            result = report.result()
+            if report.failure:
+                result.update(failed=True, msg=report.failure)
+            return result
         bundle = render_release(request, kubeconfig=resolution.config, charts=charts)
         options = apply_options(release_apply_arguments(request), namespace=request.namespace,
                                 check_mode=check_mode, diff=diff)

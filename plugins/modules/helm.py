@@ -100,7 +100,8 @@ options:
       - C(release) leaves the release to helm.
       - C(apply) renders the chart with C(helm template) and applies the objects with server-side apply as an
         ApplySet named after the release (pruned; O(wait) waits with the collection's readiness rules).
-        O(atomic) and O(history_max) do not apply; O(release_state=absent) is not supported in this mode.
+        O(atomic) and O(history_max) do not apply; O(release_state=absent) deletes the ApplySet's members and
+        then its parent.
     type: str
     choices: [release, apply]
     default: release

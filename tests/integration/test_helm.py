@@ -235,7 +235,8 @@ def test_helm_talks_to_the_hosts_cluster_whatever_helm_variables_say(clusters, r
 
 
 def test_helm_mode_apply_makes_an_applyset(clusters, run_playbook, tmp_path):
-    """The rendered chart is applied as an ApplySet: no helm release, a no-op re-run, a dropped object pruned."""
+    """The rendered chart is applied as an ApplySet: no helm release, a no-op re-run, a dropped object pruned,
+    then release_state absent deletes the set."""
     target = clusters[CLUSTER]
     namespace = f"phasekit-helm-{uuid.uuid4().hex[:8]}"
     chart = write_chart(tmp_path / "charts", "1.0.0")
@@ -256,5 +257,9 @@ def test_helm_mode_apply_makes_an_applyset(clusters, run_playbook, tmp_path):
                                   f"applyset.kubernetes.io/part-of={first['applyset']['id']}")["items"]
         assert sorted(item["metadata"]["name"] for item in members) == ["rendered-greeting", "rendered-secret"]
         assert PASSWORD not in rest.output
+
+        gone, rest = run_tasks(run_playbook, tmp_path, [task("helm", target, **{**release, "release_state": "absent"})])
+        assert gone["changed"] and gone["counts"]["deleted"] == 3, gone   # two members and the namespace
+        assert target.kubectl("get", "namespace", namespace, check=False).returncode != 0
     finally:
         target.kubectl("delete", "namespace", namespace, "--ignore-not-found", "--wait=false")

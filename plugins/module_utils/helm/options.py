@@ -73,9 +73,6 @@ def check_helm_options(values: dict) -> None:
     """What the spec cannot say: a chart is needed to install; a timeout must be a helm duration."""
     if values.get("release_state", PRESENT) == PRESENT and values.get("chart_ref") is None:
         raise PhasekitError("chart_ref is required to install a release (or give the chart as the phase's source)")
-    if values.get("helm_mode") == MODE_APPLY and values.get("release_state") == ABSENT:
-        raise PhasekitError("release_state absent is not supported with helm_mode apply: the release is an ApplySet "
-                            "then, not a Helm release")
     timeout = values.get("wait_timeout")
     if timeout is not None and duration_seconds(str(timeout)) is None:
         raise PhasekitError(f"wait_timeout {timeout!r}: expected a duration such as 300s, 5m or 1h30m")

@@ -16,7 +16,10 @@ from ansible_collections.phasekit.kube.plugins.module_utils.errors import Phasek
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import Chart, ChartCache
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.cli import HelmCli, pull_chart
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import ABSENT, HelmRequest, duration_seconds
-from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import APPLY_OPTIONS_SPEC
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import APPLY_OPTIONS_SPEC, DEFAULT_TOOLING
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import Discovery
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import DEFAULT_TIMEOUT as TEARDOWN_TIMEOUT
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import Teardown
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.release import (
     HelmReport, ensure_release, manifest_objects, remove_release, scrub_values, template_argv)
 
@@ -50,6 +53,14 @@ def release_apply_arguments(request: HelmRequest) -> dict:
         seconds = duration_seconds(request.wait_timeout) if request.wait_timeout else None
         args["wait"] = {"timeout": int(seconds)} if seconds is not None else True
     return args
+
+
+def remove_rendered_release(session, request: HelmRequest, *, dry_run: bool):
+    """``helm_mode: apply`` with ``release_state: absent``: the release's ApplySet deleted (members, then parent)."""
+    seconds = duration_seconds(request.wait_timeout) if request.wait_timeout else None
+    teardown = Teardown(session, Discovery(session), dry_run=dry_run,
+                        timeout=TEARDOWN_TIMEOUT if seconds is None else seconds)
+    return teardown.applyset(request.name, tooling=DEFAULT_TOOLING, namespace=request.namespace)
 
 
 def render_release(request: HelmRequest, *, kubeconfig: dict, charts: ChartCache) -> list:

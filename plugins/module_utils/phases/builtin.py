@@ -23,10 +23,10 @@ from ansible_collections.phasekit.kube.plugins.module_utils.bundle import render
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import ChartCache
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import (
-    ABSENT, HELM_OPTIONS_SPEC, MODE_APPLY, MODE_RELEASE, duration_seconds, helm_request, is_template, plain_values_file)
-from ansible_collections.phasekit.kube.plugins.module_utils.helm.run import release_apply_arguments, render_release, run_release
-from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import (
-    APPLY_OPTIONS_SPEC, DEFAULT_TOOLING, apply_bundle, apply_options)
+    ABSENT, HELM_OPTIONS_SPEC, MODE_APPLY, helm_request, is_template, plain_values_file)
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.run import (
+    release_apply_arguments, remove_rendered_release, render_release, run_release)
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import APPLY_OPTIONS_SPEC, apply_bundle, apply_options
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import Discovery
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import DEFAULT_TIMEOUT as TEARDOWN_TIMEOUT
@@ -197,6 +197,9 @@ class BuiltinExecutors:
         resolution = self.access.resolution(host)
         request = helm_request(values, namespace=resolution.namespace or "default", where=f"phase {phase['name']}",
                                read_values_file=lambda path: self._values_file(host, path))
+        if request.mode == MODE_APPLY and request.state == ABSENT:
+            return teardown_outcome(remove_rendered_release(self.access.session(host, EXTRA_CONNECTIONS), request,
+                                                            dry_run=self.dry_run))
         if request.mode == MODE_APPLY:
             bundle = render_release(request, kubeconfig=resolution.config, charts=self.charts)
             return self._apply_objects(phase, host, bundle, release_apply_arguments(request), request.namespace)
@@ -264,13 +267,11 @@ class BuiltinExecutors:
         values = option_values(HELM_OPTIONS_SPEC, phase.get("options"))
         values.update(name=values["name"] or phase["name"].rsplit("/", 1)[-1], release_state=ABSENT)
         resolution = self.access.resolution(host)
-        request = helm_request({**values, "helm_mode": MODE_RELEASE}, namespace=resolution.namespace or "default",
-                               where=f"phase {phase['name']}", read_values_file=lambda path: "{}")
-        if values["helm_mode"] == MODE_APPLY:
-            seconds = duration_seconds(request.wait_timeout) if request.wait_timeout else None
-            report = self._teardown(host, seconds).applyset(request.name, tooling=DEFAULT_TOOLING,
-                                                            namespace=request.namespace)
-            return teardown_outcome(report)
+        request = helm_request(values, namespace=resolution.namespace or "default", where=f"phase {phase['name']}",
+                               read_values_file=lambda path: "{}")  # values do not matter to an uninstall
+        if request.mode == MODE_APPLY:
+            return teardown_outcome(remove_rendered_release(self.access.session(host, EXTRA_CONNECTIONS), request,
+                                                            dry_run=self.dry_run))
         released = run_release(request, kubeconfig=resolution.config, charts=self.charts, check_mode=self.dry_run,
                                diff=self.diff)
         details = {key: value for key, value in released.result().items() if key not in ("changed", "diff")}

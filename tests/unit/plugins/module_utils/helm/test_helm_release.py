@@ -54,7 +54,6 @@ def test_request_merges_files_in_order_then_inline_values(tmp_path):
     ({"chart_ref": None}, "chart_ref is required to install a release"),
     ({"wait_timeout": "5"}, "wait_timeout '5': expected a duration such as 300s, 5m or 1h30m"),
     ({"history_max": -1}, "history_max must be 0 (no limit) or more, got -1"),
-    ({"helm_mode": "apply", "release_state": "absent"}, "release_state absent is not supported with helm_mode apply"),
 ])
 def test_options_the_spec_cannot_judge(values, message):
     with pytest.raises(PhasekitError, match=message.replace("(", r"\(").replace(")", r"\)")):

@@ -92,7 +92,18 @@ PHASES = [
       ["spread", "target", "differs", "2.0s", "3"],
       ["late", "target", "not", "run", "-", "-"],
       ["late", "elsewhere", "not", "in", "play", "-", "-"]]),
-], ids=["run-rows-per-phase-and-host-in-plan-order", "status-says-in-sync-or-differs"])
+    ([{"phase": "late", "host": "target", "result": "changed", "duration": 2, "objects_changed": 4},
+      {"phase": "spread", "host": "target", "result": "ok", "duration": 1, "objects_changed": 0},
+      {"phase": "spread", "host": "ephemeral", "result": "changed", "duration": 1, "objects_changed": 2},
+      {"phase": "certs/ca", "host": "ephemeral", "result": "skipped", "duration": 0}],
+     "destroy",
+     [["late", "target", "destroyed", "2.0s", "4"],
+      ["late", "elsewhere", "not", "in", "play", "-", "-"],
+      ["spread", "ephemeral", "destroyed", "1.0s", "2"],
+      ["spread", "target", "nothing", "left", "1.0s", "0"],
+      ["certs/ca", "ephemeral", "skipped", "0.0s", "-"]]),
+], ids=["run-rows-per-phase-and-host-in-plan-order", "status-says-in-sync-or-differs",
+        "destroy-rows-in-reverse-order"])
 def test_summary(records, mode, expected):
     lines = views.summary_lines(PHASES, records, ["ephemeral", "target"], mode=mode)
     assert lines[0].split() == ["PHASE", "CLUSTER", "RESULT", "DURATION", "CHANGED"]
