@@ -92,9 +92,10 @@ def helm_request(values: dict, *, namespace: str, read_values_file, where: str =
     if not name:
         raise PhasekitError(f"{where}: name (the release name) is required")
     merged: dict = {}
-    for path in values.get("values_files") or []:
-        merge_values(merged, _values_file(path, read_values_file))
-    merge_values(merged, yaml_io.copy_data(values.get("release_values") or {}))
+    if values.get("release_state") != ABSENT:  # an uninstall needs no values (nor their templates rendered)
+        for path in values.get("values_files") or []:
+            merge_values(merged, _values_file(path, read_values_file))
+        merge_values(merged, yaml_io.copy_data(values.get("release_values") or {}))
     chart = None
     if values.get("chart_ref") is not None:
         chart = ChartSource(ref=str(values["chart_ref"]), repo_url=values.get("chart_repo_url"),

@@ -264,21 +264,7 @@ class BuiltinExecutors:
         return teardown_outcome(report)
 
     def _destroy_helm(self, phase: dict, host: str) -> Outcome:
-        values = option_values(HELM_OPTIONS_SPEC, phase.get("options"))
-        values.update(name=values["name"] or phase["name"].rsplit("/", 1)[-1], release_state=ABSENT)
-        resolution = self.access.resolution(host)
-        request = helm_request(values, namespace=resolution.namespace or "default", where=f"phase {phase['name']}",
-                               read_values_file=lambda path: "{}")  # values do not matter to an uninstall
-        if request.mode == MODE_APPLY:
-            return teardown_outcome(remove_rendered_release(self.access.session(host, EXTRA_CONNECTIONS), request,
-                                                            dry_run=self.dry_run))
-        released = run_release(request, kubeconfig=resolution.config, charts=self.charts, check_mode=self.dry_run,
-                               diff=self.diff)
-        details = {key: value for key, value in released.result().items() if key not in ("changed", "diff")}
-        if released.diffs:
-            details["diff"] = host_diffs(host, released.diffs)
-        return Outcome(changed=released.changed, failed=released.failure is not None, msg=released.failure or "",
-                       objects_changed=None, details=details)
+        return self._helm({**phase, "options": {**(phase.get("options") or {}), "release_state": ABSENT}}, host)
 
     def _teardown(self, host: str, timeout: float | None) -> Teardown:
         session = self.access.session(host, EXTRA_CONNECTIONS)
