@@ -95,6 +95,10 @@ options:
     description: Do not install the chart's C(crds/) (helm C(--skip-crds)).
     type: bool
     default: false
+  plain_http:
+    description: Pull the chart from an OCI registry over plain http, not https (helm C(--plain-http)); for a registry on a trusted network only.
+    type: bool
+    default: false
   helm_mode:
     description:
       - C(release) leaves the release to helm.

@@ -6,6 +6,7 @@ and helm_mode apply. The chart is written by the tests and served from a chart r
 from __future__ import annotations
 
 import functools
+import hashlib
 import http.server
 import json
 import os
@@ -77,22 +78,104 @@ def revision(cluster, name: str, namespace: str) -> int | None:
 
 
 @pytest.fixture(scope="module")
-def chart_repo(bin_dir, tmp_path_factory):
-    """A chart repository on 127.0.0.1 with hello 0.1.0 and 0.2.0; yields its URL."""
+def packaged_charts(bin_dir, tmp_path_factory) -> Path:
+    """hello 0.1.0 and 0.2.0, packaged (helm package) into one directory."""
     root = tmp_path_factory.mktemp("charts")
-    served = root / "repo"
-    served.mkdir()
+    packaged = root / "packaged"
+    packaged.mkdir()
     for version in ("0.1.0", "0.2.0"):
         chart = write_chart(root / version, version)
-        subprocess.run(["helm", "package", str(chart), "-d", str(served)], check=True, capture_output=True)
-    handler = functools.partial(QuietHandler, directory=str(served))
+        subprocess.run(["helm", "package", str(chart), "-d", str(packaged)], check=True, capture_output=True)
+    return packaged
+
+
+def serve(handler) -> tuple[http.server.ThreadingHTTPServer, str]:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    url = f"http://127.0.0.1:{server.server_address[1]}"
-    subprocess.run(["helm", "repo", "index", str(served), "--url", url], check=True, capture_output=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"127.0.0.1:{server.server_address[1]}"
+
+
+@pytest.fixture(scope="module")
+def chart_repo(packaged_charts):
+    """A chart repository on 127.0.0.1 with hello 0.1.0 and 0.2.0; yields its URL."""
+    server, address = serve(functools.partial(QuietHandler, directory=str(packaged_charts)))
+    url = f"http://{address}"
+    subprocess.run(["helm", "repo", "index", str(packaged_charts), "--url", url], check=True, capture_output=True)
     yield url
     server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def oci_registry(packaged_charts):
+    """A read-only OCI registry on 127.0.0.1 (plain http) holding charts/hello 0.1.0 and 0.2.0, as helm push
+    stores a chart: a config blob (Chart.yaml as JSON), one layer (the .tgz), a manifest per tag."""
+    blobs, manifests = {}, {}
+
+    def blob(data: bytes, media_type: str) -> dict:
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        blobs[digest] = data
+        return {"mediaType": media_type, "digest": digest, "size": len(data)}
+
+    for version in ("0.1.0", "0.2.0"):
+        manifest = json.dumps({
+            "schemaVersion": 2, "mediaType": OCI_MANIFEST,
+            "config": blob(json.dumps({"apiVersion": "v2", "name": "hello", "version": version}).encode(),
+                           "application/vnd.cncf.helm.config.v1+json"),
+            "layers": [blob((packaged_charts / f"hello-{version}.tgz").read_bytes(),
+                            "application/vnd.cncf.helm.chart.content.v1.tar+gzip")]}).encode()
+        digest = "sha256:" + hashlib.sha256(manifest).hexdigest()
+        manifests[version] = manifests[digest] = (digest, manifest)
+    handler = functools.partial(RegistryHandler, blobs=blobs, manifests=manifests)
+    server, address = serve(handler)
+    yield f"oci://{address}/charts/hello"
+    server.shutdown()
+
+
+OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+
+
+class RegistryHandler(http.server.BaseHTTPRequestHandler):
+    """GET and HEAD of the OCI distribution API for one repository, charts/hello."""
+
+    def __init__(self, *args, blobs=None, manifests=None, **kwargs):
+        self.blobs, self.manifests = blobs, manifests
+        super().__init__(*args, **kwargs)
+
+    def do_HEAD(self):  # noqa: N802 - the http.server API
+        self._answer(with_body=False)
+
+    def do_GET(self):  # noqa: N802 - the http.server API
+        self._answer(with_body=True)
+
+    def _answer(self, with_body: bool):
+        path = self.path.split("?", 1)[0]
+        prefix = "/v2/charts/hello/"
+        if path in ("/v2/", "/v2"):
+            return self._send(200, b"{}", "application/json", None, with_body)
+        if path == prefix + "tags/list":
+            tags = sorted(key for key in self.manifests if not key.startswith("sha256:"))
+            return self._send(200, json.dumps({"name": "charts/hello", "tags": tags}).encode(), "application/json",
+                              None, with_body)
+        if path.startswith(prefix + "manifests/") and path[len(prefix + "manifests/"):] in self.manifests:
+            digest, body = self.manifests[path[len(prefix + "manifests/"):]]
+            return self._send(200, body, OCI_MANIFEST, digest, with_body)
+        if path.startswith(prefix + "blobs/") and path[len(prefix + "blobs/"):] in self.blobs:
+            digest = path[len(prefix + "blobs/"):]
+            return self._send(200, self.blobs[digest], "application/octet-stream", digest, with_body)
+        return self._send(404, b'{"errors":[{"code":"NAME_UNKNOWN"}]}', "application/json", None, with_body)
+
+    def _send(self, status: int, body: bytes, content_type: str, digest: str | None, with_body: bool):
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        if digest:
+            self.send_header("Docker-Content-Digest", digest)
+        self.end_headers()
+        if with_body:
+            self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -216,19 +299,40 @@ def test_the_helm_action_on_a_local_chart(clusters, run_playbook, tmp_path, bina
         target.kubectl("delete", "namespace", namespace, "--ignore-not-found", "--wait=false")
 
 
+def test_a_chart_from_an_oci_registry(clusters, run_playbook, tmp_path, oci_registry):
+    target = clusters[CLUSTER]
+    namespace = f"phasekit-helm-{uuid.uuid4().hex[:8]}"
+    release = {"name": "oci", "chart_ref": oci_registry, "chart_version": "0.2.0", "plain_http": True,
+               "release_namespace": namespace, "create_namespace": True, "release_values": {"password": PASSWORD}}
+    try:
+        first, again, rest = run_tasks(run_playbook, tmp_path, [task("helm", target, **release),
+                                                                task("helm", target, **release)])
+        assert first["action"] == "installed" and first["release"]["chart"] == "hello-0.2.0", first
+        assert again["action"] == "unchanged", again
+        assert target.get_json("configmap", "oci-greeting", "-n", namespace)["data"]["chart"] == "0.2.0"
+        assert PASSWORD not in rest.output
+    finally:
+        helm(target, "uninstall", "oci", "-n", namespace, check=False)
+        target.kubectl("delete", "namespace", namespace, "--ignore-not-found", "--wait=false")
+
+
 def test_helm_talks_to_the_hosts_cluster_whatever_helm_variables_say(clusters, run_playbook, tmp_path):
-    """HELM_KUBEAPISERVER and HELM_KUBECONTEXT in the environment would send helm elsewhere; they are removed."""
+    """HELM_KUBEAPISERVER and HELM_KUBECONTEXT in the environment would send helm elsewhere; they are removed.
+    The private kubeconfig and values files helm was given are gone afterwards."""
     target = clusters[CLUSTER]
     namespace = f"phasekit-helm-{uuid.uuid4().hex[:8]}"
     chart = write_chart(tmp_path / "charts", "1.0.0")
     release = {"name": "env", "chart_ref": str(chart), "release_namespace": namespace, "create_namespace": True,
                "release_values": {"password": PASSWORD}}
     play = [{"hosts": "localhost", "gather_facts": False, "tasks": [task("helm", target, **release)]}]
+    private_tmp = tmp_path / "tmp"
+    private_tmp.mkdir()
     try:
-        result = run_playbook(play, None, env={"HELM_KUBEAPISERVER": "https://127.0.0.1:1",
+        result = run_playbook(play, None, env={"HELM_KUBEAPISERVER": "https://127.0.0.1:1", "TMPDIR": str(private_tmp),
                                                "HELM_KUBECONTEXT": "nowhere", "HELM_NAMESPACE": "elsewhere"})
         assert result.rc == 0, result
         assert revision(target, "env", namespace) == 1
+        assert not [path.name for path in private_tmp.iterdir() if path.name.startswith("phasekit-")]
     finally:
         helm(target, "uninstall", "env", "-n", namespace, check=False)
         target.kubectl("delete", "namespace", namespace, "--ignore-not-found", "--wait=false")

@@ -50,6 +50,7 @@ class ChartSource:
     ref: str
     repo_url: str | None = None
     version: str | None = None
+    plain_http: bool = False      # an OCI registry or repository over http (helm --plain-http)
 
     @property
     def is_local(self) -> bool:

@@ -70,6 +70,8 @@ def pull_chart(binary: str, source: ChartSource, into: str) -> str:
         argv += ["--repo", source.repo_url]
     if source.version:
         argv += ["--version", source.version]
+    if source.plain_http:
+        argv.append("--plain-http")
     _run(argv, env=helm_environment(None), what=f"helm pull {source.ref}")
     archives = glob.glob(os.path.join(into, "*.tgz"))
     if len(archives) != 1:

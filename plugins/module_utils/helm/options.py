@@ -40,6 +40,7 @@ HELM_OPTIONS_SPEC = {
     "atomic": {"type": "bool", "default": False},
     "history_max": {"type": "int"},
     "skip_crds": {"type": "bool", "default": False},
+    "plain_http": {"type": "bool", "default": False},
     "helm_mode": {"type": "str", "choices": [MODE_RELEASE, MODE_APPLY], "default": MODE_RELEASE},
     "binary_path": {"type": "path"},
 }
@@ -99,7 +100,7 @@ def helm_request(values: dict, *, namespace: str, read_values_file, where: str =
     chart = None
     if values.get("chart_ref") is not None:
         chart = ChartSource(ref=str(values["chart_ref"]), repo_url=values.get("chart_repo_url"),
-                            version=values.get("chart_version"))
+                            version=values.get("chart_version"), plain_http=bool(values.get("plain_http")))
     return HelmRequest(
         name=str(name), namespace=values.get("release_namespace") or namespace, chart=chart, values=merged,
         state=values.get("release_state") or PRESENT, create_namespace=bool(values.get("create_namespace")),
