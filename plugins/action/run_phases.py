@@ -129,6 +129,9 @@ class ActionModule(PhasekitAction):
                 display.display(f"  {record.host}: failed: {record.msg}", color="red")
             elif record.result == SKIPPED and record.msg.startswith(UNREACHABLE):
                 display.display(f"  {record.host}: skipped: {record.msg}", color="yellow")
+            elif record.details.get("attempts", 1) > 1:
+                display.display(f"  {record.host}: {record.result}, {record.msg} ({record.duration:.2f}s)",
+                                color="yellow")
             elif display.verbosity >= 1:
                 changed = "" if record.objects_changed is None else f", {record.objects_changed} objects changed"
                 display.display(f"  {record.host}: {record.result}{changed} ({record.duration:.2f}s)",

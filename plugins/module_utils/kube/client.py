@@ -18,7 +18,9 @@ import os
 import shutil
 import ssl
 import string
+import sys
 import threading
+import weakref
 from contextlib import contextmanager
 from urllib.parse import quote
 
@@ -29,7 +31,6 @@ try:
     from kubernetes import client as k8s_client
     from kubernetes.config import kube_config
     from kubernetes.config.config_exception import ConfigException
-    from urllib3.util.ssl_ import create_urllib3_context
 except ImportError as exc:  # reported when a session is first needed
     k8s_client = None
     KUBERNETES_IMPORT_ERROR = exc
@@ -124,7 +125,7 @@ def share_tls_context(pool_kw: dict) -> None:
     ``pool_kw`` is the client's urllib3 ``connection_pool_kw``, as the kubernetes client filled it in.
     """
     cert_reqs = pool_kw.get("cert_reqs")
-    context = create_urllib3_context(cert_reqs=cert_reqs)
+    context = session_reusing_context(cert_reqs)
     try:
         if cert_reqs != ssl.CERT_NONE:
             if pool_kw.get("ca_certs") or pool_kw.get("ca_cert_data"):
@@ -137,6 +138,48 @@ def share_tls_context(pool_kw: dict) -> None:
         # the message names the failing step (e.g. "[X509] PEM lib"), never the material
         raise PhasekitError(f"cannot use kubeconfig: its TLS certificate or key: {exc}") from None
     pool_kw.update(ssl_context=context, ca_certs=None, ca_cert_data=None, cert_file=None, key_file=None)
+
+
+class SessionReusingContext(ssl.SSLContext):
+    """A client's TLS context whose further connections resume the session of its latest one.
+
+    A cluster gets several connections (its lanes); without resumption each one repeats the full handshake,
+    certificate signatures and verification on both ends. A resumed TLS 1.3 session keeps the identity the
+    first handshake proved (the server checked the client certificate then) and skips that work. Only this
+    client's own connections share sessions: one context per API client, one client per cluster.
+    """
+
+    _latest = None   # a weak reference to the last socket this context wrapped
+    _session = None  # the newest session with a ticket seen on this context's sockets
+
+    def wrap_socket(self, sock, *args, **kwargs):  # pylint: disable=arguments-differ
+        latest = self._latest() if self._latest is not None else None
+        session = getattr(latest, "session", None)
+        if session is not None and session.has_ticket:
+            self._session = session  # the ticket comes after the handshake: taken once the socket has been read
+        if self._session is not None and kwargs.get("session") is None:
+            kwargs["session"] = self._session
+        wrapped = super().wrap_socket(sock, *args, **kwargs)
+        self._latest = weakref.ref(wrapped)
+        return wrapped
+
+
+def session_reusing_context(cert_reqs=None) -> SessionReusingContext:
+    """A client TLS context set up as urllib3's ``create_urllib3_context`` sets one up, resuming sessions.
+
+    Unlike urllib3 it accepts session tickets (urllib3 sets OP_NO_TICKET): they are what resumption uses.
+    """
+    cert_reqs = ssl.CERT_REQUIRED if cert_reqs is None else cert_reqs
+    context = SessionReusingContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.options |= ssl.OP_NO_COMPRESSION
+    if sys.version_info >= (3, 13):
+        context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN | ssl.VERIFY_X509_STRICT
+    context.post_handshake_auth = True
+    context.check_hostname = cert_reqs == ssl.CERT_REQUIRED
+    context.verify_mode = cert_reqs
+    context.hostname_checks_common_name = False
+    return context
 
 
 # (section, *-data key, file key) of the TLS material a kubeconfig may embed

@@ -14,6 +14,7 @@ what counts as changed) live here, where they are tested.
 from __future__ import annotations
 
 import dataclasses
+import math
 import threading
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.bundle import render
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import ChartCache
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import (
-    ABSENT, HELM_OPTIONS_SPEC, MODE_APPLY, helm_request, is_template, plain_values_file)
+    ABSENT, HELM_OPTIONS_SPEC, MODE_APPLY, duration_seconds, helm_request, is_template, plain_values_file)
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.run import (
     release_apply_arguments, remove_rendered_release, render_release, run_release)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import APPLY_OPTIONS_SPEC, apply_bundle, apply_options
@@ -34,12 +35,13 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import WAIT_OPTIONS_SPEC, wait_for_bundle, wait_rules
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import COMMAND_SPEC, command_argv
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import command_failure_message, run_command
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import Outcome
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import Outcome, time_left
 
 RUN, VALIDATE, STATUS, DESTROY = "run", "validate", "status", "destroy"
 UNREACHABLE = "cluster unreachable, skipped"
 EXTRA_CONNECTIONS = 4  # live-state reads run beside the apply workers
 REQUEST_BUDGET = 32
+HELM_TIMEOUT = 300  # helm's own default --timeout (5m)
 
 
 @dataclass(frozen=True)
@@ -150,6 +152,9 @@ class BuiltinExecutors:
 
     def _apply_objects(self, phase: dict, host: str, bundle: list, args: dict, namespace: str) -> Outcome:
         options = apply_options(args, namespace=namespace, check_mode=self.dry_run, diff=self.diff)
+        if options.wait is not None:
+            options = dataclasses.replace(options, wait=dataclasses.replace(
+                options.wait, timeout=capped(options.wait.timeout, phase)))
         if self.shared is not None:
             options = dataclasses.replace(options, concurrency=min(options.concurrency, self.shared.per_cluster(phase)))
         session = self.access.session(host, options.concurrency + EXTRA_CONNECTIONS)
@@ -171,6 +176,8 @@ class BuiltinExecutors:
         values = option_values(WAIT_OPTIONS_SPEC, phase.get("options"))
         if self.mode == STATUS:
             values["timeout"] = 0  # the state as it is now
+        else:
+            values["timeout"] = capped(values["timeout"], phase)
         rules = wait_rules(values, where=f"phase {phase['name']} options")
         bundle = self.bundle(phase)
         resolution = self.access.resolution(host)
@@ -187,13 +194,16 @@ class BuiltinExecutors:
         resolution = self.access.resolution(host)
         done = run_command(argv, kubeconfig=resolution.config,
                            env={**(values["env"] or {}), **phase_environment(phase, host)},
-                           chdir=values["chdir"], stdin=values["stdin"], timeout=values["timeout"])
+                           chdir=values["chdir"], stdin=values["stdin"], timeout=command_timeout(values["timeout"], phase))
         return Outcome(changed=True, failed=done.rc != 0, msg=command_failure_message(done) if done.rc else "",
                        details={"rc": done.rc})
 
     def _helm(self, phase: dict, host: str) -> Outcome:
         values = option_values(HELM_OPTIONS_SPEC, phase.get("options"))
         values["name"] = values["name"] or phase["name"].rsplit("/", 1)[-1]
+        if time_left(phase) is not None:
+            given = duration_seconds(str(values["wait_timeout"])) if values["wait_timeout"] else None
+            values["wait_timeout"] = f"{max(1, int(capped(given, phase, default=HELM_TIMEOUT)))}s"
         resolution = self.access.resolution(host)
         request = helm_request(values, namespace=resolution.namespace or "default", where=f"phase {phase['name']}",
                                read_values_file=lambda path: self._values_file(host, path))
@@ -256,7 +266,7 @@ class BuiltinExecutors:
     def _destroy_apply(self, phase: dict, host: str) -> Outcome:
         args = apply_arguments(phase)
         namespace = args["namespace"] or self.access.resolution(host).namespace or "default"
-        teardown = self._teardown(host, timeout_of(args["wait"]))
+        teardown = self._teardown(host, capped(timeout_of(args["wait"]), phase, default=TEARDOWN_TIMEOUT))
         if args["applyset"]:
             report = teardown.applyset(args["applyset"], tooling=args["applyset_tooling"], namespace=namespace)
         else:
@@ -270,6 +280,21 @@ class BuiltinExecutors:
         session = self.access.session(host, EXTRA_CONNECTIONS)
         return Teardown(session, Discovery(session), dry_run=self.dry_run,
                         timeout=TEARDOWN_TIMEOUT if timeout is None else timeout)
+
+
+def capped(seconds, phase: dict, default: float | None = None) -> float | None:
+    """A wait's ``seconds`` (``default`` when unset), no longer than what is left of the phase's timeout."""
+    seconds = default if seconds is None else seconds
+    left = time_left(phase)
+    if left is None:
+        return seconds
+    return left if seconds is None else min(float(seconds), left)
+
+
+def command_timeout(seconds, phase: dict) -> int | None:
+    """A command's time limit in whole seconds (at least 1), within the phase's timeout."""
+    limit = capped(seconds, phase)
+    return None if limit is None else max(1, math.ceil(limit))
 
 
 def timeout_of(wait) -> float | None:

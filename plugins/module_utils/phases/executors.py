@@ -45,6 +45,7 @@ class Executor:
     renders_bundle: bool = False           # its source is a bundle of objects (plan action render shows it)
     check: object = None                   # options -> None; raises PhasekitError on values the spec cannot judge
     source_option: str | None = None       # the option a source path stands for (helm: chart_ref)
+    runs_on_controller: bool = True        # False: a task file the role includes on each host (tasks)
 
     def shown_options(self, options: dict) -> dict:
         """The options as plans show them: values that may hold secrets (a command's env and stdin, the free-form
@@ -140,7 +141,7 @@ def executor_registry(apply_spec: dict | None = None, wait_spec: dict | None = N
         Executor("helm", SOURCE_OPTIONAL, False, {"argument_spec": HELM_OPTIONS_SPEC}, check=check_helm_options,
                  secret_options=HELM_SECRET_OPTIONS, source_option="chart_ref"),
         # options: free-form, for the user's task file
-        Executor("tasks", SOURCE_REQUIRED, False, None, secret_options=(ALL_OPTIONS,)),
+        Executor("tasks", SOURCE_REQUIRED, False, None, secret_options=(ALL_OPTIONS,), runs_on_controller=False),
     ]
     return {executor.name: executor for executor in executors}
 

@@ -26,7 +26,13 @@ SEPARATOR = "/"
 
 DOCUMENT_FIELDS = ("apiVersion", "kind", "metadata", "spec")
 METADATA_FIELDS = ("name", "labels", "annotations")
-PHASE_SPEC_FIELDS = ("description", "cluster", "executor", "source", "options", "phases")
+PHASE_SPEC_FIELDS = ("description", "cluster", "executor", "source", "options", "retries", "delay", "timeout",
+                     "phases")
+# Attempts after a failed one, the first pause between them (doubled each time) and the phase's time limit per host.
+RETRY_FIELDS = ("retries", "delay", "timeout")
+MAX_RETRIES = 100
+DEFAULT_RETRY_DELAY = 5.0
+MAX_RETRY_DELAY = 300.0  # the doubling stops here
 CHILD_PHASE_FIELDS = ("name",) + PHASE_SPEC_FIELDS
 PLAN_SPEC_FIELDS = ("description", "phases")
 
@@ -52,8 +58,11 @@ class Phase:
     source: object = None              # as written: a path, or inline objects
     source_path: str | None = None     # the source path made absolute (set by validation)
     options: dict = field(default_factory=dict)
+    retries: int = 0                   # attempts after the first, when an attempt fails
+    delay: float = DEFAULT_RETRY_DELAY  # seconds before the first retry; doubled before each next one
+    timeout: float | None = None       # seconds the phase may take on one host, all attempts together
+    retry_fields_set: tuple = ()       # which of them the document sets (group and tasks phases take none)
     children: list[Phase] = field(default_factory=list)
-
     def where(self, name: str | None = None) -> str:
         """``file document N (Phase top) field spec.phases[0].name`` for a field of this phase."""
         return self.origin.at(f"{self.path}.{name}" if name else self.path)
@@ -203,6 +212,7 @@ def _fill_phase(phase: Phase, spec: dict, problems: Problems):
         else:
             problems.add(phase.where("executor"), f"expected an executor name, got {type_name(executor)}")
     phase.source = spec.get("source")
+    _fill_retries(phase, spec, problems)
     options = spec.get("options")
     if options is not None:
         if isinstance(options, dict):
@@ -235,6 +245,41 @@ def _fill_phase(phase: Phase, spec: dict, problems: Problems):
                       cluster=phase.cluster, cluster_path=phase.cluster_path)
         _fill_phase(child, child_spec, problems)
         phase.children.append(child)
+
+
+def _fill_retries(phase: Phase, spec: dict, problems: Problems):
+    """``retries`` (a whole number), ``delay`` and ``timeout`` (seconds) of a phase."""
+    phase.retry_fields_set = tuple(name for name in RETRY_FIELDS if spec.get(name) is not None)
+    retries = spec.get("retries")
+    if retries is not None:
+        if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= MAX_RETRIES:
+            problems.add(phase.where("retries"), f"expected a whole number from 0 to {MAX_RETRIES}, "
+                                                 f"got {_shown(retries)}")
+        else:
+            phase.retries = retries
+    for name, smallest in (("delay", 0.0), ("timeout", None)):
+        value = spec.get(name)
+        if value is None:
+            continue
+        number = _seconds(value)
+        if number is None or (number < 0 if smallest is not None else number <= 0):
+            wanted = "0 or more" if smallest is not None else "more than 0"
+            problems.add(phase.where(name), f"expected a number of seconds, {wanted}, got {_shown(value)}")
+            continue
+        setattr(phase, name, number)
+
+
+def _seconds(value) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _shown(value) -> str:
+    """A wrong value in a message: short scalars as they are, anything else by its type."""
+    if isinstance(value, (int, float, bool)) or (isinstance(value, str) and len(value) <= 40):
+        return repr(value)
+    return type_name(value)
 
 
 def _optional_str(spec: dict, key: str, where: str, problems: Problems) -> str:

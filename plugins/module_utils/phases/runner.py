@@ -13,6 +13,9 @@ controller task runs a whole step of built-in phases:
   complete); a dry run (validate, status) goes on to report on every phase;
 - every (phase, host) leaves one ``PhaseRecord`` for the summary and for the
   per-host result in PLAY RECAP;
+- a failed attempt is tried again on that host while the phase's ``retries``
+  and ``timeout`` allow (pausing ``delay`` seconds, doubled each time); the
+  other hosts of the phase do not wait for it until the barrier;
 - a ``tasks`` phase is only prepared here (its clusters' kubeconfigs resolved,
   so the user's task files reuse them): the role then includes its task file
   on each host, which records the outcome; only a failed preparation, or a
@@ -30,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import DEFAULT_RETRY_DELAY, MAX_RETRY_DELAY
 
 OK, CHANGED, FAILED, SKIPPED, NOT_READY = "ok", "changed", "failed", "skipped", "not ready"
 TASKS_EXECUTOR = "tasks"  # runs the user's task file per host: never on the controller
@@ -99,11 +103,11 @@ Progress = Callable[[dict, list, float], None]      # (planned phase, its record
 
 def run_phases(phases: list[dict], work: HostWork, *, hosts_in_play: list[str], dry_run: bool = False,
                status_mode: bool = False, stopped_by: str = "", concurrency: int = DEFAULT_CLUSTER_CONCURRENCY,
-               progress: Progress | None = None) -> RunReport:
+               progress: Progress | None = None, sleep: Callable[[float], None] = time.sleep) -> RunReport:
     """Run ``phases`` (as ``phase_plan`` returns them) in order on their hosts that are in the play.
 
-    ``dry_run`` (validate, status): a failure does not stop the plan. ``stopped_by``: a phase that already
-    stopped the plan (nothing runs).
+    ``dry_run`` (validate, status): a failure does not stop the plan, and nothing is retried. ``stopped_by``: a
+    phase that already stopped the plan (nothing runs). ``sleep``: the pause between attempts (tests pass their own).
     """
     report = RunReport(stopped_by=stopped_by)
     in_play = set(hosts_in_play)
@@ -115,8 +119,8 @@ def run_phases(phases: list[dict], work: HostWork, *, hosts_in_play: list[str], 
                 break
             hosts = [host for host in phase.get("hosts") or [] if host in in_play]
             started = time.monotonic()
-            records = list(pool.map(lambda host, planned=phase: run_on_host(planned, host, work, status_mode),
-                                    hosts))
+            records = list(pool.map(lambda host, planned=phase: run_on_host(
+                planned, host, work, status_mode, retry=not dry_run, sleep=sleep), hosts))
             if progress is not None:
                 progress(phase, records, time.monotonic() - started)
             if phase["executor"] == TASKS_EXECUTOR and not dry_run:
@@ -127,19 +131,67 @@ def run_phases(phases: list[dict], work: HostWork, *, hosts_in_play: list[str], 
     return report
 
 
-def run_on_host(phase: dict, host: str, work: HostWork, status_mode: bool = False) -> PhaseRecord:
-    """Run one phase on one host; any error becomes a failed record naming it (never a traceback)."""
-    started = time.monotonic()
+def run_on_host(phase: dict, host: str, work: HostWork, status_mode: bool = False, *, retry: bool = True,
+                sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> PhaseRecord:
+    """Run one phase on one host, again after a failed attempt while the phase's ``retries`` and ``timeout``
+    allow; any error becomes a failed record naming it (never a traceback).
+
+    With a ``timeout`` the executor gets the phase with a ``deadline`` (``time_left`` reads it): its waits and
+    commands end by then, and no attempt starts after it.
+    """
+    started = clock()
+    limit = phase.get("timeout")
+    deadline = started + limit if limit else None
+    attempts = 1 + (int(phase.get("retries") or 0) if retry else 0)
+    timed = dict(phase, deadline=deadline) if deadline is not None else phase
+    attempt = 0
+    while True:
+        attempt += 1
+        outcome = _attempt(timed, host, work)
+        failed = outcome.failed or (outcome.not_ready and not status_mode)
+        if not failed or attempt >= attempts:
+            break
+        pause = retry_pause(phase.get("delay"), attempt)
+        if deadline is not None and clock() + pause >= deadline:
+            outcome.msg = f"{outcome.msg} (no time left for attempt {attempt + 1}: the phase's timeout is {limit:g}s)"
+            break
+        sleep(pause)
+    if attempts > 1:
+        _say_attempts(outcome, attempt, attempts)
+    return PhaseRecord(phase=phase["name"], host=host, executor=phase["executor"],
+                       result=result_of(outcome, status_mode), duration=clock() - started,
+                       objects_changed=outcome.objects_changed, msg=_short(outcome.msg), details=outcome.details)
+
+
+def _attempt(phase: dict, host: str, work: HostWork) -> Outcome:
     try:
-        outcome = work(phase, host)
+        return work(phase, host)
     except PhasekitError as err:
-        outcome = Outcome(failed=True, msg=str(err))
+        return Outcome(failed=True, msg=str(err))
     # one host's bug must not hide the other hosts' outcomes
     except Exception as err:  # pylint: disable=broad-exception-caught
-        outcome = Outcome(failed=True, msg=f"unexpected error ({type(err).__name__}): {err}")
-    return PhaseRecord(phase=phase["name"], host=host, executor=phase["executor"],
-                       result=result_of(outcome, status_mode), duration=time.monotonic() - started,
-                       objects_changed=outcome.objects_changed, msg=_short(outcome.msg), details=outcome.details)
+        return Outcome(failed=True, msg=f"unexpected error ({type(err).__name__}): {err}")
+
+
+def retry_pause(delay, attempt: int) -> float:
+    """Seconds before attempt ``attempt + 1``: the phase's ``delay``, doubled after each further failure."""
+    first = DEFAULT_RETRY_DELAY if delay is None else float(delay)
+    return min(MAX_RETRY_DELAY, first * 2 ** (attempt - 1))
+
+
+def _say_attempts(outcome: Outcome, attempt: int, attempts: int) -> None:
+    """A phase that may be retried says which attempt decided it."""
+    outcome.details = {**outcome.details, "attempts": attempt}
+    if outcome.failed or outcome.not_ready:
+        outcome.msg = f"attempt {attempt} of {attempts}: {outcome.msg}"
+    elif attempt > 1:
+        outcome.msg = f"succeeded on attempt {attempt} of {attempts}" + (f"; {outcome.msg}" if outcome.msg else "")
+
+
+def time_left(phase: dict, clock: Callable[[], float] = time.monotonic) -> float | None:
+    """Seconds left of the phase's ``timeout`` on this host (None: no timeout); 0 once it has passed."""
+    deadline = phase.get("deadline")
+    return None if deadline is None else max(0.0, deadline - clock())
 
 
 def result_of(outcome: Outcome, status_mode: bool = False) -> str:

@@ -45,6 +45,10 @@ def check_phases(catalog: Catalog, executors: dict[str, Executor], problems: Pro
                          f"expected one of {', '.join(sorted(executors))}")
             continue
         _check_source(phase, executor, problems)
+        if phase.retry_fields_set and not executor.runs_on_controller:
+            problems.add(phase.where(phase.retry_fields_set[0]),
+                         f"executor {executor.name} runs a task file on each host: retry its tasks with Ansible's "
+                         "retries/until and bound them with the task keyword timeout instead")
         given = phase.options
         if executor.source_option and phase.source_path:
             if executor.source_option in (phase.options or {}):
@@ -61,7 +65,8 @@ def _check_group(phase: Phase, executors: dict[str, Executor], problems: Problem
     if not phase.children:
         problems.add(phase.where("executor"),
                      f"missing: a phase without child phases needs an executor (one of {', '.join(sorted(executors))})")
-    for key, value in (("source", phase.source), ("options", phase.options)):
+    for key, value in (("source", phase.source), ("options", phase.options),
+                       *((name, True) for name in phase.retry_fields_set)):
         if value:
             problems.add(phase.where(key), f"a group phase (no executor) takes no {key}; set an executor or "
                                            f"move the {key} to a child phase")

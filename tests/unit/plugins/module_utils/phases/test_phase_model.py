@@ -62,8 +62,15 @@ def test_to_dict_is_what_the_role_consumes(tmp_path):
         "name": "p", "short_name": "p", "parent": None, "level": 0, "children": [], "description": "run my tasks",
         "cluster": "management", "hosts": ["ephemeral", "target"], "cluster_hosts": ["ephemeral", "target"],
         "parents": {}, "executor": "tasks", "source": str(tmp_path / "tasks.yml"), "options": {"anything": [1, 2]},
-        "origin": "plan document 1 (Phase p)", "selected": True, "reason": None,
+        "retries": 0, "delay": 5.0, "timeout": None, "origin": "plan document 1 (Phase p)", "selected": True, "reason": None,
     }
+
+
+def test_retries_delay_and_timeout_reach_the_runner(tmp_path):
+    result = build([phase("p", cluster="target", executor="command", options=ECHO, retries=2, delay=0.5, timeout=90)],
+                   tmp_path)
+    shown = result.phases[0].to_dict()
+    assert (shown["retries"], shown["delay"], shown["timeout"]) == (2, 0.5, 90.0)
 
 
 def test_path_options_are_relative_to_the_document(tmp_path):

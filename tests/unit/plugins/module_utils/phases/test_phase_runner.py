@@ -9,9 +9,10 @@ import pytest
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import (
-    REQUEST_BUDGET, BuiltinExecutors, SharedRequests, apply_arguments, option_values, phase_environment)
+    REQUEST_BUDGET, BuiltinExecutors, SharedRequests, apply_arguments, capped, command_timeout, option_values,
+    phase_environment)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import (
-    MAX_MESSAGE, Outcome, plan_steps, result_of, run_phases)
+    MAX_MESSAGE, Outcome, plan_steps, result_of, retry_pause, run_on_host, run_phases, time_left)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import APPLY_OPTIONS_SPEC
 
 
@@ -231,3 +232,102 @@ def test_plans_refuse_option_values_the_executor_would_refuse(executor, options,
     from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import executors
     _checked, errors = executors()[executor].check_options(options, "/site")
     assert any(message in error for error in errors), errors
+
+
+class Flaky:
+    """HostWork that fails its first ``failures`` attempts on each host, then succeeds."""
+
+    def __init__(self, failures, outcome=None):
+        self.failures = failures
+        self.outcome = outcome or Outcome(failed=True, msg="connection refused")
+        self.attempts = {}
+        self.lock = threading.Lock()
+
+    def __call__(self, planned, host):
+        with self.lock:
+            self.attempts[host] = self.attempts.get(host, 0) + 1
+            count = self.attempts[host]
+        return Outcome(changed=True) if count > self.failures else self.outcome
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 100.0
+        self.pauses = []
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.pauses.append(seconds)
+        self.now += seconds
+
+
+@pytest.mark.parametrize("failures, retries, result, message, attempts", [
+    (2, 2, "changed", "succeeded on attempt 3 of 3", 3),
+    (3, 2, "failed", "attempt 3 of 3: connection refused", 3),
+    (0, 2, "changed", "", 1),
+    (1, 0, "failed", "connection refused", None),
+], ids=["fails-twice-then-succeeds", "fails-every-attempt", "first-attempt-succeeds", "no-retries-no-word"])
+def test_retries(failures, retries, result, message, attempts):
+    clock = FakeClock()
+    record = run_on_host(phase("one", retries=retries, delay=1.5), "a", Flaky(failures), sleep=clock.sleep,
+                         clock=clock)
+    assert (record.result, record.msg, record.details.get("attempts")) == (result, message, attempts)
+    assert clock.pauses == [1.5, 3.0][:min(failures, retries)]   # the delay, doubled after each failure
+
+
+def test_not_ready_is_retried_but_a_dry_run_is_not():
+    not_ready = Outcome(not_ready=True, msg="1 of 1 objects not ready")
+    clock = FakeClock()
+    assert run_on_host(phase("one", retries=1, delay=0), "a", Flaky(1, not_ready), sleep=clock.sleep,
+                       clock=clock).result == "changed"
+    report = run_phases([phase("one", hosts="a", retries=3, delay=0)], Flaky(1), hosts_in_play=["a"], dry_run=True,
+                        sleep=clock.sleep)
+    assert [(r.result, r.details.get("attempts")) for r in report.records] == [("failed", None)]
+
+
+def test_no_attempt_starts_after_the_phase_timeout():
+    clock = FakeClock()
+    record = run_on_host(phase("one", retries=5, delay=4, timeout=10), "a", Flaky(9), sleep=clock.sleep, clock=clock)
+    assert clock.pauses == [4]     # after it t=104; the next pause (8 s) would end past t=110
+    assert record.result == "failed"
+    assert record.msg == ("attempt 2 of 6: connection refused (no time left for attempt 3: "
+                          "the phase's timeout is 10s)")
+
+
+def test_the_executor_sees_the_time_left():
+    clock = FakeClock()
+    seen = []
+
+    def work(planned, _host):
+        seen.append(time_left(planned, clock=lambda: clock.now + 2.5))
+        return Outcome()
+
+    run_on_host(phase("one", timeout=30), "a", work, clock=clock)
+    run_on_host(phase("two"), "a", work, clock=clock)
+    assert seen == [27.5, None]
+
+
+@pytest.mark.parametrize("delay, attempt, pause", [
+    (None, 1, 5.0), (2, 1, 2.0), (2, 3, 8.0), (100, 4, 300.0), (0, 5, 0.0),
+], ids=["default-delay", "first-pause-is-the-delay", "doubled-per-failure", "capped", "no-pause"])
+def test_retry_pause(delay, attempt, pause):
+    assert retry_pause(delay, attempt) == pause
+
+
+@pytest.mark.parametrize("seconds, left, default, expected", [
+    (300, None, None, 300), (300, 12.5, None, 12.5), (5, 12.5, None, 5), (None, 12.5, 300, 12.5),
+    (None, None, 300, 300), (None, None, None, None),
+], ids=["no-phase-timeout", "capped-by-the-phase", "shorter-wait-kept", "default-capped", "default", "nothing"])
+def test_waits_end_within_the_phase_timeout(seconds, left, default, expected):
+    planned = phase("one") if left is None else dict(phase("one"), deadline=time.monotonic() + left)
+    assert capped(seconds, planned, default=default) == (None if expected is None else pytest.approx(expected, abs=0.05))
+
+
+@pytest.mark.parametrize("seconds, left, expected", [
+    (None, None, None), (60, None, 60), (60, 12.2, 13), (None, 0.0, 1),
+], ids=["unbounded", "its-own-limit", "rounded-up-within-the-phase", "at-least-a-second"])
+def test_command_timeout(seconds, left, expected):
+    planned = phase("one") if left is None else dict(phase("one"), deadline=time.monotonic() + left)
+    assert command_timeout(seconds, planned) == expected

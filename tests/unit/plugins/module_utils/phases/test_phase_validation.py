@@ -133,6 +133,23 @@ def cmd(**spec):
      "plan document 1 (Phase p) field metadata.labels: expected a mapping, got a list"),
     ([cmd(description=3)],
      "plan document 1 (Phase p) field spec.description: expected a string, got a number"),
+    ([cmd(retries=-1)],
+     "plan document 1 (Phase p) field spec.retries: expected a whole number from 0 to 100, got -1"),
+    ([cmd(retries="3")],
+     "plan document 1 (Phase p) field spec.retries: expected a whole number from 0 to 100, got '3'"),
+    ([cmd(retries=True)],
+     "plan document 1 (Phase p) field spec.retries: expected a whole number from 0 to 100, got True"),
+    ([cmd(delay=-0.5)],
+     "plan document 1 (Phase p) field spec.delay: expected a number of seconds, 0 or more, got -0.5"),
+    ([cmd(timeout=0)],
+     "plan document 1 (Phase p) field spec.timeout: expected a number of seconds, more than 0, got 0"),
+    ([cmd(timeout=["1m"])],
+     "plan document 1 (Phase p) field spec.timeout: expected a number of seconds, more than 0, got a list"),
+    ([phase("p", cluster="target", retries=2, phases=[{"name": "c", "executor": "command", "options": ECHO}])],
+     "plan document 1 (Phase p) field spec.retries: a group phase (no executor) takes no retries"),
+    ([phase("p", cluster="target", executor="tasks", source="tasks.yml", timeout=60)],
+     "plan document 1 (Phase p) field spec.timeout: executor tasks runs a task file on each host: retry its tasks "
+     "with Ansible's retries/until and bound them with the task keyword timeout instead"),
 ], ids=[
     "unknown-kind", "missing-kind", "unsupported-api-version", "unknown-document-field", "unknown-spec-field",
     "unknown-child-field", "unknown-metadata-field", "document-not-a-mapping", "spec-not-a-mapping",
@@ -146,7 +163,8 @@ def cmd(**spec):
     "cluster-not-a-name", "child-cluster-unknown", "inherited-cluster-reported-where-set",
     "kubeconfig-child-unknown", "kubeconfig-parent-outside-cluster", "kubeconfig-parent-ambiguous",
     "kubeconfig-host-required", "missing-source-wait", "kubeconfig-child-without-kube-kubeconfig",
-    "labels-not-a-mapping", "description-not-a-string",
+    "labels-not-a-mapping", "description-not-a-string", "retries-negative", "retries-a-string", "retries-a-bool",
+    "delay-negative", "timeout-zero", "timeout-not-a-number", "group-phase-with-retries", "tasks-phase-with-timeout",
 ])
 def test_invalid_documents(tmp_path, documents, expected):
     with pytest.raises(PhasekitError) as error:
