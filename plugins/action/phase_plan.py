@@ -9,17 +9,21 @@ task's variables (host and group names, and ``kube_parent`` of hosts that a
 
 from __future__ import annotations
 
-from ansible_collections.phasekit.kube.plugins.module_utils.bundle import render_bundle
+from ansible_collections.phasekit.kube.plugins.module_utils.bundle import has_templates, render_bundle
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import redact
 from ansible_collections.phasekit.kube.plugins.module_utils.phases import views
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import Plan
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import plan_steps
 from ansible_collections.phasekit.kube.plugins.plugin_utils.action import PhasekitAction
+from ansible_collections.phasekit.kube.plugins.module_utils.templating import scrub_secrets
+from ansible_collections.phasekit.kube.plugins.plugin_utils.templates import host_variables, render_template_file, vault_values
 from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import (
     PLAN_SOURCE_MUTUALLY_EXCLUSIVE, PLAN_SOURCE_REQUIRED_ONE_OF, PLAN_SOURCE_SPEC, executors, plan_for_task)
 
-ARGUMENT_SPEC = {**PLAN_SOURCE_SPEC, "render": {"type": "bool", "default": False}}
+ARGUMENT_SPEC = {**PLAN_SOURCE_SPEC, "render": {"type": "bool", "default": False},
+                 "per_cluster": {"type": "bool", "default": False}}
+TEMPLATE_NOTE = "has templates (.j2): rendered with each cluster host's variables when the phase runs"
 
 
 class ActionModule(PhasekitAction):
@@ -31,7 +35,16 @@ class ActionModule(PhasekitAction):
         plan = plan_for_task(self, args, task_vars)
         result = plan_result(plan)
         if args["render"]:
-            result["rendered"] = render_bundles(plan)
+            hostvars = task_vars.get("hostvars")
+
+            def render_for(host: str):
+                if hostvars is None or host not in hostvars:
+                    raise PhasekitError(f"host {host!r}: no variables to render its templates with")
+                variables = host_variables(hostvars, host)
+                return (lambda path: render_template_file(self._templar, path, variables, what="template"),
+                        vault_values(variables))
+
+            result["rendered"] = render_bundles(plan, render_for if args["per_cluster"] else None)
         return result
 
 
@@ -51,24 +64,38 @@ def plan_result(plan: Plan) -> dict:
     }
 
 
-def render_bundles(plan: Plan) -> list[dict]:
-    """Each selected bundle phase's objects, rendered without a cluster, Secret values hidden."""
+def render_bundles(plan: Plan, render_for=None) -> list[dict]:
+    """Each selected bundle phase's objects, rendered without a cluster, Secret values hidden.
+
+    A bundle with ``.j2`` manifests renders differently per cluster host: with ``render_for`` (host -> a
+    function rendering one template file with that host's variables, and the values of its vault-encrypted
+    variables, hidden wherever they appear) it is shown once per host of the phase; without, it is listed with
+    a note and nothing is templated (no variable is read, nothing decrypted).
+    """
     rendered, by_name = [], executors()
     for planned in plan.selected:
         phase = planned.phase
         if phase.executor not in by_name or not by_name[phase.executor].renders_bundle or phase.source is None:
             continue
-        try:
-            if phase.source_path is not None:
-                objects = render_bundle(src=phase.source_path)
-            else:
-                objects = render_bundle(definition=phase.source)
-        except PhasekitError as err:
-            raise PhasekitError(f"phase {phase.full_name} ({phase.origin.label()}): {err}") from None
-        rendered.append({
-            "phase": phase.full_name,
-            "cluster": phase.cluster,
-            "source": views.source_label(phase.source),
-            "objects": [redact(bundle_object.obj) for bundle_object in objects],
-        })
+        templated = phase.source_path is not None and has_templates(phase.source_path)
+        if templated and render_for is None:
+            rendered.append({"phase": phase.full_name, "cluster": phase.cluster,
+                             "source": views.source_label(phase.source), "objects": [], "note": TEMPLATE_NOTE})
+            continue
+        for cluster, (render_template, secrets) in ([(host, render_for(host)) for host in planned.placement.hosts]
+                                                    if templated else [(phase.cluster, (None, ()))]):
+            try:
+                if phase.source_path is not None:
+                    objects = render_bundle(src=phase.source_path, render_template=render_template)
+                else:
+                    objects = render_bundle(definition=phase.source)
+            except PhasekitError as err:
+                on = f" on cluster {cluster}" if templated else ""
+                raise PhasekitError(f"phase {phase.full_name}{on} ({phase.origin.label()}): {err}") from None
+            rendered.append({
+                "phase": phase.full_name,
+                "cluster": cluster,
+                "source": views.source_label(phase.source),
+                "objects": [scrub_secrets(redact(bundle_object.obj), secrets) for bundle_object in objects],
+            })
     return rendered

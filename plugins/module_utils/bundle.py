@@ -14,12 +14,18 @@ import os
 import shutil
 import subprocess
 from dataclasses import dataclass
+from typing import Callable
 
 from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.private_files import private_directory
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+TEMPLATE_SUFFIX = ".j2"  # a manifest rendered with the cluster host's variables before it is parsed
+TEMPLATE_SUFFIXES = tuple(suffix + TEMPLATE_SUFFIX for suffix in MANIFEST_SUFFIXES)
+# kustomization fields whose entries may name directories outside the kustomization (bases, components)
+KUSTOMIZE_DIRECTORY_FIELDS = ("resources", "bases", "components")
 KUSTOMIZE_TIMEOUT = 300
 MAX_NAME = 253       # a DNS subdomain: the longest name of every kind but RBAC's
 PATH_SEGMENT_NAMED = "rbac.authorization.k8s.io/"  # names are path segments of any length
@@ -66,7 +72,8 @@ class BundleObject:
         return f"{self.kind} {namespace}/{self.name}" if namespace else f"{self.kind} {self.name}"
 
 
-def render_bundle(src: str | None = None, definition=None, base_dir: str | None = None) -> list[BundleObject]:
+def render_bundle(src: str | None = None, definition=None, base_dir: str | None = None,
+                  render_template: Callable[[str], str] | None = None) -> list[BundleObject]:
     """Return the bundle's objects in document order, each with its origin.
 
     ``src`` is a kustomization directory (rendered with ``kubectl kustomize`` or
@@ -77,6 +84,10 @@ def render_bundle(src: str | None = None, definition=None, base_dir: str | None 
     (dict), a list of objects, or a multi-document YAML string. Exactly one of
     ``src`` and ``definition`` must be given. ``kind: List`` documents are
     expanded into their items.
+
+    A manifest whose name ends in ``.j2`` (the source file, a file of the source directory, or a file of the
+    kustomization) is a template: ``render_template(path)`` renders it (with one cluster host's variables)
+    before it is parsed. Without ``render_template`` such a bundle is refused: see ``has_templates``.
     """
     if (src is None) == (definition is None):
         raise PhasekitError("give exactly one of 'src' (a path) or 'definition' (objects or YAML)")
@@ -84,12 +95,36 @@ def render_bundle(src: str | None = None, definition=None, base_dir: str | None 
         return _from_definition(definition)
     path = src if os.path.isabs(src) or base_dir is None else os.path.join(base_dir, src)
     if os.path.isdir(path):
-        if any(os.path.isfile(os.path.join(path, name)) for name in KUSTOMIZATION_FILES):
-            return _from_kustomization(path, label=src)
-        return _from_directory(path, label=src)
+        if is_kustomization(path):
+            return _from_kustomization(path, label=src, render_template=render_template)
+        return _from_directory(path, label=src, render_template=render_template)
     if os.path.isfile(path):
-        return objects_from_text(_read(path, src), label=src)
+        return objects_from_text(_manifest_text(path, src, render_template), label=src)
     raise PhasekitError(f"bundle source {src!r} not found (looked for {path})")
+
+
+def is_kustomization(path: str) -> bool:
+    return any(os.path.isfile(os.path.join(path, name)) for name in KUSTOMIZATION_FILES)
+
+
+def has_templates(path: str) -> bool:
+    """Whether the bundle at ``path`` has ``.j2`` manifests, so that it renders differently per cluster host."""
+    if os.path.isfile(path):
+        return path.endswith(TEMPLATE_SUFFIX)
+    if not os.path.isdir(path):
+        return False
+    if is_kustomization(path):
+        return any(name.endswith(TEMPLATE_SUFFIX) for _root, _dirs, names in os.walk(path) for name in names)
+    return any(name.endswith(TEMPLATE_SUFFIXES) for name in os.listdir(path))
+
+
+def _manifest_text(path: str, label: str, render_template: Callable[[str], str] | None) -> str:
+    if not path.endswith(TEMPLATE_SUFFIX):
+        return _read(path, label)
+    if render_template is None:
+        raise PhasekitError(f"{label}: a template (.j2): it is rendered with each cluster host's variables when "
+                            "the phase runs, or per cluster by plan_action=render")
+    return render_template(path)
 
 
 def load_documents(text: str, label: str) -> list:
@@ -130,24 +165,72 @@ def objects_from_text(text: str, label: str, file: str | None = "") -> list[Bund
     return objects
 
 
-def _from_directory(path: str, label: str) -> list[BundleObject]:
+def _from_directory(path: str, label: str, render_template: Callable[[str], str] | None = None) -> list[BundleObject]:
     names = sorted(name for name in os.listdir(path)
-                   if name.endswith(MANIFEST_SUFFIXES) and not name.startswith(".")
+                   if name.endswith(MANIFEST_SUFFIXES + TEMPLATE_SUFFIXES) and not name.startswith(".")
                    and os.path.isfile(os.path.join(path, name)))
     if not names:
-        raise PhasekitError(f"bundle directory {label!r} has no manifest files (*.yaml, *.yml, *.json) "
-                            "and no kustomization.yaml")
+        raise PhasekitError(f"bundle directory {label!r} has no manifest files (*.yaml, *.yml, *.json, or those "
+                            "ending in .j2) and no kustomization.yaml")
     objects = []
     for name in names:
         shown = os.path.join(label, name)
-        objects.extend(objects_from_text(_read(os.path.join(path, name), shown), label=shown))
+        objects.extend(objects_from_text(_manifest_text(os.path.join(path, name), shown, render_template),
+                                         label=shown))
     return objects
 
 
-def _from_kustomization(path: str, label: str) -> list[BundleObject]:
-    text = _run_kustomize(path, label)
-    objects = objects_from_text(text, label=f"kustomization {label} (rendered)", file=label)
-    return objects
+def _from_kustomization(path: str, label: str, render_template: Callable[[str], str] | None = None
+                        ) -> list[BundleObject]:
+    if not has_templates(path):
+        text = _run_kustomize(path, label)
+    else:
+        if render_template is None:
+            raise PhasekitError(f"kustomization {label}: it has templates (.j2): they are rendered with each cluster "
+                                "host's variables when the phase runs, or per cluster by plan_action=render")
+        with private_directory("phasekit-kustomize-") as work:
+            text = _run_kustomize(rendered_kustomization(path, work, render_template), label)
+    return objects_from_text(text, label=f"kustomization {label} (rendered)", file=label)
+
+
+def rendered_kustomization(path: str, work: str, render_template: Callable[[str], str]) -> str:
+    """A private copy of the kustomization at ``path`` with its ``.j2`` files rendered (under their own names,
+    which its ``resources`` use) and its entries that name directories outside it pointed at the originals."""
+    copy = os.path.join(work, os.path.basename(os.path.normpath(path)) or "kustomization")
+    shutil.copytree(path, copy, symlinks=True)
+    for root, _dirs, names in os.walk(copy):
+        original_root = os.path.join(path, os.path.relpath(root, copy))
+        for name in names:
+            if name.endswith(TEMPLATE_SUFFIX):
+                text = render_template(os.path.join(original_root, name))
+                with open(os.path.join(root, name), "w", encoding="utf-8") as target:
+                    target.write(text)
+            elif name in KUSTOMIZATION_FILES:
+                _anchor_outside_entries(os.path.join(root, name), original_root, path, root)
+    return copy
+
+
+def _anchor_outside_entries(kustomization_file: str, original_dir: str, top: str, copied_dir: str) -> None:
+    """Entries naming a directory outside the copied kustomization point at the original from the copy (kustomize
+    takes no absolute path for a directory)."""
+    document = yaml_io.load_all(yaml_io.read_text_file(kustomization_file, "kustomization"), kustomization_file)
+    if len(document) != 1 or not isinstance(document[0], dict):
+        return  # kustomize will say what is wrong with it
+    content, changed = document[0], False
+    top = os.path.normpath(top)
+    for field_name in KUSTOMIZE_DIRECTORY_FIELDS:
+        entries = content.get(field_name)
+        if not isinstance(entries, list):
+            continue
+        for position, entry in enumerate(entries):
+            if not isinstance(entry, str) or "://" in entry or os.path.isabs(entry):
+                continue
+            target = os.path.normpath(os.path.join(original_dir, entry))
+            if os.path.commonpath([target, top]) != top:
+                entries[position], changed = os.path.relpath(target, copied_dir), True
+    if changed:
+        with open(kustomization_file, "w", encoding="utf-8") as out:
+            out.write(yaml_io.safe_dump(content, sort_keys=False))
 
 
 def kustomize_command(path: str) -> list[str]:

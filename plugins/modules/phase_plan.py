@@ -32,6 +32,15 @@ options:
       - Also render the bundle of every selected C(apply) and C(wait) phase (kustomize, manifest files, inline
         objects) without contacting a cluster, and return the objects in RV(rendered).
       - A bundle that does not render fails the task, naming the phase.
+      - A bundle with templates (manifests whose names end in C(.j2)) is rendered per cluster host only with
+        O(per_cluster=true); otherwise it is listed with a RV(rendered[].note) and nothing is templated.
+    type: bool
+    default: false
+  per_cluster:
+    description:
+      - With O(render=true), render bundles that have templates (C(.j2) manifests) once per host of their phase,
+        with that host's variables (inventory, group and host vars, vault-encrypted ones too, extra vars).
+      - Needs the variables of every such host; decrypts the vault-encrypted ones a template uses.
     type: bool
     default: false
 attributes:
@@ -194,13 +203,17 @@ rendered:
       description: Full name of the phase.
       type: str
     cluster:
-      description: The phase's cluster.
+      description: The phase's cluster; for a bundle with templates rendered per cluster, the host it was rendered for.
       type: str
     source:
       description: The source as written.
       type: str
     objects:
-      description: The rendered objects.
+      description: The rendered objects (none for a bundle with templates that was not rendered per cluster).
       type: list
       elements: dict
+    note:
+      description: Why a bundle with templates shows no objects (rendered per cluster when its phase runs).
+      type: str
+      returned: for a bundle with templates, without O(per_cluster=true)
 """

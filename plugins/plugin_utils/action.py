@@ -11,6 +11,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.phasekit.kube.plugins.module_utils.bundle import render_bundle
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.private_files import remove_on_signals
+from ansible_collections.phasekit.kube.plugins.plugin_utils.templates import render_template_file
 
 
 MAX_MESSAGE = 4000  # a 100,000-character object name must not become a 900 KB message
@@ -73,12 +74,18 @@ class PhasekitAction(ActionBase):
         raise NotImplementedError
 
     def render_task_bundle(self, args: dict, task_vars: dict) -> list:
-        """The task's bundle: ``src`` found like other file arguments (role files/, playbook dir), or ``definition``."""
+        """The task's bundle: ``src`` found like other file arguments (role files/, playbook dir), or ``definition``.
+        Its ``.j2`` manifests are rendered with the task's variables, as ``ansible.builtin.template`` would."""
         if args["src"] is None:
             return render_bundle(definition=args["definition"])
+
+        def render(path: str) -> str:
+            return render_template_file(self._templar, path, task_vars, what="template")
+
         try:
             path = self._find_needle("files", args["src"])
         except AnsibleError:
             base_dir = task_vars.get("playbook_dir") or self._loader.get_basedir()
-            return render_bundle(src=args["src"], base_dir=base_dir)  # reports the path it looked for
-        return render_bundle(src=path)
+            # reports the path it looked for
+            return render_bundle(src=args["src"], base_dir=base_dir, render_template=render)
+        return render_bundle(src=path, render_template=render)

@@ -26,7 +26,8 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve i
 from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import (
     HOST_VAR_CLUSTER, HOST_VAR_CONTEXT, HOST_VAR_KUBECONFIG, HOST_VAR_PARENT, REMEMBERED_VAR, RESOLUTION_KEY,
     RESOLUTIONS_KEY, HostResolver, remembered_resolution, to_plain)
-from ansible_collections.phasekit.kube.plugins.plugin_utils.templates import render_template_file
+from ansible_collections.phasekit.kube.plugins.plugin_utils.templates import (
+    TEMPLATE_LOCK, host_variables, render_strings, render_template_file, vault_values)
 
 KUBECONFIG_VARS = (HOST_VAR_KUBECONFIG, HOST_VAR_CONTEXT, HOST_VAR_PARENT, HOST_VAR_CLUSTER)
 MIN_CONNECTIONS = 20  # apply's default concurrency (16) plus its live-state readers
@@ -90,6 +91,8 @@ class Fleet:
         self._sessions: dict[str, ApiSession] = {}
         self._locks: dict[str, threading.RLock] = {}
         self._locks_lock = threading.Lock()
+        self._templated: set[str] = set()           # hosts whose templates were rendered
+        self._secrets: dict[str, frozenset] = {}
         self._stack = ExitStack()
 
     def __enter__(self) -> Fleet:
@@ -116,14 +119,31 @@ class Fleet:
             return self._sessions[host]
 
     def render_template(self, host: str, path: str) -> str:
-        """A template file (a helm values file ending in .j2) rendered with the host's variables: inventory, group
-        and host vars (vault-encrypted ones too), extra vars and magic variables (inventory_hostname)."""
+        """A template file (a bundle manifest or a helm values file ending in .j2) rendered with the host's
+        variables: inventory, group and host vars (vault-encrypted ones too), extra vars, inventory_hostname."""
+        return render_template_file(self._templar, path, self._variables(host, path), what="template")
+
+    def render_options(self, host: str, options: dict, where: str) -> dict:
+        """A phase's options with every string that holds a template rendered with the host's variables."""
+        return render_strings(self._templar, options, self._variables(host, where), where)
+
+    def secrets(self, host: str) -> frozenset:
+        """The values of the host's vault-encrypted variables, once a template of this host was rendered (only
+        templates carry them into objects, diffs and messages); empty otherwise, at no cost."""
+        with self._lock_for(host):
+            if host not in self._templated:
+                return frozenset()
+            if host not in self._secrets:
+                with TEMPLATE_LOCK:
+                    self._secrets[host] = frozenset(vault_values(host_variables(self._hostvars, host)))
+            return self._secrets[host]
+
+    def _variables(self, host: str, what: str):
         if self._templar is None or self._hostvars is None or host not in self._hostvars:
-            raise PhasekitError(f"template {path}: no variables of host {host!r} to render it with")
-        # the host's variables as a task on it sees them, untemplated: the templar templates what the file uses
-        raw_get = getattr(self._hostvars, "raw_get", None)
-        variables = raw_get(host) if raw_get is not None else dict(self._hostvars[host])
-        return render_template_file(self._templar, path, variables, what="values file")
+            raise PhasekitError(f"{what}: no variables of host {host!r} to render it with")
+        with self._lock_for(host):
+            self._templated.add(host)
+        return host_variables(self._hostvars, host)
 
     def memory(self) -> dict:
         """Every resolution known to this run (earlier steps' and this one's), for later steps: credentials!"""

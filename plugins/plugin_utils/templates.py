@@ -9,12 +9,20 @@ Errors name the file; a variable's value is never part of them.
 
 from __future__ import annotations
 
+import re
 import threading
+from collections.abc import Mapping
 
 from ansible.errors import AnsibleError
 
 from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.templating import is_template_text
+
+try:
+    from ansible.parsing.vault import VaultHelper
+except ImportError:  # ansible-core < 2.19: vault values are AnsibleVaultEncryptedUnicode
+    VaultHelper = None
 
 try:
     from ansible.template import trust_as_template
@@ -23,13 +31,19 @@ except ImportError:  # ansible-core < 2.19: every string is a template
         return value
 
 # Ansible's templating is not meant for threads (the fleet's clusters run in a pool): one render at a time.
-_LOCK = threading.Lock()
+TEMPLATE_LOCK = threading.Lock()
+_UNDEFINED = re.compile(r"'([A-Za-z_][A-Za-z0-9_]*)' is undefined")
 
 
 def render_template_file(templar, path: str, variables, what: str = "template") -> str:
     """The file at ``path`` rendered with ``variables`` (a host's variables, as a task on that host sees them)."""
-    text = yaml_io.read_text_file(path, what)
-    with _LOCK:
+    return render_template_text(templar, yaml_io.read_text_file(path, what), variables, f"{what} {path}")
+
+
+def render_template_text(templar, text: str, variables, where: str) -> str:
+    """``text`` rendered with ``variables``; an error names ``where``, the template's line and what failed (an
+    undefined variable by name), never a value."""
+    with TEMPLATE_LOCK:
         try:
             rendering = templar.copy_with_new_env(available_variables=variables)
         except TypeError:  # ansible-core < 2.19 takes no variables here
@@ -38,8 +52,91 @@ def render_template_file(templar, path: str, variables, what: str = "template") 
         try:
             rendered = rendering.template(trust_as_template(text), escape_backslashes=False)
         except AnsibleError as exc:
-            raise PhasekitError(f"{what} {path}: {_first_line(exc)}") from None
+            line = _template_line(exc) or _line_using(text, _undefined_name(exc))
+            raise PhasekitError(f"{where}{f' line {line}' if line else ''}: {_first_line(exc)}") from None
     return rendered if isinstance(rendered, str) else str(rendered)
+
+
+def render_strings(templar, value, variables, where: str):
+    """``value`` (options: mappings, lists, scalars) with every string that holds a template rendered."""
+    if isinstance(value, str):
+        return render_template_text(templar, value, variables, where) if is_template_text(value) else value
+    if isinstance(value, dict):
+        return {key: render_strings(templar, item, variables, f"{where}.{key}") for key, item in value.items()}
+    if isinstance(value, list):
+        return [render_strings(templar, item, variables, f"{where}[{index}]") for index, item in enumerate(value)]
+    return value
+
+
+def host_variables(hostvars, host: str):
+    """A host's variables as a task on it sees them, untemplated (the templar templates what a template uses):
+    inventory, group and host vars (vault-encrypted ones too), extra vars and magic variables."""
+    raw_get = getattr(hostvars, "raw_get", None)
+    return raw_get(host) if raw_get is not None else dict(hostvars[host])
+
+
+def vault_values(variables) -> set[str]:
+    """The plain text of every vault-encrypted value among ``variables`` (to any depth): what templates may carry
+    into objects, diffs and messages, and what is scrubbed from them. Decrypts them (a template using them does
+    the same); asked only for hosts whose templates were rendered."""
+    found: set[str] = set()
+    stack = [variables]
+    while stack:
+        value = stack.pop()
+        if _is_vaulted(value):
+            try:
+                found.add(str(value))
+            except AnsibleError:  # not decryptable here: then no template could have used it either
+                pass
+        elif isinstance(value, Mapping):
+            stack.extend(value.values())
+        elif isinstance(value, (list, tuple)):
+            stack.extend(value)
+    return found
+
+
+def _is_vaulted(value) -> bool:
+    if VaultHelper is not None:
+        return VaultHelper.get_ciphertext(value, with_tags=False) is not None
+    return type(value).__name__ == "AnsibleVaultEncryptedUnicode"  # ansible-core < 2.19
+
+
+def _template_line(exc: BaseException) -> int | None:
+    """The line of the template the error happened on: Jinja's own for a syntax error, else the deepest frame
+    of the compiled template in the traceback."""
+    seen = set()
+    current = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(getattr(current, "lineno", None), int):
+            return current.lineno
+        line = None
+        trace = current.__traceback__
+        while trace is not None:
+            if trace.tb_frame.f_code.co_filename == "<template>":
+                line = trace.tb_lineno
+            trace = trace.tb_next
+        if line is not None:
+            return line
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _undefined_name(exc: Exception) -> str | None:
+    match = _UNDEFINED.search(_first_line(exc))
+    return match.group(1) if match else None
+
+
+def _line_using(text: str, name: str | None) -> int | None:
+    """The first line where a template expression or statement uses ``name`` (undefined variables are found once
+    rendering is over, so no frame of the template says where)."""
+    if not name:
+        return None
+    word = re.compile(r"(?<![\w.])" + re.escape(name) + r"(?!\w)")
+    for number, line in enumerate(text.splitlines(), start=1):
+        if ("{{" in line or "{%" in line) and word.search(line):
+            return number
+    return None
 
 
 def _first_line(exc: Exception) -> str:

@@ -20,7 +20,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
-from ansible_collections.phasekit.kube.plugins.module_utils.bundle import render_bundle
+from ansible_collections.phasekit.kube.plugins.module_utils.bundle import has_templates, render_bundle
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import ChartCache
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import (
@@ -35,7 +35,8 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import WAIT_OPTIONS_SPEC, wait_for_bundle, wait_rules
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import COMMAND_SPEC, command_argv
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import command_failure_message, run_command
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import Outcome, time_left
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import TASKS_EXECUTOR, Outcome, time_left
+from ansible_collections.phasekit.kube.plugins.module_utils.templating import has_template_strings, scrub_secrets
 
 RUN, VALIDATE, STATUS, DESTROY = "run", "validate", "status", "destroy"
 UNREACHABLE = "cluster unreachable, skipped"
@@ -77,6 +78,12 @@ class ClusterAccess(Protocol):
 
     def render_template(self, host: str, path: str) -> str:
         """The Jinja template file at ``path`` rendered with the host's variables; raises PhasekitError."""
+
+    def render_options(self, host: str, options: dict, where: str) -> dict:
+        """``options`` with their template strings rendered with the host's variables; raises PhasekitError."""
+
+    def secrets(self, host: str) -> frozenset:
+        """Values the host's templates may have carried into output (vault-encrypted variables), to scrub."""
 
 
 def option_values(spec: dict, options: dict) -> dict:
@@ -124,29 +131,52 @@ class BuiltinExecutors:
         self._lock = threading.Lock()
 
     def __call__(self, phase: dict, host: str) -> Outcome:
-        if self.mode == DESTROY:
-            return self._destroy(phase, host)
-        return getattr(self, f"_{phase['executor']}")(phase, host)
+        try:
+            phase = self._for_host(phase, host)
+            outcome = self._destroy(phase, host) if self.mode == DESTROY else \
+                getattr(self, f"_{phase['executor']}")(phase, host)
+        except PhasekitError as err:
+            raise PhasekitError(scrub_secrets(str(err), self.access.secrets(host))) from None
+        secrets = self.access.secrets(host)
+        if secrets:  # what the host's templates rendered may come back in messages and diffs
+            outcome.msg = scrub_secrets(outcome.msg, secrets)
+            outcome.details = scrub_secrets(outcome.details, secrets)
+        return outcome
 
-    def bundle(self, phase: dict) -> list:
-        """The phase's rendered bundle, rendered once for all its hosts; each host gets its own copies."""
+    def _for_host(self, phase: dict, host: str) -> dict:
+        """The phase as this host runs it: option strings that hold templates rendered with its variables."""
+        if phase["executor"] == TASKS_EXECUTOR or not has_template_strings(phase.get("options")):
+            return phase
+        where = f"phase {phase['name']} options"
+        return {**phase, "options": self.access.render_options(host, phase["options"], where)}
+
+    def bundle(self, phase: dict, host: str) -> list:
+        """The phase's rendered bundle: rendered once for all its hosts, or once per host when it has ``.j2``
+        manifests (rendered with that host's variables); each host gets its own copies."""
+        templated = self._templated(phase)
+        key = (phase["name"], host if templated else None)
         with self._lock:
-            if phase["name"] not in self._bundles:
+            if key not in self._bundles:
                 try:
-                    self._bundles[phase["name"]] = self._render(phase)
+                    self._bundles[key] = self._render(phase) if not templated else render_bundle(
+                        src=phase["source"], render_template=lambda path: self.access.render_template(host, path))
                 # every host of the phase reports the error
                 except Exception as err:  # pylint: disable=broad-exception-caught
-                    self._bundles[phase["name"]] = err
-            bundle = self._bundles[phase["name"]]
+                    self._bundles[key] = err
+            bundle = self._bundles[key]
         if isinstance(bundle, Exception):
             raise bundle
         return bundle
+
+    def _templated(self, phase: dict) -> bool:
+        source = phase.get("source")
+        return isinstance(source, str) and has_templates(source)
 
     # ------------------------------------------------------------ executors
 
     def _apply(self, phase: dict, host: str) -> Outcome:
         args = apply_arguments(phase)
-        bundle = self.bundle(phase)
+        bundle = self.bundle(phase, host)
         resolution = self.access.resolution(host)
         return self._apply_objects(phase, host, bundle, args, args["namespace"] or resolution.namespace or "default")
 
@@ -179,7 +209,7 @@ class BuiltinExecutors:
         else:
             values["timeout"] = capped(values["timeout"], phase)
         rules = wait_rules(values, where=f"phase {phase['name']} options")
-        bundle = self.bundle(phase)
+        bundle = self.bundle(phase, host)
         resolution = self.access.resolution(host)
         namespace = (phase.get("options") or {}).get("namespace") or resolution.namespace or "default"
         outcomes, problem = wait_for_bundle(self.access.session(host, EXTRA_CONNECTIONS), bundle, rules, namespace)
@@ -270,7 +300,7 @@ class BuiltinExecutors:
         if args["applyset"]:
             report = teardown.applyset(args["applyset"], tooling=args["applyset_tooling"], namespace=namespace)
         else:
-            report = teardown.bundle(self.bundle(phase), namespace=namespace)
+            report = teardown.bundle(self.bundle(phase, host), namespace=namespace)
         return teardown_outcome(report)
 
     def _destroy_helm(self, phase: dict, host: str) -> Outcome:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
 
-from ansible_collections.phasekit.kube.plugins.module_utils.bundle import render_bundle
+from ansible_collections.phasekit.kube.plugins.module_utils.bundle import has_templates, render_bundle
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 
 CM = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n"
@@ -127,3 +128,71 @@ def test_rbac_names_may_be_longer():
     objects = render_bundle(definition={"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
                                         "metadata": {"name": "r" * 300}})
     assert len(objects) == 1
+
+
+def render_with(values: dict):
+    """A stand-in for a host's template rendering: ``{{ key }}`` replaced by its value; records the paths."""
+    rendered = []
+
+    def render(path):
+        rendered.append(path)
+        text = open(path, encoding="utf-8").read()
+        for key, value in values.items():
+            text = text.replace("{{ " + key + " }}", value)
+        return text
+
+    render.paths = rendered
+    return render
+
+
+TEMPLATE = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ name }}\n"
+
+
+@pytest.mark.parametrize("layout, src", [
+    ({"cm.yaml.j2": TEMPLATE}, "cm.yaml.j2"),
+    ({"cm.yaml.j2": TEMPLATE, "plain.yaml": CM.format(name="plain"), "notes.txt": "x"}, "."),
+], ids=["a-template-file", "templates-in-a-directory"])
+def test_templates_render_with_the_hosts_values(tmp_path, layout, src):
+    for name, text in layout.items():
+        (tmp_path / name).write_text(text)
+    render = render_with({"name": "from-host"})
+    objects = render_bundle(src=str(tmp_path / src), render_template=render)
+    assert "from-host" in names(objects)
+    assert render.paths == [str(tmp_path / "cm.yaml.j2")]
+    assert has_templates(str(tmp_path / src))
+    assert objects[names(objects).index("from-host")].origin.endswith("cm.yaml.j2 document 1")
+
+
+def test_a_kustomization_with_templates_and_a_base_outside_it(tmp_path):
+    if not (shutil.which("kubectl") or shutil.which("kustomize")):
+        raise AssertionError("kubectl or kustomize must be on PATH for this test")
+    base, overlay = tmp_path / "base", tmp_path / "overlays" / "prod"
+    base.mkdir()
+    overlay.mkdir(parents=True)
+    (base / "cm.yaml").write_text(CM.format(name="base"))
+    (base / "kustomization.yaml").write_text("resources: [cm.yaml]\n")
+    (overlay / "extra.yaml.j2").write_text(TEMPLATE)
+    (overlay / "kustomization.yaml").write_text("resources: [../../base, extra.yaml.j2]\nnamePrefix: p-\n")
+    before = sorted(str(path) for path in tmp_path.rglob("*"))
+    objects = render_bundle(src=str(overlay), render_template=render_with({"name": "tenant-a"}))
+    assert names(objects) == ["p-base", "p-tenant-a"]
+    assert sorted(str(path) for path in tmp_path.rglob("*")) == before     # nothing written beside the sources
+    assert (overlay / "kustomization.yaml").read_text() == "resources: [../../base, extra.yaml.j2]\nnamePrefix: p-\n"
+
+
+@pytest.mark.parametrize("layout, src, message", [
+    ({"cm.yaml.j2": TEMPLATE}, "cm.yaml.j2", "cm.yaml.j2: a template (.j2): it is rendered with each cluster host's"),
+    ({"cm.yaml.j2": TEMPLATE}, ".", "cm.yaml.j2: a template (.j2)"),
+    ({"cm.yaml.j2": TEMPLATE, "kustomization.yaml": "resources: [cm.yaml.j2]\n"}, ".",
+     "it has templates (.j2): they are rendered with each cluster host's variables"),
+], ids=["file", "directory", "kustomization"])
+def test_templates_are_not_rendered_without_a_host(tmp_path, layout, src, message):
+    for name, text in layout.items():
+        (tmp_path / name).write_text(text)
+    with pytest.raises(PhasekitError, match=re.escape(message)):
+        render_bundle(src=str(tmp_path / src))
+
+
+def test_plain_bundles_have_no_templates(tmp_path):
+    (tmp_path / "cm.yaml").write_text(CM.format(name="x"))
+    assert not has_templates(str(tmp_path)) and not has_templates(str(tmp_path / "cm.yaml"))

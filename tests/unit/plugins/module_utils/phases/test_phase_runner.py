@@ -171,6 +171,9 @@ class NoCluster:
     def session(self, host, connections):
         raise AssertionError(f"connected to {host}")
 
+    def secrets(self, _host):
+        return frozenset()
+
 
 @pytest.mark.parametrize("mode, check_mode, executor", [
     ("validate", False, "command"), ("status", False, "command"), ("run", True, "command"),
@@ -195,6 +198,61 @@ def test_a_bundle_is_rendered_once_for_all_hosts_and_its_error_reaches_every_hos
     report = run_phases([phase("apps", hosts="abc")], executors, hosts_in_play=list("abc"))
     assert renders == ["apps"]
     assert {record.msg for record in report.records} == {"bundle broken.yaml: document 2: kind missing"}
+
+
+class TemplatingAccess(NoCluster):
+    """ClusterAccess whose hosts have variables: ``{{ name }}`` replaced, vault values known per host."""
+
+    VARIABLES = {"a": {"tenant": "alpha", "password": "alpha-secret"}, "b": {"tenant": "beta", "password": "pw-b-9"}}
+
+    def __init__(self):
+        self.rendered = []
+
+    def _render(self, host, text):
+        for name, value in self.VARIABLES[host].items():
+            text = text.replace("{{ " + name + " }}", value)
+        return text
+
+    def render_template(self, host, path):
+        self.rendered.append((host, path.rsplit("/", 1)[-1]))
+        with open(path, encoding="utf-8") as source:
+            return self._render(host, source.read())
+
+    def render_options(self, host, options, where):
+        return {key: self._render(host, value) if isinstance(value, str) else value for key, value in options.items()}
+
+    def secrets(self, host):
+        return frozenset({self.VARIABLES[host]["password"]})
+
+
+def test_a_bundle_with_templates_renders_per_host_and_plain_ones_once(tmp_path):
+    (tmp_path / "cm.yaml.j2").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ tenant }}\n")
+    (tmp_path / "plain.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plain\n")
+    access = TemplatingAccess()
+    executors = BuiltinExecutors(access)
+    templated = phase("t", source=str(tmp_path / "cm.yaml.j2"))
+    plain = phase("p", source=str(tmp_path / "plain.yaml"))
+    assert [one.name for host in "ab" for one in executors.bundle(templated, host)] == ["alpha", "beta"]
+    assert executors.bundle(templated, "a")[0].name == "alpha"          # kept per host
+    assert executors.bundle(plain, "a")[0] is executors.bundle(plain, "b")[0]
+    assert access.rendered == [("a", "cm.yaml.j2"), ("b", "cm.yaml.j2")]
+
+
+def test_option_strings_render_per_host_and_secrets_are_scrubbed():
+    seen = []
+
+    class Echo(BuiltinExecutors):
+        def _command(self, planned, host):
+            seen.append((host, planned["options"]["cmd"]))
+            return Outcome(failed=True, msg=f"command failed: {planned['options']['cmd']}",
+                           details={"diff": [{"after": planned["options"]["cmd"]}]})
+
+    report = run_phases([phase("c", "command", options={"cmd": "login {{ tenant }} {{ password }}", "retries": 0})],
+                        Echo(TemplatingAccess()), hosts_in_play=["a", "b"])
+    assert seen == [("a", "login alpha alpha-secret"), ("b", "login beta pw-b-9")]
+    assert [record.msg for record in report.records] == ["command failed: login alpha ***",
+                                                        "command failed: login beta ***"]
+    assert report.records[1].details["diff"] == [{"after": "login beta ***"}]
 
 
 # ---------------------------------------------------------------- what plans show

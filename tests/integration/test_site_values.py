@@ -1,0 +1,134 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""Per-cluster values and retries on the two local clusters: one .j2 bundle rendering to different objects per
+cluster host, option strings templated per host, a vault-encrypted value that reaches the cluster but never the
+output, render per cluster, an undefined variable named with its file and line, and a phase that fails twice
+then succeeds with retries: 2."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+API = "phasekit.dev/v1alpha1"
+PASSWORD = "vaulted-" + uuid.uuid4().hex[:12]
+VAULT_PASS = "phasekit-test-vault-pass"
+TENANTS = {"ephemeral": "alpha", "target": "beta"}
+TEMPLATE = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ tenant }}-settings
+data:
+  cluster: "{{ inventory_hostname }}"
+  replicas: "{{ replicas * 2 }}"
+  dsn: "postgres://app:{{ db_password }}@db.{{ tenant }}"
+"""
+# fails on its first two attempts on each cluster, then succeeds (a counter file per cluster host)
+FLAKY = 'n=$(cat "$COUNTER.$PHASEKIT_HOST" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$COUNTER.$PHASEKIT_HOST"; ' \
+        '[ "$n" -ge 3 ] || { echo "attempt $n: not yet" >&2; exit 1; }'
+
+
+def phase(name, **spec):
+    return {"apiVersion": API, "kind": "Phase", "metadata": {"name": name}, "spec": spec}
+
+
+def encrypted(tmp_path: Path, value: str) -> str:
+    """The !vault block ansible-vault encrypt_string writes for ``value``."""
+    done = subprocess.run([str(Path(sys.executable).parent / "ansible-vault"), "encrypt_string", "--vault-password-file",
+                           str(tmp_path / "vault-pass"), value, "--name", "db_password"],
+                          capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+@pytest.fixture()
+def values_site(clusters, tmp_path, run_playbook):
+    namespace = f"pk-values-{uuid.uuid4().hex[:6]}"
+    root = tmp_path / "site"
+    (root / "phases").mkdir(parents=True)
+    (root / "bundles" / "settings").mkdir(parents=True)
+    (root / "bundles" / "settings" / "settings.yaml.j2").write_text(TEMPLATE)
+    (tmp_path / "vault-pass").write_text(VAULT_PASS)
+    vaulted = encrypted(tmp_path, PASSWORD)
+    hosts = "\n".join(f"    {name}:\n      kube_kubeconfig: {cluster.admin_kubeconfig}\n      kube_context: {name}\n"
+                      f"      tenant: {TENANTS[name]}\n" for name, cluster in clusters.items())
+    group_vars = root / "group_vars"
+    group_vars.mkdir()
+    (group_vars / "all.yml").write_text(f"ansible_connection: local\nreplicas: 2\nsettings_namespace: {namespace}\n"
+                                        + vaulted)
+    (root / "inventory.yml").write_text(f"all:\n  hosts:\n{hosts}  children:\n    management:\n      hosts:\n"
+                                        + "".join(f"        {name}: {{}}\n" for name in clusters))
+
+    def run(phases: list, *args):
+        (root / "phases" / "site.yaml").write_text(yaml.safe_dump_all(phases))
+        return run_playbook("- ansible.builtin.import_playbook: phasekit.kube.run\n", root / "inventory.yml",
+                            "--vault-password-file", str(tmp_path / "vault-pass"), *args)
+
+    for cluster in clusters.values():
+        cluster.kubectl("create", "namespace", namespace)
+    run.namespace, run.root, run.counter = namespace, root, tmp_path / "counter"
+    yield run
+    for cluster in clusters.values():
+        cluster.kubectl("delete", "namespace", namespace, "--ignore-not-found", "--wait=false")
+
+
+def settings_phase(**options):
+    return phase("settings", cluster="management", executor="apply", source="../bundles/settings",
+                 options={"namespace": "{{ settings_namespace }}", **options})
+
+
+def test_one_template_renders_per_cluster_and_the_vaulted_value_stays_hidden(values_site, clusters):
+    result = values_site([settings_phase()], "--diff", "-vvv")
+    assert result.rc == 0, result
+    for name, cluster in clusters.items():
+        tenant = TENANTS[name]
+        data = cluster.get_json("configmap", f"{tenant}-settings", "-n", values_site.namespace)["data"]
+        assert data == {"cluster": name, "replicas": "4", "dsn": f"postgres://app:{PASSWORD}@db.{tenant}"}
+        other = TENANTS["target" if name == "ephemeral" else "ephemeral"]
+        assert cluster.kubectl("get", "configmap", f"{other}-settings", "-n", values_site.namespace,
+                               check=False).returncode != 0           # each cluster got its own object only
+    assert "postgres://app:***@db.alpha" in result.stdout                # the diff, scrubbed
+    assert PASSWORD not in result.output
+
+    again = values_site([settings_phase()], "--diff")
+    assert again.rc == 0, again
+    assert "[settings] apply on 2 cluster(s): 2 ok" in again.stdout      # rendered the same: nothing to change
+
+    shown = values_site([settings_phase()], "-e", "plan_action=render")
+    assert shown.rc == 0, shown
+    for name, tenant in TENANTS.items():
+        assert f"{tenant}-settings" in shown.stdout and f'"cluster": "{name}"' in shown.stdout
+    assert "postgres://app:***@db.beta" in shown.stdout
+    assert PASSWORD not in shown.output
+
+
+def test_an_undefined_variable_fails_the_phase_naming_file_line_and_variable(values_site):
+    (values_site.root / "bundles" / "settings" / "settings.yaml.j2").write_text(
+        TEMPLATE + "  region: \"{{ region }}\"\n")
+    result = values_site([settings_phase()])
+    assert result.rc != 0
+    assert "settings.yaml.j2 line 9: 'region' is undefined" in result.stdout, result
+    assert "Traceback" not in result.output and PASSWORD not in result.output
+
+
+def test_a_phase_that_fails_twice_succeeds_on_its_third_attempt(values_site):
+    flaky = phase("flaky", cluster="management", executor="command", retries=2, delay=0.1,
+                  options={"shell": True, "cmd": FLAKY, "env": {"COUNTER": str(values_site.counter)}})
+    result = values_site([flaky, settings_phase()])
+    assert result.rc == 0, result
+    assert "[flaky] command on 2 cluster(s): 2 changed" in result.stdout
+    for name in TENANTS:
+        assert f"  {name}: changed, succeeded on attempt 3 of 3" in result.stdout
+        assert Path(f"{values_site.counter}.{name}").read_text().strip() == "3"
+
+    once = phase("flaky", cluster="management", executor="command", retries=1, delay=0.1,
+                 options={"shell": True, "cmd": FLAKY, "env": {"COUNTER": str(values_site.counter) + "-b"}})
+    failed = values_site([once, settings_phase()])
+    assert failed.rc != 0
+    assert "attempt 2 of 2: command" in failed.stdout and "attempt 2: not yet" in failed.stdout, failed
+    assert "[settings]" not in failed.stdout          # the failed phase stopped the plan

@@ -1,0 +1,65 @@
+"""Templates rendered with a host's variables: errors that name file, line and variable; vault values found."""
+
+from __future__ import annotations
+
+import pytest
+from ansible.parsing.dataloader import DataLoader
+from ansible.parsing.vault import VaultLib, VaultSecret
+from ansible.template import Templar
+
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.templating import has_template_strings, scrub_secrets
+from ansible_collections.phasekit.kube.plugins.plugin_utils.templates import (
+    render_strings, render_template_file, render_template_text, vault_values)
+
+VARIABLES = {"tenant": "acme", "size": 3}
+
+
+@pytest.fixture
+def templar():
+    return Templar(loader=DataLoader())
+
+
+def test_a_template_renders_with_the_variables(templar, tmp_path):
+    path = tmp_path / "cm.yaml.j2"
+    path.write_text("name: {{ tenant }}-settings\nreplicas: {{ size * 2 }}\n")
+    assert render_template_file(templar, str(path), VARIABLES) == "name: acme-settings\nreplicas: 6\n"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("a: 1\nb: {{ region }}\n", "f.yaml.j2 line 2: 'region' is undefined"),
+    ("a: 1\n\nc: {{ tenant | nofilter }}\n", "f.yaml.j2 line 3: "),
+    ("a: 1\n{% if %}\n", "f.yaml.j2 line 2: "),
+], ids=["undefined-variable", "unknown-filter", "syntax-error"])
+def test_errors_name_the_file_line_and_what_failed(templar, text, message):
+    with pytest.raises(PhasekitError) as error:
+        render_template_text(templar, text, VARIABLES, "f.yaml.j2")
+    assert str(error.value).startswith(message)
+    assert "acme" not in str(error.value)
+
+
+def test_only_strings_holding_templates_are_rendered(templar):
+    options = {"namespace": "{{ tenant }}", "replicas": 2, "labels": ["{{ tenant }}-x", "plain {x}"]}
+    assert has_template_strings(options) and not has_template_strings({"a": ["plain", 1]})
+    assert render_strings(templar, options, VARIABLES, "options") == {
+        "namespace": "acme", "replicas": 2, "labels": ["acme-x", "plain {x}"]}
+
+
+def test_vault_values_are_found_and_scrubbed():
+    vault = VaultLib([("default", VaultSecret(b"pass"))])
+    try:
+        from ansible.parsing.vault import EncryptedString
+    except ImportError:  # ansible-core < 2.19
+        from ansible.parsing.yaml.objects import AnsibleVaultEncryptedUnicode
+        secret = AnsibleVaultEncryptedUnicode(vault.encrypt("hunter2-xyz"))
+        secret.vault = vault
+    else:
+        from ansible.parsing.vault import VaultSecretsContext
+        if VaultSecretsContext.current(optional=True) is None:  # the process-wide secrets, as the CLI sets them
+            VaultSecretsContext.initialize(VaultSecretsContext(secrets=[("default", VaultSecret(b"pass"))]))
+        secret = EncryptedString(ciphertext=vault.encrypt("hunter2-xyz").decode())
+    found = vault_values({"db": {"password": secret, "user": "app"}, "list": [1, "x"]})
+    assert found == {"hunter2-xyz"}
+    assert scrub_secrets({"msg": "login app:hunter2-xyz failed", "n": 3}, found) == {"msg": "login app:*** failed",
+                                                                                   "n": 3}
+    assert scrub_secrets("pin 123", {"123"}) == "pin 123"    # too short to be a secret worth blanking words for
