@@ -52,6 +52,9 @@ options:
         or a directory of manifest files (C(*.yaml), C(*.yml), C(*.json); not recursive, in name order, as
         C(kubectl apply -f DIR)).
       - A relative path is looked up like other file arguments (the role's C(files/), the playbook directory).
+      - A manifest whose name ends in C(.j2) (the file, C(*.yaml.j2) files of the directory, or files of the
+        kustomization) is a Jinja template, rendered with the task's variables before it is parsed, as
+        M(ansible.builtin.template) renders it; an undefined variable fails the task naming the file and line.
       - Mutually exclusive with O(definition).
     type: str
   definition:

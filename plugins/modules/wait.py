@@ -34,7 +34,7 @@ options:
   src:
     description:
       - The bundle naming the objects - a kustomization directory, a manifest file, or a directory of manifest
-        files, as for M(phasekit.kube.apply).
+        files, as for M(phasekit.kube.apply) (C(.j2) manifests rendered with the task's variables).
       - Mutually exclusive with O(definition).
     type: str
   definition:

@@ -36,6 +36,10 @@ def test_demo_runs_end_to_end(clusters, collections_path):
     workload01 = Cluster("workload01", clusters["target"].dir.parent)
     live = workload01.get_json("deployment", "hello", "-n", "demo-apps")
     assert live["status"]["availableReplicas"] == 2
+    # greeting.yaml.j2 in the app's kustomization, rendered with each cluster host's variables
+    for cluster in (workload01, clusters["target"]):
+        greeting = cluster.get_json("configmap", "hello-greeting", "-n", "demo-apps")["data"]["greeting"]
+        assert greeting == f"hello from {cluster.name}"
     # The site's Helm chart, with values rendered for each cluster host, then destroyed by the last step.
     assert ("apps/settings", "workload01") in ran
     assert '--- workload01: {"cluster":"workload01","tier":"gold"}' in output   # before the destroy
