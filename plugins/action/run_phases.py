@@ -19,6 +19,7 @@ from ansible.utils.display import Display
 
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import (
     DESTROY, REQUEST_BUDGET, RUN, STATUS, UNREACHABLE, VALIDATE, BuiltinExecutors, SharedRequests)
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import summary_lines
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import (
     CHANGED, DEFAULT_CLUSTER_CONCURRENCY, FAILED, OK, SKIPPED, TASKS_EXECUTOR, run_phases)
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
@@ -90,6 +91,11 @@ class ActionModule(PhasekitAction):
                 _show_diffs(record["diff"])
         result = {"changed": report.changed, "records": records, "stopped_by": report.stopped_by,
                   "failed_hosts": report.failed_hosts()}
+        if args["phases"] is None:
+            # the whole run list in this task: its summary table, made here (templating hosts x phases records
+            # in the role cost more than the table is worth at fleet size)
+            result["summary"] = summary_lines(phases if mode != DESTROY else list(reversed(phases)), records,
+                                              list(task_vars.get("ansible_play_hosts_all") or in_play), mode)
         if memory is not None:
             # credentials: kept in the registered variable for later steps, hidden from every output;
             # so are the tasks phases as their task files get them (options unredacted)

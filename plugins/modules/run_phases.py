@@ -161,6 +161,13 @@ stopped_by:
   description: The phase whose failure stopped the plan, or an empty string.
   returned: success
   type: str
+summary:
+  description:
+    - The summary table (one line per phase and cluster of the run list, with result, duration and objects
+      changed), as the filter P(phasekit.kube.phase_summary#filter) makes it.
+  returned: when O(phases) is not given (the whole run list runs in this task)
+  type: list
+  elements: str
 failed_hosts:
   description: Each host with a failed phase, and the message naming the phase, the cluster and the reason.
   returned: success
