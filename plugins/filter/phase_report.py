@@ -4,7 +4,8 @@
 
 from __future__ import annotations
 
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import plan_failure_message, summary_lines
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import (
+    drift_lines, plan_failure_message, summary_lines)
 
 
 def phase_summary(records, phases, play_hosts=None, mode="run"):
@@ -17,6 +18,11 @@ def phase_failure(records):
     return plan_failure_message(list(records or [])) or ""
 
 
+def phase_drift(records):
+    """What differs, is not ready or could not be checked, one line per phase and cluster (the drift gate)."""
+    return drift_lines(list(records or []))
+
+
 class FilterModule:
     def filters(self):
-        return {"phase_summary": phase_summary, "phase_failure": phase_failure}
+        return {"phase_summary": phase_summary, "phase_failure": phase_failure, "phase_drift": phase_drift}

@@ -1,6 +1,7 @@
 # Copyright: phasekit.kube contributors
 # Apache License 2.0 (see LICENSE)
-"""Which values hold Jinja templates (rendered with a cluster host's variables by plugin_utils.templates).
+"""Which values hold Jinja templates (rendered with a cluster host's variables by plugin_utils.templates), and
+secrets scrubbed from what is shown.
 
 Plain data only: planning and the executors ask here whether there is anything to render at all, so the
 common case (no template) costs no templating.
@@ -25,12 +26,13 @@ def has_template_strings(value) -> bool:
     return is_template_text(value)
 
 
-MIN_SECRET = 4  # shorter values would blank out ordinary words; no real password is this short
+MIN_SECRET = 4  # shorter values are too common in messages to mark a secret (and to be worth scrubbing)
 
 
 def scrub_secrets(value, secrets, hidden: str = "***"):
     """``value`` (text, or mappings and lists of it) with every occurrence of a secret replaced by ``hidden``:
-    values of vault-encrypted variables that templates may have carried into objects, diffs or messages."""
+    values of vault-encrypted variables that templates may have carried into objects, diffs or messages, or a
+    Secret's values an API server quoted back."""
     secrets = sorted((secret for secret in secrets or () if len(secret) >= MIN_SECRET), key=len, reverse=True)
     if not secrets:
         return value

@@ -2,8 +2,8 @@
 # Apache License 2.0 (see LICENSE)
 """Per-cluster values and retries on the two local clusters: one .j2 bundle rendering to different objects per
 cluster host, option strings templated per host, a vault-encrypted value that reaches the cluster but never the
-output, render per cluster, an undefined variable named with its file and line, and a phase that fails twice
-then succeeds with retries: 2."""
+output, render per cluster, an undefined variable named with its file and line, a phase that fails twice
+then succeeds with retries: 2, and the drift gate."""
 
 from __future__ import annotations
 
@@ -132,3 +132,28 @@ def test_a_phase_that_fails_twice_succeeds_on_its_third_attempt(values_site):
     assert failed.rc != 0
     assert "attempt 2 of 2: command" in failed.stdout and "attempt 2: not yet" in failed.stdout, failed
     assert "[settings]" not in failed.stdout          # the failed phase stopped the plan
+
+
+def test_the_drift_gate_fails_status_and_check_runs_when_a_cluster_differs(values_site, clusters):
+    assert values_site([settings_phase()]).rc == 0
+    gate = ("-e", "plan_fail_on_drift=true")
+    in_sync = values_site([settings_phase()], "-e", "plan_action=status", *gate)
+    assert in_sync.rc == 0, in_sync
+    assert "in sync" in in_sync.stdout and "differ from the clusters" not in in_sync.stdout
+
+    clusters["target"].kubectl("patch", "configmap", "beta-settings", "-n", values_site.namespace, "--type=merge",
+                               "-p", '{"data": {"replicas": "99"}}')
+    drifted = values_site([settings_phase()], "-e", "plan_action=status", *gate)
+    assert drifted.rc != 0
+    assert f"settings on target: differs: ConfigMap {values_site.namespace}/beta-settings: data.replicas" \
+        in drifted.stdout, drifted
+    assert "settings on ephemeral" not in drifted.stdout
+    assert "differ from the clusters" in drifted.stdout and PASSWORD not in drifted.output
+
+    checked = values_site([settings_phase()], "--check", *gate)
+    assert checked.rc != 0 and "settings on target: differs" in checked.stdout, checked
+    assert clusters["target"].get_json("configmap", "beta-settings", "-n", values_site.namespace)["data"][
+        "replicas"] == "99"                                   # check mode changed nothing
+
+    without_gate = values_site([settings_phase()], "-e", "plan_action=status")
+    assert without_gate.rc == 0 and "differs" in without_gate.stdout, without_gate

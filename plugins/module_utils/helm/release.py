@@ -29,7 +29,8 @@ from ansible_collections.phasekit.kube.plugins.module_utils.errors import Phasek
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import Chart
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.cli import DEFAULT_TIMEOUT, HelmCli
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import HelmRequest, duration_seconds
-from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import HIDDEN, MIN_SCRUBBED, object_diff
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import HIDDEN, object_diff
+from ansible_collections.phasekit.kube.plugins.module_utils.templating import scrub_secrets
 
 DESCRIPTION = "phasekit.kube chart={chart} values={values}"
 DESCRIBED = re.compile(r"^phasekit\.kube chart=(?P<chart>[0-9a-f]+) values=(?P<values>[0-9a-f]+)$")
@@ -181,10 +182,7 @@ def manifest_diffs(before: str, after: str, label: str) -> list[dict]:
 def scrub_values(text: str, values) -> str:
     """``text`` with every string value of the release's values replaced by ``***`` (they may be secrets and
     helm quotes rendered manifests in some errors)."""
-    for value in _leaf_strings(values):
-        if len(value) >= MIN_SCRUBBED:
-            text = text.replace(value, HIDDEN)
-    return text
+    return scrub_secrets(text, set(_leaf_strings(values)), HIDDEN)
 
 
 def _leaf_strings(values):

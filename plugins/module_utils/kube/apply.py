@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import object_diff, scrub_secret_values
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import changed_fields, object_diff, scrub_secret_values
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import Discovery
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.fields import already_applied, manager_entry
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.live import fetch_live
@@ -142,6 +142,11 @@ class ApplyReport:
     def changed(self) -> bool:
         counts = self.counts()
         return bool(counts[CREATED] or counts[CONFIGURED] or counts[PRUNED])
+
+    def drift(self) -> list[str]:
+        """A dry run's differences, one line per object: ``Kind ns/name: field, field`` (no values)."""
+        lines = [f"{planned.describe()}: {', '.join(planned.drift)}" for planned in self.objects if planned.drift]
+        return lines + [f"{pruned.describe()}: would be pruned" for pruned in self.pruned if not pruned.error]
 
     def result(self) -> dict:
         """The Ansible result (without 'failed'/'msg', which the action adds)."""
@@ -344,8 +349,10 @@ class ApplyRun:
         return _action_from_timestamps(one.result, self.options.field_manager, response.headers)
 
     def _record_diff(self, one: PlannedObject, after: dict):
+        before = one.live if isinstance(one.live, dict) else None
+        if self.options.dry_run:
+            one.drift = changed_fields(before, after)  # what status and check mode report as drift
         if self.options.diff:
-            before = one.live if isinstance(one.live, dict) else None
             one.diff = object_diff(before, after, one.describe(), "dry run" if self.options.dry_run else "applied")
 
     def _establish_crds(self, crds: list, report: ApplyReport):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 
 from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
+from ansible_collections.phasekit.kube.plugins.module_utils.templating import scrub_secrets
 
 HIDDEN = "***"  # a value that must not be shown (Secret data); kubeconfig views say REDACTED, as kubectl
 SECRET_FIELDS = ("data", "stringData")
@@ -26,23 +27,13 @@ def is_secret(obj: dict | None) -> bool:
     return bool(obj) and obj.get("kind") == "Secret" and (obj.get("apiVersion") or "v1") == "v1"
 
 
-MIN_SCRUBBED = 4  # shorter values are too common in messages to mark a secret (and to be worth scrubbing)
-
-
 def scrub_secret_values(text: str, obj: dict | None) -> str:
     """``text`` (an API server's message about ``obj``) with the Secret's values replaced by ``***``: the server
     quotes a refused value back (a number in stringData, a bad base64 string in data)."""
     if not is_secret(obj) or not text:
         return text
-    for field in SECRET_FIELDS:
-        values = obj.get(field)
-        if not isinstance(values, dict):
-            continue
-        for value in values.values():
-            for form in (str(value), repr(value)):
-                if len(form) >= MIN_SCRUBBED:
-                    text = text.replace(form, HIDDEN)
-    return text
+    values = [value for field in SECRET_FIELDS if isinstance(obj.get(field), dict) for value in obj[field].values()]
+    return scrub_secrets(text, {form for value in values for form in (str(value), repr(value))}, HIDDEN)
 
 
 def clean(obj: dict | None) -> dict:
@@ -97,3 +88,31 @@ def object_diff(before: dict | None, after: dict | None, label: str, after_label
 
 def _yaml(obj: dict) -> str:
     return yaml_io.safe_dump(obj, sort_keys=False)
+
+
+MAX_FIELDS = 8  # fields named per drifted object; the rest are counted
+IGNORED_TOP = ("status",)  # the server's report, not desired state
+
+
+def changed_fields(before: dict | None, after: dict | None) -> list[str]:
+    """The dotted paths whose values differ between the live object and what applying would make of it (keys
+    only, never values; a list that differs is named as a whole). An object that does not exist yet: ``absent``."""
+    if not before:
+        return ["absent"]
+    old, new = (clean(side) for side in (before, after))
+    paths: list[str] = []
+    _differences({k: v for k, v in old.items() if k not in IGNORED_TOP},
+                 {k: v for k, v in new.items() if k not in IGNORED_TOP}, "", paths)
+    if len(paths) > MAX_FIELDS:
+        paths = paths[:MAX_FIELDS] + [f"and {len(paths) - MAX_FIELDS} more"]
+    return paths
+
+
+def _differences(old, new, prefix: str, out: list) -> None:
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in list(old) + [key for key in new if key not in old]:
+            if old.get(key) != new.get(key):
+                _differences(old.get(key), new.get(key), f"{prefix}{key}.", out)
+        return
+    if old != new:
+        out.append(prefix.rstrip("."))

@@ -67,6 +67,7 @@ class PlannedObject:
     status: Status | None = None
     error: str | None = None
     diff: dict | None = None
+    drift: list | None = None        # dry run: the fields applying would change (see diff.changed_fields)
 
     @property
     def namespace(self) -> str | None:

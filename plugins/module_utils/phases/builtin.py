@@ -127,7 +127,8 @@ class BuiltinExecutors:
         self.diff = diff
         self.skip_unreachable = skip_unreachable
         self._render = render or render_phase_bundle
-        self._bundles: dict[str, object] = {}
+        self._bundles: dict[tuple, object] = {}
+        self._bundle_locks: dict[tuple, threading.Lock] = {}
         self._lock = threading.Lock()
 
     def __call__(self, phase: dict, host: str) -> Outcome:
@@ -155,7 +156,9 @@ class BuiltinExecutors:
         manifests (rendered with that host's variables); each host gets its own copies."""
         templated = self._templated(phase)
         key = (phase["name"], host if templated else None)
-        with self._lock:
+        with self._lock:  # one render per key; different hosts' renders (kustomize runs) go on side by side
+            lock = self._bundle_locks.setdefault(key, threading.Lock())
+        with lock:
             if key not in self._bundles:
                 try:
                     self._bundles[key] = self._render(phase) if not templated else render_bundle(
@@ -192,6 +195,8 @@ class BuiltinExecutors:
         report = apply_bundle(session, bundle, options, pool=self.shared.pool if self.shared else None)
         counts = report.counts()
         details = {"counts": counts}
+        if self.dry_run and report.changed:
+            details["drift"] = report.drift()  # status and check mode: what differs, for the drift gate
         if report.diffs:
             details["diff"] = host_diffs(host, report.diffs)
         warnings = session.warnings[before:]

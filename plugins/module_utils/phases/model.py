@@ -63,6 +63,7 @@ class Phase:
     timeout: float | None = None       # seconds the phase may take on one host, all attempts together
     retry_fields_set: tuple = ()       # which of them the document sets (group and tasks phases take none)
     children: list[Phase] = field(default_factory=list)
+
     def where(self, name: str | None = None) -> str:
         """``file document N (Phase top) field spec.phases[0].name`` for a field of this phase."""
         return self.origin.at(f"{self.path}.{name}" if name else self.path)

@@ -160,3 +160,24 @@ def plan_failure_message(records: list[dict]) -> str | None:
     if others:
         message += "; also failed: " + ", ".join(f"{phase} on {host}" for phase, host in others)
     return message
+
+
+MAX_DRIFT_OBJECTS = 10  # objects named per phase and cluster in the drift gate's report
+
+
+def drift_lines(records: list[dict]) -> list[str]:
+    """What a drift gate fails on, one line per phase and cluster: a dry run (status, check mode) that found
+    differences (the objects and fields, never values), objects not ready, or a phase that could not be checked."""
+    lines = []
+    for record in records:
+        result, where = record.get("result"), f"{record.get('phase')} on {record.get('host')}"
+        if result == "changed":
+            drift = list(record.get("drift") or [])
+            named = "; ".join(drift[:MAX_DRIFT_OBJECTS]) or "would change"
+            more = f"; and {len(drift) - MAX_DRIFT_OBJECTS} more objects" if len(drift) > MAX_DRIFT_OBJECTS else ""
+            lines.append(f"{where}: differs: {named}{more}")
+        elif result == "not ready":
+            lines.append(f"{where}: not ready: {record.get('msg') or ''}".rstrip(" :"))
+        elif result == "failed":
+            lines.append(f"{where}: could not be checked: {record.get('msg') or ''}".rstrip(" :"))
+    return lines

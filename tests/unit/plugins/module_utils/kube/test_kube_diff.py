@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import yaml
 
-from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import object_diff, redact
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import changed_fields, object_diff, redact
 
 SECRET_VALUE = "c3VwZXJzZWNyZXQ="  # base64 of "supersecret"
 
@@ -57,3 +59,35 @@ def test_bookkeeping_is_left_out_and_headers_name_the_object():
 def test_other_kinds_are_not_redacted():
     config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"k": "v"}}
     assert redact(config_map)["data"] == {"k": "v"}
+
+
+CM = {"apiVersion": "v1", "kind": "ConfigMap",
+      "metadata": {"name": "x", "namespace": "n", "resourceVersion": "1", "labels": {"app": "x"}},
+      "data": {"a": "1", "b": "2"}}
+
+
+def edited(**changes):
+    obj = copy.deepcopy(CM)
+    for path, value in changes.items():
+        *parents, last = path.split("__")
+        target = obj
+        for key in parents:
+            target = target.setdefault(key, {})
+        if value is None:
+            target.pop(last, None)
+        else:
+            target[last] = value
+    return obj
+
+
+@pytest.mark.parametrize("before, after, fields", [
+    (None, CM, ["absent"]),
+    (CM, edited(data__a="9"), ["data.a"]),
+    (CM, edited(data__c="3", metadata__labels__tier="x"), ["metadata.labels.tier", "data.c"]),
+    (CM, edited(metadata__resourceVersion="2", status={"x": 1}), []),
+    (CM, edited(data__b=None), ["data.b"]),
+    (CM, edited(data={f"k{i}": str(i) for i in range(12)}),
+     ["data.a", "data.b"] + [f"data.k{i}" for i in range(6)] + ["and 6 more"]),
+], ids=["absent", "a-value", "added-keys", "bookkeeping-and-status-ignored", "removed-key", "capped"])
+def test_changed_fields_name_paths_not_values(before, after, fields):
+    assert changed_fields(before, after) == fields

@@ -242,16 +242,16 @@ def test_option_strings_render_per_host_and_secrets_are_scrubbed():
     seen = []
 
     class Echo(BuiltinExecutors):
-        def _command(self, planned, host):
-            seen.append((host, planned["options"]["cmd"]))
-            return Outcome(failed=True, msg=f"command failed: {planned['options']['cmd']}",
-                           details={"diff": [{"after": planned["options"]["cmd"]}]})
+        def _command(self, phase, host):  # pylint: disable=redefined-outer-name
+            seen.append((host, phase["options"]["cmd"]))
+            return Outcome(failed=True, msg=f"command failed: {phase['options']['cmd']}",
+                           details={"diff": [{"after": phase["options"]["cmd"]}]})
 
-    report = run_phases([phase("c", "command", options={"cmd": "login {{ tenant }} {{ password }}", "retries": 0})],
+    report = run_phases([phase("c", "command", options={"cmd": "login {{ tenant }} {{ password }}"})],
                         Echo(TemplatingAccess()), hosts_in_play=["a", "b"])
     assert seen == [("a", "login alpha alpha-secret"), ("b", "login beta pw-b-9")]
-    assert [record.msg for record in report.records] == ["command failed: login alpha ***",
-                                                        "command failed: login beta ***"]
+    assert [record.msg for record in report.records] == [
+        "command failed: login alpha ***", "command failed: login beta ***"]
     assert report.records[1].details["diff"] == [{"after": "login beta ***"}]
 
 

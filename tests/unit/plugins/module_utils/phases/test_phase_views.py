@@ -120,3 +120,20 @@ def test_summary(records, mode, expected):
 ], ids=["no-failure", "names-phase-and-cluster", "lists-other-failures"])
 def test_failure_message(records, expected):
     assert views.plan_failure_message(records) == expected
+
+
+@pytest.mark.parametrize("record, line", [
+    ({"phase": "apps", "host": "target", "result": "changed", "drift": ["ConfigMap demo/x: data.a"]},
+     "apps on target: differs: ConfigMap demo/x: data.a"),
+    ({"phase": "chart", "host": "target", "result": "changed"}, "chart on target: differs: would change"),
+    ({"phase": "wait", "host": "a", "result": "not ready", "msg": "1 of 1 objects not ready"},
+     "wait on a: not ready: 1 of 1 objects not ready"),
+    ({"phase": "apps", "host": "b", "result": "failed", "msg": "cannot reach the API server"},
+     "apps on b: could not be checked: cannot reach the API server"),
+    ({"phase": "apps", "host": "c", "result": "changed", "drift": [f"ConfigMap n/{i}: absent" for i in range(12)]},
+     "apps on c: differs: " + "; ".join(f"ConfigMap n/{i}: absent" for i in range(10)) + "; and 2 more objects"),
+], ids=["apply-differs", "helm-would-change", "not-ready", "unreachable", "capped"])
+def test_drift_lines(record, line):
+    others = [{"phase": "ok", "host": "x", "result": "ok"},
+              {"phase": "s", "host": "x", "result": "skipped", "msg": "commands do not run"}]
+    assert views.drift_lines([record, *others]) == [line]
