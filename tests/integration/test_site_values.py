@@ -150,8 +150,12 @@ def test_the_drift_gate_fails_status_and_check_runs_when_a_cluster_differs(value
     assert "settings on ephemeral" not in drifted.stdout
     assert "differ from the clusters" in drifted.stdout and PASSWORD not in drifted.output
 
+    assert "data.replicas (changed by kubectl-patch)" in drifted.stdout      # who changed it: the field's new manager
+
+    # check mode predicts the run: its apply would meet the other manager's field (a conflict) and fail
     checked = values_site([settings_phase()], "--check", *gate)
-    assert checked.rc != 0 and "settings on target: differs" in checked.stdout, checked
+    assert checked.rc != 0, checked
+    assert "settings on target: could not be checked: " in checked.stdout and ".data.replicas" in checked.stdout
     assert clusters["target"].get_json("configmap", "beta-settings", "-n", values_site.namespace)["data"][
         "replicas"] == "99"                                   # check mode changed nothing
 

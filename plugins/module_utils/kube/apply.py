@@ -42,7 +42,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.objects import 
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.parent import ApplySetParent
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.prune import Prune
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import (
-    ApiError, TransportError, describe_api_error)
+    ApiError, TransportError, conflicting_fields, describe_api_error)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.status import Status, compute_status
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import (
     WAIT_OPTIONS_SPEC, WaitRules, explained_not_ready, wait_for, wait_rules)
@@ -71,6 +71,7 @@ class ApplyOptions:
     applyset_tooling: str = DEFAULT_TOOLING
     concurrency: int = DEFAULT_CONCURRENCY
     wait: WaitRules | None = None
+    conflicts_are_drift: bool = False    # status: a field another manager changed is drift, not a failure
 
 
 # The apply action's own options (the kubeconfig options are added by the action).
@@ -291,6 +292,10 @@ class ApplyRun:
         try:
             response = self._apply_with_new_kind_retry(one, path)
         except ApiError as err:
+            changed_by_others = conflicting_fields(err) if self.options.conflicts_are_drift else []
+            if changed_by_others:
+                one.action, one.drift = CONFIGURED, changed_by_others
+                return
             one.action = FAILED
             one.error = scrub_secret_values(describe_api_error(err, force_hint=not self.options.force_conflicts),
                                             one.body)

@@ -245,6 +245,16 @@ def _api_error(status: int, reason: str, decoded, data: bytes, method: str, path
     return ApiError(status, reason or "", text or reason or f"HTTP {status}", None, method, path)
 
 
+def conflicting_fields(err: ApiError) -> list[str]:
+    """A server-side apply conflict's fields, each with the manager that changed it: ``data.x (changed by
+    kubectl-patch)``; empty for any other error."""
+    if err.status != 409:
+        return []
+    return [f"{(cause.get('field') or '').lstrip('.')} (changed by "
+            f"{(cause.get('message') or '').removeprefix('conflict with ').split(' using ')[0].strip(chr(34))})"
+            for cause in err.causes if cause.get("reason") == "FieldManagerConflict"]
+
+
 def describe_api_error(err: ApiError, force_hint: bool = False) -> str:
     """A message for people: conflicts name fields and managers, 403 names verb, resource and user."""
     if err.status == 409 and any(c.get("reason") == "FieldManagerConflict" for c in err.causes):

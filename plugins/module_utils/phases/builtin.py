@@ -185,6 +185,8 @@ class BuiltinExecutors:
 
     def _apply_objects(self, phase: dict, host: str, bundle: list, args: dict, namespace: str) -> Outcome:
         options = apply_options(args, namespace=namespace, check_mode=self.dry_run, diff=self.diff)
+        if self.mode == STATUS:
+            options = dataclasses.replace(options, conflicts_are_drift=True)
         if options.wait is not None:
             options = dataclasses.replace(options, wait=dataclasses.replace(
                 options.wait, timeout=capped(options.wait.timeout, phase)))

@@ -10,7 +10,7 @@ import urllib3
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import ResourceType
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import (
-    ApiError, ApiSession, TransportError, describe_api_error, object_path)
+    ApiError, ApiSession, TransportError, conflicting_fields, describe_api_error, object_path)
 
 
 class Raw:
@@ -219,3 +219,16 @@ def test_every_request_sends_the_impersonation_headers_one_line_each():
     assert headers["Impersonate-User"] == "jane"
     assert headers.getlist("Impersonate-Group") == ["dev", "ops"]
     assert headers["authorization"] == "Bearer t0ken"
+
+
+@pytest.mark.parametrize("status, causes, fields", [
+    (409, [{"reason": "FieldManagerConflict", "message": 'conflict with "kubectl-patch" using v1',
+            "field": ".data.replicas"},
+           {"reason": "FieldManagerConflict", "message": 'conflict with "helm"', "field": ".spec.replicas"}],
+     ["data.replicas (changed by kubectl-patch)", "spec.replicas (changed by helm)"]),
+    (409, [{"reason": "AlreadyExists"}], []),
+    (422, [{"reason": "FieldValueInvalid", "field": "spec"}], []),
+], ids=["field-manager-conflicts", "other-conflict", "not-a-conflict"])
+def test_conflicting_fields_name_field_and_manager(status, causes, fields):
+    err = ApiError(status, "Conflict", "Apply failed", {"causes": causes})
+    assert conflicting_fields(err) == fields
