@@ -9,6 +9,7 @@ Errors name the file; a variable's value is never part of them.
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections.abc import Mapping
@@ -85,9 +86,11 @@ def vault_values(variables) -> set[str]:
         value = stack.pop()
         if _is_vaulted(value):
             try:
-                found.add(str(value))
+                plain = str(value)
             except AnsibleError:  # not decryptable here: then no template could have used it either
-                pass
+                continue
+            # as it is, and as JSON text quotes it (a value with quotes, backslashes or line breaks in a diff)
+            found.update((plain, json.dumps(plain)[1:-1]))
         elif isinstance(value, Mapping):
             stack.extend(value.values())
         elif isinstance(value, (list, tuple)):

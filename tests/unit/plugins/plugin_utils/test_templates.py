@@ -45,21 +45,31 @@ def test_only_strings_holding_templates_are_rendered(templar):
         "namespace": "acme", "replicas": 2, "labels": ["acme-x", "plain {x}"]}
 
 
-def test_vault_values_are_found_and_scrubbed():
+def vaulted(text: str):
+    """``text`` as a vault-encrypted variable's value, as inventory and vars files give it."""
     vault = VaultLib([("default", VaultSecret(b"pass"))])
     try:
         from ansible.parsing.vault import EncryptedString
     except ImportError:  # ansible-core < 2.19
         from ansible.parsing.yaml.objects import AnsibleVaultEncryptedUnicode
-        secret = AnsibleVaultEncryptedUnicode(vault.encrypt("hunter2-xyz"))
+        secret = AnsibleVaultEncryptedUnicode(vault.encrypt(text))
         secret.vault = vault
-    else:
-        from ansible.parsing.vault import VaultSecretsContext
-        if VaultSecretsContext.current(optional=True) is None:  # the process-wide secrets, as the CLI sets them
-            VaultSecretsContext.initialize(VaultSecretsContext(secrets=[("default", VaultSecret(b"pass"))]))
-        secret = EncryptedString(ciphertext=vault.encrypt("hunter2-xyz").decode())
-    found = vault_values({"db": {"password": secret, "user": "app"}, "list": [1, "x"]})
-    assert found == {"hunter2-xyz"}
+        return secret
+    from ansible.parsing.vault import VaultSecretsContext
+    if VaultSecretsContext.current(optional=True) is None:  # the process-wide secrets, as the CLI sets them
+        VaultSecretsContext.initialize(VaultSecretsContext(secrets=[("default", VaultSecret(b"pass"))]))
+    return EncryptedString(ciphertext=vault.encrypt(text).decode())
+
+
+def test_vault_values_are_found_and_scrubbed():
+    found = vault_values({"db": {"password": vaulted("hunter2-xyz"), "user": "app"}, "list": [1, "x"]})
+    assert found == {"hunter2-xyz"}     # its JSON-quoted form is the same text
     shown = scrub_secrets({"msg": "login app:hunter2-xyz failed", "n": 3}, found)
     assert shown == {"msg": "login app:*** failed", "n": 3}
     assert scrub_secrets("pin 123", {"123"}) == "pin 123"    # too short to be a secret worth blanking words for
+
+
+def test_a_vault_value_is_also_hidden_as_json_quotes_it():
+    found = vault_values([vaulted('pa"ss\\word')])
+    assert found == {'pa"ss\\word', 'pa\\"ss\\\\word'}
+    assert scrub_secrets('{"after": "pa\\"ss\\\\word"}', found) == '{"after": "***"}'
