@@ -69,10 +69,16 @@ def load_all(text: str, label: str, loader: type | None = None) -> list:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise PhasekitError(f"{label}{where}: invalid YAML: {problem}") from None
+        raise PhasekitError(f"{label}{where}: invalid YAML: {yaml_problem(exc)}") from None
     check_structure(documents, label)
     return documents
+
+
+def yaml_problem(exc) -> str:
+    """What a YAML error says is wrong (token kinds or characters, never scalar text); PyYAML 6.0.4+ refuses deep
+    nesting itself, said here as our own depth check says it."""
+    problem = getattr(exc, "problem", None) or getattr(exc, "context", None) or str(exc) or "syntax error"
+    return "nested too deeply" if "nesting depth" in problem else problem
 
 
 MAX_FILE_BYTES = 64 * 1024 * 1024       # a kubeconfig, phase file or manifest larger than this is refused

@@ -167,9 +167,7 @@ def load_kubectl_yaml(data: bytes | str):
 def _describe_yaml_error(exc: yaml_io.MarkedYAMLError) -> str:
     mark = exc.problem_mark or exc.context_mark
     where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-    # problems name token kinds or single characters, never scalar text
-    problem = exc.problem or exc.context or "syntax error"
-    return f"invalid YAML{where}: {problem}"
+    return f"invalid YAML{where}: {yaml_io.yaml_problem(exc)}"
 
 
 def to_json_compatible(value, path: str):
