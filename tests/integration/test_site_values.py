@@ -161,3 +161,14 @@ def test_the_drift_gate_fails_status_and_check_runs_when_a_cluster_differs(value
 
     without_gate = values_site([settings_phase()], "-e", "plan_action=status")
     assert without_gate.rc == 0 and "differs" in without_gate.stdout, without_gate
+
+
+def test_a_phase_timeout_ends_a_command_and_no_retry_starts_after_it(values_site):
+    slow = phase("slow", cluster="management", executor="command", retries=3, delay=1, timeout=2,
+                 options={"argv": ["sleep", "30"]})
+    result = values_site([slow, settings_phase()])
+    assert result.rc != 0
+    assert "did not finish within 2s" in result.stdout, result                       # ended at the phase's limit
+    assert "attempt 1 of 4: " in result.stdout                                        # the only attempt
+    assert "no time left for attempt 2: the phase's timeout is 2s" in result.stdout, result
+    assert "[settings]" not in result.stdout
