@@ -57,9 +57,9 @@ class ActionModule(PhasekitAction):
             return {"failed": True, "msg": f"cluster_concurrency must be between 1 and {MAX_CLUSTER_CONCURRENCY}, "
                                            f"got {concurrency}"}
         mode = args["mode"]
-        phases = selected_phases(plan_for_task(self, args, task_vars), args["phases"])
-        if mode == DESTROY:
-            phases.reverse()  # undone in reverse plan order: children before parents, apps before their platform
+        planned = selected_phases(plan_for_task(self, args, task_vars), args["phases"])
+        # destroy undoes in reverse plan order: children before parents, apps before their platform
+        phases = list(reversed(planned)) if mode == DESTROY else planned
         remembered = remembered_by_host(task_vars.get(REMEMBERED_VAR))
         in_play = list(task_vars.get("ansible_play_hosts") or [])
         hosts_of = [set(phase.get("hosts") or []) & set(in_play) for phase in phases]
@@ -94,8 +94,8 @@ class ActionModule(PhasekitAction):
         if args["phases"] is None:
             # the whole run list in this task: its summary table, made here (templating hosts x phases records
             # in the role cost more than the table is worth at fleet size)
-            result["summary"] = summary_lines(phases if mode != DESTROY else list(reversed(phases)), records,
-                                              list(task_vars.get("ansible_play_hosts_all") or in_play), mode)
+            result["summary"] = summary_lines(planned, records, list(task_vars.get("ansible_play_hosts_all") or in_play),
+                                              mode)
         if memory is not None:
             # credentials: kept in the registered variable for later steps, hidden from every output;
             # so are the tasks phases as their task files get them (options unredacted)

@@ -129,6 +129,7 @@ class BuiltinExecutors:
         self._render = render or render_phase_bundle
         self._bundles: dict[tuple, object] = {}
         self._bundle_locks: dict[tuple, threading.Lock] = {}
+        self._has_templates: dict[str, bool] = {}
         self._lock = threading.Lock()
 
     def __call__(self, phase: dict, host: str) -> Outcome:
@@ -172,8 +173,12 @@ class BuiltinExecutors:
         return bundle
 
     def _templated(self, phase: dict) -> bool:
-        source = phase.get("source")
-        return isinstance(source, str) and has_templates(source)
+        """Whether the phase's bundle has templates, looked at once per phase (a kustomization's whole tree)."""
+        with self._lock:
+            if phase["name"] not in self._has_templates:
+                source = phase.get("source")
+                self._has_templates[phase["name"]] = isinstance(source, str) and has_templates(source)
+            return self._has_templates[phase["name"]]
 
     # ------------------------------------------------------------ executors
 
