@@ -11,7 +11,8 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.phasekit.kube.plugins.module_utils.bundle import render_bundle
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.private_files import remove_on_signals
-from ansible_collections.phasekit.kube.plugins.plugin_utils.templates import render_template_file
+from ansible_collections.phasekit.kube.plugins.module_utils.templating import scrub_secrets
+from ansible_collections.phasekit.kube.plugins.plugin_utils.templates import render_template_file, vault_values
 
 
 MAX_MESSAGE = 4000  # a 100,000-character object name must not become a 900 KB message
@@ -46,6 +47,7 @@ class PhasekitAction(ActionBase):
     MUTUALLY_EXCLUSIVE: list = []
     REQUIRED_ONE_OF: list = []
     PLAIN_ARGS = False  # True: arguments become plain dicts/lists (objects are dumped as JSON and YAML)
+    _rendered_templates = False  # set once render_task_bundle rendered a .j2 manifest with the task's variables
 
     def run(self, tmp=None, task_vars=None):
         remove_on_signals()  # an interrupted run leaves no kubeconfig or client key on disk
@@ -61,13 +63,19 @@ class PhasekitAction(ActionBase):
             # imported here: planning actions must not pay for the kubernetes client import
             from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import to_plain
             args = to_plain(args)
+        self._rendered_templates = False
         try:
             result.update(self.execute(args, task_vars))
         except PhasekitError as err:
-            return {"failed": True, "changed": False, "msg": readable(str(err))}
+            return {"failed": True, "changed": False, "msg": readable(self._scrubbed(str(err), task_vars))}
         if isinstance(result.get("msg"), str):
             result["msg"] = readable(result["msg"])
-        return result
+        return self._scrubbed(result, task_vars)
+
+    def _scrubbed(self, value, task_vars: dict):
+        """After the task's templates were rendered: its vault-encrypted values hidden (in objects, diffs, messages)
+        wherever the templates carried them."""
+        return scrub_secrets(value, vault_values(task_vars)) if self._rendered_templates else value
 
     def execute(self, args: dict, task_vars: dict) -> dict:
         """The action's work on validated arguments; raises PhasekitError for bad input."""
@@ -80,6 +88,7 @@ class PhasekitAction(ActionBase):
             return render_bundle(definition=args["definition"])
 
         def render(path: str) -> str:
+            self._rendered_templates = True
             return render_template_file(self._templar, path, task_vars, what="template")
 
         try:

@@ -172,3 +172,22 @@ def test_a_phase_timeout_ends_a_command_and_no_retry_starts_after_it(values_site
     assert "attempt 1 of 4: " in result.stdout                                        # the only attempt
     assert "no time left for attempt 2: the phase's timeout is 2s" in result.stdout, result
     assert "[settings]" not in result.stdout
+
+
+def test_the_apply_action_renders_a_template_and_hides_the_vaulted_value(values_site, clusters, run_playbook, tmp_path):
+    playbook = f"""
+- hosts: target
+  gather_facts: false
+  tasks:
+    - name: A .j2 manifest with the task's variables
+      phasekit.kube.apply:
+        src: {values_site.root}/bundles/settings/settings.yaml.j2
+        namespace: "{{{{ settings_namespace }}}}"
+"""
+    result = run_playbook(playbook, values_site.root / "inventory.yml", "--vault-password-file",
+                          str(tmp_path / "vault-pass"), "--diff", "-vvv")
+    assert result.rc == 0, result
+    data = clusters["target"].get_json("configmap", "beta-settings", "-n", values_site.namespace)["data"]
+    assert data["dsn"] == f"postgres://app:{PASSWORD}@db.beta"
+    assert "postgres://app:***@db.beta" in result.stdout
+    assert PASSWORD not in result.output
