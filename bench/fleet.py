@@ -60,8 +60,9 @@ def median(values):
 
 
 class Bench:
-    def __init__(self, work: Path, env: dict, core: Path | None):
+    def __init__(self, work: Path, env: dict, core: Path | None, records: bool = True):
         self.work, self.env, self.core = work, env, core
+        self.records = records  # phasekit keeps its run record in each cluster (its default); the floor writes it too
         self.collections = collections_root(work)
         self.admin = {name: yaml.safe_load((CACHE / "clusters" / name / "admin.kubeconfig").read_text())
                       for name in CLUSTERS}
@@ -162,8 +163,9 @@ class Bench:
 
     def phasekit_plan(self, site: dict, *extra) -> float:
         env = self.ansible_env(ANSIBLE_COLLECTIONS_PATH=str(self.collections))
+        records = () if self.records else ("-e", "plan_record=false")
         return self.run([str(VENV_BIN / "ansible-playbook"), "phasekit.kube.run", "-i", str(site["root"] / "inventory.yml"),
-                         "-f", str(FORKS), "-e", "plan_show_plan=false", *extra], env=env, cwd=site["root"])
+                         "-f", str(FORKS), "-e", "plan_show_plan=false", *records, *extra], env=env, cwd=site["root"])
 
     def kubectl_loop(self, site: dict) -> float:
         script = ("set -e\nfor bundle in " + " ".join(str(b) for b in site["bundles"]) + "; do\n"
@@ -259,17 +261,38 @@ class Bench:
 
         def send(request):
             pool, method, url, body = request
-            response = pool.request(method, url, body=body, headers=headers if body else None)
+            sent = headers if method == "PATCH" else {"Content-Type": "application/json"} if body else None
+            response = pool.request(method, url, body=body, headers=sent)
             if response.status >= 300:
                 errors.append(response.status)
             json.loads(response.data)
 
+        def record(number: int):
+            """Each host's run record after a phase, as phasekit writes it: read and create after the first
+            phase, a merge patch of the phase's key after the others."""
+            def write(host):
+                pool, base = host
+                entry = json.dumps({"data": {f"p{number:02d}": json.dumps([{"run": "bench", "result": "changed"}])}})
+                if number == 0:
+                    pool.request("GET", f"{base}/phasekit-run-raw")
+                    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "phasekit-run-raw"},
+                            **json.loads(entry)}
+                    send((pool, "POST", base, json.dumps(body).encode()))
+                else:
+                    response = pool.request("PATCH", f"{base}/phasekit-run-raw", body=entry.encode(),
+                                            headers={"Content-Type": "application/merge-patch+json"})
+                    if response.status >= 300:
+                        errors.append(response.status)
+            return write
+
         with ThreadPoolExecutor(max_workers=min(REQUEST_BUDGET, lanes * len(hosts))) as workers:
-            for objects in objects_of:
+            for number, objects in enumerate(objects_of):
                 list(workers.map(send, [(pool, "GET", f"{base}?limit=500", None) for pool, base in hosts]))
                 # hosts take turns, so the requests in flight spread over them as phasekit's lanes do
                 list(workers.map(send, [(pool, "PATCH", f"{base}/{obj['metadata']['name']}?fieldManager=raw",
                                          json.dumps(obj).encode()) for obj in objects for pool, base in hosts]))
+                if self.records:
+                    list(workers.map(record(number), hosts))
         elapsed = time.perf_counter() - began
         for pool, _base in hosts:
             pool.clear()
@@ -424,6 +447,8 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--core-max-hosts", type=int, default=200)
     parser.add_argument("--skip", default="", help="comma-separated scenarios to skip: fleet,overhead,floor,large")
+    parser.add_argument("--no-records", action="store_true",
+                        help="phasekit runs with plan_record=false, and the floor writes no run records")
     args = parser.parse_args(argv)
     skip = set(filter(None, args.skip.split(",")))
     bin_dir = tools_bin()
@@ -433,9 +458,9 @@ def main(argv=None) -> int:
                    capture_output=True, text=True)
     core = None if "fleet" in skip else kubernetes_core_collections()
     results = {"date": time.strftime("%Y-%m-%d %H:%M"), "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
-               "python": platform.python_version()}
+               "python": platform.python_version(), "records": not args.no_records}
     with tempfile.TemporaryDirectory(prefix="phasekit-fleet-bench-") as tmp:
-        bench = Bench(Path(tmp), env, core)
+        bench = Bench(Path(tmp), env, core, records=not args.no_records)
         try:
             if "floor" not in skip:
                 # the floor moves by ±20 % from round to round on a 2-CPU machine: at least 5 rounds for its median

@@ -49,7 +49,10 @@ for c in target workload01; do
   KUBECONFIG="$clusters_dir/$c/admin.kubeconfig" helm list -n demo-apps | sed 's/^/    /'
 done
 
+banner "each cluster's run record: the recent runs of the plan, read back from the clusters"
+playbook -e plan_action=history
+
 banner "destroy one phase: the Helm release of apps/settings, on every workload cluster"
 playbook -e plan_action=destroy -e '{"plan_only": ["apps/settings"]}'
 
-printf '\n\033[1mWhat just happened:\033[0m three real clusters were deployed in order by one plan — kubeconfigs from a file, a SOPS file and a Secret the plan itself published, each resolved once and kept in memory — then listed, drawn, resumed, and one phase destroyed.\n'
+printf '\n\033[1mWhat just happened:\033[0m three real clusters were deployed in order by one plan — kubeconfigs from a file, a SOPS file and a Secret the plan itself published, each resolved once and kept in memory — then listed, drawn, resumed, their run records read back, and one phase destroyed.\n'

@@ -11,6 +11,11 @@ returned per host, and the plan role turns failed ones into failed hosts.
 from __future__ import annotations
 
 import difflib
+import getpass
+import os
+import secrets
+import socket
+import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 
@@ -18,8 +23,11 @@ from ansible import context
 from ansible.utils.display import Display
 
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import (
-    DESTROY, REQUEST_BUDGET, RUN, STATUS, UNREACHABLE, VALIDATE, BuiltinExecutors, SharedRequests)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import summary_lines
+    DESTROY, EXTRA_CONNECTIONS, REQUEST_BUDGET, RUN, STATUS, UNREACHABLE, VALIDATE, BuiltinExecutors, SharedRequests)
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import (
+    DESTROY_ACTION, RUN_ACTION, RunInfo, RunRecords, phase_recorder, run_history)
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import history_lines, summary_lines
+from ansible_collections.phasekit.kube.plugins.module_utils.version import COLLECTION_VERSION
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import (
     CHANGED, DEFAULT_CLUSTER_CONCURRENCY, FAILED, OK, SKIPPED, TASKS_EXECUTOR, run_phases)
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
@@ -30,14 +38,21 @@ from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import RE
 from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import (
     PLAN_SOURCE_MUTUALLY_EXCLUSIVE, PLAN_SOURCE_REQUIRED_ONE_OF, PLAN_SOURCE_SPEC, plan_for_task)
 
+HISTORY = "history"  # the clusters' run records, read; nothing runs
+RESUMED = "skipped: resumed (succeeded before with the same bundle)"
 ARGUMENT_SPEC = {
     **PLAN_SOURCE_SPEC,
     "phases": {"type": "list", "elements": "str"},
-    "mode": {"type": "str", "choices": [RUN, VALIDATE, STATUS, DESTROY], "default": RUN},
+    "mode": {"type": "str", "choices": [RUN, VALIDATE, STATUS, DESTROY, HISTORY], "default": RUN},
     "unreachable": {"type": "str", "choices": ["fail", "skip"], "default": "fail"},
     "stopped_by": {"type": "str", "default": ""},
     "cluster_concurrency": {"type": "int"},
     "remember": {"type": "bool", "default": True},
+    "record": {"type": "bool", "default": True},
+    "record_namespace": {"type": "str", "default": ""},
+    "run_id": {"type": "str", "default": ""},
+    "resume": {"type": "bool", "default": False},
+    "resumed_hosts": {"type": "list", "elements": "str", "default": []},
 }
 MAX_CLUSTER_CONCURRENCY = 256
 MAX_NAMED = 20  # objects a destroy names per cluster and phase
@@ -57,7 +72,8 @@ class ActionModule(PhasekitAction):
             return {"failed": True, "msg": f"cluster_concurrency must be between 1 and {MAX_CLUSTER_CONCURRENCY}, "
                                            f"got {concurrency}"}
         mode = args["mode"]
-        planned = selected_phases(plan_for_task(self, args, task_vars), args["phases"])
+        plan = plan_for_task(self, args, task_vars)
+        planned = selected_phases(plan, args["phases"])
         # destroy undoes in reverse plan order: children before parents, apps before their platform
         phases = list(reversed(planned)) if mode == DESTROY else planned
         remembered = remembered_by_host(task_vars.get(REMEMBERED_VAR))
@@ -66,6 +82,9 @@ class ActionModule(PhasekitAction):
         with ExitStack() as stack:
             fleet = stack.enter_context(Fleet(self._loader, task_vars.get("hostvars"), remembered=remembered,
                                               templar=self._templar))
+            records = self._run_records(args, fleet, plan.name or "", mode)
+            if mode == HISTORY:
+                return self._history(records, planned, in_play, concurrency)
             charts = stack.enter_context(ChartCache())
             if not args["stopped_by"]:
                 fleet.vars.prefetch(sorted(set().union(*hosts_of)))
@@ -77,11 +96,14 @@ class ActionModule(PhasekitAction):
                 shared = SharedRequests(pool, concurrency, frozenset(in_play))
             executors = BuiltinExecutors(fleet, mode=mode, check_mode=bool(self._task.check_mode),
                                          diff=bool(self._task.diff), shared=shared, charts=charts,
-                                         skip_unreachable=args["unreachable"] == "skip")
+                                         skip_unreachable=args["unreachable"] == "skip", records=records,
+                                         resume=args["resume"], resumed_hosts=args["resumed_hosts"])
+            writes = records is not None and mode in (RUN, DESTROY) and not self._task.check_mode
             report = run_phases(phases, executors, hosts_in_play=in_play,
                                 dry_run=mode not in (RUN, DESTROY), status_mode=mode == STATUS,
                                 stopped_by=args["stopped_by"],
-                                concurrency=concurrency, progress=self._progress(mode))
+                                concurrency=concurrency, progress=self._progress(mode),
+                                recorded=phase_recorder(records) if writes else None)
             memory = fleet.memory() if args["remember"] else None
         records = [record.to_dict() for record in report.records]
         for record in records:
@@ -90,7 +112,7 @@ class ActionModule(PhasekitAction):
             if record.get("diff") and self._task.diff:
                 _show_diffs(record["diff"])
         result = {"changed": report.changed, "records": records, "stopped_by": report.stopped_by,
-                  "failed_hosts": report.failed_hosts()}
+                  "failed_hosts": report.failed_hosts(), "resumed_hosts": executors.resumed_hosts()}
         if args["phases"] is None:
             # the whole run list in this task: its summary table, made here (templating hosts x phases records
             # in the role cost more than the table is worth at fleet size)
@@ -103,6 +125,36 @@ class ActionModule(PhasekitAction):
                            "tasks_phases": {phase["name"]: phase for phase in phases
                                             if phase["executor"] == TASKS_EXECUTOR}})
         return result
+
+    def _run_records(self, args: dict, fleet: Fleet, plan_name: str, mode: str) -> RunRecords | None:
+        """The clusters' run records of this plan (None with ``record: false``, or in validate mode)."""
+        if not args["record"] or mode == VALIDATE:
+            return None
+        run = RunInfo(run=args["run_id"] or new_run_id(), plan=plan_name, version=COLLECTION_VERSION, by=who_runs(),
+                      action=DESTROY_ACTION if mode == DESTROY else RUN_ACTION)
+        namespace = args["record_namespace"]
+        return RunRecords(run, session_for=lambda host: fleet.session(host, REQUEST_BUDGET + EXTRA_CONNECTIONS),
+                          namespace_for=lambda host: namespace or fleet.resolution(host).namespace or "default")
+
+    def _history(self, records: RunRecords | None, planned: list[dict], in_play: list[str], concurrency: int) -> dict:
+        """``history``: each cluster's recent runs of the plan, from its run record."""
+        if records is None:
+            return {"failed": True, "msg": "history reads the clusters' run records: record is false"}
+        names = [phase["name"] for phase in planned if phase.get("executor")]
+        hosts = [host for host in in_play if any(host in (phase.get("hosts") or []) for phase in planned)]
+
+        def read(host: str):
+            try:
+                return host, run_history({name: records.entries(host, name) for name in names}, names), ""
+            except PhasekitError as err:
+                return host, [], str(err)
+
+        with ThreadPoolExecutor(max(1, min(concurrency, len(hosts) or 1))) as pool:
+            found = list(pool.map(read, hosts))
+        history = {host: runs for host, runs, _ in found}
+        problems = {host: problem for host, _, problem in found if problem}
+        return {"changed": False, "history": history, "unreadable": problems,
+                "summary": history_lines(found, names)}
 
     def _progress(self, mode: str):
         """The progress callback: one line per phase; a destroy also names what it deleted (would delete)."""
@@ -125,7 +177,8 @@ class ActionModule(PhasekitAction):
         """One line per phase after its barrier; failures always, every cluster at -v."""
         counts = {}
         for record in records:
-            counts[record.result] = counts.get(record.result, 0) + 1
+            said = RESUMED if record.details.get("resumed") else record.result
+            counts[said] = counts.get(said, 0) + 1
         tally = ", ".join(f"{count} {result}" for result, count in sorted(counts.items())) or "no cluster in play"
         if phase["executor"] == TASKS_EXECUTOR and counts.get(OK):
             tally = tally.replace(f"{counts[OK]} {OK}", f"{counts[OK]} prepared (the task file runs on each host)")
@@ -138,6 +191,8 @@ class ActionModule(PhasekitAction):
             elif record.details.get("attempts", 1) > 1:
                 display.display(f"  {record.host}: {record.result}, {record.msg} ({record.duration:.2f}s)",
                                 color="yellow")
+            elif display.verbosity >= 1 and record.details.get("resumed"):
+                display.display(f"  {record.host}: skipped: {record.msg}")
             elif display.verbosity >= 1:
                 changed = "" if record.objects_changed is None else f", {record.objects_changed} objects changed"
                 display.display(f"  {record.host}: {record.result}{changed} ({record.duration:.2f}s)",
@@ -155,6 +210,20 @@ def selected_phases(plan, names: list | None) -> list[dict]:
         raise PhasekitError(f"phases: {', '.join(unknown)} not among the selected phases of the plan "
                             f"({', '.join(sorted(known)) or 'none'})")
     return [phase for phase in phases if phase["name"] in set(names)]
+
+
+def new_run_id() -> str:
+    """When the run started (UTC) and a random tail: 20261124T144501Z-3fa2."""
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(2)
+
+
+def who_runs() -> str:
+    """user@controller, as run records name who ran a plan (AWX: its job's user is the container's)."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (a container's random uid)
+        user = str(os.getuid())
+    return f"{user}@{socket.gethostname()}"
 
 
 def _named(entry: dict) -> str:

@@ -47,8 +47,10 @@ options:
         or 300 seconds) and then the ApplySet parent; without an ApplySet, the objects their bundle names.
         C(helm) phases uninstall their release (with C(helm_mode=apply), delete its ApplySet). C(wait), C(command),
         C(tasks) and C(kubeconfig) phases are skipped. Check mode deletes with a server-side dry run.
+      - C(status) also shows each phase's last recorded run on each cluster (see O(record)).
+      - C(history) runs nothing; it reads each cluster's run record and returns its recent runs, newest first.
     type: str
-    choices: [run, validate, status, destroy]
+    choices: [run, validate, status, destroy, history]
     default: run
   unreachable:
     description:
@@ -73,6 +75,39 @@ options:
         (C(no_log)); the per-phase lines, diffs and the role's summary still show what happened.
     type: bool
     default: true
+  record:
+    description:
+      - Keep a run record in each cluster a phase touches; a ConfigMap C(phasekit-run-<plan>.<host>) per inventory
+        host (plan C(all) without a PhasePlan) in O(record_namespace), one data key per phase (its full name, C(/) as C(.)) with the
+        phase's last 10 runs as JSON, newest first (run id, action, result, start (UTC), duration, digest of what
+        the phase applied, plan, collection version, and who ran it, user@controller).
+      - Written after each phase on each cluster (one merge patch), so a plan that stops half way leaves every
+        phase that finished recorded. Not in check mode, validate or status; C(tasks) phases are not recorded.
+      - A record that cannot be read or written (no RBAC for ConfigMaps there) is a warning, never a failure.
+    type: bool
+    default: true
+  record_namespace:
+    description: Where the run record lives in each cluster. Empty, the namespace of the host's kubeconfig context
+      (C(default) if it names none).
+    type: str
+    default: ""
+  run_id:
+    description: The run's id in the records (the role passes one for all the steps of a run); empty, a new one
+      (the start time in UTC and a random tail).
+    type: str
+    default: ""
+  resume:
+    description:
+      - Continue each cluster from its first phase whose last recorded run did not succeed, or succeeded with
+        another digest (a changed bundle, options or values). The phases before it are skipped and said so;
+        every phase from it on runs. Needs O(record).
+    type: bool
+    default: false
+  resumed_hosts:
+    description: Hosts a resume already runs every phase of (from an earlier step of the same run).
+    type: list
+    elements: str
+    default: []
 attributes:
   action:
     support: full
@@ -118,6 +153,23 @@ EXAMPLES = r"""
   ansible.builtin.fail:
     msg: "{{ phasekit_kube_resolved.failed_hosts[inventory_hostname] }}"
   when: inventory_hostname in phasekit_kube_resolved.failed_hosts
+
+- name: After a run that stopped half way, run again only what did not succeed on each cluster
+  phasekit.kube.run_phases:
+    src: "{{ playbook_dir }}/phases"
+    name: deploy
+    resume: true
+  run_once: true
+  register: phasekit_kube_resolved  # noqa: var-naming[no-role-prefix] - later phasekit.kube tasks reuse the kubeconfigs
+
+- name: The recent runs of plan deploy on each cluster
+  phasekit.kube.run_phases:
+    src: "{{ playbook_dir }}/phases"
+    name: deploy
+    mode: history
+    remember: false
+  run_once: true
+  register: deploy_history
 """
 
 RETURN = r"""
@@ -168,6 +220,15 @@ summary:
   returned: when O(phases) is not given (the whole run list runs in this task)
   type: list
   elements: str
+resumed_hosts:
+  description: The hosts that ran a phase in this step (a resume no longer skips their later phases).
+  returned: success
+  type: list
+  elements: str
+history:
+  description: O(mode=history), each host's recorded runs, newest first, with each phase's result.
+  returned: O(mode=history)
+  type: dict
 failed_hosts:
   description: Each host with a failed phase, and the message naming the phase, the cluster and the reason.
   returned: success

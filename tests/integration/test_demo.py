@@ -33,6 +33,9 @@ def test_demo_runs_end_to_end(clusters, collections_path):
     assert not [row for row in summary_rows if row[2] in ("failed", "not run")], summary_rows
     # The Mermaid graph and the resumed run are part of the demo.
     assert "flowchart TD" in output
+    # history: the demo's runs, read back from each cluster's run record (the full run, then the start_at one)
+    history = re.findall(r"\bworkload01\s+\d{4}-\d\d-\d\dT\S+Z\s+\d{8}T\d{6}Z-[0-9a-f]{4}\s+run\s+\S+@\S+", output)
+    assert len(history) >= 2, output   # the full run and the start_at run, newest first
     workload01 = Cluster("workload01", clusters["target"].dir.parent)
     live = workload01.get_json("deployment", "hello", "-n", "demo-apps")
     assert live["status"]["availableReplicas"] == 2

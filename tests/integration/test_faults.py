@@ -12,6 +12,7 @@ completes with every object applied once, in the ApplySet, and the set's parent 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -162,3 +163,126 @@ def test_two_plans_with_different_field_managers_conflict_without_corruption(fau
         owner = value.split("-")[0]
         assert owner in ("alpha", "beta") and owner in managers, item
     target.kubectl("delete", "namespace", namespace, "--wait=false")
+
+
+def record_site(tmp_path: Path, hosts: dict, namespace: str, stop_pidfile: Path) -> Path:
+    """A 4-phase plan over two cluster hosts; its second phase, on ``target`` only, kills the faults cluster's
+    API server: the third phase then fails there and the plan stops before the fourth."""
+    root = tmp_path / "records"
+    (root / "phases").mkdir(parents=True)
+
+    def apply_phase(name):
+        return {"apiVersion": API, "kind": "Phase", "metadata": {"name": name},
+                "spec": {"cluster": "both", "executor": "apply", "options": {"namespace": namespace},
+                         "source": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
+                                     "data": {"phase": name}}]}}
+
+    stop = {"apiVersion": API, "kind": "Phase", "metadata": {"name": "outage"},
+            "spec": {"cluster": "target", "executor": "command",
+                     "options": {"argv": [sys.executable, "-c", "import os, signal, sys; "
+                                          "os.killpg(int(open(sys.argv[1]).read()), signal.SIGKILL)",
+                                          str(stop_pidfile)]}}}
+    plan = {"apiVersion": API, "kind": "PhasePlan", "metadata": {"name": "records"},
+            "spec": {"phases": ["first", "outage", "third", "fourth"]}}
+    (root / "phases" / "site.yaml").write_text(yaml.safe_dump_all(
+        [apply_phase("first"), stop, apply_phase("third"), apply_phase("fourth"), plan]))
+    (root / "inventory.yml").write_text(yaml.safe_dump({"all": {
+        "vars": {"ansible_connection": "local", "plan_record_namespace": namespace},
+        "hosts": {name: {"kube_kubeconfig": str(cluster.admin_kubeconfig), "kube_context": cluster.context}
+                  for name, cluster in hosts.items()},
+        "children": {"both": {"hosts": {name: {} for name in hosts}}}}}))
+    return root
+
+
+def run_records_plan(root: Path, collections_path: Path, *extra: str) -> tuple[int, str]:
+    env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(collections_path), "ANSIBLE_NOCOLOR": "1",
+           "ANSIBLE_PYTHON_INTERPRETER": sys.executable}
+    env.pop("KUBECONFIG", None)
+    done = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "phasekit.kube.run", "-i",
+                           "inventory.yml", *extra], cwd=root, env=env, capture_output=True, text=True, timeout=300,
+                          check=False)
+    output = done.stdout + done.stderr
+    assert "Traceback" not in output, output
+    return done.returncode, output
+
+
+def recorded(cluster, namespace: str) -> dict:
+    """Each phase's entries in the cluster host's run record, read with kubectl as a user would."""
+    found = cluster.get_json("configmap", f"phasekit-run-records.{cluster.name}", "-n", namespace)
+    assert found["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "phasekit.kube"
+    return {key: json.loads(text) for key, text in found["data"].items()}
+
+
+def summary_rows(output: str) -> dict:
+    """(phase, cluster) -> the rest of its summary row."""
+    rows = {}
+    for line in output.splitlines():
+        parts = line.strip().strip('",').split()
+        if len(parts) >= 3 and parts[0] in ("first", "outage", "third", "fourth"):
+            rows[(parts[0], parts[1])] = " ".join(parts[2:])
+    return rows
+
+
+def test_run_stopped_by_an_api_server_outage_then_resumed(fault_cluster, clusters, collections_path, tmp_path):
+    """Each phase's record is written as it finishes, so the run an outage stopped left the finished phases
+    recorded; plan_resume then runs only what did not succeed, per cluster; status and history read the records."""
+    hosts = {"faults": fault_cluster, "target": clusters["target"]}
+    namespace = f"phasekit-resume-{uuid.uuid4().hex[:6]}"
+    for cluster in hosts.values():
+        cluster.kubectl("create", "namespace", namespace)
+    root = record_site(tmp_path, hosts, namespace, fault_cluster.dir / "kube-apiserver.pid")
+    try:
+        code, output = run_records_plan(root, collections_path)
+        assert code != 0, output
+        assert "phase third failed on cluster faults" in output, output
+        rows = summary_rows(output)
+        assert rows[("third", "target")].startswith("changed") and rows[("fourth", "target")] == "not run - -", output
+    finally:
+        restart(["faults"])
+    on_target, on_faults = recorded(clusters["target"], namespace), recorded(fault_cluster, namespace)
+    assert [entry["result"] for entry in on_target["third"]] == ["changed"] and "fourth" not in on_target
+    assert on_target["outage"][0]["result"] == "changed"
+    # the faults cluster kept what finished before its API server went: the failure could not be written there
+    assert sorted(on_faults) == ["first"] and on_faults["first"][0]["result"] == "changed"
+    first = on_faults["first"][0]
+    assert first["plan"] == "records" and first["digest"].startswith("sha256:") and "@" in first["by"]
+    assert first["version"] == "0.1.0" and first["action"] == "run" and first["started"].endswith("Z")
+
+    code, output = run_records_plan(root, collections_path, "-e", "plan_resume=true")
+    assert code == 0, output
+    rows = summary_rows(output)
+    # target: everything up to its first phase without a success runs no more (the outage command is not
+    # repeated); faults: from its failed phase on
+    assert rows[("first", "target")].startswith("skipped") and rows[("outage", "target")].startswith("skipped")
+    assert rows[("third", "target")].startswith("skipped") and rows[("fourth", "target")].startswith("changed")
+    assert rows[("first", "faults")].startswith("skipped"), output
+    assert rows[("third", "faults")].startswith("changed") and rows[("fourth", "faults")].startswith("changed")
+    assert rows[("third", "target")].startswith("skipped (resumed)"), output
+    assert "[third] apply on 2 cluster(s): 1 changed, 1 skipped: resumed (succeeded before with the same bundle)" \
+        in output, output
+    assert fault_cluster.get_json("configmap", "fourth", "-n", namespace)["data"] == {"phase": "fourth"}
+    on_faults = recorded(fault_cluster, namespace)
+    assert [entry["result"] for entry in on_faults["first"]] == ["changed"]   # skipped phases add no entry
+    assert [entry["result"] for entry in on_faults["third"]] == ["changed"]
+
+    # a changed bundle is run again even though its last run succeeded
+    text = (root / "phases" / "site.yaml").read_text().replace("phase: first", "phase: first-changed")
+    (root / "phases" / "site.yaml").write_text(text)
+    code, output = run_records_plan(root, collections_path, "-e", "plan_resume=true", "-e", '{"plan_only": ["first"]}')
+    assert code == 0, output
+    assert summary_rows(output)[("first", "faults")].startswith("changed"), output
+
+    code, output = run_records_plan(root, collections_path, "-e", "plan_action=status")
+    assert code == 0, output
+    rows = summary_rows(output)
+    assert "in sync" in rows[("third", "faults")] and "changed" in rows[("third", "faults")], output
+    assert "bundle changed since" not in rows[("third", "faults")], output
+
+    code, output = run_records_plan(root, collections_path, "-e", "plan_action=history")
+    assert code == 0, output
+    history = [line for line in output.splitlines() if "records" not in line and "faults" in line and " run " in line]
+    assert len(history) == 3, output   # three runs touched the faults cluster, newest first
+    assert "first changed" in history[0] and "third changed, fourth changed" in history[1], output
+    assert "third failed" not in output, output   # the outage kept that failure from being recorded there
+    for cluster in hosts.values():
+        cluster.kubectl("delete", "namespace", namespace, "--wait=false")

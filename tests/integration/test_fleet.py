@@ -11,6 +11,7 @@ variables, and a re-run that changes nothing.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import uuid
@@ -122,9 +123,13 @@ def recap(output: str) -> dict:
     return rows
 
 
+RECORD = "phasekit-run-"  # each host's run record lives in its namespace too
+
+
 def configmaps(clusters, host: str) -> list[str]:
     found = clusters[cluster_of(host, clusters)].get_json("configmaps", "-n", namespace_of(host))
-    return sorted(item["metadata"]["name"] for item in found["items"] if item["metadata"]["name"] != "kube-root-ca.crt")
+    return sorted(item["metadata"]["name"] for item in found["items"]
+                  if item["metadata"]["name"] != "kube-root-ca.crt" and not item["metadata"]["name"].startswith(RECORD))
 
 
 def progress_lines(output: str) -> list[str]:
@@ -147,6 +152,11 @@ def test_fleet_plan_order_failure_recap_and_rerun(run_fleet, fleet, clusters, mo
     assert f"phase gate failed on cluster {bad}" in result.output
     for host in HOSTS:
         assert configmaps(clusters, host) == [f"fleet-{i}" for i in range(5)], host
+    # every cluster host keeps its run record, the failure included (its API server was reachable)
+    record = clusters[cluster_of(bad, clusters)].get_json("configmap", f"{RECORD}fleet.{bad.lower()}",
+                                                          "-n", namespace_of(bad))["data"]
+    assert [json.loads(record[phase])[0]["result"] for phase in ("config", "gate")] == ["changed", "failed"]
+    assert "wide" not in record
     summary = result.stdout[result.stdout.index("Summary of plan fleet"):]
     assert re.search(r'"wide\s+fleet00\s+not run', summary), summary
 

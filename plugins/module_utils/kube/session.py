@@ -131,8 +131,13 @@ class ApiSession:
     # ------------------------------------------------------------- transport
 
     def request(self, method: str, path: str, *, query: dict | None = None, body=None,
-                content_type: str = "application/json", accept: str | None = None) -> Response:
-        """One request with retries on connection errors, 429 and 5xx; raise ApiError otherwise."""
+                content_type: str = "application/json", accept: str | None = None,
+                attempts: int | None = None) -> Response:
+        """One request with retries on connection errors, 429 and 5xx; raise ApiError otherwise.
+
+        ``attempts``: at most that many tries instead of the session's ``max_attempts`` (1: a best-effort request
+        that must not wait out a gone server's backoff)."""
+        most = attempts or self.max_attempts
         url = self.server + path + (("?" + urlencode(query)) if query else "")
         payload = None if body is None else json.dumps(body, separators=(",", ":"), default=str).encode()
         attempt = 0
@@ -147,7 +152,7 @@ class ApiSession:
             except urllib3.exceptions.SSLError as exc:
                 raise TransportError(f"TLS error talking to {self.server}: {exc}") from None
             except (urllib3.exceptions.HTTPError, OSError) as exc:
-                if attempt < self.max_attempts and not self._slow(began):
+                if attempt < most and not self._slow(began):
                     self._sleep(self._backoff(attempt))
                     continue
                 raise TransportError(f"cannot reach the API server {self.server} after {attempt} attempt(s): "
@@ -156,7 +161,7 @@ class ApiSession:
                 self.requests += 1
             self._collect_warnings(raw.headers)
             decoded = _decode(raw.data)
-            if raw.status in RETRYABLE_STATUS and attempt < self._attempts_for(raw.status, decoded) \
+            if raw.status in RETRYABLE_STATUS and attempt < min(most, self._attempts_for(raw.status, decoded)) \
                     and not self._slow(began):
                 self._sleep(self._retry_delay(raw, attempt))
                 continue

@@ -35,6 +35,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import WAIT_OPTIONS_SPEC, wait_for_bundle, wait_rules
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import COMMAND_SPEC, command_argv
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import command_failure_message, run_command
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import RunRecords, bundle_digest, resumable
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import TASKS_EXECUTOR, Outcome, time_left
 from ansible_collections.phasekit.kube.plugins.module_utils.templating import has_template_strings, scrub_secrets
 
@@ -113,11 +114,15 @@ class BuiltinExecutors:
 
     ``destroy`` undoes the phase instead (see ``_destroy``); ``skip_unreachable``: a cluster that cannot be
     reached (or whose kubeconfig cannot be resolved any more) is skipped by destroy instead of failing it.
+    ``records``: the clusters' run records; with them each outcome carries its phase's ``digest``, status shows
+    the ``last_run``, and ``resume`` skips a cluster's phases up to its first one that did not succeed with the
+    same digest in its last run.
     """
 
     def __init__(self, access: ClusterAccess, *, mode: str = RUN, check_mode: bool = False, diff: bool = False,
                  render: Callable[[dict], list] | None = None, shared: SharedRequests | None = None,
-                 charts: ChartCache | None = None, skip_unreachable: bool = False):
+                 charts: ChartCache | None = None, skip_unreachable: bool = False,
+                 records: RunRecords | None = None, resume: bool = False, resumed_hosts=()):
         self.access = access
         self.charts = charts or ChartCache()  # the caller closes the one it gives; one made here lives with us
         self.shared = shared  # None: one cluster at a time, each apply with its own threads
@@ -130,13 +135,30 @@ class BuiltinExecutors:
         self._bundles: dict[tuple, object] = {}
         self._bundle_locks: dict[tuple, threading.Lock] = {}
         self._has_templates: dict[str, bool] = {}
+        self._digests: dict[tuple, str] = {}
         self._lock = threading.Lock()
+        self.records = records
+        self.resume = resume and mode == RUN and not check_mode
+        # hosts that ran a phase (in this step, or an earlier one of the run): from there on, every phase runs
+        self._resumed: set[str] = set(resumed_hosts)
+
+    def resumed_hosts(self) -> list[str]:
+        """The hosts a resume no longer skips phases of (for the next step of the run)."""
+        with self._lock:
+            return sorted(self._resumed)
 
     def __call__(self, phase: dict, host: str) -> Outcome:
         try:
             phase = self._for_host(phase, host)
-            outcome = self._destroy(phase, host) if self.mode == DESTROY else \
-                getattr(self, f"_{phase['executor']}")(phase, host)
+            digest = self.digest(phase, host) if self.records is not None and self.mode != DESTROY else None
+            outcome = self._resumed_outcome(phase, host, digest) if self.resume else None
+            if outcome is None:
+                outcome = self._destroy(phase, host) if self.mode == DESTROY else \
+                    getattr(self, f"_{phase['executor']}")(phase, host)
+            if digest is not None:
+                outcome.details = {**outcome.details, "digest": digest}
+            if self.mode == STATUS and self.records is not None:
+                outcome.details = {**outcome.details, "last_run": self._last_run(phase, host, digest)}
         except PhasekitError as err:
             raise PhasekitError(scrub_secrets(str(err), self.access.secrets(host))) from None
         secrets = self.access.secrets(host)
@@ -144,6 +166,59 @@ class BuiltinExecutors:
             outcome.msg = scrub_secrets(outcome.msg, secrets)
             outcome.details = scrub_secrets(outcome.details, secrets)
         return outcome
+
+    # ------------------------------------------------------------ run records
+
+    def digest(self, phase: dict, host: str) -> str | None:
+        """What the phase does on this host, as a digest: its executor and (host-rendered) options, and its
+        rendered bundle (apply, wait) or rendered values files (helm). None for tasks phases (not recorded)."""
+        executor = phase["executor"]
+        if executor == TASKS_EXECUTOR:
+            return None
+        parts = {"executor": executor, "options": phase.get("options") or {}}
+        if executor in ("apply", "wait"):
+            parts["objects"] = self._bundle_digest(phase, host)
+        elif executor == "helm":
+            files = (phase.get("options") or {}).get("values_files") or []
+            parts["values_files"] = [self._values_file(host, path) for path in files if isinstance(path, str)]
+        elif phase.get("source") is not None:
+            parts["source"] = phase.get("source")
+        return bundle_digest(parts)
+
+    def _bundle_digest(self, phase: dict, host: str) -> str:
+        """The rendered bundle's digest, made once per rendering (a 1000-object bundle costs milliseconds)."""
+        key = self._bundle_key(phase, host)
+        with self._lock:
+            known = self._digests.get(key)
+        if known is None:
+            known = bundle_digest([one.obj for one in self.bundle(phase, host)])
+            with self._lock:
+                self._digests[key] = known
+        return known
+
+    def _resumed_outcome(self, phase: dict, host: str, digest: str | None) -> Outcome | None:
+        """``plan_resume``: a skip when this host has not run a phase yet this run and the phase's last run here
+        succeeded with the same digest; None (run it) otherwise, and every later phase of the host runs too."""
+        with self._lock:
+            if host in self._resumed:
+                return None
+        last = self.records.last(host, phase["name"]) if digest is not None else None
+        if resumable(last, digest):
+            return Outcome(skipped=True, msg=f"resumed: {last['result']} in run {last['run']} "
+                                             f"({last['started']}) with the same bundle, not run again",
+                           details={"resumed": True})
+        with self._lock:
+            self._resumed.add(host)
+        return None
+
+    def _last_run(self, phase: dict, host: str, digest: str | None) -> dict | None:
+        """Status: the phase's last recorded run on this host, and whether its bundle was the same."""
+        last = self.records.last(host, phase["name"])
+        if last is None:
+            return None
+        shown = {key: last.get(key) for key in ("run", "action", "result", "started", "duration", "by", "version")}
+        shown["same_bundle"] = digest is not None and last.get("digest") == digest
+        return shown
 
     def _for_host(self, phase: dict, host: str) -> dict:
         """The phase as this host runs it: option strings that hold templates rendered with its variables."""
@@ -155,8 +230,8 @@ class BuiltinExecutors:
     def bundle(self, phase: dict, host: str) -> list:
         """The phase's rendered bundle: rendered once for all its hosts, or once per host when it has ``.j2``
         manifests (rendered with that host's variables); each host gets its own copies."""
-        templated = self._templated(phase)
-        key = (phase["name"], host if templated else None)
+        key = self._bundle_key(phase, host)
+        templated = key[1] is not None
         with self._lock:  # one render per key; different hosts' renders (kustomize runs) go on side by side
             lock = self._bundle_locks.setdefault(key, threading.Lock())
         with lock:
@@ -171,6 +246,9 @@ class BuiltinExecutors:
         if isinstance(bundle, Exception):
             raise bundle
         return bundle
+
+    def _bundle_key(self, phase: dict, host: str) -> tuple:
+        return (phase["name"], host if self._templated(phase) else None)
 
     def _templated(self, phase: dict) -> bool:
         """Whether the phase's bundle has templates, looked at once per phase (a kustomization's whole tree)."""

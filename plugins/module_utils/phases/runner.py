@@ -66,6 +66,7 @@ class PhaseRecord:
     objects_changed: int | None = None
     msg: str = ""
     details: dict = field(default_factory=dict)
+    started: float = 0.0        # wall clock (epoch seconds), for run records
 
     def to_dict(self) -> dict:
         out = {"phase": self.phase, "host": self.host, "executor": self.executor, "result": self.result,
@@ -99,15 +100,19 @@ class RunReport:
 
 HostWork = Callable[[dict, str], Outcome]          # (planned phase, host) -> outcome; may raise PhasekitError
 Progress = Callable[[dict, list, float], None]      # (planned phase, its records, seconds) after its barrier
+Recorded = Callable[[dict, PhaseRecord], None]      # (planned phase, a host's record) as soon as it is made
 
 
 def run_phases(phases: list[dict], work: HostWork, *, hosts_in_play: list[str], dry_run: bool = False,
                status_mode: bool = False, stopped_by: str = "", concurrency: int = DEFAULT_CLUSTER_CONCURRENCY,
-               progress: Progress | None = None, sleep: Callable[[float], None] = time.sleep) -> RunReport:
+               progress: Progress | None = None, sleep: Callable[[float], None] = time.sleep,
+               recorded: Recorded | None = None) -> RunReport:
     """Run ``phases`` (as ``phase_plan`` returns them) in order on their hosts that are in the play.
 
     ``dry_run`` (validate, status): a failure does not stop the plan, and nothing is retried. ``stopped_by``: a
     phase that already stopped the plan (nothing runs). ``sleep``: the pause between attempts (tests pass their own).
+    ``recorded``: called with each host's record on that host's thread, before the phase's barrier (the clusters'
+    run records are written there, so a plan that stops leaves every finished phase recorded).
     """
     report = RunReport(stopped_by=stopped_by)
     in_play = set(hosts_in_play)
@@ -119,8 +124,8 @@ def run_phases(phases: list[dict], work: HostWork, *, hosts_in_play: list[str], 
                 break
             hosts = [host for host in phase.get("hosts") or [] if host in in_play]
             started = time.monotonic()
-            records = list(pool.map(lambda host, planned=phase: run_on_host(
-                planned, host, work, status_mode, retry=not dry_run, sleep=sleep), hosts))
+            records = list(pool.map(lambda host, planned=phase: _recorded(run_on_host(
+                planned, host, work, status_mode, retry=not dry_run, sleep=sleep), planned, recorded), hosts))
             if progress is not None:
                 progress(phase, records, time.monotonic() - started)
             if phase["executor"] == TASKS_EXECUTOR and not dry_run:
@@ -131,6 +136,12 @@ def run_phases(phases: list[dict], work: HostWork, *, hosts_in_play: list[str], 
     return report
 
 
+def _recorded(record: PhaseRecord, phase: dict, recorded: Recorded | None) -> PhaseRecord:
+    if recorded is not None:
+        recorded(phase, record)
+    return record
+
+
 def run_on_host(phase: dict, host: str, work: HostWork, status_mode: bool = False, *, retry: bool = True,
                 sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> PhaseRecord:
     """Run one phase on one host, again after a failed attempt while the phase's ``retries`` and ``timeout``
@@ -139,7 +150,7 @@ def run_on_host(phase: dict, host: str, work: HostWork, status_mode: bool = Fals
     With a ``timeout`` the executor gets the phase with a ``deadline`` (``time_left`` reads it): its waits and
     commands end by then, and no attempt starts after it.
     """
-    started = clock()
+    started, started_at = clock(), time.time()
     limit = phase.get("timeout")
     deadline = started + limit if limit else None
     attempts = 1 + (int(phase.get("retries") or 0) if retry else 0)
@@ -160,7 +171,8 @@ def run_on_host(phase: dict, host: str, work: HostWork, status_mode: bool = Fals
         _say_attempts(outcome, attempt, attempts)
     return PhaseRecord(phase=phase["name"], host=host, executor=phase["executor"],
                        result=result_of(outcome, status_mode), duration=clock() - started,
-                       objects_changed=outcome.objects_changed, msg=_short(outcome.msg), details=outcome.details)
+                       objects_changed=outcome.objects_changed, msg=_short(outcome.msg), details=outcome.details,
+                       started=started_at)
 
 
 def _attempt(phase: dict, host: str, work: HostWork) -> Outcome:

@@ -131,19 +131,47 @@ def summary_lines(phases: list[dict], records: list[dict], play_hosts: list[str]
     if mode == "destroy":
         phases = list(reversed(phases))  # in the order destroy undid them
     recorded = {(record.get("phase"), record.get("host")): record for record in records}
-    rows = [["PHASE", "CLUSTER", "RESULT", "DURATION", "CHANGED"]]
+    last_runs = mode == "status" and any("last_run" in record for record in records)
+    rows = [["PHASE", "CLUSTER", "RESULT", "DURATION", "CHANGED"] + (["LAST RUN"] if last_runs else [])]
     for phase in phases:
         if not phase.get("executor"):
             continue
         for host in phase.get("hosts") or []:
             record = recorded.get((phase["name"], host))
             if record is None:
-                rows.append([phase["name"], host, NOT_RUN if host in play_hosts else NOT_IN_PLAY, "-", "-"])
+                rows.append([phase["name"], host, NOT_RUN if host in play_hosts else NOT_IN_PLAY, "-", "-"]
+                            + (["-"] if last_runs else []))
                 continue
             changed = record.get("objects_changed")
             result = str(record.get("result", "ok"))
-            rows.append([phase["name"], host, results.get(result, result), duration_label(record.get("duration")),
-                         "-" if changed is None else str(changed)])
+            label = "skipped (resumed)" if record.get("resumed") else results.get(result, result)
+            rows.append([phase["name"], host, label, duration_label(record.get("duration")),
+                         "-" if changed is None else str(changed)]
+                        + ([last_run_label(record.get("last_run"))] if last_runs else []))
+    return table(rows)
+
+
+def last_run_label(last: dict | None) -> str:
+    """Status: a phase's last recorded run on a cluster, e.g. 'ok 2026-11-24T14:45:01Z by ci@runner'."""
+    if not last:
+        return "none recorded"
+    action = "" if last.get("action", "run") == "run" else f"{last['action']}: "
+    label = f"{action}{last.get('result')} {last.get('started')} by {last.get('by')}"
+    return label if last.get("same_bundle") else label + " (bundle changed since)"
+
+
+def history_lines(found: list, phases: list[str]) -> list[str]:
+    """``history``: per cluster its recorded runs, newest first, with each phase's result (``found``: (host,
+    runs as ``record.run_history`` makes them, why the record could not be read))."""
+    rows = [["CLUSTER", "STARTED", "RUN", "ACTION", "BY", "VERSION", "PHASES"]]
+    for host, runs, problem in found:
+        if problem:
+            rows.append([host, "-", "-", "-", "-", "-", problem])
+        elif not runs:
+            rows.append([host, "-", "-", "-", "-", "-", "no run recorded"])
+        for run in runs:
+            results = ", ".join(f"{name} {run['phases'][name]}" for name in phases if name in run["phases"])
+            rows.append([host, run["started"], run["run"], run["action"], run["by"], run["version"], results])
     return table(rows)
 
 

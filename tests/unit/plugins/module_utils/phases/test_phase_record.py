@@ -1,0 +1,295 @@
+"""Run records: what an entry holds, how a cluster's record is read once and written per phase, resume's rule,
+and the views of status and history (a session stand-in that keeps one ConfigMap per path)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError, Response, TransportError
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import BuiltinExecutors
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import (
+    KEEP, MAX_RECORD_MESSAGE, RunInfo, RunRecords, bundle_digest, entry_for, phase_key, phase_recorder, record_name,
+    resumable, run_history)
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import Outcome, PhaseRecord, run_phases
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import history_lines, last_run_label, summary_lines
+from ansible_collections.phasekit.kube.plugins.module_utils.version import COLLECTION_VERSION
+
+RUN = RunInfo(run="20261124T144501Z-3fa2", plan="site", version="0.1.0", by="ci@runner")
+
+
+class Store:
+    """An API session that keeps ConfigMaps by path, as the API server would for these verbs."""
+
+    def __init__(self, down=False, forbidden=False):
+        self.objects: dict[str, dict] = {}
+        self.calls: list[tuple] = []
+        self.down = down
+        self.forbidden = forbidden
+
+    def request(self, method, path, *, body=None, content_type="application/json", attempts=None, **_):
+        self.calls.append((method, path, attempts))
+        if self.down:
+            raise TransportError("cannot reach the API server https://10.0.0.1:6443")
+        if self.forbidden:
+            raise ApiError(403, "Forbidden", 'configmaps is forbidden: User "dev" cannot get resource "configmaps"')
+        if method == "GET":
+            if path not in self.objects:
+                raise ApiError(404, "NotFound", "not found")
+            return Response(200, json.loads(json.dumps(self.objects[path])))
+        if method == "POST":
+            where = f"{path}/{body['metadata']['name']}"
+            if where in self.objects:
+                raise ApiError(409, "AlreadyExists", "exists")
+            self.objects[where] = body
+            return Response(201, body)
+        assert method == "PATCH" and content_type == "application/merge-patch+json"
+        self.objects[path]["data"].update(body["data"])
+        return Response(200, self.objects[path])
+
+
+def records(store, namespace="ns", keep=KEEP, run=RUN):
+    return RunRecords(run, session_for=lambda host: store, namespace_for=lambda host: namespace, keep=keep)
+
+
+def entry(result="changed", digest="sha256:aa", run=RUN):
+    return entry_for(run, result=result, started=1764000000.0, duration=1.23456, digest=digest)
+
+
+def test_an_entry_names_the_run_who_and_when():
+    assert entry() == {"run": RUN.run, "action": "run", "result": "changed", "started": "2025-11-24T16:00:00Z",
+                       "duration": 1.235, "digest": "sha256:aa", "plan": "site", "version": "0.1.0",
+                       "by": "ci@runner"}
+    failed = entry_for(RUN, result="failed", started=0, duration=0, digest=None, msg="x" * 1000)
+    assert len(failed["msg"]) == MAX_RECORD_MESSAGE + 3
+
+
+@pytest.mark.parametrize("plan, host, name", [("site", "c1", "phasekit-run-site.c1"), ("", "c1", "phasekit-run-all.c1"),
+                                              ("My Site_2", "prod_eu.1", "phasekit-run-my-site-2.prod-eu-1")])
+def test_record_name_is_a_dns_subdomain_per_plan_and_host(plan, host, name):
+    assert record_name(plan, host) == name
+    assert len(record_name("x" * 400, "h")) <= 253
+
+
+def test_phase_keys_are_configmap_keys():
+    assert phase_key("apps/hello") == "apps.hello"
+    assert phase_key("weird name:1") == "weird_name_1"
+
+
+def test_digest_ignores_key_order_and_sees_values():
+    assert bundle_digest({"a": 1, "b": [1, 2]}) == bundle_digest({"b": [1, 2], "a": 1})
+    assert bundle_digest({"a": 1}) != bundle_digest({"a": 2})
+    assert bundle_digest({}).startswith("sha256:")
+
+
+def test_first_write_creates_the_configmap_then_merge_patches_its_key_only():
+    store = Store()
+    kept = records(store)
+    assert kept.write("c1", "apps/one", entry()) is None
+    assert kept.write("c1", "apps/two", entry()) is None
+    assert [call[0] for call in store.calls] == ["GET", "POST", "PATCH"]   # read once, then one write per phase
+    stored = store.objects["/api/v1/namespaces/ns/configmaps/phasekit-run-site.c1"]
+    assert stored["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "phasekit.kube"
+    assert stored["metadata"]["annotations"] == {"phasekit.kube/plan": "site", "phasekit.kube/host": "c1"}
+    assert sorted(stored["data"]) == ["apps.one", "apps.two"]
+    assert json.loads(stored["data"]["apps.one"])[0]["result"] == "changed"
+
+
+def test_a_record_keeps_the_last_entries_newest_first_and_later_runs_read_them():
+    store = Store()
+    for number in range(5):
+        run = RunInfo(run=f"r{number}", plan="site", version="0.1.0", by="me@here")
+        records(store, keep=3, run=run).write("c1", "p", entry(run=run))
+    later = records(store, keep=3)
+    assert [one["run"] for one in later.entries("c1", "p")] == ["r4", "r3", "r2"]
+    assert later.last("c1", "p")["run"] == "r4" and later.last("c1", "other") is None
+
+
+def test_an_unreachable_or_forbidden_record_is_a_warning_never_an_error():
+    for store, said in ((Store(down=True), "cannot reach"), (Store(forbidden=True), "403 Forbidden")):
+        kept = records(store)
+        problem = kept.write("c1", "p", entry())
+        assert said in problem and "ConfigMap ns/phasekit-run-site.c1" in problem
+        assert kept.write("c1", "q", entry()) is None       # one warning per cluster and run
+        assert kept.last("c1", "p") is None
+        with pytest.raises(PhasekitError, match=said):
+            kept.entries("c1", "p")
+        assert len(store.calls) == 1          # one failed read: nothing is tried again this run
+
+
+def test_a_host_without_kubeconfig_has_no_record():
+    def namespace_for(host):
+        raise PhasekitError(f"host {host}: no kubeconfig")
+
+    kept = RunRecords(RUN, session_for=lambda host: Store(), namespace_for=namespace_for)
+    assert "no kubeconfig" in kept.write("c1", "p", entry())
+
+
+def test_hand_edited_garbage_counts_as_no_record():
+    store = Store()
+    store.objects["/api/v1/namespaces/ns/configmaps/phasekit-run-site.c1"] = {"data": {"p": "{not json", "q": "[1]"}}
+    kept = records(store)
+    assert kept.last("c1", "p") is None and kept.last("c1", "q") is None
+    assert kept.write("c1", "p", entry()) is None
+
+
+@pytest.mark.parametrize("last, digest, expected", [
+    ({"result": "changed", "digest": "d"}, "d", True),
+    ({"result": "ok", "digest": "d", "action": "run"}, "d", True),
+    ({"result": "failed", "digest": "d"}, "d", False),
+    ({"result": "ok", "digest": "old"}, "d", False),
+    ({"result": "ok", "digest": "d", "action": "destroy"}, "d", False),
+    (None, "d", False),
+    ({"result": "ok", "digest": None}, None, False),
+])
+def test_resume_skips_only_a_success_with_the_same_digest(last, digest, expected):
+    assert resumable(last, digest) is expected
+
+
+def test_the_recorder_writes_finished_phases_and_leaves_skips_tasks_and_resumed_alone():
+    store = Store()
+    write = phase_recorder(records(store))
+
+    def record(result, executor="apply", **details):
+        return PhaseRecord(phase="p", host="c1", executor=executor, result=result, duration=0.5,
+                           details={"digest": "sha256:d", **details}, started=1764000000.0)
+
+    for one in (record("skipped"), record("ok", "tasks"), record("skipped", resumed=True)):
+        write({"name": "p"}, one)
+    assert store.calls == []
+    write({"name": "p"}, record("changed"))
+    failed = record("failed")
+    failed.msg = "apply failed"
+    write({"name": "p"}, failed)
+    assert store.calls[-1][2] == 1            # a failed phase's record gets one try, no backoff
+    assert [one["result"] for one in records(store).entries("c1", "p")] == ["failed", "changed"]
+
+
+def test_a_write_that_fails_after_a_success_warns_on_the_record():
+    write = phase_recorder(records(Store(forbidden=True)))
+    done = PhaseRecord(phase="p", host="c1", executor="apply", result="ok", duration=0.1, details={"digest": "d"})
+    write({"name": "p"}, done)
+    assert "403 Forbidden" in done.details["warnings"][0]
+
+
+def test_run_phases_records_each_phase_before_the_next_starts():
+    order = []
+
+    def work(planned, host):
+        order.append(("work", planned["name"], host))
+        return Outcome(changed=True, details={"digest": "d"})
+
+    def recorded(planned, record):
+        order.append(("record", planned["name"], record.host))
+
+    run_phases([{"name": "one", "executor": "apply", "hosts": ["a"]},
+                {"name": "two", "executor": "apply", "hosts": ["a"]}], work, hosts_in_play=["a"], recorded=recorded)
+    assert order == [("work", "one", "a"), ("record", "one", "a"), ("work", "two", "a"), ("record", "two", "a")]
+
+
+# ---------------------------------------------------------------- resume, in the executors
+
+
+class Access:
+    """ClusterAccess without clusters: a namespace per host, nothing to render."""
+
+    def resolution(self, host):
+        raise AssertionError("no cluster in this test")
+
+    def session(self, host, connections):
+        raise AssertionError("no cluster in this test")
+
+    def secrets(self, host):
+        return frozenset()
+
+
+class Recorded(BuiltinExecutors):
+    """Executors whose apply only counts, with a bundle from the phase's inline objects."""
+
+    def __init__(self, store, **kwargs):
+        super().__init__(Access(), records=records(store), render=lambda planned: [], **kwargs)
+        self.applied = []
+
+    def _apply(self, phase, host):
+        self.applied.append((phase["name"], host))
+        return Outcome(changed=True)
+
+
+def plan(*names):
+    return [{"name": name, "executor": "apply", "hosts": ["a", "b"], "source": None, "options": {}}
+            for name in names]
+
+
+def test_resume_continues_each_cluster_from_its_first_phase_without_a_matching_success():
+    store = Store()
+    first = Recorded(store)
+    run_phases(plan("one", "two", "three"), first, hosts_in_play=["a", "b"], recorded=phase_recorder(first.records))
+    # b's two failed last time; everything else succeeded
+    failed = entry_for(RUN, result="failed", started=0, duration=0, digest=first.digest(plan("two")[0], "b"))
+    first.records.write("b", "two", failed)
+    again = Recorded(store, resume=True)
+    report = run_phases(plan("one", "two", "three"), again, hosts_in_play=["a", "b"],
+                        recorded=phase_recorder(again.records))
+    assert again.applied == [("two", "b"), ("three", "b")]
+    skipped = [(record.phase, record.host) for record in report.records if record.details.get("resumed")]
+    assert skipped == [("one", "a"), ("one", "b"), ("two", "a"), ("three", "a")]
+    assert "with the same bundle, not run again" in report.records[0].msg
+    assert again.resumed_hosts() == ["b"]
+    # a later step of the same run: b runs everything, a still resumes
+    step = Recorded(store, resume=True, resumed_hosts=again.resumed_hosts())
+    run_phases(plan("four"), step, hosts_in_play=["a", "b"])
+    assert step.applied == [("four", "a"), ("four", "b")]       # four was never recorded anywhere
+
+
+def test_a_changed_option_changes_the_digest_and_the_phase_runs_again():
+    store = Store()
+    first = Recorded(store)
+    run_phases(plan("one"), first, hosts_in_play=["a"], recorded=phase_recorder(first.records))
+    changed = [dict(plan("one")[0], options={"namespace": "elsewhere"})]
+    again = Recorded(store, resume=True)
+    run_phases(changed, again, hosts_in_play=["a"])
+    assert again.applied == [("one", "a")]
+
+
+def test_status_shows_the_last_run_and_whether_the_bundle_changed_since():
+    store = Store()
+    first = Recorded(store)
+    run_phases(plan("one"), first, hosts_in_play=["a"], recorded=phase_recorder(first.records))
+
+    class Status(Recorded):
+        def _apply(self, phase, host):
+            return Outcome()
+
+    status = Status(store, mode="status")
+    report = run_phases(plan("one"), status, hosts_in_play=["a"], dry_run=True, status_mode=True)
+    last = report.records[0].details["last_run"]
+    assert last["result"] == "changed" and last["same_bundle"] and last["by"] == "ci@runner"
+    assert last_run_label(last).startswith("changed 20") and last_run_label(last).endswith(" by ci@runner")
+    lines = summary_lines(plan("one"), [record.to_dict() for record in report.records], ["a"], mode="status")
+    assert lines[0].split()[-2:] == ["LAST", "RUN"] and "in sync" in lines[1] and "ci@runner" in lines[1]
+    assert last_run_label({**last, "same_bundle": False}).endswith("(bundle changed since)")
+    assert last_run_label(None) == "none recorded"
+
+
+def test_history_groups_entries_by_run_newest_first():
+    def one(run, started, result):
+        return {"run": run, "started": started, "result": result, "by": "me@here", "version": "0.1.0"}
+
+    runs = run_history({"one": [one("r2", "2026-11-24T10:00:05Z", "ok"), one("r1", "2026-11-24T09:00:00Z", "changed")],
+                        "two": [one("r1", "2026-11-24T09:00:09Z", "failed")]}, ["one", "two"])
+    assert [run["run"] for run in runs] == ["r2", "r1"]
+    assert runs[1]["phases"] == {"one": "changed", "two": "failed"} and runs[1]["started"] == "2026-11-24T09:00:00Z"
+    lines = history_lines([("c1", runs, ""), ("c2", [], ""), ("c3", [], "run record cannot be read: 403")],
+                          ["one", "two"])
+    assert lines[0].split() == ["CLUSTER", "STARTED", "RUN", "ACTION", "BY", "VERSION", "PHASES"]
+    assert lines[2].endswith("one changed, two failed")
+    assert lines[3].endswith("no run recorded") and lines[4].endswith("run record cannot be read: 403")
+
+
+def test_the_recorded_version_is_the_collections():
+    galaxy = yaml.safe_load((Path(__file__).resolve().parents[5] / "galaxy.yml").read_text())
+    assert COLLECTION_VERSION == galaxy["version"]
