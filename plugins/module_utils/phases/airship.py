@@ -26,6 +26,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import 
     Phase,
     PhasePlan,
     checked_name,
+    set_cluster,
     unknown_fields,
 )
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import (
@@ -195,27 +196,29 @@ def _mapping(content: dict, key: str, origin: DocumentOrigin, problems: Problems
     return value
 
 
+def _metadata_and_name(document: RawDocument, fields: tuple, metadata_fields: tuple,
+                       problems: Problems) -> tuple[dict, str | None]:
+    """A Phase's or PhasePlan's metadata and valid name (``None``: a problem was added); unknown fields refused."""
+    content, origin = document.content, document.origin
+    unknown_fields(content, fields, origin.at, problems, prefix="")
+    metadata = _mapping(content, "metadata", origin, problems, required=True)
+    if metadata is None:
+        return {}, None
+    unknown_fields(metadata, metadata_fields, origin.at, problems, prefix="metadata.")
+    return metadata, checked_name(metadata.get("name"), origin.at("metadata.name"), problems)
+
+
 def _read_phase(document: RawDocument, executors: dict, apply_options: dict, target_dir: str,
                 problems: Problems) -> Phase | None:
     content, origin = document.content, document.origin
-    unknown_fields(content, PHASE_FIELDS, origin.at, problems, prefix="")
-    metadata = _mapping(content, "metadata", origin, problems, required=True)
-    if metadata is None:
-        return None
-    unknown_fields(metadata, PHASE_METADATA_FIELDS, origin.at, problems, prefix="metadata.")
-    name = checked_name(metadata.get("name"), origin.at("metadata.name"), problems)
+    metadata, name = _metadata_and_name(document, PHASE_FIELDS, PHASE_METADATA_FIELDS, problems)
     config = _mapping(content, "config", origin, problems, required=True)
     if name is None or config is None:
         return None
     unknown_fields(config, PHASE_CONFIG_FIELDS, origin.at, problems, prefix="config.")
     phase = Phase(name=name, full_name=name, origin=origin, path="config", base_dir=target_dir,
                   field_paths=dict(PHASE_FIELD_PATHS))
-    cluster = metadata.get("clusterName")
-    if cluster is not None:
-        if isinstance(cluster, str) and cluster:
-            phase.cluster, phase.cluster_path = cluster, phase.where("cluster")
-        else:
-            problems.add(phase.where("cluster"), f"expected an inventory host or group name, got {type_name(cluster)}")
+    set_cluster(phase, metadata.get("clusterName"), problems)
     entry_point = config.get("documentEntryPoint")
     if entry_point is not None and not (isinstance(entry_point, str) and entry_point):
         problems.add(phase.where("source"), f"expected a directory (relative to the target path {target_dir}), "
@@ -374,12 +377,7 @@ def _conditions(value, origin: DocumentOrigin, problems: Problems) -> list[dict]
 
 def _read_plan(document: RawDocument, problems: Problems) -> PhasePlan | None:
     content, origin = document.content, document.origin
-    unknown_fields(content, PLAN_FIELDS, origin.at, problems, prefix="")
-    metadata = _mapping(content, "metadata", origin, problems, required=True)
-    if metadata is None:
-        return None
-    unknown_fields(metadata, PLAN_METADATA_FIELDS, origin.at, problems, prefix="metadata.")
-    name = checked_name(metadata.get("name"), origin.at("metadata.name"), problems)
+    _, name = _metadata_and_name(document, PLAN_FIELDS, PLAN_METADATA_FIELDS, problems)
     if name is None:
         return None
     description = content.get("description")

@@ -217,12 +217,7 @@ def _parse_plan(name: str, spec: dict, origin: DocumentOrigin, problems: Problem
 def _fill_phase(phase: Phase, spec: dict, problems: Problems):
     """Set a phase's fields from its spec and parse its children, recursively."""
     phase.description = _optional_str(spec, "description", phase.where("description"), problems)
-    cluster = spec.get("cluster")
-    if cluster is not None:
-        if isinstance(cluster, str) and cluster:
-            phase.cluster, phase.cluster_path = cluster, phase.where("cluster")
-        else:
-            problems.add(phase.where("cluster"), f"expected an inventory host or group name, got {type_name(cluster)}")
+    set_cluster(phase, spec.get("cluster"), problems)
     executor = spec.get("executor")
     if executor is not None:
         if isinstance(executor, str) and executor:
@@ -263,6 +258,16 @@ def _fill_phase(phase: Phase, spec: dict, problems: Problems):
                       cluster=phase.cluster, cluster_path=phase.cluster_path)
         _fill_phase(child, child_spec, problems)
         phase.children.append(child)
+
+
+def set_cluster(phase: Phase, cluster, problems: Problems):
+    """The phase's own cluster, when given (a phase without one inherits its parent's)."""
+    if cluster is None:
+        return
+    if isinstance(cluster, str) and cluster:
+        phase.cluster, phase.cluster_path = cluster, phase.where("cluster")
+    else:
+        problems.add(phase.where("cluster"), f"expected an inventory host or group name, got {type_name(cluster)}")
 
 
 def _fill_retries(phase: Phase, spec: dict, problems: Problems):
