@@ -22,7 +22,8 @@ from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import (
     PLAN_SOURCE_MUTUALLY_EXCLUSIVE, PLAN_SOURCE_REQUIRED_ONE_OF, PLAN_SOURCE_SPEC, executors, plan_for_task)
 
 ARGUMENT_SPEC = {**PLAN_SOURCE_SPEC, "render": {"type": "bool", "default": False},
-                 "per_cluster": {"type": "bool", "default": False}}
+                 "per_cluster": {"type": "bool", "default": False},
+                 "runnable": {"type": "bool", "default": False}}
 TEMPLATE_NOTE = "has templates (.j2): rendered with each cluster host's variables when the phase runs"
 
 
@@ -32,7 +33,7 @@ class ActionModule(PhasekitAction):
     REQUIRED_ONE_OF = PLAN_SOURCE_REQUIRED_ONE_OF
 
     def execute(self, args, task_vars):
-        plan = plan_for_task(self, args, task_vars)
+        plan = plan_for_task(self, args, task_vars, runnable=args["runnable"])
         result = plan_result(plan)
         if args["render"]:
             hostvars = task_vars.get("hostvars")

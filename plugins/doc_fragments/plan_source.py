@@ -40,4 +40,13 @@ options:
   start_at:
     description: Full name of the phase to resume at; phases before it in run order do not run.
     type: str
+  target_path:
+    description:
+      - For airshipctl's own documents (C(airshipit.org/v1alpha1)), the directory their C(config.documentEntryPoint)
+        paths are relative to, as airshipctl's C(targetPath), C(phaseRepositoryName) and the site's
+        C(docEntryPointPrefix) made it.
+      - Relative paths are relative to the playbook directory.
+      - Without it, the parent of the directory holding the phase documents (for inline documents, the playbook
+        directory).
+    type: path
 """

@@ -43,6 +43,14 @@ options:
       - Needs the variables of every such host; decrypts the vault-encrypted ones a template uses.
     type: bool
     default: false
+  runnable:
+    description:
+      - The plan is about to be validated or run, so a selected phase that cannot run fails the task. Such a phase
+        comes from airshipctl's documents, with an executor kind that has no equivalent here (shown as
+        C(airship:KIND)).
+      - Without it such phases are listed, so that C(list) and C(tree) show the whole plan.
+    type: bool
+    default: false
 attributes:
   action:
     support: full

@@ -10,6 +10,8 @@ through a displayed result.
 
 from __future__ import annotations
 
+import os
+
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import APPLY_OPTIONS_SPEC, apply_options
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import WAIT_OPTIONS_SPEC, wait_rules
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import option_values
@@ -26,6 +28,7 @@ PLAN_SOURCE_SPEC = {
     "only": {"type": "list", "elements": "str", "default": []},
     "skip": {"type": "list", "elements": "str", "default": []},
     "start_at": {"type": "str"},
+    "target_path": {"type": "path"},
 }
 PLAN_SOURCE_MUTUALLY_EXCLUSIVE = [["src", "plan"]]
 PLAN_SOURCE_REQUIRED_ONE_OF = [["src", "plan"]]
@@ -51,13 +54,20 @@ def check_wait_options(values: dict) -> None:
     wait_rules(option_values(WAIT_OPTIONS_SPEC, values), where="wait")
 
 
-def plan_for_task(action_plugin, args: dict, task_vars: dict) -> Plan:
-    """The plan ``args`` (see PLAN_SOURCE_SPEC) describe, placed on the task's inventory."""
+def plan_for_task(action_plugin, args: dict, task_vars: dict, runnable: bool = True) -> Plan:
+    """The plan ``args`` (see PLAN_SOURCE_SPEC) describe, placed on the task's inventory.
+
+    ``runnable``: the plan is to be validated or run, so a selected phase that cannot run here fails it.
+    """
     # Relative paths are relative to the playbook, whichever role or include asks.
     base_dir = task_vars.get("playbook_dir") or action_plugin._loader.get_basedir()  # pylint: disable=protected-access
     if args["plan"] is not None:
         documents = inline_documents(args["plan"], base_dir)
     else:
         documents = read_paths(args["src"], base_dir)
+    target_path = args.get("target_path")
+    if target_path and not os.path.isabs(target_path):
+        target_path = os.path.normpath(os.path.join(base_dir, target_path))
     return build_plan(documents, executors=executors(), inventory=Inventory.from_task_vars(task_vars),
-                      name=args["name"], only=args["only"], skip=args["skip"], start_at=args["start_at"])
+                      name=args["name"], only=args["only"], skip=args["skip"], start_at=args["start_at"],
+                      target_path=target_path, runnable=runnable)

@@ -63,9 +63,15 @@ class Phase:
     timeout: float | None = None       # seconds the phase may take on one host, all attempts together
     retry_fields_set: tuple = ()       # which of them the document sets (group and tasks phases take none)
     children: list[Phase] = field(default_factory=list)
+    # Documents of another format (airshipctl's) keep a field elsewhere: "source" -> "config.documentEntryPoint".
+    field_paths: dict = field(default_factory=dict)
+    # Why this phase cannot run here (an executor with no equivalent); it is listed, and fails validate and run.
+    not_runnable: str | None = None
 
     def where(self, name: str | None = None) -> str:
         """``file document N (Phase top) field spec.phases[0].name`` for a field of this phase."""
+        if name in self.field_paths:
+            return self.origin.at(self.field_paths[name])
         return self.origin.at(f"{self.path}.{name}" if name else self.path)
 
     def walk(self):
@@ -83,9 +89,16 @@ class PhasePlan:
     phases: list[str]
     origin: DocumentOrigin
     description: str = ""
+    entry_paths: list[str] = field(default_factory=list)  # where each entry is written, if not spec.phases[i]
 
     def where(self, name: str | None = None) -> str:
         return self.origin.at(name)
+
+    def entry_where(self, position: int) -> str:
+        """The place of the plan's entry at ``position``."""
+        if position < len(self.entry_paths):
+            return self.origin.at(self.entry_paths[position])
+        return self.origin.at(f"spec.phases[{position}]")
 
 
 @dataclass
@@ -105,22 +118,25 @@ class Catalog:
     def plan(self, name: str) -> PhasePlan | None:
         return next((plan for plan in self.plans if plan.name == name), None)
 
+    def add(self, item: Phase | PhasePlan, problems: Problems):
+        """Keep a top-level phase or a plan; a name defined twice is a problem."""
+        kept = self.phases if isinstance(item, Phase) else self.plans
+        earlier = next((known for known in kept if known.name == item.name), None)
+        if earlier is not None:
+            kind = "phase" if isinstance(item, Phase) else "plan"
+            problems.add(item.origin.at("metadata.name"), f"duplicate {kind} name {item.name!r} "
+                                                          f"(also defined in {earlier.origin.label()})")
+            return
+        kept.append(item)
 
-def parse_documents(documents: list[RawDocument], problems: Problems) -> Catalog:
-    """Build the catalog, adding every shape problem to ``problems``."""
-    catalog = Catalog()
+
+def parse_documents(documents: list[RawDocument], problems: Problems, catalog: Catalog | None = None) -> Catalog:
+    """Build the catalog (or add to ``catalog``), adding every shape problem to ``problems``."""
+    catalog = Catalog() if catalog is None else catalog
     for document in documents:
         parsed = _parse_document(document, problems)
-        if parsed is None:
-            continue
-        kept = catalog.phases if isinstance(parsed, Phase) else catalog.plans
-        earlier = next((item for item in kept if item.name == parsed.name), None)
-        if earlier is not None:
-            kind = "phase" if isinstance(parsed, Phase) else "plan"
-            problems.add(parsed.origin.at("metadata.name"), f"duplicate {kind} name {parsed.name!r} "
-                                                            f"(also defined in {earlier.origin.label()})")
-            continue
-        kept.append(parsed)
+        if parsed is not None:
+            catalog.add(parsed, problems)
     return catalog
 
 
@@ -142,7 +158,7 @@ def _parse_document(document: RawDocument, problems: Problems):
     if api_version != API_VERSION:
         shown = "missing" if api_version is None else f"unsupported apiVersion {api_version!r}"
         problems.add(origin.at("apiVersion"), f"{shown}; expected {API_VERSION}")
-    _unknown_fields(content, DOCUMENT_FIELDS, origin.at, problems, prefix="")
+    unknown_fields(content, DOCUMENT_FIELDS, origin.at, problems, prefix="")
     name = _metadata_name(metadata, origin, problems)
     if name is None:
         return None
@@ -153,7 +169,7 @@ def _parse_document(document: RawDocument, problems: Problems):
     if kind == PLAN_KIND:
         return _parse_plan(name, spec, origin, problems)
     phase = Phase(name=name, full_name=name, origin=origin, path="spec", base_dir=document.base_dir)
-    _unknown_fields(spec, PHASE_SPEC_FIELDS, origin.at, problems, prefix="spec.")
+    unknown_fields(spec, PHASE_SPEC_FIELDS, origin.at, problems, prefix="spec.")
     _fill_phase(phase, spec, problems)
     return phase
 
@@ -162,14 +178,15 @@ def _metadata_name(metadata, origin: DocumentOrigin, problems: Problems) -> str 
     if not isinstance(metadata, dict):
         problems.add(origin.at("metadata"), f"expected a mapping with a name, got {type_name(metadata)}")
         return None
-    _unknown_fields(metadata, METADATA_FIELDS, origin.at, problems, prefix="metadata.")
+    unknown_fields(metadata, METADATA_FIELDS, origin.at, problems, prefix="metadata.")
     for key in ("labels", "annotations"):
         if key in metadata and not isinstance(metadata[key], dict):
             problems.add(origin.at(f"metadata.{key}"), f"expected a mapping, got {type_name(metadata[key])}")
-    return _checked_name(metadata.get("name"), origin.at("metadata.name"), problems)
+    return checked_name(metadata.get("name"), origin.at("metadata.name"), problems)
 
 
-def _checked_name(name, where: str, problems: Problems) -> str | None:
+def checked_name(name, where: str, problems: Problems) -> str | None:
+    """``name`` when it is a valid phase or plan name; else ``None``, with the problem added."""
     if not isinstance(name, str) or not name:
         problems.add(where, f"expected a non-empty string, got {type_name(name)}")
         return None
@@ -181,7 +198,7 @@ def _checked_name(name, where: str, problems: Problems) -> str | None:
 
 
 def _parse_plan(name: str, spec: dict, origin: DocumentOrigin, problems: Problems) -> PhasePlan:
-    _unknown_fields(spec, PLAN_SPEC_FIELDS, origin.at, problems, prefix="spec.")
+    unknown_fields(spec, PLAN_SPEC_FIELDS, origin.at, problems, prefix="spec.")
     plan = PhasePlan(name=name, phases=[], origin=origin,
                      description=_optional_str(spec, "description", origin.at("spec.description"), problems))
     names = spec.get("phases")
@@ -200,12 +217,7 @@ def _parse_plan(name: str, spec: dict, origin: DocumentOrigin, problems: Problem
 def _fill_phase(phase: Phase, spec: dict, problems: Problems):
     """Set a phase's fields from its spec and parse its children, recursively."""
     phase.description = _optional_str(spec, "description", phase.where("description"), problems)
-    cluster = spec.get("cluster")
-    if cluster is not None:
-        if isinstance(cluster, str) and cluster:
-            phase.cluster, phase.cluster_path = cluster, phase.where("cluster")
-        else:
-            problems.add(phase.where("cluster"), f"expected an inventory host or group name, got {type_name(cluster)}")
+    set_cluster(phase, spec.get("cluster"), problems)
     executor = spec.get("executor")
     if executor is not None:
         if isinstance(executor, str) and executor:
@@ -232,8 +244,8 @@ def _fill_phase(phase: Phase, spec: dict, problems: Problems):
         if not isinstance(child_spec, dict):
             problems.add(phase.origin.at(path), f"expected a phase (a mapping with a name), got {type_name(child_spec)}")
             continue
-        _unknown_fields(child_spec, CHILD_PHASE_FIELDS, phase.origin.at, problems, prefix=f"{path}.")
-        name = _checked_name(child_spec.get("name"), phase.origin.at(f"{path}.name"), problems)
+        unknown_fields(child_spec, CHILD_PHASE_FIELDS, phase.origin.at, problems, prefix=f"{path}.")
+        name = checked_name(child_spec.get("name"), phase.origin.at(f"{path}.name"), problems)
         if name is None:
             continue
         if name in seen:
@@ -246,6 +258,16 @@ def _fill_phase(phase: Phase, spec: dict, problems: Problems):
                       cluster=phase.cluster, cluster_path=phase.cluster_path)
         _fill_phase(child, child_spec, problems)
         phase.children.append(child)
+
+
+def set_cluster(phase: Phase, cluster, problems: Problems):
+    """The phase's own cluster, when given (a phase without one inherits its parent's)."""
+    if cluster is None:
+        return
+    if isinstance(cluster, str) and cluster:
+        phase.cluster, phase.cluster_path = cluster, phase.where("cluster")
+    else:
+        problems.add(phase.where("cluster"), f"expected an inventory host or group name, got {type_name(cluster)}")
 
 
 def _fill_retries(phase: Phase, spec: dict, problems: Problems):
@@ -293,7 +315,8 @@ def _optional_str(spec: dict, key: str, where: str, problems: Problems) -> str:
     return value
 
 
-def _unknown_fields(mapping: dict, known, at, problems: Problems, prefix: str):
+def unknown_fields(mapping: dict, known, at, problems: Problems, prefix: str):
+    """A problem for every key of ``mapping`` not in ``known`` (``at``: field path -> where it is)."""
     for key in mapping:
         if key not in known:
             problems.add(at(f"{prefix}{key}"),

@@ -12,6 +12,10 @@ from dataclasses import dataclass, field
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import redact
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.airship import (
+    read_airship_documents,
+    split_airship_documents,
+)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import RawDocument
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.executors import Executor
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.inventory import Inventory
@@ -23,6 +27,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.validation im
     check_phases,
     place_phases,
     plan_phases,
+    refuse_not_runnable,
 )
 
 
@@ -96,12 +101,17 @@ class Plan:
 
 
 def build_plan(documents: list[RawDocument], *, executors: dict[str, Executor], inventory: Inventory,
-               name: str | None = None, only=(), skip=(), start_at: str | None = None) -> Plan:
-    """Validate the documents and compute the run list; raises PhasekitError listing every problem."""
+               name: str | None = None, only=(), skip=(), start_at: str | None = None,
+               target_path: str | None = None, runnable: bool = False) -> Plan:
+    """Validate the documents and compute the run list; raises PhasekitError listing every problem.
+
+    ``target_path``: where airshipctl documents' entry points start (see ``airship.read_airship_documents``).
+    ``runnable``: the plan is to be validated or run, so a selected phase that cannot run here is a problem.
+    """
     if not documents:
         raise PhasekitError("no phase documents: give 'src' (a file or directory) or inline documents")
     problems = Problems()
-    catalog = parse_documents(documents, problems)
+    catalog = read_catalog(documents, problems, target_path)
     check_phases(catalog, executors, problems)
     plan = choose_plan(catalog, name, problems)
     if plan is None and (name or catalog.plans):
@@ -110,11 +120,23 @@ def build_plan(documents: list[RawDocument], *, executors: dict[str, Executor], 
     placements = place_phases(phases, inventory, problems)
     problems.raise_if_any()
     reasons = select_phases([phase.full_name for phase in phases], only, skip, start_at)
+    if runnable:
+        refuse_not_runnable([phase for phase in phases if reasons[phase.full_name] is None], problems)
+        problems.raise_if_any()
     return Plan(
         name=plan.name if plan else None,
         description=plan.description if plan else "",
         phases=[PlannedPhase(phase, placements[phase.full_name], reasons[phase.full_name]) for phase in phases],
     )
+
+
+def read_catalog(documents: list[RawDocument], problems: Problems, target_path: str | None = None) -> Catalog:
+    """Every phase and plan of the documents, phasekit's own and airshipctl's (``airshipit.org/v1alpha1``)."""
+    airship, native = split_airship_documents(documents)
+    catalog = parse_documents(native, problems)
+    for item in read_airship_documents(airship, problems, target_path=target_path):
+        catalog.add(item, problems)
+    return catalog
 
 
 def choose_plan(catalog: Catalog, name: str | None, problems: Problems) -> PhasePlan | None:

@@ -35,6 +35,8 @@ class Placement:
 def check_phases(catalog: Catalog, executors: dict[str, Executor], problems: Problems):
     """Check executor, source and options of every phase; resolve sources and path options in place."""
     for phase in catalog.walk():
+        if phase.not_runnable is not None:
+            continue                # listed as it is; refused when it would run (see ``refuse_not_runnable``)
         if phase.executor is None:
             _check_group(phase, executors, problems)
             continue
@@ -106,7 +108,7 @@ def plan_phases(catalog: Catalog, plan: PhasePlan | None, problems: Problems) ->
     ordered: list[Phase] = []
     claimed: dict[str, str] = {}            # full name -> the plan entry that brought it in
     for position, entry in enumerate(plan.phases):
-        where = plan.where(f"spec.phases[{position}]")
+        where = plan.entry_where(position)
         root = known.get(entry)
         if root is None:
             problems.add(where, f"plan {plan.name} names phase {entry!r}, which is not defined{did_you_mean(entry, known)}")
@@ -121,6 +123,13 @@ def plan_phases(catalog: Catalog, plan: PhasePlan | None, problems: Problems) ->
     return ordered
 
 
+def refuse_not_runnable(phases: list[Phase], problems: Problems):
+    """A problem for each phase that cannot run here: validate and run refuse them, list and tree show them."""
+    for phase in phases:
+        if phase.not_runnable is not None:
+            problems.add(phase.where("executor"), phase.not_runnable)
+
+
 def place_phases(phases: list[Phase], inventory: Inventory, problems: Problems) -> dict[str, Placement]:
     """Map each phase to inventory hosts; a cluster must be a host or a group with hosts."""
     placements = {}
@@ -128,7 +137,7 @@ def place_phases(phases: list[Phase], inventory: Inventory, problems: Problems) 
         placement = Placement()
         placements[phase.full_name] = placement
         if phase.cluster is None:
-            if phase.executor is not None:
+            if phase.executor is not None and phase.not_runnable is None:
                 problems.add(phase.where("cluster"), "missing: name the inventory host or group this phase runs "
                                                      "on (here or on a parent phase)")
             continue

@@ -1,0 +1,429 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""airshipctl's own phase documents (``airshipit.org/v1alpha1``) read as phases and plans of this collection.
+
+An airshipctl site keeps its ``Phase`` and ``PhasePlan`` documents beside the executor documents the phases
+reference (``config.executorRef``). They become the collection's model here:
+
+- ``Phase``: ``metadata.name`` is the phase's name, ``metadata.clusterName`` its cluster (an inventory host
+  or group), ``config.documentEntryPoint`` its source, relative to the target path (airshipctl's
+  ``targetPath`` + ``phaseRepositoryName`` + the site's ``docEntryPointPrefix``).
+- ``KubernetesApply`` executors become ``apply``: ``waitOptions`` the ``wait`` option, ``pruneOptions.prune``
+  ``prune`` with an ApplySet named after the phase.
+- Every other executor kind has no equivalent yet: its phases are listed as ``airship:<Kind>`` and are refused
+  when they would be validated or run, with what to do instead (a section of the migration guide).
+- ``PhasePlan``: ``phases: [{name}]``, or the older ``phaseGroups: [{name, phases: [{name}]}]`` (in order).
+- ``ClusterMap`` and ``KubeConfig`` documents are accepted and not read here: the inventory holds clusters.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import INLINE_SOURCE, RawDocument
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import (
+    Phase,
+    PhasePlan,
+    checked_name,
+    set_cluster,
+    unknown_fields,
+)
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import (
+    DocumentOrigin,
+    Problems,
+    did_you_mean,
+    type_name,
+)
+
+API_GROUP = "airshipit.org"
+API_VERSION = f"{API_GROUP}/v1alpha1"
+PHASE_KIND = "Phase"
+PLAN_KIND = "PhasePlan"
+APPLY_KIND = "KubernetesApply"
+# Read by the inventory, not by plans (see docs/migrating-from-airshipctl.md).
+IGNORED_KINDS = ("ClusterMap", "KubeConfig")
+# airshipctl builds its phase bundle with kustomize; its kustomization lists the files read here anyway.
+BUNDLE_BUILD_KIND = "Kustomization"
+BUNDLE_BUILD_GROUP = "kustomize.config.k8s.io/"
+EXECUTOR_PREFIX = "airship:"
+GUIDE = "docs/migrating-from-airshipctl.md"
+
+PHASE_FIELDS = ("apiVersion", "kind", "metadata", "config")
+PHASE_METADATA_FIELDS = ("name", "clusterName", "namespace", "labels", "annotations")
+# ``cluster`` appears in airshipctl's own manifests beside metadata.clusterName, which is the one it reads.
+PHASE_CONFIG_FIELDS = ("executorRef", "documentEntryPoint", "cluster")
+EXECUTOR_REF_FIELDS = ("apiVersion", "kind", "name", "namespace")
+PLAN_FIELDS = ("apiVersion", "kind", "metadata", "description", "phases", "phaseGroups", "validation")
+PLAN_METADATA_FIELDS = ("name", "namespace", "labels", "annotations")
+APPLY_FIELDS = ("apiVersion", "kind", "metadata", "config")
+APPLY_CONFIG_FIELDS = ("waitOptions", "pruneOptions", "kubeconfig", "context", "druRun", "debug", "phaseName",
+                       "inventoryPolicy")
+WAIT_FIELDS = ("timeout", "pollInterval", "conditions")
+CONDITION_FIELDS = ("apiVersion", "kind", "jsonPath", "value")
+# Objects without an ApplySet label join the set and those of another set are refused: airshipctl's "adopt".
+ADOPTING_POLICIES = ("", "adopt")
+
+# Where the collection's phase fields are written in an airshipctl Phase document (for messages).
+PHASE_FIELD_PATHS = {
+    "cluster": "metadata.clusterName",
+    "executor": "config.executorRef",
+    "source": "config.documentEntryPoint",
+    "options": "config.executorRef",
+}
+
+# Executor kinds with no equivalent here: what to do instead, and the guide's section that shows it.
+NOT_RUNNABLE = {
+    "Clusterctl": ("run clusterctl in a command phase", "clusterctl"),
+    "GenericContainer": ("run the container's program in a command phase, or use a tasks phase",
+                         "genericcontainer"),
+    "BaremetalManager": ("use a tasks phase with the modules of your hardware (Redfish, IPMI, libvirt)",
+                         "baremetalmanager-bootconfiguration-isoconfiguration"),
+    "BootConfiguration": ("create the bootstrap cluster in a command or tasks phase",
+                          "baremetalmanager-bootconfiguration-isoconfiguration"),
+    "IsoConfiguration": ("build the image in a command or tasks phase",
+                         "baremetalmanager-bootconfiguration-isoconfiguration"),
+}
+OTHER_EXECUTORS = ("use a command or tasks phase", "executor-kinds")
+
+# A JSONPath that names one field ({.status.phase}) is the same path in JMESPath (status.phase).
+SIMPLE_JSONPATH = re.compile(r"^\{?\.?([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\}?$")
+
+
+def is_airship_document(content) -> bool:
+    """Whether a parsed document is one of airshipctl's (any ``airshipit.org`` version)."""
+    return isinstance(content, dict) and str(content.get("apiVersion", "")).startswith(f"{API_GROUP}/")
+
+
+def split_airship_documents(documents: list[RawDocument]) -> tuple[list[RawDocument], list[RawDocument]]:
+    """airshipctl's documents and the others; the kustomization of an airshipctl phase bundle goes with them."""
+    airship = [document for document in documents if is_airship_document(document.content)]
+    if not airship:
+        return [], list(documents)
+    native = []
+    for document in documents:
+        if is_airship_document(document.content):
+            continue
+        if not _is_bundle_build_file(document.content):
+            native.append(document)
+    return airship, native
+
+
+def _is_bundle_build_file(content) -> bool:
+    return (isinstance(content, dict) and content.get("kind") == BUNDLE_BUILD_KIND
+            and str(content.get("apiVersion", "")).startswith(BUNDLE_BUILD_GROUP))
+
+
+def read_airship_documents(documents: list[RawDocument], problems: Problems,
+                           target_path: str | None = None) -> list[Phase | PhasePlan]:
+    """The phases and plans of airshipctl documents, in document order; every problem added to ``problems``.
+
+    ``target_path``: the directory documentEntryPoint paths are relative to; by default the parent of the
+    directory holding the phase document (inline documents: their own base directory, the playbook's).
+    """
+    named = [_named(document) for document in documents]
+    executors = _executor_documents(named, problems)
+    apply_options = {key: _apply_options(document, problems)
+                     for key, document in executors.items() if key[0] == APPLY_KIND}
+    items: list[Phase | PhasePlan] = []
+    for document in named:
+        kind = document.content.get("kind")
+        if kind not in (PHASE_KIND, PLAN_KIND):
+            continue
+        if document.content.get("apiVersion") != API_VERSION:
+            shown = document.content.get("apiVersion")
+            problems.add(document.origin.at("apiVersion"), f"unsupported apiVersion {shown!r}; expected {API_VERSION}")
+            continue
+        if kind == PLAN_KIND:
+            item = _read_plan(document, problems)
+        else:
+            item = _read_phase(document, executors, apply_options, _target_dir(document, target_path), problems)
+        if item is not None:
+            items.append(item)
+    return items
+
+
+def _named(document: RawDocument) -> RawDocument:
+    """The document with its kind and name in its origin, so every message about it names it."""
+    content = document.content
+    metadata = content.get("metadata")
+    kind = content.get("kind")
+    if isinstance(kind, str) and isinstance(metadata, dict) and isinstance(metadata.get("name"), str):
+        return RawDocument(content, document.origin.named(kind, metadata["name"]), document.base_dir)
+    return document
+
+
+def _target_dir(document: RawDocument, target_path: str | None) -> str:
+    if target_path:
+        return target_path
+    if document.origin.source == INLINE_SOURCE:
+        return document.base_dir
+    return os.path.dirname(document.base_dir)
+
+
+def _executor_documents(documents: list[RawDocument], problems: Problems) -> dict[tuple, RawDocument]:
+    """Every document a phase may reference, by (kind, name): all but phases, plans and inventory kinds."""
+    found: dict[tuple, RawDocument] = {}
+    for document in documents:
+        content, origin = document.content, document.origin
+        kind = content.get("kind")
+        if kind in (PHASE_KIND, PLAN_KIND) or kind in IGNORED_KINDS:
+            continue
+        if not isinstance(kind, str) or not kind:
+            problems.add(origin.at("kind"), f"expected the kind of an airshipctl document, got {type_name(kind)}")
+            continue
+        metadata = content.get("metadata")
+        name = metadata.get("name") if isinstance(metadata, dict) else None
+        if not isinstance(name, str) or not name:
+            problems.add(origin.at("metadata.name"), f"expected the name of this {kind}, got {type_name(name)}")
+            continue
+        if (kind, name) in found:
+            problems.add(origin.at("metadata.name"), f"duplicate {kind} name {name!r} "
+                                                     f"(also defined in {found[(kind, name)].origin.label()})")
+            continue
+        found[(kind, name)] = document
+    return found
+
+
+def _mapping(content: dict, key: str, origin: DocumentOrigin, problems: Problems, required: bool = False):
+    """``content[key]`` when it is a mapping; ``{}`` when absent (a problem if required); ``None`` when wrong."""
+    value = content.get(key)
+    if value is None and not required:
+        return {}
+    if not isinstance(value, dict):
+        problems.add(origin.at(key), f"expected a mapping, got {type_name(value)}")
+        return None
+    return value
+
+
+def _metadata_and_name(document: RawDocument, fields: tuple, metadata_fields: tuple,
+                       problems: Problems) -> tuple[dict, str | None]:
+    """A Phase's or PhasePlan's metadata and valid name (``None``: a problem was added); unknown fields refused."""
+    content, origin = document.content, document.origin
+    unknown_fields(content, fields, origin.at, problems, prefix="")
+    metadata = _mapping(content, "metadata", origin, problems, required=True)
+    if metadata is None:
+        return {}, None
+    unknown_fields(metadata, metadata_fields, origin.at, problems, prefix="metadata.")
+    return metadata, checked_name(metadata.get("name"), origin.at("metadata.name"), problems)
+
+
+def _read_phase(document: RawDocument, executors: dict, apply_options: dict, target_dir: str,
+                problems: Problems) -> Phase | None:
+    content, origin = document.content, document.origin
+    metadata, name = _metadata_and_name(document, PHASE_FIELDS, PHASE_METADATA_FIELDS, problems)
+    config = _mapping(content, "config", origin, problems, required=True)
+    if name is None or config is None:
+        return None
+    unknown_fields(config, PHASE_CONFIG_FIELDS, origin.at, problems, prefix="config.")
+    phase = Phase(name=name, full_name=name, origin=origin, path="config", base_dir=target_dir,
+                  field_paths=dict(PHASE_FIELD_PATHS))
+    set_cluster(phase, metadata.get("clusterName"), problems)
+    entry_point = config.get("documentEntryPoint")
+    if entry_point is not None and not (isinstance(entry_point, str) and entry_point):
+        problems.add(phase.where("source"), f"expected a directory (relative to the target path {target_dir}), "
+                                            f"got {type_name(entry_point)}")
+        entry_point = None
+    phase.source = entry_point
+    reference = _executor_reference(config, phase, executors, problems)
+    if reference is None:
+        # the reference's problem fails the plan; keep the phase (a plan may name it) out of further checks
+        phase.executor, phase.not_runnable = f"{EXECUTOR_PREFIX}?", "the executor reference is not valid"
+        return phase
+    kind, executor_name = reference
+    if kind == APPLY_KIND:
+        phase.executor = "apply"
+        options = apply_options.get(reference)
+        phase.options = dict(options) if options is not None else {}
+        if phase.options.get("prune"):
+            phase.options["applyset"] = name
+    else:
+        phase.executor = f"{EXECUTOR_PREFIX}{kind}"
+        phase.not_runnable = not_runnable_message(kind, executor_name, executors[reference].origin)
+    return phase
+
+
+def _executor_reference(config: dict, phase: Phase, executors: dict, problems: Problems) -> tuple | None:
+    """(kind, name) of the executor document ``config.executorRef`` names, when it exists."""
+    where = phase.where("executor")
+    reference = config.get("executorRef")
+    if not isinstance(reference, dict):
+        problems.add(where, f"expected a mapping with the kind and name of an executor document, "
+                            f"got {type_name(reference)}")
+        return None
+    unknown_fields(reference, EXECUTOR_REF_FIELDS, phase.origin.at, problems, prefix="config.executorRef.")
+    kind, name = reference.get("kind"), reference.get("name")
+    if not isinstance(kind, str) or not kind or not isinstance(name, str) or not name:
+        problems.add(where, f"expected kind and name of an executor document (such as kind: {APPLY_KIND}, "
+                            f"name: kubernetes-apply), got kind {type_name(kind)} and name {type_name(name)}")
+        return None
+    api_version = reference.get("apiVersion")
+    if api_version is not None and api_version != API_VERSION:
+        problems.add(phase.origin.at("config.executorRef.apiVersion"),
+                     f"unsupported apiVersion {api_version!r}; expected {API_VERSION}")
+    if (kind, name) not in executors:
+        same_kind = sorted(known for known_kind, known in executors if known_kind == kind)
+        defined = f"{kind} documents defined: {', '.join(same_kind)}" if same_kind else \
+            f"the documents define no {kind}"
+        problems.add(where, f"no {kind} document named {name!r} among the documents"
+                            f"{did_you_mean(name, same_kind)}; {defined}")
+        return None
+    return kind, name
+
+
+def not_runnable_message(kind: str, name: str, origin: DocumentOrigin) -> str:
+    """Why a phase with this executor cannot run here, and what to do instead."""
+    instead, section = NOT_RUNNABLE.get(kind, OTHER_EXECUTORS)
+    return (f"executor {kind} {name} ({origin.source} document {origin.document}) has no equivalent in "
+            f"phasekit.kube yet, so this phase cannot be validated or run: {instead} (see {GUIDE}#{section}), "
+            f"or leave the phase out with plan_skip")
+
+
+def _apply_options(document: RawDocument, problems: Problems) -> dict | None:
+    """The ``apply`` options a KubernetesApply document stands for; ``None`` when it has problems."""
+    content, origin = document.content, document.origin
+    count = len(problems.messages)
+    unknown_fields(content, APPLY_FIELDS, origin.at, problems, prefix="")
+    config = _mapping(content, "config", origin, problems)
+    if config is None:
+        return None
+    unknown_fields(config, APPLY_CONFIG_FIELDS, origin.at, problems, prefix="config.")
+    _refuse_apply_settings(config, origin, problems)
+    options = {}
+    wait = _wait_option(config, origin, problems)
+    if wait:
+        options["wait"] = wait
+    prune_options = _mapping(config, "pruneOptions", origin, problems)
+    if prune_options:
+        unknown_fields(prune_options, ("prune",), origin.at, problems, prefix="config.pruneOptions.")
+        prune = prune_options.get("prune")
+        if prune is not None and not isinstance(prune, bool):
+            problems.add(origin.at("config.pruneOptions.prune"), f"expected true or false, got {type_name(prune)}")
+        elif prune:
+            options["prune"] = True
+    return options if len(problems.messages) == count else None
+
+
+def _refuse_apply_settings(config: dict, origin: DocumentOrigin, problems: Problems):
+    """Settings the collection takes from elsewhere: refused with where they go, never silently dropped."""
+    for key, variable in (("kubeconfig", "kube_kubeconfig"), ("context", "kube_context")):
+        if config.get(key):
+            problems.add(origin.at(f"config.{key}"), f"the cluster's kubeconfig comes from the inventory: set "
+                                                     f"{variable} on the host the phase's metadata.clusterName "
+                                                     f"names, and remove {key} here")
+    if config.get("druRun"):
+        problems.add(origin.at("config.druRun"), "a dry run is chosen per run: use --check or "
+                                                 "plan_action=validate, and remove druRun here")
+    policy = config.get("inventoryPolicy")
+    if policy is not None and policy not in ADOPTING_POLICIES:
+        problems.add(origin.at("config.inventoryPolicy"),
+                     f"inventoryPolicy {policy!r} is not supported: apply adopts objects without an ApplySet and "
+                     f"refuses those of another set (airshipctl's 'adopt'); remove it or set 'adopt'")
+
+
+def _wait_option(config: dict, origin: DocumentOrigin, problems: Problems) -> dict | None:
+    """apply's ``wait`` from ``waitOptions``: a timeout of 0 (or none) does not wait, as in airshipctl."""
+    wait_options = _mapping(config, "waitOptions", origin, problems)
+    if not wait_options:
+        return None
+    unknown_fields(wait_options, WAIT_FIELDS, origin.at, problems, prefix="config.waitOptions.")
+    for key in ("timeout", "pollInterval"):
+        value = wait_options.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            problems.add(origin.at(f"config.waitOptions.{key}"), f"expected a whole number of seconds, 0 or more, "
+                                                                 f"got {type_name(value)}")
+            return None
+    conditions = _conditions(wait_options.get("conditions"), origin, problems)
+    timeout = wait_options.get("timeout") or 0
+    if not timeout:
+        return None
+    wait: dict = {"timeout": timeout}
+    if conditions:
+        wait["conditions"] = conditions
+    return wait
+
+
+def _conditions(value, origin: DocumentOrigin, problems: Problems) -> list[dict]:
+    """apply's wait conditions from airshipctl's: JSONPath naming one field becomes that path in JMESPath."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        problems.add(origin.at("config.waitOptions.conditions"), f"expected a list, got {type_name(value)}")
+        return []
+    conditions = []
+    for position, condition in enumerate(value):
+        at = f"config.waitOptions.conditions[{position}]"
+        if not isinstance(condition, dict):
+            problems.add(origin.at(at), f"expected a mapping (apiVersion, kind, jsonPath, value), "
+                                        f"got {type_name(condition)}")
+            continue
+        unknown_fields(condition, CONDITION_FIELDS, origin.at, problems, prefix=f"{at}.")
+        match = SIMPLE_JSONPATH.match(str(condition.get("jsonPath") or ""))
+        if match is None:
+            problems.add(origin.at(f"{at}.jsonPath"), f"expected a JSONPath naming one field, such as "
+                                                      f"{{.status.phase}}, got {condition.get('jsonPath')!r}; "
+                                                      f"write a wait phase with a JMESPath condition instead")
+            continue
+        converted = {"path": match.group(1)}
+        kind = condition.get("kind")
+        if isinstance(kind, str) and kind:
+            group = str(condition.get("apiVersion") or "").rpartition("/")[0]
+            converted["kind"] = f"{kind}.{group}" if group else kind
+        if condition.get("value") not in (None, ""):
+            converted["value"] = condition["value"]
+        conditions.append(converted)
+    return conditions
+
+
+def _read_plan(document: RawDocument, problems: Problems) -> PhasePlan | None:
+    content, origin = document.content, document.origin
+    _, name = _metadata_and_name(document, PLAN_FIELDS, PLAN_METADATA_FIELDS, problems)
+    if name is None:
+        return None
+    description = content.get("description")
+    if description is not None and not isinstance(description, str):
+        problems.add(origin.at("description"), f"expected a string, got {type_name(description)}")
+        description = None
+    # validation configured airshipctl's kubeval container: accepted, not used (validate renders every bundle)
+    _mapping(content, "validation", origin, problems)
+    plan = PhasePlan(name=name, phases=[], origin=origin, description=description or "")
+    steps, groups = content.get("phases"), content.get("phaseGroups")
+    if steps is not None and groups is not None:
+        problems.add(origin.at("phaseGroups"), "give the phases either as phases or as phaseGroups, not both")
+    elif groups is not None:
+        _read_phase_groups(plan, groups, problems)
+    else:
+        _read_steps(plan, steps, "phases", problems)
+    return plan
+
+
+def _read_phase_groups(plan: PhasePlan, groups, problems: Problems):
+    """The older layout: groups of steps, one after the other."""
+    if not isinstance(groups, list) or not groups:
+        problems.add(plan.where("phaseGroups"), f"expected a non-empty list of groups ({{name, phases}}), "
+                                                f"got {type_name(groups)}")
+        return
+    for position, group in enumerate(groups):
+        path = f"phaseGroups[{position}]"
+        if not isinstance(group, dict):
+            problems.add(plan.where(path), f"expected a group (a mapping with name and phases), got {type_name(group)}")
+            continue
+        unknown_fields(group, ("name", "phases"), plan.origin.at, problems, prefix=f"{path}.")
+        _read_steps(plan, group.get("phases"), f"{path}.phases", problems)
+
+
+def _read_steps(plan: PhasePlan, steps, path: str, problems: Problems):
+    """Entries ``[{name: phase}]`` of a plan (or of one of its groups), in order."""
+    if not isinstance(steps, list) or not steps:
+        problems.add(plan.where(path), f"expected a non-empty list of phases ([{{name: <phase>}}]), "
+                                       f"got {type_name(steps)}")
+        return
+    for position, step in enumerate(steps):
+        at = f"{path}[{position}]"
+        name = step.get("name") if isinstance(step, dict) else None
+        if not isinstance(name, str) or not name:
+            problems.add(plan.where(f"{at}.name"), f"expected the name of a phase, got {type_name(name)}")
+            continue
+        unknown_fields(step, ("name",), plan.origin.at, problems, prefix=f"{at}.")
+        plan.phases.append(name)
+        plan.entry_paths.append(f"{at}.name")

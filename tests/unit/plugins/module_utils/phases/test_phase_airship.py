@@ -1,0 +1,261 @@
+"""airshipctl's own phase documents (airshipit.org/v1alpha1) read as phases and plans: one rule per row."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.phases import views
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import inline_documents, read_paths
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.inventory import Inventory
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import build_plan
+from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import executors
+
+FIXTURE = Path(__file__).resolve().parents[4] / "fixtures" / "airshipctl"
+SITE = FIXTURE / "site"
+E, T = "ephemeral-cluster", "target-cluster"
+CLUSTERS = {"all": [E, T], "ungrouped": [E, T]}
+API = "airshipit.org/v1alpha1"
+
+# deploy-gating, as plan.yaml lists it: (phase, cluster, executor)
+GATING = [
+    ("remotedirect-ephemeral", None, "airship:BaremetalManager"),
+    ("iso-cloud-init-data", None, "airship:GenericContainer"),
+    ("iso-build-image", None, "airship:IsoConfiguration"),
+    ("initinfra-networking-ephemeral", E, "apply"),
+    ("kubectl-wait-tigera-ephemeral", E, "airship:GenericContainer"),
+    ("initinfra-ephemeral", E, "apply"),
+    ("kubectl-wait-deploy-ephemeral", E, "airship:GenericContainer"),
+    ("clusterctl-init-ephemeral", E, "airship:Clusterctl"),
+    ("kubectl-wait-pods-ephemeral", E, "airship:GenericContainer"),
+    ("kubectl-pause-bmh", E, "airship:GenericContainer"),
+    ("controlplane-ephemeral", E, "apply"),
+    ("kubectl-wait-cluster-ephemeral", E, "airship:GenericContainer"),
+    ("initinfra-networking-target", T, "apply"),
+    ("kubectl-wait-tigera-target", T, "airship:GenericContainer"),
+    ("initinfra-target", T, "apply"),
+    ("kubectl-wait-pods-target", T, "airship:GenericContainer"),
+    ("clusterctl-init-target", T, "airship:Clusterctl"),
+    ("clusterctl-move", T, "airship:Clusterctl"),
+    ("kubectl-get-node-target", T, "airship:GenericContainer"),
+    ("workers-classification", T, "apply"),
+    ("workers-target", T, "apply"),
+    ("kubectl-wait-node-target", T, "airship:GenericContainer"),
+    ("storage-cluster-target", T, "apply"),
+    ("workload-target", T, "apply"),
+    ("workload-config-target", T, "apply"),
+    ("lma-infra-target", T, "apply"),
+    ("lma-stack-target", T, "apply"),
+    ("lma-config-target", T, "apply"),
+    ("kubectl-get-pods-target", T, "airship:GenericContainer"),
+    ("virsh-eject-cdrom-images", None, "airship:GenericContainer"),
+    ("virsh-destroy-vms", None, "airship:GenericContainer"),
+]
+
+
+def inventory():
+    return Inventory(groups=CLUSTERS, parent_of=lambda host: None, has_kubeconfig=lambda host: True)
+
+
+def site_plan(name, **kwargs):
+    return build_plan(read_paths(["site/phases"], str(FIXTURE)), executors=executors(),
+                      inventory=inventory(), name=name, **kwargs)
+
+
+def inline_plan(documents, base_dir, **kwargs):
+    return build_plan(inline_documents(documents, str(base_dir)), executors=executors(), inventory=inventory(),
+                      **kwargs)
+
+
+def planned(plan, name):
+    return next(item for item in plan.phases if item.phase.full_name == name)
+
+
+def test_phases_layout_lists_every_phase_in_plan_order_on_its_cluster():
+    plan = site_plan("deploy-gating")
+    assert len(plan.phases) > 30
+    assert [(item.phase.full_name, item.phase.cluster, item.phase.executor) for item in plan.phases] == GATING
+    assert all(item.selected for item in plan.phases)
+    assert plan.description == "Phase plan for test-site deployment"
+    hosts = {item.phase.full_name: item.placement.hosts for item in plan.phases}
+    assert hosts["initinfra-ephemeral"] == [E] and hosts["workers-target"] == [T]
+    assert hosts["virsh-destroy-vms"] == []          # no clusterName: it runs on no cluster host
+
+
+def test_phase_groups_layout_runs_the_groups_phases_one_after_the_other():
+    plan = site_plan("phasePlan", runnable=True)
+    assert [item.phase.full_name for item in plan.phases] == [
+        "initinfra-networking-ephemeral", "initinfra-ephemeral", "controlplane-ephemeral",
+        "initinfra-networking-target", "initinfra-target", "workers-classification", "workers-target",
+        "workload-target", "workload-config-target"]
+
+
+def test_list_and_tree_show_the_airship_executor_kind():
+    plan = site_plan("deploy-gating")
+    table = "\n".join(views.list_lines(plan))
+    assert "airship:GenericContainer" in table and "airship:Clusterctl" in table
+    assert any("clusterctl-move" in line and "airship:Clusterctl" in line for line in views.tree_lines(plan))
+
+
+@pytest.mark.parametrize("phase, options", [
+    ("initinfra-ephemeral", {"wait": {"timeout": 2000}}),
+    ("controlplane-ephemeral", {"wait": {"timeout": 3600}}),
+    ("initinfra-networking-target", {}),
+    ("workload-config-target", {"wait": {"timeout": 600}, "prune": True, "applyset": "workload-config-target"}),
+    ("workers-classification", {"wait": {"timeout": 1200, "conditions": [
+        {"kind": "BareMetalHost.metal3.io", "path": "status.provisioning.state", "value": "provisioned"}]}}),
+], ids=["wait-timeout", "longer-timeout", "timeout-0-does-not-wait", "prune-applyset-named-after-phase",
+        "jsonpath-condition-as-jmespath"])
+def test_kubernetes_apply_options_become_apply_options(phase, options):
+    assert planned(site_plan("deploy-gating"), phase).phase.options == options
+
+
+def test_entry_points_are_relative_to_the_parent_of_the_phases_directory():
+    phase = planned(site_plan("phasePlan"), "workers-target").phase
+    assert phase.source == "target/workers"
+    assert phase.source_path == str(SITE / "target" / "workers")
+
+
+def test_entry_points_are_relative_to_target_path_when_given(tmp_path):
+    for item in site_plan("deploy-gating").phases:
+        if item.phase.executor == "apply":
+            (tmp_path / item.phase.source).mkdir(parents=True)
+    plan = site_plan("deploy-gating", target_path=str(tmp_path), only=["workers-target"], runnable=True)
+    assert planned(plan, "workers-target").phase.source_path == str(tmp_path / "target" / "workers")
+
+
+def test_missing_entry_point_names_the_field(tmp_path):
+    with pytest.raises(PhasekitError) as error:
+        site_plan("phasePlan", target_path=str(tmp_path))
+    assert ("site/phases/phases.yaml document 21 (Phase workers-target) field config.documentEntryPoint: "
+            f"target/workers not found (looked for {tmp_path / 'target' / 'workers'})") in str(error.value)
+
+
+@pytest.mark.parametrize("phase, kind, section", [
+    ("clusterctl-move", "Clusterctl", "clusterctl"),
+    ("kubectl-wait-pods-target", "GenericContainer", "genericcontainer"),
+    ("remotedirect-ephemeral", "BaremetalManager", "baremetalmanager-bootconfiguration-isoconfiguration"),
+    ("iso-build-image", "IsoConfiguration", "baremetalmanager-bootconfiguration-isoconfiguration"),
+], ids=["clusterctl", "generic-container", "baremetal-manager", "iso-configuration"])
+def test_executor_without_equivalent_is_listed_and_refused_when_validated(phase, kind, section):
+    listed = planned(site_plan("deploy-gating", only=[phase]), phase)
+    assert listed.selected and listed.phase.executor == f"airship:{kind}"
+    with pytest.raises(PhasekitError) as error:
+        site_plan("deploy-gating", only=[phase], runnable=True)
+    message = str(error.value)
+    assert message.startswith("site/phases/phases.yaml document ")
+    assert f"(Phase {phase}) field config.executorRef: executor {kind} " in message
+    assert "has no equivalent in phasekit.kube yet" in message
+    assert f"docs/migrating-from-airshipctl.md#{section}" in message
+
+
+def test_executor_without_equivalent_does_not_stop_the_phases_around_it():
+    applies = [name for name, _, executor in GATING if executor == "apply"]
+    plan = site_plan("deploy-gating", only=applies, runnable=True)
+    assert [item.phase.full_name for item in plan.selected] == applies
+
+
+def test_skipped_phase_without_equivalent_is_not_refused():
+    skipped = [name for name, _, executor in GATING if executor != "apply"]
+    plan = site_plan("deploy-gating", skip=skipped, runnable=True)
+    assert len(plan.selected) == len(GATING) - len(skipped)
+
+
+def airship_phase(name, executor="kubernetes-apply", entry="apps", cluster=E, kind="KubernetesApply", **config):
+    metadata = {"name": name, **({"clusterName": cluster} if cluster else {})}
+    return {"apiVersion": API, "kind": "Phase", "metadata": metadata,
+            "config": {"executorRef": {"apiVersion": API, "kind": kind, "name": executor},
+                       **({"documentEntryPoint": entry} if entry else {}), **config}}
+
+
+def apply_executor(name="kubernetes-apply", **config):
+    return {"apiVersion": API, "kind": "KubernetesApply", "metadata": {"name": name}, "config": config}
+
+
+def airship_plan(name="deploy", **fields):
+    return {"apiVersion": API, "kind": "PhasePlan", "metadata": {"name": name}, **fields}
+
+
+STEPS = {"phases": [{"name": "apps"}]}
+
+
+@pytest.mark.parametrize("documents, where, message", [
+    ([airship_phase("apps", executor="kubernetes-aply"), apply_executor()],
+     "document 1 (Phase apps) field config.executorRef",
+     "no KubernetesApply document named 'kubernetes-aply' among the documents (did you mean 'kubernetes-apply'?)"),
+    ([airship_phase("apps", documentEntrypoint="x"), apply_executor()],
+     "document 1 (Phase apps) field config.documentEntrypoint", "unknown field (did you mean 'documentEntryPoint'?)"),
+    ([airship_phase("apps", entry=None), apply_executor()],
+     "document 1 (Phase apps) field config.documentEntryPoint", "missing: executor apply needs a source"),
+    ([airship_phase("apps", cluster="nowhere"), apply_executor()],
+     "document 1 (Phase apps) field metadata.clusterName", "'nowhere' is neither a host nor a group"),
+    ([airship_phase("apps", cluster=None), apply_executor()],
+     "document 1 (Phase apps) field metadata.clusterName", "missing: name the inventory host or group"),
+    ([airship_phase("apps"), apply_executor(waitOptions={"timeout": "10m"})],
+     "document 2 (KubernetesApply kubernetes-apply) field config.waitOptions.timeout",
+     "expected a whole number of seconds, 0 or more, got a string"),
+    ([airship_phase("apps"), apply_executor(pruneOptions={"prune": "yes"})],
+     "document 2 (KubernetesApply kubernetes-apply) field config.pruneOptions.prune",
+     "expected true or false, got a string"),
+    ([airship_phase("apps"), apply_executor(waitOptions={"timeout": 60, "conditions": [
+        {"kind": "Pod", "jsonPath": "{.status.conditions[?(@.type=='Ready')].status}"}]})],
+     "document 2 (KubernetesApply kubernetes-apply) field config.waitOptions.conditions[0].jsonPath",
+     "expected a JSONPath naming one field"),
+    ([airship_phase("apps"), apply_executor(kubeconfig="/tmp/kubeconfig")],
+     "document 2 (KubernetesApply kubernetes-apply) field config.kubeconfig",
+     "the cluster's kubeconfig comes from the inventory: set kube_kubeconfig"),
+    ([airship_phase("apps"), apply_executor(inventoryPolicy="strict")],
+     "document 2 (KubernetesApply kubernetes-apply) field config.inventoryPolicy",
+     "inventoryPolicy 'strict' is not supported"),
+    ([{**airship_phase("apps"), "apiVersion": "airshipit.org/v1beta1"}, apply_executor()],
+     "document 1 (Phase apps) field apiVersion", "unsupported apiVersion 'airshipit.org/v1beta1'"),
+    ([airship_phase("apps"), apply_executor(), airship_plan(**STEPS, phaseGroups=[{"name": "g", **STEPS}])],
+     "document 3 (PhasePlan deploy) field phaseGroups", "give the phases either as phases or as phaseGroups"),
+    ([airship_phase("apps"), apply_executor(), airship_plan(phases=[{"name": "apps"}, {"name": "ap"}])],
+     "document 3 (PhasePlan deploy) field phases[1].name", "plan deploy names phase 'ap', which is not defined"),
+    ([airship_phase("apps"), apply_executor(), airship_plan(phaseGroups=[{"name": "g", "phases": [{"nam": "apps"}]}])],
+     "document 3 (PhasePlan deploy) field phaseGroups[0].phases[0].name", "expected the name of a phase, got nothing"),
+    ([airship_phase("apps"), apply_executor(), airship_plan(phases="apps")],
+     "document 3 (PhasePlan deploy) field phases",
+     "expected a non-empty list of phases ([{name: <phase>}]), got a string"),
+    ([airship_phase("apps"), apply_executor(), apply_executor()],
+     "document 3 (KubernetesApply kubernetes-apply) field metadata.name", "duplicate KubernetesApply name"),
+], ids=["executor-not-found", "unknown-config-field", "apply-without-entry-point", "cluster-not-in-inventory",
+        "apply-without-cluster", "timeout-not-seconds", "prune-not-boolean", "jsonpath-too-complex",
+        "kubeconfig-in-executor", "inventory-policy-strict", "api-version", "plan-both-layouts",
+        "plan-names-missing-phase", "group-step-without-name", "plan-phases-not-a-list", "duplicate-executor"])
+def test_bad_documents_name_the_document_and_field(tmp_path, documents, where, message):
+    (tmp_path / "apps").mkdir()
+    with pytest.raises(PhasekitError) as error:
+        inline_plan(documents, tmp_path)
+    assert f"plan {where}: {message}" in str(error.value)
+
+
+def test_bad_document_in_a_file_names_the_file(tmp_path):
+    (tmp_path / "phases").mkdir()
+    (tmp_path / "phases" / "phases.yaml").write_text(
+        f"apiVersion: {API}\nkind: Phase\nmetadata:\n  name: apps\n  clusterName: {E}\n"
+        "config:\n  executorRef: {kind: KubernetesApply, name: missing}\n  documentEntryPoint: apps\n")
+    with pytest.raises(PhasekitError) as error:
+        build_plan(read_paths(["phases"], str(tmp_path)), executors=executors(), inventory=inventory())
+    assert str(error.value) == ("phases/phases.yaml document 1 (Phase apps) field config.executorRef: "
+                                "no KubernetesApply document named 'missing' among the documents; the documents "
+                                "define no KubernetesApply")
+
+
+def test_cluster_map_kubeconfig_and_the_bundles_kustomization_are_accepted(tmp_path):
+    (tmp_path / "apps").mkdir()
+    documents = [airship_phase("apps"), apply_executor(),
+                 {"apiVersion": API, "kind": "ClusterMap", "metadata": {"name": "main-map"}, "map": {}},
+                 {"apiVersion": API, "kind": "KubeConfig", "metadata": {"name": "default"}, "config": {}},
+                 {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": []}]
+    assert [item.phase.full_name for item in inline_plan(documents, tmp_path).phases] == ["apps"]
+
+
+def test_plan_validation_settings_are_accepted(tmp_path):
+    (tmp_path / "apps").mkdir()
+    documents = [airship_phase("apps"), apply_executor(),
+                 airship_plan(**STEPS, validation={"kubernetesVersion": "v1.21.2", "crdList": []})]
+    assert inline_plan(documents, tmp_path, name="deploy").name == "deploy"

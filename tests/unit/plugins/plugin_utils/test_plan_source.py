@@ -1,0 +1,54 @@
+"""A plan inside a task: relative paths start at the playbook, and validate and run refuse what cannot run."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import PLAN_SOURCE_SPEC, plan_for_task
+
+FIXTURE_PHASES = Path(__file__).resolve().parents[3] / "fixtures" / "airshipctl" / "site" / "phases"
+CLUSTERS = ["ephemeral-cluster", "target-cluster"]
+TASK_VARS = {"groups": {"all": CLUSTERS, "ungrouped": CLUSTERS}, "hostvars": {}}
+
+
+def args(**given):
+    defaults = {name: rule.get("default") for name, rule in PLAN_SOURCE_SPEC.items()}
+    return {**defaults, **given}
+
+
+@pytest.fixture(name="playbook_dir")
+def playbook_dir_fixture(tmp_path):
+    """A playbook directory holding the airshipctl phases, with entry points under elsewhere/."""
+    shutil.copytree(FIXTURE_PHASES, tmp_path / "phases")
+    shutil.copytree(FIXTURE_PHASES.parent / "target", tmp_path / "elsewhere" / "target")
+    shutil.copytree(FIXTURE_PHASES.parent / "ephemeral", tmp_path / "elsewhere" / "ephemeral")
+    return tmp_path
+
+
+def plan(playbook_dir, runnable, **given):
+    action = SimpleNamespace(_loader=SimpleNamespace(get_basedir=lambda: "/not/used"))
+    return plan_for_task(action, args(src=["phases"], **given), {**TASK_VARS, "playbook_dir": str(playbook_dir)},
+                         runnable=runnable)
+
+
+def test_target_path_is_relative_to_the_playbook(playbook_dir):
+    result = plan(playbook_dir, True, name="phasePlan", target_path="elsewhere")
+    sources = {item.phase.full_name: item.phase.source_path for item in result.phases}
+    assert sources["workers-target"] == str(playbook_dir / "elsewhere" / "target" / "workers")
+
+
+UNSUPPORTED = {"name": "deploy-gating", "target_path": "elsewhere", "only": ["clusterctl-move"]}
+
+
+def test_list_and_tree_show_a_phase_that_cannot_run(playbook_dir):
+    assert plan(playbook_dir, False, **UNSUPPORTED).selected[0].phase.executor == "airship:Clusterctl"
+
+
+def test_validate_and_run_refuse_a_phase_that_cannot_run(playbook_dir):
+    with pytest.raises(PhasekitError, match=r"\(Phase clusterctl-move\) field config.executorRef: executor Clusterctl"):
+        plan(playbook_dir, True, **UNSUPPORTED)
