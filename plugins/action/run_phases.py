@@ -72,7 +72,8 @@ class ActionModule(PhasekitAction):
             return {"failed": True, "msg": f"cluster_concurrency must be between 1 and {MAX_CLUSTER_CONCURRENCY}, "
                                            f"got {concurrency}"}
         mode = args["mode"]
-        plan = plan_for_task(self, args, task_vars)
+        # history reads records only: a phase that could not run here still has a history to show
+        plan = plan_for_task(self, args, task_vars, runnable=args["mode"] != HISTORY)
         planned = selected_phases(plan, args["phases"])
         # destroy undoes in reverse plan order: children before parents, apps before their platform
         phases = list(reversed(planned)) if mode == DESTROY else planned
