@@ -152,8 +152,8 @@ class ActionModule(PhasekitAction):
 
         with ThreadPoolExecutor(max(1, min(concurrency, len(hosts) or 1))) as pool:
             found = list(pool.map(read, hosts))
-        history = {host: runs for host, runs, _ in found}
-        problems = {host: problem for host, _, problem in found if problem}
+        history = {host: runs for host, runs, _problem in found}
+        problems = {host: problem for host, _runs, problem in found if problem}
         return {"changed": False, "history": history, "unreadable": problems,
                 "summary": history_lines(found, names)}
 

@@ -377,7 +377,7 @@ def _conditions(value, origin: DocumentOrigin, problems: Problems) -> list[dict]
 
 def _read_plan(document: RawDocument, problems: Problems) -> PhasePlan | None:
     content, origin = document.content, document.origin
-    _, name = _metadata_and_name(document, PLAN_FIELDS, PLAN_METADATA_FIELDS, problems)
+    _metadata, name = _metadata_and_name(document, PLAN_FIELDS, PLAN_METADATA_FIELDS, problems)
     if name is None:
         return None
     description = content.get("description")

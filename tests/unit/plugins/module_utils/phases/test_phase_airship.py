@@ -152,13 +152,13 @@ def test_executor_without_equivalent_is_listed_and_refused_when_validated(phase,
 
 
 def test_executor_without_equivalent_does_not_stop_the_phases_around_it():
-    applies = [name for name, _, executor in GATING if executor == "apply"]
+    applies = [name for name, _cluster, executor in GATING if executor == "apply"]
     plan = site_plan("deploy-gating", only=applies, runnable=True)
     assert [item.phase.full_name for item in plan.selected] == applies
 
 
 def test_skipped_phase_without_equivalent_is_not_refused():
-    skipped = [name for name, _, executor in GATING if executor != "apply"]
+    skipped = [name for name, _cluster, executor in GATING if executor != "apply"]
     plan = site_plan("deploy-gating", skip=skipped, runnable=True)
     assert len(plan.selected) == len(GATING) - len(skipped)
 
