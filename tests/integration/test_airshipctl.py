@@ -1,0 +1,154 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""A small airshipctl-style site run as it is on the two local clusters: its own Phase, PhasePlan and
+KubernetesApply documents (airshipit.org/v1alpha1), entry points with kustomizations under a target path,
+clusterName naming the inventory hosts. It runs, re-runs as a no-op, and status finds it in sync; a phase of
+an executor kind with no equivalent here stops validate before anything runs."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+AIRSHIP = "airshipit.org/v1alpha1"
+HOSTS = {"ephemeral-cluster": "ephemeral", "target-cluster": "target"}
+
+
+def write(path: Path, *documents) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump_all(documents, sort_keys=False))
+
+
+def phase(name: str, cluster: str, executor: str, entry: str | None = None, kind: str = "KubernetesApply") -> dict:
+    config = {"executorRef": {"apiVersion": AIRSHIP, "kind": kind, "name": executor}}
+    if entry:
+        config["documentEntryPoint"] = entry
+    return {"apiVersion": AIRSHIP, "kind": "Phase", "metadata": {"name": name, "clusterName": cluster},
+            "config": config}
+
+
+def entry_point(root: Path, path: str, namespace: str, objects: list) -> None:
+    """A kustomization directory, as airshipctl's entry points are."""
+    write(root / path / "resources.yaml", *objects)
+    write(root / path / "kustomization.yaml", {"apiVersion": "kustomize.config.k8s.io/v1beta1",
+                                               "kind": "Kustomization", "namespace": namespace,
+                                               "resources": ["resources.yaml"]})
+
+
+@pytest.fixture()
+def airship_site(clusters, tmp_path):
+    namespace = f"pk-airship-{uuid.uuid4().hex[:6]}"
+    site = tmp_path / "manifests" / "site" / "test-site"
+    for cluster in ("ephemeral", "target"):
+        entry_point(site, f"{cluster}/initinfra", namespace, [
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"initinfra-{cluster}"},
+             "data": {"cluster": cluster}}])
+    entry_point(site, "target/workload", namespace, [
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "workload"},
+         "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "workload"}},
+                  "template": {"metadata": {"labels": {"app": "workload"}},
+                               "spec": {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]}}}}])
+    write(site / "phases" / "executors.yaml",
+          {"apiVersion": AIRSHIP, "kind": "KubernetesApply", "metadata": {"name": "kubernetes-apply"},
+           "config": {"waitOptions": {"timeout": 120}, "pruneOptions": {"prune": False}}},
+          {"apiVersion": AIRSHIP, "kind": "KubernetesApply", "metadata": {"name": "kubernetes-apply-prune"},
+           "config": {"waitOptions": {"timeout": 120}, "pruneOptions": {"prune": True}}},
+          {"apiVersion": AIRSHIP, "kind": "GenericContainer", "metadata": {"name": "encrypt-secrets"},
+           "spec": {"type": "krm", "image": "quay.io/airshipit/toolbox:latest"}})
+    write(site / "phases" / "phases.yaml",
+          phase("initinfra-ephemeral", "ephemeral-cluster", "kubernetes-apply", "ephemeral/initinfra"),
+          phase("initinfra-target", "target-cluster", "kubernetes-apply", "target/initinfra"),
+          phase("workload-target", "target-cluster", "kubernetes-apply-prune", "target/workload"),
+          phase("secret-generate", "target-cluster", "encrypt-secrets", kind="GenericContainer"))
+    write(site / "phases" / "plan.yaml",
+          {"apiVersion": AIRSHIP, "kind": "PhasePlan", "metadata": {"name": "deploy-gating"},
+           "description": "the gating plan", "phases": [{"name": "initinfra-ephemeral"}, {"name": "initinfra-target"},
+                                                          {"name": "workload-target"}]},
+          {"apiVersion": AIRSHIP, "kind": "PhasePlan", "metadata": {"name": "with-secrets"},
+           "phases": [{"name": "initinfra-target"}, {"name": "secret-generate"}]})
+    inventory = {"all": {"vars": {"ansible_connection": "local"}, "hosts": {
+        host: {"kube_kubeconfig": str(clusters[cluster].admin_kubeconfig), "kube_context": cluster}
+        for host, cluster in HOSTS.items()}}}
+    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
+    yield tmp_path, namespace
+    for cluster in clusters.values():
+        cluster.kubectl("delete", "namespace", namespace, "--ignore-not-found", "--wait=false")
+    clusters["target"].kubectl("delete", "secret", "workload-target", "-n", "default", "--ignore-not-found")
+
+
+def summary(output: str) -> dict:
+    rows = {}
+    for line in output.splitlines():
+        found = re.match(r'^\s*"([\w-]+)\s+([\w-]+-cluster)\s+(in sync|\w+)', line)
+        if found:
+            rows[(found.group(1), found.group(2))] = found.group(3)
+    return rows
+
+
+def test_an_airshipctl_site_runs_as_it_is(airship_site, clusters, run_playbook):
+    root, namespace = airship_site
+    args = ("-e", f"plan_src={root}/manifests/site/test-site/phases", "-e", "plan_name=deploy-gating")
+    playbook = "- ansible.builtin.import_playbook: phasekit.kube.run\n"
+    listed = run_playbook(playbook, root / "inventory.yml", *args, "-e", "plan_action=list")
+    assert listed.rc == 0, listed
+    assert re.search(r"initinfra-target\s+target-cluster\s+target-cluster\s+apply", listed.output), listed
+
+    first = run_playbook(playbook, root / "inventory.yml", *args)
+    assert first.rc == 0, first
+    assert summary(first.output) == {("initinfra-ephemeral", "ephemeral-cluster"): "changed",
+                                     ("initinfra-target", "target-cluster"): "changed",
+                                     ("workload-target", "target-cluster"): "changed"}, first
+    assert clusters["ephemeral"].get_json("configmap", "initinfra-ephemeral", "-n", namespace)["data"] == {
+        "cluster": "ephemeral"}
+    live = clusters["target"].get_json("deployment", "workload", "-n", namespace)
+    assert live["status"].get("availableReplicas") == 1            # waitOptions.timeout: waited until ready
+    # pruneOptions.prune: an ApplySet named after the phase (its parent in the context's namespace, as the apply
+    # executor's own)
+    assert clusters["target"].get_json("secret", "workload-target", "-n", "default")["metadata"]["labels"][
+        "applyset.kubernetes.io/id"]
+
+    again = run_playbook(playbook, root / "inventory.yml", *args)
+    assert again.rc == 0, again
+    assert set(summary(again.output).values()) == {"ok"}, again
+
+    status = run_playbook(playbook, root / "inventory.yml", *args, "-e", "plan_action=status")
+    assert status.rc == 0, status
+    assert set(summary(status.output).values()) == {"in sync"}, status
+
+
+def test_a_phase_without_an_equivalent_stops_validate_naming_it(airship_site, run_playbook):
+    root, _namespace = airship_site
+    result = run_playbook("- ansible.builtin.import_playbook: phasekit.kube.run\n", root / "inventory.yml",
+                          "-e", f"plan_src={root}/manifests/site/test-site/phases", "-e", "plan_name=with-secrets",
+                          "-e", "plan_action=validate")
+    assert result.rc != 0, result
+    assert "Phase secret-generate" in result.output and "GenericContainer" in result.output, result
+    assert "migrating-from-airshipctl.md#genericcontainer" in result.output, result
+    assert "Traceback" not in result.output
+
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "airshipctl" / "site"
+
+
+def test_a_31_phase_airshipctl_plan_lists_in_order_with_its_clusters(airship_site, run_playbook):
+    """The fixture modelled on airshipctl's manifests/phases: every phase of its plan, in plan order, each on the
+    cluster its clusterName names (phases of executor kinds with no equivalent listed with their kind)."""
+    root, _namespace = airship_site
+    plan = yaml.safe_load((FIXTURE / "phases" / "plan.yaml").read_text())
+    wanted = [entry["name"] for entry in plan["phases"]]
+    clusters_of = {document["metadata"]["name"]: document["metadata"].get("clusterName")
+                   for document in yaml.safe_load_all((FIXTURE / "phases" / "phases.yaml").read_text())}
+    result = run_playbook("- ansible.builtin.import_playbook: phasekit.kube.run\n", root / "inventory.yml",
+                          "-e", f"plan_src={FIXTURE}/phases", "-e", "plan_name=deploy-gating", "-e", "plan_action=list")
+    assert result.rc == 0, result
+    rows = [line.strip().strip('",').split() for line in result.output.splitlines()
+            if line.strip().strip('"').split(" ")[0] in clusters_of]
+    assert len(wanted) >= 30 and [row[0] for row in rows] == wanted, result
+    for row in rows:
+        assert row[1] == (clusters_of[row[0]] or "-"), row
+    assert any(row[3].startswith("airship:") for row in rows) and any(row[3] == "apply" for row in rows), rows
