@@ -157,6 +157,10 @@ converted:
       description: The plans written.
       type: list
       elements: str
+    plans_not_converted:
+      description: The plans left out because none of their phases could be converted (a comment in C(plans.yaml)).
+      type: list
+      elements: str
     not_converted:
       description: The phases left out, each with its C(name), its C(executor) (C(airship:KIND)) and the C(reason).
       type: list

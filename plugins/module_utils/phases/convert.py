@@ -3,7 +3,7 @@
 """airshipctl's phase documents written as the collection's own (``phasekit.dev/v1alpha1``).
 
 The site is read with the same reader plans use (``airship.read_airship_documents``) and checked first: nothing
-is written when it has problems. The output is two files, deterministic (no date, no source path in them):
+is written when it has problems. The output is two files, deterministic (no date in them):
 
 - ``phases.yaml``: one ``Phase`` document per airshipctl phase, in document order; sources are paths relative
   to the written file, pointing at the original entry point directories; options as the reader maps them.
@@ -52,12 +52,14 @@ class Conversion:
     files: dict[str, str] = field(default_factory=dict)
     phases: list[str] = field(default_factory=list)
     plans: list[str] = field(default_factory=list)
+    plans_not_converted: list[str] = field(default_factory=list)   # every phase of theirs was left out
     not_converted: list[dict] = field(default_factory=list)   # {name, executor, reason}
 
     def summary(self, dest: str) -> dict:
         """The conversion as the action returns it."""
         return {"dest": dest, "files": [os.path.join(dest, name) for name in sorted(self.files)],
                 "phases": list(self.phases), "plans": list(self.plans),
+                "plans_not_converted": list(self.plans_not_converted),
                 "not_converted": [dict(item) for item in self.not_converted]}
 
 
@@ -122,11 +124,17 @@ def _phases_text(phases: list[Phase], options: dict, dest: str, conversion: Conv
 
 def _plans_text(catalog: Catalog, conversion: Conversion) -> str:
     known = catalog.by_full_name()
-    parts = []
+    parts, pending = [], ""
     for plan in catalog.plans:
+        if all(known[name].not_runnable is not None for name in plan.phases):
+            conversion.plans_not_converted.append(plan.name)
+            pending += _comment(f"plan {plan.name} is not converted: none of its phases can be "
+                                f"({', '.join(plan.phases)}); see phases.yaml") + "\n"
+            continue
         conversion.plans.append(plan.name)
-        parts.append(_plan_text(plan, known))
-    return _joined(parts)
+        parts.append(pending + _plan_text(plan, known))
+        pending = ""
+    return (_joined(parts) if parts else "") + pending
 
 
 def _plan_text(plan: PhasePlan, known: dict[str, Phase]) -> str:
@@ -136,17 +144,12 @@ def _plan_text(plan: PhasePlan, known: dict[str, Phase]) -> str:
     if plan.description:
         text += textwrap.indent(_dump({"description": plan.description}), "  ")
     text += "  phases:\n"
-    kept = 0
     for name in plan.phases:
         phase = known[name]
         if phase.not_runnable is not None:
             text += f"    # - {name}  (not converted: executor {phase.executor}; see phases.yaml)\n"
         else:
             text += f"    - {_dump(name).strip()}\n"
-            kept += 1
-    if not kept:
-        raise PhasekitError(f"convert_to: plan {plan.name} ({plan.origin.label()}) has no phase that can be "
-                            "converted, so it cannot be written as a plan")
     return text
 
 

@@ -1,3 +1,5 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
 """airshipctl's documents written as phasekit.dev documents: the round trip and the rules, one per test."""
 
 from __future__ import annotations
@@ -124,6 +126,26 @@ def test_input_with_problems_writes_nothing(tmp_path):
     with pytest.raises(PhasekitError, match="executorRefs"):
         convert_documents(read_paths([str(site / "phases")], str(site)), executors(), str(dest))
     assert not dest.exists()
+
+
+def test_a_plan_with_no_phase_converted_is_a_comment():
+    api = "airshipit.org/v1alpha1"
+    documents = [
+        {"apiVersion": api, "kind": "Phase", "metadata": {"name": "iso", "clusterName": E},
+         "config": {"executorRef": {"kind": "IsoConfiguration", "name": "isogen"}}},
+        {"apiVersion": api, "kind": "Phase", "metadata": {"name": "networking", "clusterName": E},
+         "config": {"executorRef": {"kind": "KubernetesApply", "name": "apply"},
+                    "documentEntryPoint": "ephemeral/initinfra-networking"}},
+        {"apiVersion": api, "kind": "KubernetesApply", "metadata": {"name": "apply"}, "config": {}},
+        {"apiVersion": api, "kind": "IsoConfiguration", "metadata": {"name": "isogen"}, "config": {}},
+        {"apiVersion": api, "kind": "PhasePlan", "metadata": {"name": "iso-only"}, "phases": [{"name": "iso"}]},
+    ]
+    conversion = convert_documents(inline_documents(documents, str(SITE)), executors(), "/nowhere",
+                                   target_path=str(SITE))
+    assert conversion.plans == [] and conversion.plans_not_converted == ["iso-only"]
+    assert conversion.phases == ["networking"]
+    assert conversion.files[PLANS_FILE].startswith("# plan iso-only is not converted: none of its phases can be")
+    assert not list(yaml.safe_load_all(conversion.files["plans.yaml"]))  # comments only: no document
 
 
 @pytest.mark.parametrize("documents, message", [
