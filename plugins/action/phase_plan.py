@@ -9,21 +9,29 @@ task's variables (host and group names, and ``kube_parent`` of hosts that a
 
 from __future__ import annotations
 
+import os
+
 from ansible_collections.phasekit.kube.plugins.module_utils.bundle import has_templates, render_bundle
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import redact
 from ansible_collections.phasekit.kube.plugins.module_utils.phases import views
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.convert import (
+    check_destination, convert_documents, write_conversion)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import Plan
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import plan_steps
 from ansible_collections.phasekit.kube.plugins.plugin_utils.action import PhasekitAction
 from ansible_collections.phasekit.kube.plugins.module_utils.templating import scrub_secrets
 from ansible_collections.phasekit.kube.plugins.plugin_utils.templates import host_variables, render_template_file, vault_values
 from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import (
-    PLAN_SOURCE_MUTUALLY_EXCLUSIVE, PLAN_SOURCE_REQUIRED_ONE_OF, PLAN_SOURCE_SPEC, executors, plan_for_task)
+    PLAN_SOURCE_MUTUALLY_EXCLUSIVE, PLAN_SOURCE_REQUIRED_ONE_OF, PLAN_SOURCE_SPEC, executors, plan_for_task,
+    task_base_dir, task_documents)
 
 ARGUMENT_SPEC = {**PLAN_SOURCE_SPEC, "render": {"type": "bool", "default": False},
                  "per_cluster": {"type": "bool", "default": False},
-                 "runnable": {"type": "bool", "default": False}}
+                 "runnable": {"type": "bool", "default": False},
+                 "convert_to": {"type": "path"}}
+# convert_to writes every phase and plan: options that choose or show part of a plan do not apply.
+NOT_WITH_CONVERT = ("name", "only", "skip", "start_at", "render", "per_cluster", "runnable")
 TEMPLATE_NOTE = "has templates (.j2): rendered with each cluster host's variables when the phase runs"
 
 
@@ -33,6 +41,8 @@ class ActionModule(PhasekitAction):
     REQUIRED_ONE_OF = PLAN_SOURCE_REQUIRED_ONE_OF
 
     def execute(self, args, task_vars):
+        if args["convert_to"]:
+            return self.convert(args, task_vars)
         plan = plan_for_task(self, args, task_vars, runnable=args["runnable"])
         result = plan_result(plan)
         if args["render"]:
@@ -47,6 +57,22 @@ class ActionModule(PhasekitAction):
 
             result["rendered"] = render_bundles(plan, render_for if args["per_cluster"] else None)
         return result
+
+    def convert(self, args, task_vars):
+        """airshipctl's documents written as phasekit.dev documents in ``convert_to`` (nothing in check mode)."""
+        given = [name for name in NOT_WITH_CONVERT if args[name]]
+        if given:
+            raise PhasekitError(f"convert_to writes every phase and plan of the documents: "
+                                f"remove {', '.join(given)}")
+        dest = args["convert_to"]
+        if not os.path.isabs(dest):
+            dest = os.path.normpath(os.path.join(task_base_dir(self, task_vars), dest))
+        documents, target_path = task_documents(self, args, task_vars)
+        conversion = convert_documents(documents, executors(), dest, target_path=target_path)
+        check_destination(dest)
+        if not self._task.check_mode:
+            write_conversion(conversion, dest)
+        return {"changed": True, "converted": conversion.summary(dest)}
 
 
 def plan_result(plan: Plan) -> dict:

@@ -51,6 +51,24 @@ options:
       - Without it such phases are listed, so that C(list) and C(tree) show the whole plan.
     type: bool
     default: false
+  convert_to:
+    description:
+      - Write the collection's own documents (C(phasekit.dev/v1alpha1)) equivalent to airshipctl's C(Phase) and
+        C(PhasePlan) documents read from O(src) into this directory (relative to the playbook; created if
+        needed), instead of computing a run list. Every phase and plan is written, so O(name), O(only),
+        O(skip), O(start_at), O(render), O(per_cluster) and O(runnable) are refused with it.
+      - Two files, C(phases.yaml) (one C(Phase) per airshipctl phase, in document order) and C(plans.yaml) (one
+        C(PhasePlan) per airshipctl plan, C(phaseGroups) flattened in order). The output is deterministic.
+      - Sources are paths relative to the written files, pointing at the original entry point directories;
+        C(apply) options (C(wait), C(prune) with C(applyset)) are those the airshipctl reader maps.
+      - A phase whose executor has no equivalent (C(airship:KIND), such as C(Clusterctl) or C(GenericContainer))
+        is left out of both files; a comment where it would be says why and what to write instead.
+      - The documents are checked first; nothing is written when they have problems. A directory that already
+        holds C(.yaml) or C(.yml) files is refused. In check mode nothing is written and RV(converted) says what
+        would be.
+      - ClusterMap and KubeConfig documents are not converted; the inventory holds clusters (see
+        C(docs/migrating-from-airshipctl.md)).
+    type: path
 attributes:
   action:
     support: full
@@ -60,7 +78,7 @@ attributes:
     support: none
   check_mode:
     support: full
-    details: Nothing is changed in any mode.
+    details: Nothing is changed in any mode, except that O(convert_to) writes files (not in check mode).
   diff_mode:
     support: none
   platform:
@@ -108,12 +126,48 @@ EXAMPLES = r"""
           source: manifests/namespaces
   run_once: true
   register: inline
+
+- name: Convert an airshipctl site's phases and plans to phasekit.dev documents
+  phasekit.kube.phase_plan:
+    src: "{{ playbook_dir }}/site/phases"
+    convert_to: "{{ playbook_dir }}/phasekit-phases"
+  run_once: true
+  register: converted
 """
 
 RETURN = r"""
+converted:
+  description: What O(convert_to) wrote (or, in check mode, would write). The other results are not returned then.
+  returned: when O(convert_to) is given
+  type: dict
+  contains:
+    dest:
+      description: The directory, as an absolute path.
+      type: str
+    files:
+      description: The files written, as absolute paths.
+      type: list
+      elements: str
+      sample: [/site/phasekit-phases/phases.yaml, /site/phasekit-phases/plans.yaml]
+    phases:
+      description: The phases written, in document order.
+      type: list
+      elements: str
+    plans:
+      description: The plans written.
+      type: list
+      elements: str
+    plans_not_converted:
+      description: The plans left out because none of their phases could be converted (a comment in C(plans.yaml)).
+      type: list
+      elements: str
+    not_converted:
+      description: The phases left out, each with its C(name), its C(executor) (C(airship:KIND)) and the C(reason).
+      type: list
+      elements: dict
 plan:
   description: Name of the plan, or null when the documents define no plan.
-  returned: success
+  returned: success, without O(convert_to)
   type: str
   sample: deploy
 phases:

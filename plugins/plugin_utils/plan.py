@@ -15,7 +15,11 @@ import os
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import APPLY_OPTIONS_SPEC, apply_options
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import WAIT_OPTIONS_SPEC, wait_rules
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import option_values
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import inline_documents, read_paths
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import (
+    RawDocument,
+    inline_documents,
+    read_paths,
+)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.executors import executor_registry
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.inventory import Inventory
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import Plan, build_plan
@@ -59,8 +63,20 @@ def plan_for_task(action_plugin, args: dict, task_vars: dict, runnable: bool = T
 
     ``runnable``: the plan is to be validated or run, so a selected phase that cannot run here fails it.
     """
-    # Relative paths are relative to the playbook, whichever role or include asks.
-    base_dir = task_vars.get("playbook_dir") or action_plugin._loader.get_basedir()  # pylint: disable=protected-access
+    documents, target_path = task_documents(action_plugin, args, task_vars)
+    return build_plan(documents, executors=executors(), inventory=Inventory.from_task_vars(task_vars),
+                      name=args["name"], only=args["only"], skip=args["skip"], start_at=args["start_at"],
+                      target_path=target_path, runnable=runnable)
+
+
+def task_base_dir(action_plugin, task_vars: dict) -> str:
+    """Where the task's relative paths start: the playbook's directory, whichever role or include asks."""
+    return task_vars.get("playbook_dir") or action_plugin._loader.get_basedir()  # pylint: disable=protected-access
+
+
+def task_documents(action_plugin, args: dict, task_vars: dict) -> tuple[list[RawDocument], str | None]:
+    """The phase documents ``args`` give (files or inline) and the airshipctl target path, made absolute."""
+    base_dir = task_base_dir(action_plugin, task_vars)
     if args["plan"] is not None:
         documents = inline_documents(args["plan"], base_dir)
     else:
@@ -68,6 +84,4 @@ def plan_for_task(action_plugin, args: dict, task_vars: dict, runnable: bool = T
     target_path = args.get("target_path")
     if target_path and not os.path.isabs(target_path):
         target_path = os.path.normpath(os.path.join(base_dir, target_path))
-    return build_plan(documents, executors=executors(), inventory=Inventory.from_task_vars(task_vars),
-                      name=args["name"], only=args["only"], skip=args["skip"], start_at=args["start_at"],
-                      target_path=target_path, runnable=runnable)
+    return documents, target_path

@@ -1,0 +1,194 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""airshipctl's phase documents written as the collection's own (``phasekit.dev/v1alpha1``).
+
+The site is read with the same reader plans use (``airship.read_airship_documents``) and checked first: nothing
+is written when it has problems. The output is two files, deterministic (no date in them):
+
+- ``phases.yaml``: one ``Phase`` document per airshipctl phase, in document order; sources are paths relative
+  to the written file, pointing at the original entry point directories; options as the reader maps them.
+- ``plans.yaml``: one ``PhasePlan`` per airshipctl plan (``phaseGroups`` flattened, in order).
+
+A phase whose executor has no equivalent (``airship:<Kind>``) is left out of both files: it appears as a
+comment where it would be, with the reader's message saying why and what to do instead. A placeholder phase
+is not written because several of these phases have no cluster, and a plan must validate as written.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import textwrap
+from dataclasses import dataclass, field
+
+from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.airship import (
+    read_airship_documents,
+    split_airship_documents,
+)
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import DOCUMENT_SUFFIXES, RawDocument
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.executors import Executor
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import (
+    API_VERSION,
+    PHASE_KIND,
+    PLAN_KIND,
+    Catalog,
+    Phase,
+    PhasePlan,
+)
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import Problems
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.validation import check_phases, plan_phases
+
+PHASES_FILE = "phases.yaml"
+PLANS_FILE = "plans.yaml"
+COMMENT_WIDTH = 110
+
+
+@dataclass
+class Conversion:
+    """What a conversion writes: file name -> text, and which phases were (not) converted."""
+
+    files: dict[str, str] = field(default_factory=dict)
+    phases: list[str] = field(default_factory=list)
+    plans: list[str] = field(default_factory=list)
+    plans_not_converted: list[str] = field(default_factory=list)   # every phase of theirs was left out
+    not_converted: list[dict] = field(default_factory=list)   # {name, executor, reason}
+
+    def summary(self, dest: str) -> dict:
+        """The conversion as the action returns it."""
+        return {"dest": dest, "files": [os.path.join(dest, name) for name in sorted(self.files)],
+                "phases": list(self.phases), "plans": list(self.plans),
+                "plans_not_converted": list(self.plans_not_converted),
+                "not_converted": [dict(item) for item in self.not_converted]}
+
+
+def convert_documents(documents: list[RawDocument], executors: dict[str, Executor], dest: str,
+                      target_path: str | None = None) -> Conversion:
+    """The phasekit.dev documents equivalent to airshipctl's ``documents``, to be written in ``dest``.
+
+    Raises PhasekitError listing every problem of the input; writes nothing.
+    """
+    airship, native = split_airship_documents(documents)
+    if not airship:
+        raise PhasekitError("convert_to: the documents hold no airshipctl Phase or PhasePlan "
+                            "(airshipit.org/v1alpha1); there is nothing to convert")
+    if native:
+        labels = ", ".join(document.origin.label() for document in native[:3])
+        raise PhasekitError(f"convert_to: converts airshipctl's documents only; give src without the other "
+                            f"documents ({labels})")
+    problems = Problems()
+    catalog = Catalog()
+    for item in read_airship_documents(airship, problems, target_path=target_path):
+        catalog.add(item, problems)
+    # the reader's options, before checking fills in defaults: those are what the written documents say
+    options = {phase.full_name: copy.deepcopy(phase.options) for phase in catalog.walk()}
+    check_phases(catalog, executors, problems)
+    for plan in catalog.plans:
+        plan_phases(catalog, plan, problems)
+    problems.raise_if_any()
+    conversion = Conversion()
+    dest = os.path.abspath(dest)
+    conversion.files[PHASES_FILE] = _phases_text(catalog.phases, options, dest, conversion)
+    if catalog.plans:
+        conversion.files[PLANS_FILE] = _plans_text(catalog, conversion)
+    return conversion
+
+
+def _phases_text(phases: list[Phase], options: dict, dest: str, conversion: Conversion) -> str:
+    parts, pending = [], ""
+    for phase in phases:
+        if phase.not_runnable is not None:
+            conversion.not_converted.append({"name": phase.name, "executor": phase.executor,
+                                             "reason": phase.not_runnable})
+            # a comment goes with the document after it: a comment alone would be an empty document
+            pending += _comment(f"phase {phase.name} (cluster {phase.cluster or 'none'}, executor "
+                                  f"{phase.executor}) is not converted and not in the plans: "
+                                  f"{phase.not_runnable}") + "\n"
+            continue
+        conversion.phases.append(phase.name)
+        spec: dict = {}
+        if phase.cluster is not None:
+            spec["cluster"] = phase.cluster
+        spec["executor"] = phase.executor
+        if phase.source_path is not None:
+            spec["source"] = os.path.relpath(phase.source_path, dest)
+        if options.get(phase.full_name):
+            spec["options"] = options[phase.full_name]
+        parts.append(pending + _document(PHASE_KIND, phase.name, spec))
+        pending = ""
+    if not parts:
+        raise PhasekitError("convert_to: no phase of the documents can be converted (see each phase's executor)")
+    return _joined(parts) + pending
+
+
+def _plans_text(catalog: Catalog, conversion: Conversion) -> str:
+    known = catalog.by_full_name()
+    parts, pending = [], ""
+    for plan in catalog.plans:
+        if all(known[name].not_runnable is not None for name in plan.phases):
+            conversion.plans_not_converted.append(plan.name)
+            pending += _comment(f"plan {plan.name} is not converted: none of its phases can be "
+                                f"({', '.join(plan.phases)}); see phases.yaml") + "\n"
+            continue
+        conversion.plans.append(plan.name)
+        parts.append(pending + _plan_text(plan, known))
+        pending = ""
+    return (_joined(parts) if parts else "") + pending
+
+
+def _plan_text(plan: PhasePlan, known: dict[str, Phase]) -> str:
+    """A plan's document; entries left out are comments at their place in the list."""
+    head = {"apiVersion": API_VERSION, "kind": PLAN_KIND, "metadata": {"name": plan.name}}
+    text = _dump(head) + "spec:\n"
+    if plan.description:
+        text += textwrap.indent(_dump({"description": plan.description}), "  ")
+    text += "  phases:\n"
+    for name in plan.phases:
+        phase = known[name]
+        if phase.not_runnable is not None:
+            text += f"    # - {name}  (not converted: executor {phase.executor}; see phases.yaml)\n"
+        else:
+            text += f"    - {_dump(name).strip()}\n"
+    return text
+
+
+def _document(kind: str, name: str, spec: dict) -> str:
+    return _dump({"apiVersion": API_VERSION, "kind": kind, "metadata": {"name": name}, "spec": spec})
+
+
+def _dump(data) -> str:
+    text = yaml_io.safe_dump(data, sort_keys=False)
+    return text[:-len("...\n")] if text.endswith("...\n") else text
+
+
+def _comment(message: str) -> str:
+    lines = textwrap.wrap(message, COMMENT_WIDTH - 2, break_long_words=False, break_on_hyphens=False)
+    return "".join(f"# {line}\n" for line in lines)
+
+
+def _joined(parts: list[str]) -> str:
+    return "---\n" + "---\n".join(parts)
+
+
+def check_destination(dest: str) -> None:
+    """Refuse a target directory that already holds phase documents (or a path that is not a directory)."""
+    if os.path.exists(dest) and not os.path.isdir(dest):
+        raise PhasekitError(f"convert_to {dest}: exists and is not a directory")
+    if os.path.isdir(dest):
+        held = sorted(name for name in os.listdir(dest) if name.endswith(DOCUMENT_SUFFIXES))
+        if held:
+            raise PhasekitError(f"convert_to {dest}: the directory already holds {', '.join(held[:5])}; "
+                                "choose a new or empty directory, or remove those files")
+
+
+def write_conversion(conversion: Conversion, dest: str) -> None:
+    """Write the files in ``dest`` (created if needed), each atomically."""
+    check_destination(dest)
+    os.makedirs(dest, exist_ok=True)
+    for name in sorted(conversion.files):
+        path = os.path.join(dest, name)
+        temporary = f"{path}.tmp-{os.getpid()}"
+        with open(temporary, "w", encoding="utf-8") as handle:
+            handle.write(conversion.files[name])
+        os.replace(temporary, path)
