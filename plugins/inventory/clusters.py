@@ -87,7 +87,8 @@ options:
         C(filesystem) a C(path) source (relative to the ClusterMap's file), C(clusterAPI) a C(secret) source
         reading C(<name>-kubeconfig) in its namespace on the parent, C(bundle) the O(airship_cluster_map[].bundle)
         source(s). Every source but the last gets C(optional: true), as airshipctl tries the sources in order
-        until one works. The sources' C(contextName) becomes C(kube_context) (they must agree)."
+        until one works. The sources' C(contextName) (or the older C(kubeconfigContext)) becomes
+        C(kube_context); they must agree."
       - Only C(ClusterMap) documents are read; nothing is decrypted or contacted.
     type: list
     elements: raw

@@ -31,7 +31,7 @@ API_VERSION = "airshipit.org/v1alpha1"
 KIND = "ClusterMap"
 DOCUMENT_SUFFIXES = (".yaml", ".yml")
 ENTRY_FIELDS = ("path", "bundle")
-CLUSTER_FIELDS = ("parent", "kubeconfigSources", "dynamicKubeConf")
+CLUSTER_FIELDS = ("parent", "kubeconfigSources", "dynamicKubeConf", "kubeconfigContext")
 SOURCE_TYPES = ("filesystem", "bundle", "clusterAPI")
 SOURCE_FIELDS = ("type",) + SOURCE_TYPES
 
@@ -133,11 +133,15 @@ def _host(name: str, spec, *, where: str, base_dir: str, bundle) -> ClusterHost:
         sources.extend(_source({"type": "clusterAPI", "clusterAPI": {"clusterNamespacedName": {"name": name}}},
                                where=f"{where}.dynamicKubeConf", base_dir=base_dir, parent=parent,
                                bundle=bundle)[0])
+    # older ClusterMaps: the context in the bundle's kubeconfig
+    older = _text(spec.get("kubeconfigContext"), f"{where}.kubeconfigContext", "a context name", required=False)
+    if older is not None:
+        contexts.append((older, f"{where}.kubeconfigContext"))
     names = sorted({context for context, _ in contexts})
     if len(names) > 1:
         raise PhasekitError(f"the sources name different contexts ({', '.join(names)}); an inventory host uses "
-                            f"one context (kube_context): give every source the same contextName, or split the "
-                            f"cluster with a site file", where=f"{where}.kubeconfigSources")
+                            f"one context (kube_context): give every source the same contextName, or write the "
+                            f"host in a site file", where=f"{where}.kubeconfigSources")
     # Try each in order until one works (airshipctl): all but the last source may fail.
     kubeconfig = [dict(source, optional=True) for source in sources[:-1]] + sources[-1:]
     return ClusterHost(name=name, kubeconfig=(kubeconfig if len(kubeconfig) > 1 else kubeconfig[0]) if kubeconfig

@@ -75,8 +75,10 @@ CAPI = {"type": "clusterAPI", "clusterAPI": {"clusterNamespacedName": {"name": "
     ({"a": {"kubeconfigSources": [FILESYSTEM, {"type": "bundle", "bundle": {}}]}}, "/s/site.yaml",
      {"a": {"kube_context": "a", "kube_kubeconfig": [{"path": "/site/phases/kubeconfig", "optional": True},
                                                       {"path": "/s/site.yaml"}]}}),
+    ({"a": {"kubeconfigContext": "ctx-a", "dynamicKubeConf": False}}, None, {"a": {"kube_context": "ctx-a"}}),
 ], ids=["filesystem-relative-to-the-map", "filesystem-path-list-kept", "cluster-api-secret-on-parent",
-        "older-dynamic-kube-conf", "bundle-option-list-all-but-last-optional", "source-without-context-agrees"])
+        "older-dynamic-kube-conf", "bundle-option-list-all-but-last-optional", "source-without-context-agrees",
+        "older-kubeconfig-context"])
 def test_cluster_map_rules(clusters, bundle, expected):
     hosts = read(cluster_map(**clusters), bundle)
     assert {name: {key: value for key, value in host.items() if key not in ("ansible_connection", "kube_labels")}
