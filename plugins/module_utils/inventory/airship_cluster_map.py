@@ -144,8 +144,10 @@ def _host(name: str, spec, *, where: str, base_dir: str, bundle) -> ClusterHost:
                             f"host in a site file", where=f"{where}.kubeconfigSources")
     # Try each in order until one works (airshipctl): all but the last source may fail.
     kubeconfig = [dict(source, optional=True) for source in sources[:-1]] + sources[-1:]
-    return ClusterHost(name=name, kubeconfig=(kubeconfig if len(kubeconfig) > 1 else kubeconfig[0]) if kubeconfig
-                       else None, context=names[0] if names else None, parent=parent, origin=where)
+    if len(kubeconfig) < 2:
+        kubeconfig = kubeconfig[0] if kubeconfig else None  # no sources: kubectl's default, as for any host
+    return ClusterHost(name=name, kubeconfig=kubeconfig, context=names[0] if names else None, parent=parent,
+                       origin=where)
 
 
 def _text(value, where: str, what: str, required: bool = True) -> str | None:
