@@ -11,10 +11,11 @@ short_description: A fleet of Kubernetes clusters as inventory hosts
 description:
   - Builds the cluster map of a site as an inventory. Every cluster becomes one host with
     C(ansible_connection=local); the collection's actions talk to the cluster's API from the controller.
-  - "Clusters come from any combination of three sources in one configuration file, read in this order:
-    O(kubeconfigs) (one host per context of kubeconfig files), O(site) (site files listing clusters with
-    their parent, labels and kubeconfig sources) and O(cluster_api) (the C(Cluster) objects of Cluster API
-    management clusters, each child's kubeconfig being the C(<name>-kubeconfig) Secret on its parent)."
+  - "Clusters come from any combination of four sources in one configuration file, read in this order:
+    O(kubeconfigs) (one host per context of kubeconfig files), O(airship_cluster_map) (the C(ClusterMap) document
+    of an airshipctl site), O(site) (site files listing clusters with their parent, labels and kubeconfig sources)
+    and O(cluster_api) (the C(Cluster) objects of Cluster API management clusters, each child's kubeconfig being
+    the C(<name>-kubeconfig) Secret on its parent)."
   - When several sources name the same host, the later source's fields win and labels are merged,
     so a site file can add parents and labels to hosts found in a kubeconfig file.
   - "Every host gets the variables C(ansible_connection) (V(local)), C(kube_kubeconfig) (where its kubeconfig
@@ -77,6 +78,37 @@ options:
         description: Labels given to every host of this entry.
         type: dict
         default: {}
+  airship_cluster_map:
+    description:
+      - airshipctl C(ClusterMap) documents (C(airshipit.org/v1alpha1)) to turn into hosts, one host per key of
+        C(map) (the name airshipctl's C(Phase) C(metadata.clusterName) uses). A string entry is a shorthand for
+        O(airship_cluster_map[].path).
+      - "C(parent) becomes C(kube_parent). C(kubeconfigSources) become C(kube_kubeconfig), in order:
+        C(filesystem) a C(path) source (relative to the ClusterMap's file), C(clusterAPI) a C(secret) source
+        reading C(<name>-kubeconfig) in its namespace on the parent, C(bundle) the O(airship_cluster_map[].bundle)
+        source(s). Every source but the last gets C(optional: true), as airshipctl tries the sources in order
+        until one works. The sources' C(contextName) (or the older C(kubeconfigContext)) becomes
+        C(kube_context); they must agree."
+      - Only C(ClusterMap) documents are read; nothing is decrypted or contacted.
+    type: list
+    elements: raw
+    default: []
+    suboptions:
+      path:
+        description:
+          - A file of airshipctl documents, or a directory whose C(*.yaml) and C(*.yml) files are read (not
+            recursively), such as C(manifests/site/<site>/phases). Relative to this configuration file.
+        type: str
+        required: true
+      bundle:
+        description:
+          - "The kubeconfig source(s) standing for the bundle's C(KubeConfig) document, used for every C(bundle)
+            source of the map: a path, a source mapping or a list (see the C(phasekit.kube.kubeconfig) lookup),
+            typically C({sops: secrets/site-kubeconfig.enc.yaml}) holding the document's C(config). Relative paths
+            are relative to this configuration file."
+          - Required when the map has C(bundle) sources, because an inventory holds references, never kubeconfig
+            content.
+        type: raw
   site:
     description:
       - Site files listing clusters (the cluster map), relative to this configuration file.
@@ -202,6 +234,13 @@ groups:
 #     labels: {env: prod, site: edge}
 
 ---
+# airship.clusters.yml: an airshipctl site's ClusterMap as it is
+plugin: phasekit.kube.clusters
+airship_cluster_map:
+  - path: ../manifests/site/test-site/phases
+    bundle: {sops: secrets/site-kubeconfig.enc.yaml}
+
+---
 # cached.clusters.yml: discovery results kept for an hour between runs
 plugin: phasekit.kube.clusters
 site: [clusters.yml]
@@ -217,6 +256,11 @@ from ansible.errors import AnsibleParserError
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.inventory.airship_cluster_map import (
+    hosts_from_cluster_map,
+    parse_cluster_map_entry,
+    read_cluster_maps,
+)
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.cluster_api import (
     hosts_from_cluster_objects,
     list_cluster_objects,
@@ -278,6 +322,16 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                 self.display.warning(f"{where}: no contexts found")
             for host in hosts_from_contexts(contexts, entry, origin=where):
                 cluster_map.add(host)
+        for index, raw in enumerate(self.get_option("airship_cluster_map"), start=1):
+            where = f"{path}: airship_cluster_map[{index}]"
+            entry = parse_cluster_map_entry(raw, base_dir=base_dir, where=where)
+            try:
+                for document, label, file_path in read_cluster_maps(entry["path"]):
+                    for host in hosts_from_cluster_map(document, label=label, file_path=file_path,
+                                                       bundle=entry["bundle"]):
+                        cluster_map.add(host)
+            except PhasekitError as err:  # name this entry too: its 'bundle' option may be the fix
+                raise PhasekitError(str(err), where=where) from None
         for site_path in self.get_option("site"):
             site_path = os.path.join(base_dir, os.path.expanduser(site_path))
             data = self._load_site_file(site_path)
@@ -313,7 +367,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         hostvars.update({known.name: known.host_vars() for known in cluster_map})
         if host not in hostvars:
             raise PhasekitError(f"management host {host!r} is not defined; define it earlier in this file "
-                                f"(kubeconfigs or site) or in an earlier inventory source; known: "
+                                f"(kubeconfigs, airship_cluster_map or site) or in an earlier inventory source; known: "
                                 f"{', '.join(hostvars) or 'none'}", where=where)
         host_vars = hostvars[host]
         try:

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 
 import pytest
@@ -121,14 +122,65 @@ def test_constructed_options_apply(build):
     assert host_vars(inventory, "dev")["region"] == "dev"
 
 
+AIRSHIP_PHASES = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "airshipctl",
+                                              "site", "phases"))
+
+
+def test_airship_cluster_map_then_site_file(build, tmp_path):
+    """airshipctl's ClusterMap makes the hosts; a site file read later adds labels and may replace fields."""
+    inventory = build(f"""\
+        plugin: phasekit.kube.clusters
+        airship_cluster_map:
+          - path: {AIRSHIP_PHASES}
+            bundle: {{sops: secrets/site.enc.yaml}}
+        site: [site.yml]
+        """, files={"site.yml": "clusters: {target-cluster: {labels: {env: dev}}}"})
+    assert sorted(inventory.hosts) == ["ephemeral-cluster", "target-cluster"]
+    bundle = {"sops": str(tmp_path / "secrets" / "site.enc.yaml")}
+    assert host_vars(inventory, "ephemeral-cluster") == {
+        "ansible_connection": "local", "kube_context": "ephemeral-cluster", "kube_labels": {},
+        "kube_kubeconfig": [{"path": "~/.airship/kubeconfig", "optional": True}, bundle]}
+    assert host_vars(inventory, "target-cluster") == {
+        "ansible_connection": "local", "kube_context": "target-cluster", "kube_parent": "ephemeral-cluster",
+        "kube_labels": {"env": "dev"},
+        "kube_kubeconfig": [{"secret": {"name": "target-cluster-kubeconfig", "namespace": "default"},
+                             "optional": True}, bundle]}
+    assert members(inventory, "children_of_ephemeral_cluster") == ["target-cluster"]
+
+
+def test_airship_cluster_map_reads_no_kubeconfig_document(build, tmp_path):
+    """The KubeConfig document beside the map (here with a credential) is neither read into hosts nor decrypted."""
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "documents.yaml").write_text(textwrap.dedent("""\
+        apiVersion: airshipit.org/v1alpha1
+        kind: ClusterMap
+        metadata: {name: main-map}
+        map:
+          lab: {kubeconfigSources: [{type: bundle, bundle: {contextName: lab}}]}
+        ---
+        apiVersion: airshipit.org/v1alpha1
+        kind: KubeConfig
+        metadata: {name: default}
+        config: {users: [{name: u, user: {token: s3cr3t-token-value}}]}
+        """))
+    inventory = build("plugin: phasekit.kube.clusters\nairship_cluster_map: [{path: site, bundle: lab.yaml}]\n")
+    assert host_vars(inventory, "lab")["kube_kubeconfig"] == {"path": str(tmp_path / "lab.yaml")}
+    assert "s3cr3t-token-value" not in repr(host_vars(inventory, "lab"))
+
+
 @pytest.mark.parametrize("config, files, message", [
     ("site: [site.yml]", {"site.yml": "clusters: {a: {parent: b}, b: {parent: a}}"}, "parent cycle: a -> b -> a"),
+    (f"airship_cluster_map: [{AIRSHIP_PHASES}]", {},
+     f"airship_cluster_map[1]: {AIRSHIP_PHASES}/cluster-map.yaml document 1 (ClusterMap main-map) field "
+     "map.ephemeral-cluster.kubeconfigSources[1].bundle: a bundle source is airshipctl's KubeConfig document"),
+    ("airship_cluster_map: [{path: nowhere}]", {}, "airship_cluster_map[1]: "),
     ("site: [site.yml]", {"site.yml": "hosts: {}"}, "site.yml: a site file is a mapping with the single key"),
     ("cluster_api: [{host: mgmt}]", {}, "management host 'mgmt' is not defined"),
     ("kubeconfigs: [{path: kc.yaml, env: X}]", {}, "kubeconfigs[1]: give exactly one of 'path'"),
     ("kubeconfigs: [bad.yaml]", {"bad.yaml": "contexts: [\n"},
      "kubeconfigs[1]: kubeconfig source 1 (path: "),
-], ids=["parent-cycle", "bad-site-file", "unknown-management-host", "bad-kubeconfigs-entry", "malformed-kubeconfig"])
+], ids=["parent-cycle", "airship-bundle-without-option", "airship-no-such-path", "bad-site-file",
+        "unknown-management-host", "bad-kubeconfigs-entry", "malformed-kubeconfig"])
 def test_errors_name_the_file_and_field(build, config, files, message):
     with pytest.raises(AnsibleParserError) as err:
         build(f"plugin: phasekit.kube.clusters\n{config}\n", files=files)

@@ -1,0 +1,203 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""airshipctl's ``ClusterMap`` document (``airshipit.org/v1alpha1``) read as cluster hosts.
+
+    map:
+      target-cluster:
+        parent: ephemeral-cluster
+        kubeconfigSources:
+          - {type: filesystem, filesystem: {path: kubeconfig, contextName: target-cluster}}
+          - {type: clusterAPI, clusterAPI: {clusterNamespacedName: {name: target-cluster, namespace: default}}}
+          - {type: bundle, bundle: {contextName: target-cluster}}
+
+Each key of ``map`` is a host; ``parent`` is ``kube_parent``; the sources become ``kube_kubeconfig`` with the
+collection's own source kinds: ``filesystem`` a path (relative to the ClusterMap's file), ``clusterAPI`` the
+``<name>-kubeconfig`` Secret on the parent, ``bundle`` the kubeconfig source the configuration entry gives for
+the bundle's ``KubeConfig`` document (the inventory holds references, never kubeconfig content, and decrypts
+nothing). airshipctl tries the sources in order until one works: every source but the last is optional.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.inventory.checks import check_fields
+from ansible_collections.phasekit.kube.plugins.module_utils.inventory.cluster_map import ClusterHost
+from ansible_collections.phasekit.kube.plugins.module_utils.inventory.source_refs import anchor_path, check_source_refs
+
+API_VERSION = "airshipit.org/v1alpha1"
+KIND = "ClusterMap"
+DOCUMENT_SUFFIXES = (".yaml", ".yml")
+ENTRY_FIELDS = ("path", "bundle")
+CLUSTER_FIELDS = ("parent", "kubeconfigSources", "dynamicKubeConf", "kubeconfigContext")
+SOURCE_TYPES = ("filesystem", "bundle", "clusterAPI")
+SOURCE_FIELDS = ("type",) + SOURCE_TYPES
+
+
+def parse_cluster_map_entry(raw, *, base_dir: str, where: str) -> dict:
+    """One ``airship_cluster_map`` entry: ``path`` made absolute, ``bundle`` checked and anchored."""
+    if isinstance(raw, str):
+        raw = {"path": raw}
+    if not isinstance(raw, dict):
+        raise PhasekitError(f"expected a path or a mapping with {', '.join(ENTRY_FIELDS)}, got "
+                            f"{yaml_io.kind_of(raw)}", where=where)
+    check_fields(raw, ENTRY_FIELDS, where)
+    path = raw.get("path")
+    if not isinstance(path, str) or not path:
+        raise PhasekitError("'path' must be a file or directory of airshipctl documents (a non-empty string)",
+                            where=where)
+    bundle = raw.get("bundle")
+    if bundle is not None:
+        bundle = check_source_refs(bundle, base_dir=base_dir, where=f"{where}, field bundle")
+    return {"path": os.path.join(base_dir, os.path.expanduser(path)), "bundle": bundle}
+
+
+def read_cluster_maps(path: str) -> list[tuple[dict, str, str]]:
+    """Every ClusterMap document of a file or a directory's ``*.yaml``/``*.yml`` files (not recursive).
+
+    Returns ``(document, label, file)`` triples; other documents (``KubeConfig``, phases, SOPS-encrypted
+    files) are parsed as YAML and otherwise left alone.
+    """
+    if os.path.isdir(path):
+        files = [os.path.join(path, name) for name in sorted(os.listdir(path))
+                 if name.endswith(DOCUMENT_SUFFIXES) and not name.startswith(".")
+                 and os.path.isfile(os.path.join(path, name))]
+    elif os.path.isfile(path):
+        files = [path]
+    else:
+        raise PhasekitError("no such file or directory of airshipctl documents", where=path)
+    found = []
+    for file_path in files:
+        try:
+            text = yaml_io.read_text_file(file_path, "document file")
+        except OSError as exc:
+            raise PhasekitError(f"cannot read: {exc.strerror or exc}", where=file_path) from None
+        except PhasekitError as err:
+            raise PhasekitError(str(err), where=file_path) from None
+        for number, document in enumerate(yaml_io.load_all(text, file_path), start=1):
+            if isinstance(document, dict) and document.get("kind") == KIND \
+                    and document.get("apiVersion") == API_VERSION:
+                name = (document.get("metadata") or {}).get("name") if isinstance(document.get("metadata"),
+                                                                                   dict) else None
+                label = f"{file_path} document {number} ({KIND}{' ' + str(name) if name else ''})"
+                found.append((document, label, file_path))
+    if not found:
+        raise PhasekitError(f"no {KIND} document ({API_VERSION}) in {len(files)} file(s)", where=path)
+    return found
+
+
+def hosts_from_cluster_map(document: dict, *, label: str, file_path: str, bundle=None) -> list[ClusterHost]:
+    """The hosts of one ClusterMap document, in map order. ``bundle`` stands for the KubeConfig document."""
+    clusters = document.get("map")
+    if clusters is None:
+        clusters = {}
+    if not isinstance(clusters, dict):
+        raise PhasekitError(f"expected a mapping of cluster names to clusters, got {yaml_io.kind_of(clusters)}",
+                            where=f"{label} field map")
+    base_dir = os.path.dirname(os.path.abspath(file_path))
+    hosts = []
+    for name, spec in clusters.items():
+        where = f"{label} field map.{name}"
+        if not isinstance(name, str) or not name:
+            raise PhasekitError(f"cluster names must be non-empty strings, got {name!r}", where=f"{label} field map")
+        hosts.append(_host(name, spec, where=where, base_dir=base_dir, bundle=bundle))
+    return hosts
+
+
+def _host(name: str, spec, *, where: str, base_dir: str, bundle) -> ClusterHost:
+    if spec is None:
+        spec = {}
+    if not isinstance(spec, dict):
+        raise PhasekitError(f"expected a mapping with {', '.join(CLUSTER_FIELDS)}, got {yaml_io.kind_of(spec)}",
+                            where=where)
+    check_fields(spec, CLUSTER_FIELDS, where)
+    parent = spec.get("parent") or None
+    if parent is not None and not isinstance(parent, str):
+        raise PhasekitError(f"expected the name of another cluster of the map, got {yaml_io.kind_of(parent)}",
+                            where=f"{where}.parent")
+    raw_sources = spec.get("kubeconfigSources") or []
+    if not isinstance(raw_sources, list):
+        raise PhasekitError(f"expected a list of kubeconfig sources, got {yaml_io.kind_of(raw_sources)}",
+                            where=f"{where}.kubeconfigSources")
+    sources, contexts = [], []
+    for index, raw in enumerate(raw_sources):
+        here = f"{where}.kubeconfigSources[{index}]"
+        made, context = _source(raw, where=here, base_dir=base_dir, parent=parent, bundle=bundle)
+        sources.extend(made)
+        if context is not None:
+            contexts.append((context, here))
+    if spec.get("dynamicKubeConf") is True and not raw_sources:
+        # older ClusterMaps: the kubeconfig is the parent's <name>-kubeconfig Secret
+        sources.extend(_source({"type": "clusterAPI", "clusterAPI": {"clusterNamespacedName": {"name": name}}},
+                               where=f"{where}.dynamicKubeConf", base_dir=base_dir, parent=parent,
+                               bundle=bundle)[0])
+    # older ClusterMaps: the context in the bundle's kubeconfig
+    older = _text(spec.get("kubeconfigContext"), f"{where}.kubeconfigContext", "a context name", required=False)
+    if older is not None:
+        contexts.append((older, f"{where}.kubeconfigContext"))
+    names = sorted({context for context, _ in contexts})
+    if len(names) > 1:
+        raise PhasekitError(f"the sources name different contexts ({', '.join(names)}); an inventory host uses "
+                            f"one context (kube_context): give every source the same contextName, or write the "
+                            f"host in a site file", where=f"{where}.kubeconfigSources")
+    # Try each in order until one works (airshipctl): all but the last source may fail.
+    kubeconfig = [dict(source, optional=True) for source in sources[:-1]] + sources[-1:]
+    if len(kubeconfig) < 2:
+        kubeconfig = kubeconfig[0] if kubeconfig else None  # no sources: kubectl's default, as for any host
+    return ClusterHost(name=name, kubeconfig=kubeconfig, context=names[0] if names else None, parent=parent,
+                       origin=where)
+
+
+def _text(value, where: str, what: str, required: bool = True) -> str | None:
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value:
+        raise PhasekitError(f"expected {what} (a non-empty string), got {yaml_io.kind_of(value)}", where=where)
+    return value
+
+
+def _source(raw, *, where: str, base_dir: str, parent: str | None, bundle) -> tuple[list[dict], str | None]:
+    """The collection's sources for one airshipctl kubeconfig source, and the context it names."""
+    if not isinstance(raw, dict):
+        raise PhasekitError(f"expected a mapping with type and one of {', '.join(SOURCE_TYPES)}, got "
+                            f"{yaml_io.kind_of(raw)}", where=where)
+    check_fields(raw, SOURCE_FIELDS, where)
+    kind = raw.get("type")
+    if kind not in SOURCE_TYPES:
+        raise PhasekitError(f"unknown source type {kind!r}; expected one of {', '.join(SOURCE_TYPES)}",
+                            where=f"{where}.type")
+    settings = raw.get(kind) or {}
+    if not isinstance(settings, dict):
+        raise PhasekitError(f"expected a mapping, got {yaml_io.kind_of(settings)}", where=f"{where}.{kind}")
+    here = f"{where}.{kind}"
+    if kind == "filesystem":
+        check_fields(settings, ("path", "contextName"), here)
+        path = _text(settings.get("path"), f"{here}.path", "a kubeconfig file path")
+        context = _text(settings.get("contextName"), f"{here}.contextName", "a context name", required=False)
+        return [{"path": anchor_path(path, base_dir)}], context
+    if kind == "clusterAPI":
+        check_fields(settings, ("clusterNamespacedName",), here)
+        ref = settings.get("clusterNamespacedName") or {}
+        if not isinstance(ref, dict):
+            raise PhasekitError(f"expected a mapping with name, namespace, got {yaml_io.kind_of(ref)}",
+                                where=f"{here}.clusterNamespacedName")
+        check_fields(ref, ("name", "namespace"), f"{here}.clusterNamespacedName")
+        cluster = _text(ref.get("name"), f"{here}.clusterNamespacedName.name", "the Cluster API Cluster's name")
+        namespace = _text(ref.get("namespace"), f"{here}.clusterNamespacedName.namespace", "a namespace",
+                          required=False) or "default"
+        if parent is None:
+            raise PhasekitError("a clusterAPI source reads the cluster's kubeconfig Secret on its parent: "
+                                "set the cluster's parent", where=here)
+        # Cluster API's Secret, read from kube_parent when a play needs the cluster; never here.
+        return [{"secret": {"name": f"{cluster}-kubeconfig", "namespace": namespace}}], None
+    check_fields(settings, ("contextName",), here)
+    context = _text(settings.get("contextName"), f"{here}.contextName", "a context name", required=False)
+    if bundle is None:
+        raise PhasekitError("a bundle source is airshipctl's KubeConfig document, whose content an inventory "
+                            "does not hold (and does not decrypt); move its config into a file of its own "
+                            "(sops or vault) and name that file in this entry's 'bundle' option, e.g. "
+                            "bundle: {sops: secrets/site-kubeconfig.enc.yaml}", where=here)
+    items = bundle if isinstance(bundle, list) else [bundle]
+    return [{"path": item} if isinstance(item, str) else dict(item) for item in items], context
