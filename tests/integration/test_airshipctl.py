@@ -152,3 +152,43 @@ def test_a_31_phase_airshipctl_plan_lists_in_order_with_its_clusters(airship_sit
     for row in rows:
         assert row[1] == (clusters_of[row[0]] or "-"), row
     assert any(row[3].startswith("airship:") for row in rows) and any(row[3] == "apply" for row in rows), rows
+
+
+def test_a_cluster_map_is_the_inventory_and_a_converted_site_runs_the_same(airship_site, clusters, run_playbook,
+                                                                         tmp_path):
+    """No hand-written inventory: the phasekit.kube.clusters plugin reads the site's ClusterMap (filesystem
+    sources); then phase_plan converts the airshipctl documents, and the converted site is a no-op re-run."""
+    root, namespace = airship_site
+    phases = root / "manifests" / "site" / "test-site" / "phases"
+    write(phases / "cluster-map.yaml", {
+        "apiVersion": AIRSHIP, "kind": "ClusterMap", "metadata": {"name": "main-map"},
+        "map": {host: {**({"parent": "ephemeral-cluster"} if cluster == "target" else {}),
+                       "kubeconfigSources": [{"type": "filesystem", "filesystem": {
+                           "path": str(clusters[cluster].admin_kubeconfig), "contextName": cluster}}]}
+                for host, cluster in HOSTS.items()}})
+    inventory = root / "airship.clusters.yml"
+    inventory.write_text(yaml.safe_dump({"plugin": "phasekit.kube.clusters", "airship_cluster_map": [str(phases)]}))
+    args = ("-e", f"plan_src={phases}", "-e", "plan_name=deploy-gating", "-e", "ansible_connection=local")
+    playbook = "- ansible.builtin.import_playbook: phasekit.kube.run\n"
+    first = run_playbook(playbook, inventory, *args)
+    assert first.rc == 0, first
+    assert set(summary(first.output).values()) == {"changed"} and len(summary(first.output)) == 3, first
+    assert clusters["target"].get_json("configmap", "initinfra-target", "-n", namespace)["data"] == {
+        "cluster": "target"}
+
+    converted = tmp_path / "converted"
+    convert = run_playbook(f"""
+        - hosts: localhost
+          gather_facts: false
+          tasks:
+            - name: Convert
+              phasekit.kube.phase_plan:
+                src: {phases}
+                convert_to: {converted}
+        """, None, "-e", "ansible_connection=local")
+    assert convert.rc == 0, convert
+    again = run_playbook(playbook, inventory, "-e", f"plan_src={converted}", "-e", "plan_name=deploy-gating",
+                         "-e", "ansible_connection=local")
+    assert again.rc == 0, again
+    # the converted phases apply the same objects with the same field manager: nothing to change
+    assert summary(again.output) == {key: "ok" for key in summary(first.output)}, again
