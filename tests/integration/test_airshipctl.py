@@ -67,8 +67,8 @@ def airship_site(clusters, tmp_path):
           phase("secret-generate", "target-cluster", "encrypt-secrets", kind="GenericContainer"))
     write(site / "phases" / "plan.yaml",
           {"apiVersion": AIRSHIP, "kind": "PhasePlan", "metadata": {"name": "deploy-gating"},
-           "description": "the gating plan", "phases": [{"name": "initinfra-ephemeral"}, {"name": "initinfra-target"},
-                                                          {"name": "workload-target"}]},
+           "description": "the gating plan",
+           "phases": [{"name": name} for name in ("initinfra-ephemeral", "initinfra-target", "workload-target")]},
           {"apiVersion": AIRSHIP, "kind": "PhasePlan", "metadata": {"name": "with-secrets"},
            "phases": [{"name": "initinfra-target"}, {"name": "secret-generate"}]})
     inventory = {"all": {"vars": {"ansible_connection": "local"}, "hosts": {
@@ -154,8 +154,8 @@ def test_a_31_phase_airshipctl_plan_lists_in_order_with_its_clusters(airship_sit
     assert any(row[3].startswith("airship:") for row in rows) and any(row[3] == "apply" for row in rows), rows
 
 
-def test_a_cluster_map_is_the_inventory_and_a_converted_site_runs_the_same(airship_site, clusters, run_playbook,
-                                                                         tmp_path):
+def test_a_cluster_map_is_the_inventory_and_a_converted_site_runs_the_same(
+        airship_site, clusters, run_playbook, tmp_path):
     """No hand-written inventory: the phasekit.kube.clusters plugin reads the site's ClusterMap (filesystem
     sources); then phase_plan converts the airshipctl documents, and the converted site is a no-op re-run."""
     root, namespace = airship_site

@@ -79,8 +79,8 @@ def read_cluster_maps(path: str) -> list[tuple[dict, str, str]]:
         for number, document in enumerate(yaml_io.load_all(text, file_path), start=1):
             if isinstance(document, dict) and document.get("kind") == KIND \
                     and document.get("apiVersion") == API_VERSION:
-                name = (document.get("metadata") or {}).get("name") if isinstance(document.get("metadata"),
-                                                                                   dict) else None
+                metadata = document.get("metadata")
+                name = metadata.get("name") if isinstance(metadata, dict) else None
                 label = f"{file_path} document {number} ({KIND}{' ' + str(name) if name else ''})"
                 found.append((document, label, file_path))
     if not found:
@@ -137,7 +137,7 @@ def _host(name: str, spec, *, where: str, base_dir: str, bundle) -> ClusterHost:
     older = _text(spec.get("kubeconfigContext"), f"{where}.kubeconfigContext", "a context name", required=False)
     if older is not None:
         contexts.append((older, f"{where}.kubeconfigContext"))
-    names = sorted({context for context, _ in contexts})
+    names = sorted({context for context, _where in contexts})
     if len(names) > 1:
         raise PhasekitError(f"the sources name different contexts ({', '.join(names)}); an inventory host uses "
                             f"one context (kube_context): give every source the same contextName, or write the "

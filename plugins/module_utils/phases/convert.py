@@ -102,9 +102,10 @@ def _phases_text(phases: list[Phase], options: dict, dest: str, conversion: Conv
             conversion.not_converted.append({"name": phase.name, "executor": phase.executor,
                                              "reason": phase.not_runnable})
             # a comment goes with the document after it: a comment alone would be an empty document
-            pending += _comment(f"phase {phase.name} (cluster {phase.cluster or 'none'}, executor "
-                                  f"{phase.executor}) is not converted and not in the plans: "
-                                  f"{phase.not_runnable}") + "\n"
+            cluster = phase.cluster or "none"
+            why = (f"phase {phase.name} (cluster {cluster}, executor {phase.executor}) is not converted and not in "
+                   f"the plans: {phase.not_runnable}")
+            pending += _comment(why) + "\n"
             continue
         conversion.phases.append(phase.name)
         spec: dict = {}

@@ -122,8 +122,8 @@ def test_constructed_options_apply(build):
     assert host_vars(inventory, "dev")["region"] == "dev"
 
 
-AIRSHIP_PHASES = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "airshipctl",
-                                              "site", "phases"))
+AIRSHIP_PHASES = os.path.normpath(
+    os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "airshipctl", "site", "phases"))
 
 
 def test_airship_cluster_map_then_site_file(build, tmp_path):

@@ -34,7 +34,7 @@ def cluster_map(**clusters):
 
 def test_fixture_directory_reads_only_the_cluster_map():
     found = read_cluster_maps(PHASES)
-    assert [label for _, label, _ in found] == [f"{PHASES}/cluster-map.yaml document 1 (ClusterMap main-map)"]
+    assert [label for _document, label, _path in found] == [f"{PHASES}/cluster-map.yaml document 1 (ClusterMap main-map)"]
 
 
 def test_fixture_cluster_map_becomes_hosts_with_all_three_source_kinds():
@@ -55,6 +55,7 @@ def test_fixture_cluster_map_becomes_hosts_with_all_three_source_kinds():
 
 FILESYSTEM = {"type": "filesystem", "filesystem": {"path": "kubeconfig", "contextName": "a"}}
 CAPI = {"type": "clusterAPI", "clusterAPI": {"clusterNamespacedName": {"name": "b"}}}
+SECRET_B = {"secret": {"name": "b-kubeconfig", "namespace": "default"}}
 
 
 @pytest.mark.parametrize("clusters, bundle, expected", [
@@ -63,18 +64,16 @@ CAPI = {"type": "clusterAPI", "clusterAPI": {"clusterNamespacedName": {"name": "
     ({"a": {"kubeconfigSources": [{"type": "filesystem", "filesystem": {"path": "/abs/k:rel/k"}}]}}, None,
      {"a": {"kube_kubeconfig": {"path": "/abs/k:rel/k"}}}),
     ({"a": {}, "b": {"parent": "a", "kubeconfigSources": [CAPI]}}, None,
-     {"a": {}, "b": {"kube_parent": "a", "kube_kubeconfig": {"secret": {"name": "b-kubeconfig",
-                                                                         "namespace": "default"}}}}),
+     {"a": {}, "b": {"kube_parent": "a", "kube_kubeconfig": SECRET_B}}),
     ({"a": None, "b": {"parent": "a", "dynamicKubeConf": True}}, None,
-     {"a": {}, "b": {"kube_parent": "a", "kube_kubeconfig": {"secret": {"name": "b-kubeconfig",
-                                                                         "namespace": "default"}}}}),
+     {"a": {}, "b": {"kube_parent": "a", "kube_kubeconfig": SECRET_B}}),
     ({"a": {"kubeconfigSources": [{"type": "bundle", "bundle": {"contextName": "a"}}]}},
      [{"path": "/s/one.yaml"}, {"vault": "/s/two.yaml"}],
-     {"a": {"kube_context": "a", "kube_kubeconfig": [{"path": "/s/one.yaml", "optional": True},
-                                                      {"vault": "/s/two.yaml"}]}}),
+     {"a": {"kube_context": "a", "kube_kubeconfig": [
+         {"path": "/s/one.yaml", "optional": True}, {"vault": "/s/two.yaml"}]}}),
     ({"a": {"kubeconfigSources": [FILESYSTEM, {"type": "bundle", "bundle": {}}]}}, "/s/site.yaml",
-     {"a": {"kube_context": "a", "kube_kubeconfig": [{"path": "/site/phases/kubeconfig", "optional": True},
-                                                      {"path": "/s/site.yaml"}]}}),
+     {"a": {"kube_context": "a", "kube_kubeconfig": [
+         {"path": "/site/phases/kubeconfig", "optional": True}, {"path": "/s/site.yaml"}]}}),
     ({"a": {"kubeconfigContext": "ctx-a", "dynamicKubeConf": False}}, None, {"a": {"kube_context": "ctx-a"}}),
 ], ids=["filesystem-relative-to-the-map", "filesystem-path-list-kept", "cluster-api-secret-on-parent",
         "older-dynamic-kube-conf", "bundle-option-list-all-but-last-optional", "source-without-context-agrees",

@@ -38,7 +38,6 @@ def site_documents():
     return read_paths([str(SITE / "phases")], str(SITE))
 
 
-
 @pytest.fixture(name="written")
 def written_fixture(tmp_path):
     dest = tmp_path / "converted"
