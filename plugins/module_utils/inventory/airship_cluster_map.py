@@ -23,7 +23,7 @@ import os
 
 from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.inventory.checks import check_fields
+from ansible_collections.phasekit.kube.plugins.module_utils.inventory.checks import check_fields, checked_mapping
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.cluster_map import ClusterHost
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.source_refs import anchor_path, check_source_refs
 
@@ -107,12 +107,7 @@ def hosts_from_cluster_map(document: dict, *, label: str, file_path: str, bundle
 
 
 def _host(name: str, spec, *, where: str, base_dir: str, bundle) -> ClusterHost:
-    if spec is None:
-        spec = {}
-    if not isinstance(spec, dict):
-        raise PhasekitError(f"expected a mapping with {', '.join(CLUSTER_FIELDS)}, got {yaml_io.kind_of(spec)}",
-                            where=where)
-    check_fields(spec, CLUSTER_FIELDS, where)
+    spec = checked_mapping(spec, CLUSTER_FIELDS, where)
     parent = spec.get("parent") or None
     if parent is not None and not isinstance(parent, str):
         raise PhasekitError(f"expected the name of another cluster of the map, got {yaml_io.kind_of(parent)}",

@@ -5,6 +5,17 @@
 from __future__ import annotations
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.yaml_io import kind_of
+
+
+def checked_mapping(spec, allowed: tuple, where: str) -> dict:
+    """A cluster's entry (``None`` for an empty one) as a mapping with only ``allowed`` keys; fails otherwise."""
+    if spec is None:
+        return {}
+    if not isinstance(spec, dict):
+        raise PhasekitError(f"expected a mapping with {', '.join(allowed)}, got {kind_of(spec)}", where=where)
+    check_fields(spec, allowed, where)
+    return spec
 
 
 def check_fields(entry: dict, allowed: tuple, where: str):

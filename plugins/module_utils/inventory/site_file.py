@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.yaml_io import kind_of
-from ansible_collections.phasekit.kube.plugins.module_utils.inventory.checks import check_fields, check_labels
+from ansible_collections.phasekit.kube.plugins.module_utils.inventory.checks import check_labels, checked_mapping
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.cluster_map import ClusterHost
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.source_refs import check_source_refs
 
@@ -48,12 +48,7 @@ def _extra_vars(spec: dict, where: str) -> dict:
 
 def cluster_from_spec(name: str, spec, *, base_dir: str, where: str) -> ClusterHost:
     """One site file entry as a cluster host; relative paths anchored to ``base_dir``."""
-    if spec is None:
-        spec = {}
-    if not isinstance(spec, dict):
-        raise PhasekitError(f"expected a mapping with {', '.join(CLUSTER_FIELDS)}, got {kind_of(spec)}",
-                            where=where)
-    check_fields(spec, CLUSTER_FIELDS, where)
+    spec = checked_mapping(spec, CLUSTER_FIELDS, where)
     kubeconfig = spec.get("kubeconfig")
     if kubeconfig is not None:
         kubeconfig = check_source_refs(kubeconfig, base_dir=base_dir, where=f"{where}, field kubeconfig")
