@@ -89,8 +89,10 @@ def test_phases_not_converted_are_comments_with_the_readers_message(written):
         assert f"# phase {item['name']} " in text
         assert item["name"] not in planned
     assert "# - clusterctl-move  (not converted: executor airship:Clusterctl; see phases.yaml)" in plans
-    assert "has no equivalent in phasekit.kube yet" in text
-    assert "docs/migrating-from-airshipctl.md#clusterctl" in text.replace("\n# ", " ")
+    # The reader's message names the document's path, so where the comment wraps depends on the checkout.
+    unwrapped = text.replace("\n# ", " ")
+    assert "has no equivalent in phasekit.kube yet" in unwrapped
+    assert "docs/migrating-from-airshipctl.md#clusterctl" in unwrapped
 
 
 def test_output_is_deterministic_block_style_and_short_lines(tmp_path, written):
