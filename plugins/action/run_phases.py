@@ -100,11 +100,16 @@ class ActionModule(PhasekitAction):
                                          skip_unreachable=args["unreachable"] == "skip", records=records,
                                          resume=args["resume"], resumed_hosts=args["resumed_hosts"])
             writes = records is not None and mode in (RUN, DESTROY) and not self._task.check_mode
-            report = run_phases(phases, executors, hosts_in_play=in_play,
-                                dry_run=mode not in (RUN, DESTROY), status_mode=mode == STATUS,
-                                stopped_by=args["stopped_by"],
-                                concurrency=concurrency, progress=self._progress(mode),
-                                recorded=phase_recorder(records) if writes else None)
+            try:
+                report = run_phases(phases, executors, hosts_in_play=in_play,
+                                    dry_run=mode not in (RUN, DESTROY), status_mode=mode == STATUS,
+                                    stopped_by=args["stopped_by"],
+                                    concurrency=concurrency, progress=self._progress(mode),
+                                    recorded=phase_recorder(records) if writes else None)
+            finally:
+                # entries the records held back, in one write per cluster (also when the step was interrupted)
+                for problem in records.flush() if writes else ():
+                    display.warning(problem)
             memory = fleet.memory() if args["remember"] else None
         records = [record.to_dict() for record in report.records]
         for record in records:

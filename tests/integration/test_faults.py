@@ -284,5 +284,13 @@ def test_run_stopped_by_an_api_server_outage_then_resumed(fault_cluster, cluster
     assert len(history) == 3, output   # three runs touched the faults cluster, newest first
     assert "first changed" in history[0] and "third changed, fourth changed" in history[1], output
     assert "third failed" not in output, output   # the outage kept that failure from being recorded there
+
+    # a re-run that changes nothing: the entries wait for the step's end, then go in one write per cluster
+    code, output = run_records_plan(root, collections_path, "-e", '{"plan_skip": ["outage"]}')
+    assert code == 0, output
+    for cluster in hosts.values():
+        newest = {phase: found[0]["result"] for phase, found in recorded(cluster, namespace).items()}
+        assert {phase: newest[phase] for phase in ("first", "third", "fourth")} == dict.fromkeys(
+            ("first", "third", "fourth"), "ok"), newest
     for cluster in hosts.values():
         cluster.kubectl("delete", "namespace", namespace, "--wait=false")

@@ -9,12 +9,18 @@ phase's last runs as a JSON list, newest first::
 
     kubectl get configmap phasekit-run-site.prod-eu1 -o jsonpath='{.data.apps\\.hello}'
 
-A phase's entry is written right after the phase ends on that cluster (a
-JSON merge patch of its key only), so a run that stops half way (a cluster
-gone, a failed phase) leaves every phase that finished recorded, and
-``plan_resume`` can continue from there. The ConfigMap is read once per
-cluster and run, before the first write (to keep the last ``keep`` entries),
-or before the first phase when resuming or showing status.
+A phase's entry is written when the phase ends on that cluster (a JSON merge
+patch of its key), so a run that stops half way (a cluster gone, a failed
+phase) leaves every phase that did its work recorded, and ``plan_resume`` can
+continue from there. The entry of a phase that changed nothing waits for the
+cluster's next write instead (a later phase's, or the one when the step
+ends, ``flush``; at most ``FLUSH_AFTER`` seconds): one merge patch carries
+every waiting key, so a re-run of unchanged phases costs one write per
+cluster, not one per phase. Lost to a controller killed outright, such an
+entry costs nothing on resume: the phase runs again and changes nothing.
+The ConfigMap is read once per cluster and run, before the first write (to
+keep the last ``keep`` entries), or before the first phase when resuming or
+showing status.
 
 Entries hold no secret: the digest is a SHA-256 of what the phase applies to
 that cluster (the cluster holds those objects anyway), messages are scrubbed
@@ -27,6 +33,8 @@ import hashlib
 import json
 import re
 import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Callable
@@ -43,6 +51,8 @@ PLAN_ANNOTATION = "phasekit.kube/plan"
 HOST_ANNOTATION = "phasekit.kube/host"
 SUCCEEDED = ("ok", "changed")
 RUN_ACTION, DESTROY_ACTION = "run", "destroy"
+FLUSH_AFTER = 10.0              # seconds an unchanged phase's entry may wait for its cluster's next write
+FLUSH_CONCURRENCY = 32          # clusters written at once when a step ends
 
 
 @dataclass(frozen=True)
@@ -110,6 +120,8 @@ class _ClusterRecord:
         self.exists = False
         self.problem = problem     # why it could not be read (then nothing is written either)
         self.entries: dict[str, list] = {}
+        self.pending: dict[str, str] = {}   # data keys not written yet, as they will be written
+        self.pending_since: float | None = None
         self.warned = False
 
     def said_once(self, problem: str) -> str | None:
@@ -128,9 +140,11 @@ class RunRecords:
     """
 
     def __init__(self, run: RunInfo, session_for: Callable[[str], ApiSession], namespace_for: Callable[[str], str],
-                 *, keep: int = KEEP):
+                 *, keep: int = KEEP, flush_after: float = FLUSH_AFTER, clock: Callable[[], float] = time.monotonic):
         self.run = run
         self.keep = keep
+        self.flush_after = flush_after
+        self._clock = clock
         self._session_for = session_for
         self._namespace_for = namespace_for
         self._clusters: dict[str, _ClusterRecord] = {}
@@ -157,10 +171,14 @@ class RunRecords:
             return None
         return found[0] if found else None
 
-    def write(self, host: str, phase: str, entry: dict, *, patient: bool = True) -> str | None:
+    def write(self, host: str, phase: str, entry: dict, *, patient: bool = True, wait: bool = False) -> str | None:
         """Add ``entry`` as the phase's newest on the host's cluster; a problem is returned (a warning), not
-        raised: the record must not fail a phase that did its work. ``patient=False``: one try per request (the
-        phase failed, maybe because the server is gone: its record must not wait out the retries again)."""
+        raised: the record must not fail a phase that did its work.
+
+        ``wait``: the entry may wait for the cluster's next write (the phase changed nothing), unless the
+        oldest waiting entry is ``flush_after`` seconds old; ``flush`` writes what still waits when the step
+        ends. ``patient=False``: one try per request (the phase failed, maybe because the server is gone: its
+        record must not wait out the retries again)."""
         cluster = self._cluster(host)
         key = phase_key(phase)
         attempts = None if patient else 1
@@ -169,12 +187,41 @@ class RunRecords:
             if cluster.problem:
                 return cluster.said_once(cluster.problem)
             kept = [entry] + cluster.entries.get(key, [])[:self.keep - 1]
-            try:
-                self._store(host, cluster, {key: json.dumps(kept, separators=(",", ":"))}, attempts)
-            except (ApiError, PhasekitError) as err:
-                return cluster.said_once(f"run record of phase {phase} not written to {self.where(host)}: "
-                                         f"{_reason(err)}")
             cluster.entries[key] = kept
+            cluster.pending[key] = json.dumps(kept, separators=(",", ":"))
+            if cluster.pending_since is None:
+                cluster.pending_since = self._clock()
+            if wait and self._clock() - cluster.pending_since < self.flush_after:
+                return None
+            return self._write_pending(host, cluster, attempts)
+
+    def flush(self) -> list[str]:
+        """Write every cluster's unwritten entries (when a step ends), clusters in parallel; the problems, one
+        per cluster, as warnings."""
+        with self._lock:
+            waiting = [(host, cluster) for host, cluster in self._clusters.items() if cluster.pending]
+        if not waiting:
+            return []
+
+        def write(item):
+            host, cluster = item
+            with cluster.lock:
+                return self._write_pending(host, cluster, None) if cluster.pending else None
+
+        with ThreadPoolExecutor(max_workers=min(FLUSH_CONCURRENCY, len(waiting)),
+                                thread_name_prefix="phasekit-record") as pool:
+            return [problem for problem in pool.map(write, waiting) if problem]
+
+    def _write_pending(self, host: str, cluster: _ClusterRecord, attempts: int | None) -> str | None:
+        """One write of the cluster's unwritten keys (kept for the next try when it fails)."""
+        try:
+            self._store(host, cluster, dict(cluster.pending), attempts)
+        except (ApiError, PhasekitError) as err:
+            phases = ", ".join(sorted(cluster.pending))
+            return cluster.said_once(f"run record of phase(s) {phases} not written to {self.where(host)}: "
+                                     f"{_reason(err)}")
+        cluster.pending.clear()
+        cluster.pending_since = None
         return None
 
     # ------------------------------------------------------------------ cluster side
@@ -261,7 +308,8 @@ def run_history(entries_by_phase: dict[str, list], phases: list[str]) -> list[di
 
 
 def phase_recorder(records: RunRecords, tasks_executor: str = "tasks"):
-    """The runner's ``recorded`` callback: each finished phase's entry written to its cluster's record.
+    """The runner's ``recorded`` callback: each finished phase's entry written to its cluster's record (a phase
+    that changed nothing: with the cluster's next write).
 
     Not written: tasks phases (their task file's outcome is the role's, per host), phases a resume skipped (their
     earlier entry stays the last one), and skipped ones; a write that fails is a warning of that host's record,
@@ -273,7 +321,8 @@ def phase_recorder(records: RunRecords, tasks_executor: str = "tasks"):
             return
         entry = entry_for(records.run, result=record.result, started=record.started, duration=record.duration,
                           digest=record.details.get("digest"), msg=record.msg)
-        problem = records.write(record.host, phase["name"], entry, patient=record.result != "failed")
+        problem = records.write(record.host, phase["name"], entry, patient=record.result != "failed",
+                                wait=record.result == "ok")
         if problem and record.result != "failed":
             record.details = {**record.details, "warnings": [*record.details.get("warnings", []), problem]}
 

@@ -112,7 +112,7 @@ def run_phases(phases: list[dict], work: HostWork, *, hosts_in_play: list[str], 
     ``dry_run`` (validate, status): a failure does not stop the plan, and nothing is retried. ``stopped_by``: a
     phase that already stopped the plan (nothing runs). ``sleep``: the pause between attempts (tests pass their own).
     ``recorded``: called with each host's record on that host's thread, before the phase's barrier (the clusters'
-    run records are written there, so a plan that stops leaves every finished phase recorded).
+    run records get their entries there, so a plan that stops leaves every finished phase recorded).
     """
     report = RunReport(stopped_by=stopped_by)
     in_play = set(hosts_in_play)

@@ -25,11 +25,12 @@ RUN = RunInfo(run="20261124T144501Z-3fa2", plan="site", version="0.1.0", by="ci@
 class Store:
     """An API session that keeps ConfigMaps by path, as the API server would for these verbs."""
 
-    def __init__(self, down=False, forbidden=False):
+    def __init__(self, down=False, forbidden=False, read_only=False):
         self.objects: dict[str, dict] = {}
         self.calls: list[tuple] = []
         self.down = down
         self.forbidden = forbidden
+        self.read_only = read_only
 
     def request(self, method, path, *, body=None, content_type="application/json", attempts=None, **_):
         self.calls.append((method, path, attempts))
@@ -37,6 +38,8 @@ class Store:
             raise TransportError("cannot reach the API server https://10.0.0.1:6443")
         if self.forbidden:
             raise ApiError(403, "Forbidden", 'configmaps is forbidden: User "dev" cannot get resource "configmaps"')
+        if self.read_only and method != "GET":
+            raise ApiError(403, "Forbidden", 'configmaps is forbidden: User "dev" cannot create resource')
         if method == "GET":
             if path not in self.objects:
                 raise ApiError(404, "NotFound", "not found")
@@ -97,6 +100,42 @@ def test_first_write_creates_the_configmap_then_merge_patches_its_key_only():
     assert stored["metadata"]["annotations"] == {"phasekit.kube/plan": "site", "phasekit.kube/host": "c1"}
     assert sorted(stored["data"]) == ["apps.one", "apps.two"]
     assert json.loads(stored["data"]["apps.one"])[0]["result"] == "changed"
+    assert kept.flush() == [] and len(store.calls) == 3          # nothing waits
+
+
+def test_unchanged_phases_wait_for_the_clusters_next_write_or_the_steps_end():
+    store = Store()
+    kept = records(store)
+    assert kept.write("c1", "one", entry("ok"), wait=True) is None
+    assert kept.write("c1", "two", entry("ok"), wait=True) is None
+    assert kept.write("c2", "one", entry("ok"), wait=True) is None
+    assert [call[0] for call in store.calls] == ["GET", "GET"]   # read once per cluster, nothing written yet
+    assert kept.last("c1", "two")["result"] == "ok"              # this run sees its own entries
+    kept.write("c1", "three", entry("changed"))                  # a phase that changed something: all of c1 now
+    assert [call[0] for call in store.calls] == ["GET", "GET", "POST"]
+    c1 = store.objects["/api/v1/namespaces/ns/configmaps/phasekit-run-site.c1"]
+    assert sorted(c1["data"]) == ["one", "three", "two"]
+    assert kept.flush() == []                                    # the step ends: c2's waiting entry
+    assert store.calls[-1][0] == "POST" and "/api/v1/namespaces/ns/configmaps/phasekit-run-site.c2" in store.objects
+    assert kept.flush() == [] and len(store.calls) == 4          # nothing left to write
+
+
+def test_a_waiting_entry_is_written_once_the_oldest_waited_long_enough_or_a_phase_failed():
+    store, now = Store(), [0.0]
+    kept = RunRecords(RUN, session_for=lambda host: store, namespace_for=lambda host: "ns", flush_after=10,
+                      clock=lambda: now[0])
+    kept.write("c1", "one", entry("ok"), wait=True)
+    now[0] = 9.9
+    kept.write("c1", "two", entry("ok"), wait=True)
+    assert [call[0] for call in store.calls] == ["GET"]
+    now[0] = 10.0
+    kept.write("c1", "three", entry("ok"), wait=True)            # "one" has waited 10 s: all three go now
+    assert [call[0] for call in store.calls] == ["GET", "POST"]
+    kept.write("c1", "four", entry("ok"), wait=True)
+    kept.write("c1", "five", entry("failed"), patient=False)
+    assert store.calls[-1] == ("PATCH", "/api/v1/namespaces/ns/configmaps/phasekit-run-site.c1", 1)
+    stored = store.objects["/api/v1/namespaces/ns/configmaps/phasekit-run-site.c1"]
+    assert sorted(stored["data"]) == ["five", "four", "one", "three", "two"]
 
 
 def test_a_record_keeps_the_last_entries_newest_first_and_later_runs_read_them():
@@ -119,6 +158,17 @@ def test_an_unreachable_or_forbidden_record_is_a_warning_never_an_error():
         with pytest.raises(PhasekitError, match=said):
             kept.entries("c1", "p")
         assert len(store.calls) == 1          # one failed read: nothing is tried again this run
+
+
+def test_a_write_refused_when_the_step_ends_is_one_warning_per_cluster_and_is_tried_again():
+    store = Store(read_only=True)
+    kept = records(store)
+    kept.write("c1", "one", entry("ok"), wait=True)
+    kept.write("c1", "two", entry("ok"), wait=True)
+    problems = kept.flush()
+    assert len(problems) == 1 and "phase(s) one, two not written to ConfigMap ns/phasekit-run-site.c1" in problems[0]
+    store.read_only = False
+    assert kept.flush() == [] and store.calls[-1][0] == "POST"   # still pending: written by the next flush
 
 
 def test_a_host_without_kubeconfig_has_no_record():
@@ -161,7 +211,10 @@ def test_the_recorder_writes_finished_phases_and_leaves_skips_tasks_and_resumed_
     for one in (record("skipped"), record("ok", "tasks"), record("skipped", resumed=True)):
         write({"name": "p"}, one)
     assert store.calls == []
+    write({"name": "q"}, record("ok"))
+    assert [call[0] for call in store.calls] == ["GET"]    # unchanged: waits for the next write
     write({"name": "p"}, record("changed"))
+    assert [call[0] for call in store.calls] == ["GET", "POST"]
     failed = record("failed")
     failed.msg = "apply failed"
     write({"name": "p"}, failed)
@@ -230,7 +283,7 @@ def test_resume_continues_each_cluster_from_its_first_phase_without_a_matching_s
     run_phases(plan("one", "two", "three"), first, hosts_in_play=["a", "b"], recorded=phase_recorder(first.records))
     # b's two failed last time; everything else succeeded
     failed = entry_for(RUN, result="failed", started=0, duration=0, digest=first.digest(plan("two")[0], "b"))
-    first.records.write("b", "two", failed)
+    first.records.write("b", "two", failed, patient=False)
     again = Recorded(store, resume=True)
     report = run_phases(plan("one", "two", "three"), again, hosts_in_play=["a", "b"],
                         recorded=phase_recorder(again.records))
