@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -303,12 +304,19 @@ def _run_kustomize(path: str, label: str) -> str:
 
 QUOTING_MARKERS = (" with config:", "patch:", "\n")
 MAX_KUSTOMIZE_DETAIL = 300
+# kubectl 1.31 and 1.32 print the error through klog: 'E1124 18:47:15.33 26785 run.go:72] "command failed" err="..."'
+# (or err=< and the message on the next lines)
+KLOG_FAILURE_PREFIX = re.compile(r'^[IWEF]\d{4} \S+\s+\d+ \S+\] "command failed" err=(?:<\s*|")')
 
 
 def kustomize_failure(output: str, path: str) -> str:
     """kustomize's reason without what it quotes: its errors go on to print the patch or generator config
     they failed on (Secret values included), so only the reason before that is kept."""
-    text = (output or "").strip().removeprefix("Error: ").removeprefix("error: ")
+    text = (output or "").strip()
+    klog = KLOG_FAILURE_PREFIX.match(text)
+    if klog:
+        text = text[klog.end():].removesuffix('"')
+    text = text.removeprefix("Error: ").removeprefix("error: ")
     cut = len(text)
     for marker in QUOTING_MARKERS:
         found = text.find(marker)
