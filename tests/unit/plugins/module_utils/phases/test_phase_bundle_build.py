@@ -110,8 +110,7 @@ def test_a_built_document_is_named_after_the_file_the_kustomization_lists_else_a
      "site/phases (kubectl kustomize) document 1 (Phase x-apps) field config.executorRef: no KubernetesApply "
      "document named 'kubernetes-apply' among the documents (did you mean 'x-kubernetes-apply'?)"),
 ], ids=["document-from-another-directory", "renamed-by-the-kustomization"])
-def test_a_problem_in_a_document_not_traced_to_a_listed_file_names_the_build(tmp_path, kustomization, shared,
-                                                                            message):
+def test_a_problem_in_a_document_not_from_a_listed_file_names_the_build(tmp_path, kustomization, shared, message):
     airship_site(tmp_path, kustomization, shared)
     with pytest.raises(PhasekitError) as error:
         airship_plan(tmp_path)
