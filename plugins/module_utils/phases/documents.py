@@ -16,6 +16,7 @@ directory, whichever file a document came from.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from dataclasses import dataclass
 
 from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
@@ -91,12 +92,13 @@ def _read_built(path: str, shown: str) -> list[RawDocument]:
     source = f"{shown} ({BUILT_BY})"
     contents = [content for content in yaml_io.load_all(build_in_listed_order(path, shown), source)
                 if content is not None]
-    built_identities = [_identity(content) for content in contents]
+    identities = [_identity(content) for content in contents]
+    built = Counter(identities)
     listed = _listed_origins(path, shown)
     base = os.path.abspath(path)
     documents = []
-    for number, (content, identity) in enumerate(zip(contents, built_identities), start=1):
-        origin = listed.get(identity) if built_identities.count(identity) == 1 else None
+    for number, (content, identity) in enumerate(zip(contents, identities), start=1):
+        origin = listed.get(identity) if built[identity] == 1 else None
         documents.append(RawDocument(content, origin or DocumentOrigin(source, number), base))
     return documents
 
