@@ -12,6 +12,9 @@ options:
     description:
       - Files or directories holding phase and plan documents, read in the order given.
       - A directory contributes its C(*.yaml) and C(*.yml) files in name order, not its sub-directories.
+      - A directory with a kustomization (C(kustomization.yaml), C(kustomization.yml) or C(Kustomization)) is
+        built with C(kubectl kustomize) instead, as airshipctl builds its phase bundle; its documents come in the
+        order the kustomization lists them, and paths inside them are relative to that directory.
       - Relative paths are relative to the playbook directory. Paths inside a document (sources, C(chdir))
         are relative to the document's directory.
       - Exactly one of O(src) and O(plan) is required.

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -104,7 +105,28 @@ def render_bundle(src: str | None = None, definition=None, base_dir: str | None 
 
 
 def is_kustomization(path: str) -> bool:
-    return any(os.path.isfile(os.path.join(path, name)) for name in KUSTOMIZATION_FILES)
+    return kustomization_file(path) is not None
+
+
+def kustomization_file(path: str) -> str | None:
+    """The kustomization file of the directory ``path``, under a name kustomize recognises; ``None``: none."""
+    return next((os.path.join(path, name) for name in KUSTOMIZATION_FILES
+                 if os.path.isfile(os.path.join(path, name))), None)
+
+
+def load_kustomization(path: str) -> dict | None:
+    """The kustomization of the directory ``path`` as a mapping; ``None`` when it has none, or none that reads
+    as one YAML mapping (kustomize says what is wrong with it when it builds)."""
+    file = kustomization_file(path)
+    return None if file is None else _kustomization_mapping(file)
+
+
+def _kustomization_mapping(file: str) -> dict | None:
+    try:
+        documents = yaml_io.load_all(yaml_io.read_text_file(file, "kustomization"), file)
+    except (OSError, PhasekitError):
+        return None
+    return documents[0] if len(documents) == 1 and isinstance(documents[0], dict) else None
 
 
 def has_templates(path: str) -> bool:
@@ -210,13 +232,13 @@ def rendered_kustomization(path: str, work: str, render_template: Callable[[str]
     return copy
 
 
-def _anchor_outside_entries(kustomization_file: str, original_dir: str, top: str, copied_dir: str) -> None:
+def _anchor_outside_entries(copied_file: str, original_dir: str, top: str, copied_dir: str) -> None:
     """Entries naming a directory outside the copied kustomization point at the original from the copy (kustomize
     takes no absolute path for a directory)."""
-    document = yaml_io.load_all(yaml_io.read_text_file(kustomization_file, "kustomization"), kustomization_file)
-    if len(document) != 1 or not isinstance(document[0], dict):
+    content = _kustomization_mapping(copied_file)
+    if content is None:
         return  # kustomize will say what is wrong with it
-    content, changed = document[0], False
+    changed = False
     top = os.path.normpath(top)
     for field_name in KUSTOMIZE_DIRECTORY_FIELDS:
         entries = content.get(field_name)
@@ -229,21 +251,47 @@ def _anchor_outside_entries(kustomization_file: str, original_dir: str, top: str
             if os.path.commonpath([target, top]) != top:
                 entries[position], changed = os.path.relpath(target, copied_dir), True
     if changed:
-        with open(kustomization_file, "w", encoding="utf-8") as out:
+        with open(copied_file, "w", encoding="utf-8") as out:
             out.write(yaml_io.safe_dump(content, sort_keys=False))
 
 
-def kustomize_command(path: str) -> list[str]:
+def kustomize_command(path: str, label: str | None = None) -> list[str]:
     """kubectl's built-in kustomize first (pinned with the cluster tools), else a standalone kustomize."""
     if shutil.which("kubectl"):
         return ["kubectl", "kustomize", path]
     if shutil.which("kustomize"):
         return ["kustomize", "build", path]
-    raise PhasekitError(f"kustomization {path}: neither 'kubectl' nor 'kustomize' is on PATH to render it")
+    raise PhasekitError(f"kustomization {label or path}: neither 'kubectl' nor 'kustomize' is on PATH to render it")
+
+
+def build_in_listed_order(path: str, label: str) -> str:
+    """The YAML kustomize builds from the kustomization directory ``path``, its documents in the order the
+    kustomization lists them (kustomize's ``fifo`` order), unless its own ``sortOptions`` choose an order.
+
+    kustomize's default order sorts by kind, then name; where document order is meaningful (phase documents run
+    in it), a private kustomization that lists ``path`` and asks for ``fifo`` is built instead.
+    """
+    kustomize_command(path, label)  # refused here, naming the user's directory rather than the private one
+    kustomization = load_kustomization(path)
+    if kustomization is None or "sortOptions" in kustomization:
+        return _run_kustomize(path, label)
+    with private_directory("phasekit-kustomize-") as work:
+        # kustomize takes no absolute path for a directory; real paths, so that no symlink moves the '..'
+        target = os.path.relpath(os.path.realpath(path), os.path.realpath(work))
+        with open(os.path.join(work, KUSTOMIZATION_FILES[0]), "w", encoding="utf-8") as out:
+            out.write(yaml_io.safe_dump({"resources": [target], "sortOptions": {"order": "fifo"}}, sort_keys=False))
+        try:
+            return _run_kustomize(work, label)
+        except PhasekitError as error:
+            failure = error
+    # kustomize's message on the user's own kustomization names only their files, not the private one
+    _run_kustomize(path, label)
+    raise PhasekitError(f"{failure} (keeping the documents in the order the kustomization lists them needs "
+                        "kustomize 5 or newer: kubectl 1.27 or newer)")
 
 
 def _run_kustomize(path: str, label: str) -> str:
-    command = kustomize_command(path)
+    command = kustomize_command(path, label)
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=KUSTOMIZE_TIMEOUT, check=False)  # pylint: disable=ansible-bad-function
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -256,12 +304,19 @@ def _run_kustomize(path: str, label: str) -> str:
 
 QUOTING_MARKERS = (" with config:", "patch:", "\n")
 MAX_KUSTOMIZE_DETAIL = 300
+# kubectl 1.31 and 1.32 print the error through klog: 'E1124 18:47:15.33 26785 run.go:72] "command failed" err="..."'
+# (or err=< and the message on the next lines)
+KLOG_FAILURE_PREFIX = re.compile(r'^[IWEF]\d{4} \S+\s+\d+ \S+\] "command failed" err=(?:<\s*|")')
 
 
 def kustomize_failure(output: str, path: str) -> str:
     """kustomize's reason without what it quotes: its errors go on to print the patch or generator config
     they failed on (Secret values included), so only the reason before that is kept."""
-    text = (output or "").strip().removeprefix("Error: ").removeprefix("error: ")
+    text = (output or "").strip()
+    klog = KLOG_FAILURE_PREFIX.match(text)
+    if klog:
+        text = text[klog.end():].removesuffix('"')
+    text = text.removeprefix("Error: ").removeprefix("error: ")
     cut = len(text)
     for marker in QUOTING_MARKERS:
         found = text.find(marker)

@@ -132,6 +132,37 @@ def test_a_phase_without_an_equivalent_stops_validate_naming_it(airship_site, ru
     assert "Traceback" not in result.output
 
 
+def test_a_kustomized_phase_bundle_is_listed_as_kubectl_kustomize_builds_it(airship_site, run_playbook):
+    """The phases directory gets a kustomization: a phase pulled in from another directory, the plan patched to
+    run it and a phase's cluster patched; list shows the built documents, a broken build fails naming it."""
+    root, _namespace = airship_site
+    site = root / "manifests" / "site" / "test-site"
+    write(site / "more-phases" / "phases.yaml",
+          phase("workload-ephemeral", "ephemeral-cluster", "kubernetes-apply", "target/workload"))
+    write(site / "more-phases" / "kustomization.yaml", {"resources": ["phases.yaml"]})
+    write(site / "phases" / "kustomization.yaml", {
+        "resources": ["phases.yaml", "executors.yaml", "plan.yaml", "../more-phases"],
+        "patches": [
+            {"target": {"kind": "PhasePlan", "name": "deploy-gating"},
+             "patch": '[{"op": "add", "path": "/phases/-", "value": {"name": "workload-ephemeral"}}]'},
+            {"target": {"kind": "Phase", "name": "initinfra-target"},
+             "patch": f"apiVersion: {AIRSHIP}\nkind: Phase\nmetadata:\n  name: initinfra-target\n"
+                      "  clusterName: ephemeral-cluster\n"}]})
+    args = ("-e", f"plan_src={site / 'phases'}", "-e", "plan_name=deploy-gating", "-e", "plan_action=list")
+    playbook = "- ansible.builtin.import_playbook: phasekit.kube.run\n"
+    listed = run_playbook(playbook, root / "inventory.yml", *args)
+    assert listed.rc == 0, listed
+    assert re.search(r"initinfra-target\s+ephemeral-cluster\s+ephemeral-cluster\s+apply", listed.output), listed
+    assert re.search(r"workload-ephemeral\s+ephemeral-cluster\s+ephemeral-cluster\s+apply\s+target/workload",
+                     listed.output), listed
+
+    (site / "phases" / "kustomization.yaml").write_text("resources: [phases.yaml, missing.yaml]\n")
+    broken = run_playbook(playbook, root / "inventory.yml", *args)
+    assert broken.rc != 0, broken
+    assert "kustomization " in broken.output and "missing.yaml" in broken.output, broken
+    assert "Traceback" not in broken.output
+
+
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "airshipctl" / "site"
 
 

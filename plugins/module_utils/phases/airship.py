@@ -43,7 +43,8 @@ PLAN_KIND = "PhasePlan"
 APPLY_KIND = "KubernetesApply"
 # Read by the inventory, not by plans (see docs/migrating-from-airshipctl.md).
 IGNORED_KINDS = ("ClusterMap", "KubeConfig")
-# airshipctl builds its phase bundle with kustomize; its kustomization lists the files read here anyway.
+# airshipctl builds its phase bundle with kustomize, and so does read_paths for a directory with a kustomization;
+# a kustomization file read as a document (a file named in plan_src, inline documents) goes with them unread.
 BUNDLE_BUILD_KIND = "Kustomization"
 BUNDLE_BUILD_GROUP = "kustomize.config.k8s.io/"
 EXECUTOR_PREFIX = "airship:"
@@ -96,7 +97,7 @@ def is_airship_document(content) -> bool:
 
 
 def split_airship_documents(documents: list[RawDocument]) -> tuple[list[RawDocument], list[RawDocument]]:
-    """airshipctl's documents and the others; the kustomization of an airshipctl phase bundle goes with them."""
+    """airshipctl's documents and the others; a kustomization read as a document goes with airshipctl's."""
     airship = [document for document in documents if is_airship_document(document.content)]
     if not airship:
         return [], list(documents)

@@ -80,7 +80,12 @@ def test_inventory_keeps_a_url_whose_token_is_templated():
      "trouble configuring builtin PatchTransformer"),
     ("Error: accumulating resources: accumulation err='accumulating resources from 'x.yaml': missing'",
      "accumulating resources: accumulation err='accumulating resources from 'x.yaml': missing'"),
-], ids=["patch-config-withheld", "plain-reason-kept"])
+    ('E1124 18:47:15.335847   26785 run.go:72] "command failed" err=<\n\ttrouble configuring builtin '
+     'PatchTransformer with config: `\n\tpatch: |-\n\t  token: ' + TOKEN + '\n >',
+     "trouble configuring builtin PatchTransformer"),
+    ('E1124 18:47:15.401929   26792 run.go:72] "command failed" err="accumulating resources from \'x.yaml\'"',
+     "accumulating resources from 'x.yaml'"),
+], ids=["patch-config-withheld", "plain-reason-kept", "klog-multi-line", "klog-quoted"])
 def test_kustomize_failures_keep_the_reason_not_the_quoted_config(output, kept):
     from ansible_collections.phasekit.kube.plugins.module_utils.bundle import kustomize_failure
     message = kustomize_failure(output, "/site/apps")

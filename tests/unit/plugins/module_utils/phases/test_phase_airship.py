@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import copy
+import functools
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.phases import views
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import inline_documents, read_paths
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.inventory import Inventory
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import build_plan
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import build_plan, read_catalog
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import Problems
 from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import executors
 
 FIXTURE = Path(__file__).resolve().parents[4] / "fixtures" / "airshipctl"
@@ -59,8 +63,14 @@ def inventory():
     return Inventory(groups=CLUSTERS, parent_of=lambda host: None, has_kubeconfig=lambda host: True)
 
 
+@functools.cache
+def site_documents():
+    """The fixture's documents, built once: the phases directory has a kustomization (kubectl kustomize)."""
+    return read_paths(["site/phases"], str(FIXTURE))
+
+
 def site_plan(name, **kwargs):
-    return build_plan(read_paths(["site/phases"], str(FIXTURE)), executors=executors(),
+    return build_plan(copy.deepcopy(site_documents()), executors=executors(),
                       inventory=inventory(), name=name, **kwargs)
 
 
@@ -82,6 +92,21 @@ def test_phases_layout_lists_every_phase_in_plan_order_on_its_cluster():
     hosts = {item.phase.full_name: item.placement.hosts for item in plan.phases}
     assert hosts["initinfra-ephemeral"] == [E] and hosts["workers-target"] == [T]
     assert hosts["virsh-destroy-vms"] == []          # no clusterName: it runs on no cluster host
+
+
+def test_the_kustomized_phases_directory_keeps_the_phases_in_file_order_and_names_their_files():
+    """The fixture's phases directory has a kustomization: built, its phases come in the order phases.yaml has
+    them (not kustomize's kind and name order), and each document is named after the file it is in."""
+    written = [document["metadata"]["name"]
+               for document in yaml.safe_load_all((SITE / "phases" / "phases.yaml").read_text())]
+    problems = Problems()
+    catalog = read_catalog(copy.deepcopy(site_documents()), problems)
+    assert not problems and len(written) > 30
+    assert [phase.name for phase in catalog.phases] == written
+    assert [phase.origin.label() for phase in catalog.phases][:2] == [
+        "site/phases/phases.yaml document 1 (Phase remotedirect-ephemeral)",
+        "site/phases/phases.yaml document 2 (Phase iso-cloud-init-data)"]
+    assert all("kubectl kustomize" not in document.origin.source for document in site_documents())
 
 
 def test_phase_groups_layout_runs_the_groups_phases_one_after_the_other():

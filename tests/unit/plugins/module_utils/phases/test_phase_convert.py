@@ -162,3 +162,28 @@ def test_a_plan_with_no_phase_converted_is_a_comment():
 def test_refused_inputs(documents, message):
     with pytest.raises(PhasekitError, match=message):
         convert_documents(inline_documents(documents, "/"), executors(), "/nowhere")
+
+
+def test_a_phase_pulled_in_and_patched_by_the_kustomization_converts_with_its_source(site):
+    """The converter reads the phases directory as built: a phase from another directory, its entry point
+    patched, is written with its source relative to the written file."""
+    api = "airshipit.org/v1alpha1"
+    (site / "shared").mkdir()
+    (site / "shared" / "phase.yaml").write_text(yaml.safe_dump(
+        {"apiVersion": api, "kind": "Phase", "metadata": {"name": "shared-workers", "clusterName": T},
+         "config": {"executorRef": {"apiVersion": api, "kind": "KubernetesApply", "name": "kubernetes-apply"},
+                    "documentEntryPoint": "target/initinfra"}}), encoding="utf-8")
+    (site / "shared" / "kustomization.yaml").write_text("resources: [phase.yaml]\n", encoding="utf-8")
+    kustomization = site / "phases" / "kustomization.yaml"
+    kustomization.write_text(kustomization.read_text(encoding="utf-8") + "  - ../shared\npatches:\n"
+                             "  - target: {kind: Phase, name: shared-workers}\n"
+                             "    patch: '[{\"op\": \"replace\", \"path\": \"/config/documentEntryPoint\", "
+                             "\"value\": \"target/workers\"}]'\n",
+                             encoding="utf-8")
+    dest = site.parent / "converted"
+    conversion = convert_documents(site_documents(site), executors(), str(dest))
+    assert "shared-workers" in conversion.phases
+    written = {document["metadata"]["name"]: document["spec"]
+               for document in yaml.safe_load_all(conversion.files[PHASES_FILE])}
+    assert written["shared-workers"]["source"] == "../site/target/workers"
+    assert written["workers-target"]["source"] == "../site/target/workers"
