@@ -151,9 +151,8 @@ class _Reader:
         action = self.content.get("action")
         if action in (INIT, MOVE):
             return action
-        self.problems.add(self.origin.at("action"), f"expected {INIT} or {MOVE} (what clusterctl does), "
-                                                    f"got {action!r}" if action else
-                          f"missing: expected {INIT} or {MOVE} (what clusterctl does)")
+        wanted = f"expected {INIT} or {MOVE} (what clusterctl does)"
+        self.problems.add(self.origin.at("action"), f"{wanted}, got {action!r}" if action else f"missing: {wanted}")
         return None
 
     def mapping(self, key: str, fields: tuple) -> dict | None:

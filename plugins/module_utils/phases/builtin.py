@@ -325,7 +325,8 @@ class BuiltinExecutors:
                        for variable, name in (values["kubeconfigs"] or {}).items()}
         done = run_command(argv, kubeconfig=resolution.config,
                            env={**(values["env"] or {}), **phase_environment(phase, host)},
-                           chdir=values["chdir"], stdin=values["stdin"], timeout=command_timeout(values["timeout"], phase),
+                           chdir=values["chdir"], stdin=values["stdin"],
+                           timeout=command_timeout(values["timeout"], phase),
                            kubeconfigs=kubeconfigs, env_files=values["env_files"])
         return Outcome(changed=True, failed=done.rc != 0, msg=command_failure_message(done) if done.rc else "",
                        details={"rc": done.rc})
