@@ -3,10 +3,12 @@
 """A small airshipctl-style site run as it is on the two local clusters: its own Phase, PhasePlan and
 KubernetesApply documents (airshipit.org/v1alpha1), entry points with kustomizations under a target path,
 clusterName naming the inventory hosts. It runs, re-runs as a no-op, and status finds it in sync; a phase of
-an executor kind with no equivalent here stops validate before anything runs."""
+an executor kind with no equivalent here stops validate before anything runs; Clusterctl phases run the
+clusterctl first on PATH (a fake that records what it got)."""
 
 from __future__ import annotations
 
+import os
 import re
 import uuid
 from pathlib import Path
@@ -223,3 +225,71 @@ def test_a_cluster_map_is_the_inventory_and_a_converted_site_runs_the_same(
     assert again.rc == 0, again
     # the converted phases apply the same objects with the same field manager: nothing to change
     assert summary(again.output) == {key: "ok" for key in summary(first.output)}, again
+
+
+FAKE_CLUSTERCTL = """#!/bin/sh
+# Records what a real clusterctl would get, and checks that each kubeconfig it was given reaches its cluster.
+record={record}
+printf '%s\\n' "$@" > "$record.argv"
+cp "$KUBECONFIG" "$record.kubeconfig"
+{kubectl} --kubeconfig "$KUBECONFIG" get --raw /version > /dev/null || exit 7
+if [ "$1" = move ]; then
+  cp "$3" "$record.from-kubeconfig"
+  {kubectl} --kubeconfig "$3" get --raw /version > /dev/null || exit 8
+fi
+"""
+
+
+def test_clusterctl_phases_run_clusterctl_with_the_clusters_kubeconfigs(airship_site, bin_dir, run_playbook,
+                                                                        tmp_path):
+    """Clusterctl init and move run the clusterctl first on PATH (a fake that records its arguments and the
+    kubeconfigs it got, and reaches the clusters with kubectl): init on the phase's cluster, move from the
+    target's kube_parent to the target."""
+    root, _namespace = airship_site
+    phases = root / "manifests" / "site" / "test-site" / "phases"
+    write(phases / "clusterctl.yaml",
+          {"apiVersion": AIRSHIP, "kind": "Clusterctl", "metadata": {"name": "clusterctl_init"}, "action": "init",
+           "init-options": {"core-provider": "cluster-api:v1.8.0", "infrastructure-providers": ["docker:v1.8.0"]},
+           "additional-vars": {"CLUSTER_TOPOLOGY": "true"}},
+          {"apiVersion": AIRSHIP, "kind": "Clusterctl", "metadata": {"name": "clusterctl_move"}, "action": "move",
+           "move-options": {"namespace": "capi-system"}},
+          phase("clusterctl-init-ephemeral", "ephemeral-cluster", "clusterctl_init", kind="Clusterctl"),
+          phase("clusterctl-move", "target-cluster", "clusterctl_move", kind="Clusterctl"),
+          {"apiVersion": AIRSHIP, "kind": "PhasePlan", "metadata": {"name": "clusterctl"},
+           "phases": [{"name": "clusterctl-init-ephemeral"}, {"name": "clusterctl-move"}]})
+    inventory = yaml.safe_load((root / "inventory.yml").read_text())
+    inventory["all"]["hosts"]["target-cluster"]["kube_parent"] = "ephemeral-cluster"
+    (root / "inventory.yml").write_text(yaml.safe_dump(inventory))
+    fake_bin, record = tmp_path / "fake-bin", tmp_path / "clusterctl-record"
+    fake_bin.mkdir()
+    (fake_bin / "clusterctl").write_text(FAKE_CLUSTERCTL.format(record=record, kubectl=Path(bin_dir) / "kubectl"))
+    (fake_bin / "clusterctl").chmod(0o755)
+    args = ("-e", f"plan_src={phases}", "-e", "plan_name=clusterctl")
+    playbook = "- ansible.builtin.import_playbook: phasekit.kube.run\n"
+
+    without = run_playbook(playbook, root / "inventory.yml", *args, "-e", "plan_action=validate",
+                           "-e", "plan_only=clusterctl-init-ephemeral", env={"PATH": f"{bin_dir}:/usr/bin:/bin"})
+    assert without.rc != 0 and "runs clusterctl, which is not on the controller's PATH" in without.output, without
+    listed = run_playbook(playbook, root / "inventory.yml", *args, "-e", "plan_action=list",
+                          env={"PATH": f"{bin_dir}:/usr/bin:/bin"})
+    assert listed.rc == 0 and re.search(r"clusterctl-move\s+target-cluster\s+target-cluster\s+command",
+                                        listed.output), listed
+
+    path = {"PATH": f"{fake_bin}:{bin_dir}:{os.environ.get('PATH', '')}"}
+    checked = run_playbook(playbook, root / "inventory.yml", *args, env=path, check=True)
+    assert checked.rc == 0 and not Path(f"{record}.argv").exists(), checked   # check mode runs nothing
+
+    init = run_playbook(playbook, root / "inventory.yml", *args, "-e", "plan_only=clusterctl-init-ephemeral",
+                        env=path)
+    assert init.rc == 0, init
+    argv = Path(f"{record}.argv").read_text().splitlines()
+    assert argv[:6] == ["init", "--core", "cluster-api:v1.8.0", "--infrastructure", "docker:v1.8.0", "--config"]
+    assert yaml.safe_load(Path(f"{record}.kubeconfig").read_text())["current-context"] == "ephemeral"
+
+    move = run_playbook(playbook, root / "inventory.yml", *args, "-e", "plan_only=clusterctl-move", env=path)
+    assert move.rc == 0, move
+    argv = Path(f"{record}.argv").read_text().splitlines()
+    assert argv[0] == "move" and argv[3] == "--to-kubeconfig" and argv[5:] == ["--namespace", "capi-system"]
+    assert yaml.safe_load(Path(f"{record}.from-kubeconfig").read_text())["current-context"] == "ephemeral"
+    assert yaml.safe_load(Path(f"{record}.kubeconfig").read_text())["current-context"] == "target"
+    assert "Traceback" not in init.output + move.output

@@ -10,6 +10,8 @@ reference (``config.executorRef``). They become the collection's model here:
   ``targetPath`` + ``phaseRepositoryName`` + the site's ``docEntryPointPrefix``).
 - ``KubernetesApply`` executors become ``apply``: ``waitOptions`` the ``wait`` option, ``pruneOptions.prune``
   ``prune`` with an ApplySet named after the phase.
+- ``Clusterctl`` executors become ``command`` phases running ``clusterctl init`` or ``clusterctl move``
+  (``airship_clusterctl``); they need ``clusterctl`` on the controller's PATH to be validated or run.
 - Every other executor kind has no equivalent yet: its phases are listed as ``airship:<Kind>`` and are refused
   when they would be validated or run, with what to do instead (a section of the migration guide).
 - ``PhasePlan``: ``phases: [{name}]``, or the older ``phaseGroups: [{name, phases: [{name}]}]`` (in order).
@@ -18,9 +20,15 @@ reference (``config.executorRef``). They become the collection's model here:
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.airship_clusterctl import (
+    CLUSTERCTL_KIND,
+    PROGRAM as CLUSTERCTL_PROGRAM,
+    clusterctl_phase,
+)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import INLINE_SOURCE, RawDocument
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import (
     Phase,
@@ -75,7 +83,6 @@ PHASE_FIELD_PATHS = {
 
 # Executor kinds with no equivalent here: what to do instead, and the guide's section that shows it.
 NOT_RUNNABLE = {
-    "Clusterctl": ("run clusterctl in a command phase", "clusterctl"),
     "GenericContainer": ("run the container's program in a command phase, or use a tasks phase",
                          "genericcontainer"),
     "BaremetalManager": ("use a tasks phase with the modules of your hardware (Redfish, IPMI, libvirt)",
@@ -124,8 +131,10 @@ def read_airship_documents(documents: list[RawDocument], problems: Problems,
     """
     named = [_named(document) for document in documents]
     executors = _executor_documents(named, problems)
-    apply_options = {key: _apply_options(document, problems)
-                     for key, document in executors.items() if key[0] == APPLY_KIND}
+    # each executor document read once, for all the phases that reference it
+    mapped = {key: _apply_options(document, problems) for key, document in executors.items() if key[0] == APPLY_KIND}
+    mapped.update({key: clusterctl_phase(document, problems)
+                   for key, document in executors.items() if key[0] == CLUSTERCTL_KIND})
     items: list[Phase | PhasePlan] = []
     for document in named:
         kind = document.content.get("kind")
@@ -138,7 +147,7 @@ def read_airship_documents(documents: list[RawDocument], problems: Problems,
         if kind == PLAN_KIND:
             item = _read_plan(document, problems)
         else:
-            item = _read_phase(document, executors, apply_options, _target_dir(document, target_path), problems)
+            item = _read_phase(document, executors, mapped, _target_dir(document, target_path), problems)
         if item is not None:
             items.append(item)
     return items
@@ -209,7 +218,7 @@ def _metadata_and_name(document: RawDocument, fields: tuple, metadata_fields: tu
     return metadata, checked_name(metadata.get("name"), origin.at("metadata.name"), problems)
 
 
-def _read_phase(document: RawDocument, executors: dict, apply_options: dict, target_dir: str,
+def _read_phase(document: RawDocument, executors: dict, mapped: dict, target_dir: str,
                 problems: Problems) -> Phase | None:
     content, origin = document.content, document.origin
     metadata, name = _metadata_and_name(document, PHASE_FIELDS, PHASE_METADATA_FIELDS, problems)
@@ -234,14 +243,26 @@ def _read_phase(document: RawDocument, executors: dict, apply_options: dict, tar
     kind, executor_name = reference
     if kind == APPLY_KIND:
         phase.executor = "apply"
-        options = apply_options.get(reference)
+        options = mapped.get(reference)
         phase.options = dict(options) if options is not None else {}
         if phase.options.get("prune"):
             phase.options["applyset"] = name
+    elif kind == CLUSTERCTL_KIND:
+        _clusterctl(phase, mapped.get(reference))
     else:
         phase.executor = f"{EXECUTOR_PREFIX}{kind}"
         phase.not_runnable = not_runnable_message(kind, executor_name, executors[reference].origin)
     return phase
+
+
+def _clusterctl(phase: Phase, mapped):
+    """A command phase running clusterctl; one that cannot run here keeps airshipctl's kind in the listing."""
+    if mapped is not None and mapped.refusal is not None:
+        phase.executor, phase.not_runnable = f"{EXECUTOR_PREFIX}{CLUSTERCTL_KIND}", mapped.refusal
+        return
+    phase.executor = "command"
+    phase.options = copy.deepcopy(mapped.options) if mapped is not None else {"argv": [CLUSTERCTL_PROGRAM]}
+    phase.requires = (CLUSTERCTL_PROGRAM,)
 
 
 def _executor_reference(config: dict, phase: Phase, executors: dict, problems: Problems) -> tuple | None:

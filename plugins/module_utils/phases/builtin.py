@@ -33,7 +33,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import 
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import DEFAULT_TIMEOUT as TEARDOWN_TIMEOUT
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import Teardown
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import WAIT_OPTIONS_SPEC, wait_for_bundle, wait_rules
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import COMMAND_SPEC, command_argv
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import COMMAND_PHASE_SPEC, command_argv
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import command_failure_message, run_command
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import RunRecords, bundle_digest, resumable
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import TASKS_EXECUTOR, Outcome, time_left
@@ -107,6 +107,15 @@ def phase_environment(phase: dict, host: str) -> dict:
     source = phase.get("source")
     return {"PHASEKIT_PHASE": phase["name"], "PHASEKIT_HOST": host,
             "PHASEKIT_SOURCE": source if isinstance(source, str) else ""}
+
+
+def other_host(phase: dict, host: str, variable: str, name) -> str:
+    """The host a command phase's ``kubeconfigs`` entry names (rendered for ``host``: ``{{ kube_parent }}``)."""
+    name = str(name or "").strip()
+    if not name:
+        raise PhasekitError(f"phase {phase['name']} on cluster {host}: option kubeconfigs.{variable} names no host "
+                            f"(a template that rendered empty, such as kube_parent unset on {host})")
+    return name
 
 
 class BuiltinExecutors:
@@ -306,15 +315,19 @@ class BuiltinExecutors:
         return Outcome(not_ready=problem is not None, msg=problem or "", details={"ready": problem is None})
 
     def _command(self, phase: dict, host: str) -> Outcome:
-        values = option_values(COMMAND_SPEC["argument_spec"], phase.get("options"))
+        values = option_values(COMMAND_PHASE_SPEC["argument_spec"], phase.get("options"))
         argv = command_argv(values["argv"], values["cmd"], values["shell"])
         if self.dry_run:
             # a command's effect cannot be predicted: not run by validate, status or check mode
             return Outcome(skipped=True, msg="commands do not run in a dry run")
         resolution = self.access.resolution(host)
+        kubeconfigs = {variable: self.access.resolution(other_host(phase, host, variable, name)).config
+                       for variable, name in (values["kubeconfigs"] or {}).items()}
         done = run_command(argv, kubeconfig=resolution.config,
                            env={**(values["env"] or {}), **phase_environment(phase, host)},
-                           chdir=values["chdir"], stdin=values["stdin"], timeout=command_timeout(values["timeout"], phase))
+                           chdir=values["chdir"], stdin=values["stdin"],
+                           timeout=command_timeout(values["timeout"], phase),
+                           kubeconfigs=kubeconfigs, env_files=values["env_files"])
         return Outcome(changed=True, failed=done.rc != 0, msg=command_failure_message(done) if done.rc else "",
                        details={"rc": done.rc})
 

@@ -11,9 +11,10 @@ exactly the one resolved context and nothing else of the user's kubeconfigs.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import subprocess
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
 from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
@@ -37,16 +38,57 @@ COMMAND_SPEC = {
     "required_one_of": [["argv", "cmd"]],
 }
 
+# Command phases also take files only a run on the controller can give: other hosts' kubeconfigs, and texts
+# (a tool's configuration file) that must be files; each is private and lives as long as the command.
+COMMAND_PHASE_SPEC = {
+    **COMMAND_SPEC,
+    "argument_spec": {
+        **COMMAND_SPEC["argument_spec"],
+        "kubeconfigs": {"type": "dict", "default": {}},
+        "env_files": {"type": "dict", "default": {}},
+    },
+}
+# The value of a ``kubeconfigs`` entry that names the phase host's own parent (``kube_parent``).
+PARENT_HOST = "{{ kube_parent }}"
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def check_command_phase_options(options: dict) -> None:
+    """``kubeconfigs`` and ``env_files``: environment variable names to an inventory host and to a text."""
+    seen: dict[str, str] = {}
+    for option in ("kubeconfigs", "env_files"):
+        for name, value in (options.get(option) or {}).items():
+            if not isinstance(name, str) or not ENV_NAME.match(name) or name == "KUBECONFIG":
+                raise PhasekitError(f"{option}: {name!r} is not an environment variable name this option may set "
+                                    f"(letters, digits and _, not starting with a digit, and not KUBECONFIG)")
+            if name in seen:
+                raise PhasekitError(f"{option}: {name} is also set by {seen[name]}; give each variable once")
+            seen[name] = option
+            if not isinstance(value, str) or not value:
+                wanted = "an inventory host name" if option == "kubeconfigs" else "the text of the file"
+                raise PhasekitError(f"{option}.{name}: expected {wanted}, got {type(value).__name__}")
+
 
 @contextmanager
 def kubeconfig_file(config: dict):
     """Yield the path of a 0600 file holding ``config``; the file and its directory are gone afterwards."""
     with private_directory("phasekit-kubeconfig-") as directory:
-        path = os.path.join(directory, "kubeconfig")
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            yaml_io.safe_dump(config, handle)
-        yield path
+        yield _private_file(directory, "kubeconfig", yaml_io.safe_dump(config))
+
+
+@contextmanager
+def private_text_files(texts: dict[str, str]):
+    """Yield name -> path of a 0600 file holding each text (all in one 0700 directory, gone afterwards)."""
+    with private_directory("phasekit-files-") as directory:
+        yield {name: _private_file(directory, name, text) for name, text in texts.items()}
+
+
+def _private_file(directory: str, name: str, text: str) -> str:
+    path = os.path.join(directory, name)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return path
 
 
 @dataclass
@@ -84,13 +126,23 @@ def command_argv(argv: list[str] | None, cmd: str | None, shell: bool) -> list[s
 
 
 def run_command(argv: list[str], *, kubeconfig: dict, env: dict | None = None, chdir: str | None = None,
-                stdin: str | None = None, timeout: int | None = None) -> CommandResult:
-    """Run ``argv`` with ``KUBECONFIG`` set to a private copy of ``kubeconfig``; never raises for a non-zero exit."""
+                stdin: str | None = None, timeout: int | None = None, kubeconfigs: dict | None = None,
+                env_files: dict | None = None) -> CommandResult:
+    """Run ``argv`` with ``KUBECONFIG`` set to a private copy of ``kubeconfig``; never raises for a non-zero exit.
+
+    ``kubeconfigs`` (variable -> kubeconfig) and ``env_files`` (variable -> text): private files as long as the
+    command runs, each variable holding its file's path.
+    """
     if chdir is not None and not os.path.isdir(chdir):
         raise PhasekitError(f"chdir {chdir}: no such directory")
-    with kubeconfig_file(kubeconfig) as path:
+    texts = {name: yaml_io.safe_dump(config) for name, config in (kubeconfigs or {}).items()}
+    texts.update(env_files or {})
+    with ExitStack() as stack:
+        path = stack.enter_context(kubeconfig_file(kubeconfig))
+        files = stack.enter_context(private_text_files(texts)) if texts else {}
         environment = dict(os.environ)
         environment.update({str(key): str(value) for key, value in (env or {}).items()})
+        environment.update(files)
         environment["KUBECONFIG"] = path  # last: the phase's cluster, whatever env says
         try:
             done = subprocess.run(argv, cwd=chdir, env=environment, input=stdin, capture_output=True, text=True,  # pylint: disable=ansible-bad-function

@@ -21,7 +21,10 @@ from ansible_collections.phasekit.kube.plugins.module_utils.errors import Phasek
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import HELM_OPTIONS_SPEC, check_helm_options
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import SECRET_OPTIONS as HELM_SECRET_OPTIONS
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import HIDDEN
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import COMMAND_SPEC
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import (
+    COMMAND_PHASE_SPEC,
+    check_command_phase_options,
+)
 
 ALL_OPTIONS = "*"
 SOURCE_REQUIRED = "required"
@@ -137,7 +140,8 @@ def executor_registry(apply_spec: dict | None = None, wait_spec: dict | None = N
         Executor("apply", SOURCE_REQUIRED, True, phase_options(apply_spec), check=apply_check, renders_bundle=True),
         Executor("wait", SOURCE_REQUIRED, True, phase_options(wait_spec), check=wait_check, renders_bundle=True),
         Executor("kubeconfig", SOURCE_NONE, False, KUBECONFIG_SPEC),
-        Executor("command", SOURCE_OPTIONAL, False, COMMAND_SPEC, secret_options=("env", "stdin")),
+        Executor("command", SOURCE_OPTIONAL, False, COMMAND_PHASE_SPEC, secret_options=("env", "stdin", "env_files"),
+                 check=check_command_phase_options),
         Executor("helm", SOURCE_OPTIONAL, False, {"argument_spec": HELM_OPTIONS_SPEC}, check=check_helm_options,
                  secret_options=HELM_SECRET_OPTIONS, source_option="chart_ref"),
         # options: free-form, for the user's task file

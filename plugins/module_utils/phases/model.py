@@ -67,6 +67,8 @@ class Phase:
     field_paths: dict = field(default_factory=dict)
     # Why this phase cannot run here (an executor with no equivalent); it is listed, and fails validate and run.
     not_runnable: str | None = None
+    # Programs it runs that must be on the controller's PATH when it is validated or run (not to list or render).
+    requires: tuple = ()
 
     def where(self, name: str | None = None) -> str:
         """``file document N (Phase top) field spec.phases[0].name`` for a field of this phase."""

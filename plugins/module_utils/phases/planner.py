@@ -24,6 +24,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems impo
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.selection import select_phases
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.validation import (
     Placement,
+    check_other_kubeconfigs,
     check_phases,
     place_phases,
     plan_phases,
@@ -121,7 +122,9 @@ def build_plan(documents: list[RawDocument], *, executors: dict[str, Executor], 
     problems.raise_if_any()
     reasons = select_phases([phase.full_name for phase in phases], only, skip, start_at)
     if runnable:
-        refuse_not_runnable([phase for phase in phases if reasons[phase.full_name] is None], problems)
+        selected = [phase for phase in phases if reasons[phase.full_name] is None]
+        refuse_not_runnable(selected, problems)
+        check_other_kubeconfigs(selected, placements, inventory, problems)
         problems.raise_if_any()
     return Plan(
         name=plan.name if plan else None,

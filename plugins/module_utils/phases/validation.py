@@ -11,8 +11,10 @@ document and the field, and all are reported together.
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass, field
 
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import PARENT_HOST
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.executors import (
     SOURCE_NONE,
     SOURCE_REQUIRED,
@@ -21,6 +23,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.executors imp
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.inventory import Inventory
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import Catalog, Phase, PhasePlan
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import Problems, did_you_mean, type_name
+from ansible_collections.phasekit.kube.plugins.module_utils.templating import is_template_text
 
 
 @dataclass
@@ -123,11 +126,22 @@ def plan_phases(catalog: Catalog, plan: PhasePlan | None, problems: Problems) ->
     return ordered
 
 
-def refuse_not_runnable(phases: list[Phase], problems: Problems):
-    """A problem for each phase that cannot run here: validate and run refuse them, list and tree show them."""
+def refuse_not_runnable(phases: list[Phase], problems: Problems, which=shutil.which):
+    """A problem for each phase that cannot run here: validate and run refuse them, list and tree show them.
+
+    So is a phase whose program (``Phase.requires``) is not on the controller's PATH (``which``: program ->
+    its path or None).
+    """
     for phase in phases:
         if phase.not_runnable is not None:
             problems.add(phase.where("executor"), phase.not_runnable)
+            continue
+        for program in phase.requires:
+            if which(program) is None:
+                problems.add(phase.where("executor"),
+                             f"phase {phase.full_name} runs {program}, which is not on the controller's PATH: "
+                             f"install {program} where ansible-playbook runs (or add its directory to PATH), "
+                             f"or leave the phase out with plan_skip")
 
 
 def place_phases(phases: list[Phase], inventory: Inventory, problems: Problems) -> dict[str, Placement]:
@@ -183,3 +197,32 @@ def _place_kubeconfig(phase: Phase, placement: Placement, inventory: Inventory, 
         else:
             problems.add(where, f"host {child} has no kube_parent and cluster {phase.cluster} has several hosts; "
                                 f"set kube_parent for {child}")
+
+
+def check_other_kubeconfigs(phases: list[Phase], placements: dict[str, Placement], inventory: Inventory,
+                            problems: Problems):
+    """The other kubeconfigs of command phases to be validated or run: each entry of ``kubeconfigs`` names one
+    inventory host, or (``{{ kube_parent }}``) each host of the phase has a parent in the inventory."""
+    for phase in phases:
+        kubeconfigs = phase.options.get("kubeconfigs") if phase.executor == "command" else None
+        if isinstance(kubeconfigs, dict):
+            _check_other_kubeconfigs(phase, kubeconfigs, placements[phase.full_name].hosts, inventory, problems)
+
+
+def _check_other_kubeconfigs(phase: Phase, kubeconfigs: dict, hosts: list[str], inventory: Inventory,
+                             problems: Problems):
+    where = phase.where("options")
+    for variable, name in kubeconfigs.items():
+        if name == PARENT_HOST:
+            for host in hosts:
+                parent = inventory.parent_of(host)
+                if parent is None:
+                    problems.add(where, f"kubeconfigs.{variable} is the kubeconfig of the host's kube_parent, and "
+                                        f"host {host} has none: set kube_parent on {host} (the cluster it was "
+                                        f"created from)")
+                elif inventory.hosts_for(parent) != [parent]:
+                    problems.add(where, f"kubeconfigs.{variable}: host {host} has kube_parent {parent}, which is "
+                                        f"not a host of the inventory{did_you_mean(parent, inventory.hosts)}")
+        elif isinstance(name, str) and not is_template_text(name) and inventory.hosts_for(name) != [name]:
+            problems.add(where, f"kubeconfigs.{variable}: {name!r} is not a host of the inventory (a group "
+                                f"has no one kubeconfig){did_you_mean(name, inventory.hosts)}")

@@ -42,7 +42,7 @@ GATING = [
     ("initinfra-target", T, "apply"),
     ("kubectl-wait-pods-target", T, "airship:GenericContainer"),
     ("clusterctl-init-target", T, "airship:Clusterctl"),
-    ("clusterctl-move", T, "airship:Clusterctl"),
+    ("clusterctl-move", T, "command"),
     ("kubectl-get-node-target", T, "airship:GenericContainer"),
     ("workers-classification", T, "apply"),
     ("workers-target", T, "apply"),
@@ -121,7 +121,7 @@ def test_list_and_tree_show_the_airship_executor_kind():
     plan = site_plan("deploy-gating")
     table = "\n".join(views.list_lines(plan))
     assert "airship:GenericContainer" in table and "airship:Clusterctl" in table
-    assert any("clusterctl-move" in line and "airship:Clusterctl" in line for line in views.tree_lines(plan))
+    assert any("clusterctl-init-target" in line and "airship:Clusterctl" in line for line in views.tree_lines(plan))
 
 
 @pytest.mark.parametrize("phase, options", [
@@ -159,11 +159,10 @@ def test_missing_entry_point_names_the_field(tmp_path):
 
 
 @pytest.mark.parametrize("phase, kind, section", [
-    ("clusterctl-move", "Clusterctl", "clusterctl"),
     ("kubectl-wait-pods-target", "GenericContainer", "genericcontainer"),
     ("remotedirect-ephemeral", "BaremetalManager", "baremetalmanager-bootconfiguration-isoconfiguration"),
     ("iso-build-image", "IsoConfiguration", "baremetalmanager-bootconfiguration-isoconfiguration"),
-], ids=["clusterctl", "generic-container", "baremetal-manager", "iso-configuration"])
+], ids=["generic-container", "baremetal-manager", "iso-configuration"])
 def test_executor_without_equivalent_is_listed_and_refused_when_validated(phase, kind, section):
     listed = planned(site_plan("deploy-gating", only=[phase]), phase)
     assert listed.selected and listed.phase.executor == f"airship:{kind}"

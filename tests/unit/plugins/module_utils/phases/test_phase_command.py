@@ -100,3 +100,13 @@ def test_failure_message_shows_last_stderr_lines():
     result = run_command([sys.executable, "-c", "import sys; sys.stderr.write('a\\nb\\nerror: no\\n'); sys.exit(2)"],
                          kubeconfig=CONFIG)
     assert command_failure_message(result).endswith("exited with rc 2: a | b | error: no")
+
+
+def test_other_kubeconfigs_and_env_files_are_private_and_removed_afterwards():
+    probe = ("import os, stat; print(os.environ['OTHER']); print(os.environ['TEXT']); "
+             "print(oct(stat.S_IMODE(os.stat(os.environ['TEXT']).st_mode))); print(open(os.environ['TEXT']).read())")
+    result = run_command([sys.executable, "-c", probe], kubeconfig=CONFIG, kubeconfigs={"OTHER": CONFIG},
+                         env_files={"TEXT": "hello"})
+    other, text, mode, content = result.stdout.splitlines()
+    assert (mode, content) == ("0o600", "hello")
+    assert not os.path.exists(other) and not os.path.exists(text)

@@ -96,10 +96,11 @@ def test_phases_not_converted_are_comments_with_the_readers_message(written):
     for item in conversion.not_converted:
         assert f"# phase {item['name']} " in text
         assert item["name"] not in planned
-    assert "# - clusterctl-move  (not converted: executor airship:Clusterctl; see phases.yaml)" in plans
+    assert "# - clusterctl-init-target  (not converted: executor airship:Clusterctl; see phases.yaml)" in plans
     # The reader's message names the document's path, so where the comment wraps depends on the checkout.
     unwrapped = text.replace("\n# ", " ")
     assert "has no equivalent in phasekit.kube yet" in unwrapped
+    assert "field providers[0].versions cannot be honoured by running clusterctl" in unwrapped
     assert "docs/migrating-from-airshipctl.md#clusterctl" in unwrapped
 
 
@@ -109,7 +110,8 @@ def test_output_is_deterministic_block_style_and_short_lines(site, written):
     for name, text in again.files.items():
         assert (dest / name).read_text(encoding="utf-8") == text
         assert [line for line in text.splitlines() if len(line) > 120] == []
-        assert "{" not in text.replace("{.", "")  # block style (JSONPath braces aside)
+        # block style (JSONPath braces and the move's parent host template aside)
+        assert "{" not in text.replace("{.", "").replace("'{{ kube_parent }}'", "")
     first = next(yaml.safe_load_all(again.files[PHASES_FILE]))
     assert list(first) == ["apiVersion", "kind", "metadata", "spec"]
 

@@ -1,0 +1,311 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""airshipctl's ``Clusterctl`` executor documents as ``command`` phases that run ``clusterctl``.
+
+What airshipctl did (``pkg/phase/executors/clusterctl.go``), and what the phase does here:
+
+- ``action: init``: ``clusterctl init`` against the phase's cluster, with ``--core``, ``--bootstrap``,
+  ``--control-plane`` and ``--infrastructure`` from ``init-options`` (lists, or the later comma-separated strings).
+  ``KUBECONFIG`` is the phase's cluster, as for every command phase.
+- ``action: move``: ``clusterctl move`` from the parent of the phase's cluster (airshipctl's ClusterMap parent,
+  here the host's ``kube_parent``) to the phase's cluster; ``move-options.namespace`` is ``--namespace``. The
+  parent's kubeconfig is a second private file (the command option ``kubeconfigs``).
+- ``providers`` with a ``url`` clusterctl can read (http, https, file or an absolute path), ``images`` and
+  ``additional-vars`` go into a clusterctl configuration file made for the command (``--config``; the command
+  option ``env_files``, hidden like ``env``), as airshipctl's own configuration held them.
+
+What cannot be done with the clusterctl program makes the phase not runnable (listed, refused by validate and
+run with what to do instead): providers whose components airshipctl built from the bundle (``versions``, or a
+``url`` relative to the target path), ``env-vars: false`` and ``variable-substitution: false`` (clusterctl
+always reads variables from the environment and substitutes them), ``init-options.kubeConfigRef`` (the
+inventory gives the kubeconfig). Documents of the wrong shape are problems, as for every document.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from urllib.parse import urlparse
+
+from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import PARENT_HOST
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import RawDocument
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import unknown_fields
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import DocumentOrigin, Problems, type_name
+
+CLUSTERCTL_KIND = "Clusterctl"
+PROGRAM = "clusterctl"
+SECTION = "clusterctl"
+INIT, MOVE = "init", "move"
+CONFIG_VARIABLE = "PHASEKIT_CLUSTERCTL_CONFIG"
+FROM_KUBECONFIG_VARIABLE = "PHASEKIT_CLUSTERCTL_FROM_KUBECONFIG"
+
+FIELDS = ("apiVersion", "kind", "metadata", "action", "init-options", "move-options", "providers",
+          "additional-vars", "env-vars", "images")
+METADATA_FIELDS = ("name", "namespace", "labels", "annotations")
+MOVE_FIELDS = ("namespace",)
+PROVIDER_FIELDS = ("name", "type", "url", "clusterctl-repository", "versions", "variable-substitution")
+IMAGE_FIELDS = ("repository", "tag")
+# init-options field -> clusterctl init flag; the core provider is one, the others may be several.
+INIT_FLAGS = (("core-provider", "--core"), ("bootstrap-providers", "--bootstrap"),
+              ("control-plane-providers", "--control-plane"), ("infrastructure-providers", "--infrastructure"))
+INIT_FIELDS = tuple(field for field, _flag in INIT_FLAGS) + ("kubeConfigRef",)
+PROVIDER_TYPES = ("CoreProvider", "BootstrapProvider", "ControlPlaneProvider", "InfrastructureProvider")
+# The configuration file's own keys: additional-vars may not take them.
+CONFIG_KEYS = ("providers", "images")
+READABLE_URL_SCHEMES = ("http", "https", "file")
+
+
+@dataclass
+class ClusterctlPhase:
+    """The command options a Clusterctl document stands for, or why its phases cannot run (``refusal``)."""
+
+    options: dict
+    refusal: str | None = None
+
+
+class _Refused(Exception):
+    """A field this collection cannot honour with the clusterctl program: (field, what to do instead)."""
+
+    def __init__(self, field: str, instead: str):
+        super().__init__(field)
+        self.field = field
+        self.instead = instead
+
+
+def clusterctl_phase(document: RawDocument, problems: Problems) -> ClusterctlPhase | None:
+    """The command phase of a Clusterctl document; ``None`` when it has problems (each added to ``problems``)."""
+    content, origin = document.content, document.origin
+    count = len(problems.messages)
+    unknown_fields(content, FIELDS, origin.at, problems, prefix="")
+    metadata = content.get("metadata")
+    if isinstance(metadata, dict):
+        unknown_fields(metadata, METADATA_FIELDS, origin.at, problems, prefix="metadata.")
+    reader = _Reader(content, origin, problems)
+    action = reader.action()
+    init = reader.mapping("init-options", INIT_FIELDS)
+    move = reader.mapping("move-options", MOVE_FIELDS)
+    config, init_args, refusal = {}, [], None
+    try:
+        config = reader.config()
+        if action == INIT and init is not None:
+            init_args = reader.init_arguments(init)
+        if init and action == MOVE:
+            problems.add(origin.at("init-options"), "init-options apply to action init; remove them here")
+        if move and action == INIT:
+            problems.add(origin.at("move-options"), "move-options apply to action move; remove them here")
+    except _Refused as refused:
+        refusal = refused
+    if len(problems.messages) != count or action is None:
+        return None
+    if refusal is not None:
+        return ClusterctlPhase({}, refusal_message(document, refusal.field, refusal.instead))
+    if action == INIT:
+        return ClusterctlPhase(_command_options(["init", *init_args], config))
+    namespace = reader.text(move or {}, "namespace", "move-options.namespace")
+    move_args = ["move", "--kubeconfig", _Variable(FROM_KUBECONFIG_VARIABLE), "--to-kubeconfig",
+                 _Variable("KUBECONFIG")]
+    if namespace:
+        move_args += ["--namespace", namespace]
+    options = _command_options(move_args, config)
+    options["kubeconfigs"] = {FROM_KUBECONFIG_VARIABLE: PARENT_HOST}
+    return ClusterctlPhase(options)
+
+
+def refusal_message(document: RawDocument, field: str, instead: str) -> str:
+    """Why a phase of this Clusterctl document cannot run here, and what to do instead."""
+    origin = document.origin
+    return (f"executor {CLUSTERCTL_KIND} {origin.name} ({origin.source} document {origin.document}) field {field} "
+            f"cannot be honoured by running clusterctl: {instead} (see docs/migrating-from-airshipctl.md#{SECTION}), "
+            f"or leave the phase out with plan_skip")
+
+
+@dataclass(frozen=True)
+class _Variable:
+    """An argument that is the value of an environment variable (a file the command gets)."""
+
+    name: str
+
+
+def _command_options(arguments: list, config: dict) -> dict:
+    """argv when every argument is plain; else a shell command that reads the file variables' values."""
+    if config:
+        arguments = [*arguments, "--config", _Variable(CONFIG_VARIABLE)]
+    if not any(isinstance(argument, _Variable) for argument in arguments):
+        return {"argv": [PROGRAM, *arguments]}
+    words = [f'"${argument.name}"' if isinstance(argument, _Variable) else shlex.quote(argument)
+             for argument in arguments]
+    options: dict = {"shell": True, "cmd": " ".join(["exec", PROGRAM, *words])}
+    if config:
+        options["env_files"] = {CONFIG_VARIABLE: yaml_io.safe_dump(config, sort_keys=False)}
+    return options
+
+
+class _Reader:
+    """Reads one Clusterctl document's fields: problems for the wrong shape, ``_Refused`` for what cannot run."""
+
+    def __init__(self, content: dict, origin: DocumentOrigin, problems: Problems):
+        self.content, self.origin, self.problems = content, origin, problems
+
+    def action(self) -> str | None:
+        action = self.content.get("action")
+        if action in (INIT, MOVE):
+            return action
+        wanted = f"expected {INIT} or {MOVE} (what clusterctl does)"
+        self.problems.add(self.origin.at("action"), f"{wanted}, got {action!r}" if action else f"missing: {wanted}")
+        return None
+
+    def mapping(self, key: str, fields: tuple) -> dict | None:
+        value = self.content.get(key)
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            self.problems.add(self.origin.at(key), f"expected a mapping, got {type_name(value)}")
+            return None
+        unknown_fields(value, fields, self.origin.at, self.problems, prefix=f"{key}.")
+        return value
+
+    def text(self, mapping: dict, key: str, path: str) -> str:
+        value = mapping.get(key)
+        if value is None or value == "":
+            return ""
+        if not isinstance(value, str):
+            self.problems.add(self.origin.at(path), f"expected a string, got {type_name(value)}")
+            return ""
+        return value
+
+    def flag(self, mapping: dict, key: str, path: str) -> bool | None:
+        value = mapping.get(key)
+        if value is not None and not isinstance(value, bool):
+            self.problems.add(self.origin.at(path), f"expected true or false, got {type_name(value)}")
+            return None
+        return value
+
+    def init_arguments(self, init: dict) -> list[str]:
+        """clusterctl init's provider flags, in a fixed order."""
+        if init.get("kubeConfigRef"):
+            raise _Refused("init-options.kubeConfigRef", "the phase's cluster comes from the inventory; remove "
+                                                         "kubeConfigRef and set kube_kubeconfig on the host that "
+                                                         "metadata.clusterName names")
+        arguments = []
+        for key, flag in INIT_FLAGS:
+            providers = self._providers_list(init.get(key), f"init-options.{key}", several=key != "core-provider")
+            if providers:
+                arguments += [flag, ",".join(providers)]
+        return arguments
+
+    def _providers_list(self, value, path: str, several: bool) -> list[str]:
+        """``name:version`` entries: a list, or one string (the later layout: comma-separated)."""
+        if value is None or value == "" or value == []:
+            return []
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, list) or not all(isinstance(item, str) and item.strip() for item in items):
+            self.problems.add(self.origin.at(path), f"expected provider names with versions (cluster-api:v0.3.7)"
+                                                    f"{', a list or comma-separated' if several else ''}, "
+                                                    f"got {type_name(value)}")
+            return []
+        items = [item.strip() for item in items]
+        if not several and len(items) > 1:
+            self.problems.add(self.origin.at(path), f"expected one core provider, got {len(items)}")
+        return items
+
+    def config(self) -> dict:
+        """clusterctl's configuration file: providers, images and additional variables ({} when none)."""
+        config: dict = {}
+        providers = [self._provider(item, f"providers[{position}]")
+                     for position, item in enumerate(self._list("providers"))]
+        providers = [provider for provider in providers if provider is not None]
+        if providers:
+            config["providers"] = providers
+        images = self._images()
+        if images:
+            config["images"] = images
+        config.update(self._additional_vars())
+        env_vars = self.flag(self.content, "env-vars", "env-vars")
+        if env_vars is False:
+            raise _Refused("env-vars", "clusterctl always reads variables from the environment as well; remove "
+                                       "env-vars: false, and unset the variables you do not want it to use")
+        return config
+
+    def _list(self, key: str) -> list:
+        value = self.content.get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            self.problems.add(self.origin.at(key), f"expected a list, got {type_name(value)}")
+            return []
+        return value
+
+    def _provider(self, item, path: str) -> dict | None:
+        if not isinstance(item, dict):
+            self.problems.add(self.origin.at(path), f"expected a provider (name, type, url), got {type_name(item)}")
+            return None
+        unknown_fields(item, PROVIDER_FIELDS, self.origin.at, self.problems, prefix=f"{path}.")
+        name, kind = self.text(item, "name", f"{path}.name"), self.text(item, "type", f"{path}.type")
+        if not name:
+            self.problems.add(self.origin.at(f"{path}.name"), "missing: the provider's name (such as metal3)")
+        if kind not in PROVIDER_TYPES:
+            self.problems.add(self.origin.at(f"{path}.type"), f"expected one of {', '.join(PROVIDER_TYPES)}, "
+                                                              f"got {kind!r}")
+        own_repository = self.flag(item, "clusterctl-repository", f"{path}.clusterctl-repository")
+        if self.flag(item, "variable-substitution", f"{path}.variable-substitution") is False:
+            raise _Refused(f"{path}.variable-substitution", "clusterctl substitutes variables in every provider's "
+                                                            "components; remove variable-substitution: false")
+        versions = item.get("versions")
+        if versions and not own_repository:
+            raise _Refused(f"{path}.versions", "airshipctl built this provider's components from the bundle; "
+                                               "write them into a clusterctl local repository (kubectl kustomize "
+                                               "<entry point> > <repository>/<provider>/<version>/"
+                                               "<type>-components.yaml, with its metadata.yaml beside it) and "
+                                               "give that file as url")
+        url = self.text(item, "url", f"{path}.url")
+        if not url:
+            self.problems.add(self.origin.at(f"{path}.url"), "missing: where clusterctl reads the provider's "
+                                                             "components (an https URL or an absolute path)")
+            return None
+        if not (urlparse(url).scheme in READABLE_URL_SCHEMES or url.startswith("/")):
+            raise _Refused(f"{path}.url", f"{url} is a kustomize entry point airshipctl built; write its "
+                                          f"output into a clusterctl local repository (kubectl kustomize "
+                                          f"<target path>/{url} > <repository>/<provider>/<version>/"
+                                          f"<type>-components.yaml, with its metadata.yaml beside it) and give "
+                                          f"that file as url")
+        return {"name": name, "url": url, "type": kind}
+
+    def _images(self) -> dict:
+        images = self.content.get("images")
+        if images is None:
+            return {}
+        if not isinstance(images, dict):
+            self.problems.add(self.origin.at("images"), f"expected a mapping of components to "
+                                                        f"{{repository, tag}}, got {type_name(images)}")
+            return {}
+        shown = {}
+        for component, meta in images.items():
+            path = f"images.{component}"
+            if not isinstance(meta, dict):
+                self.problems.add(self.origin.at(path), f"expected a mapping (repository, tag), got {type_name(meta)}")
+                continue
+            unknown_fields(meta, IMAGE_FIELDS, self.origin.at, self.problems, prefix=f"{path}.")
+            shown[str(component)] = {key: self.text(meta, key, f"{path}.{key}") for key in IMAGE_FIELDS
+                                     if meta.get(key)}
+        return shown
+
+    def _additional_vars(self) -> dict:
+        variables = self.content.get("additional-vars")
+        if variables is None:
+            return {}
+        if not isinstance(variables, dict):
+            self.problems.add(self.origin.at("additional-vars"), f"expected a mapping of variable names to "
+                                                                 f"strings, got {type_name(variables)}")
+            return {}
+        found = {}
+        for name, value in variables.items():
+            path = f"additional-vars.{name}"
+            if name in CONFIG_KEYS:
+                self.problems.add(self.origin.at(path), f"{name} is a key of clusterctl's configuration, not a "
+                                                        f"variable; give it as {name} of this document")
+            elif not isinstance(value, str):
+                self.problems.add(self.origin.at(path), f"expected a string, got {type_name(value)}")
+            else:
+                found[str(name)] = value
+        return found

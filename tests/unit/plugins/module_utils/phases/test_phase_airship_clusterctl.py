@@ -1,0 +1,310 @@
+"""airshipctl's Clusterctl executor as command phases running clusterctl: one rule per row."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+
+import pytest
+import yaml
+
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import BuiltinExecutors
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.convert import convert_documents
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import inline_documents
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.inventory import Inventory
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import build_plan
+from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import executors
+
+API = "airshipit.org/v1alpha1"
+E, T = "ephemeral-cluster", "target-cluster"
+CONFIG = "PHASEKIT_CLUSTERCTL_CONFIG"
+FROM = "PHASEKIT_CLUSTERCTL_FROM_KUBECONFIG"
+INIT = {"core-provider": "cluster-api:v0.3.7", "bootstrap-providers": ["kubeadm:v0.3.7"],
+        "infrastructure-providers": ["metal3:v0.4.0"], "control-plane-providers": ["kubeadm:v0.3.7"]}
+INIT_ARGV = ["clusterctl", "init", "--core", "cluster-api:v0.3.7", "--bootstrap", "kubeadm:v0.3.7",
+             "--control-plane", "kubeadm:v0.3.7", "--infrastructure", "metal3:v0.4.0"]
+
+
+def inventory(parents=None):
+    parents = {T: E} if parents is None else parents
+    return Inventory(groups={"all": [E, T], "ungrouped": [E, T]}, parent_of=parents.get)
+
+
+def executor_document(**fields):
+    return {"apiVersion": API, "kind": "Clusterctl", "metadata": {"name": "cctl"}, **fields}
+
+
+def phase_document(cluster=T):
+    return {"apiVersion": API, "kind": "Phase", "metadata": {"name": "cctl-phase", "clusterName": cluster},
+            "config": {"executorRef": {"apiVersion": API, "kind": "Clusterctl", "name": "cctl"}}}
+
+
+def plan(tmp_path, runnable=False, parents=None, **fields):
+    documents = inline_documents([phase_document(), executor_document(**fields)], str(tmp_path))
+    return build_plan(documents, executors=executors(), inventory=inventory(parents), runnable=runnable)
+
+
+def phase(tmp_path, **fields):
+    return plan(tmp_path, **fields).phases[0].phase
+
+
+@pytest.fixture(name="clusterctl_on_path")
+def clusterctl_on_path_fixture(tmp_path, monkeypatch):
+    """A clusterctl program first on PATH: validate and run find it."""
+    directory = tmp_path / "bin"
+    directory.mkdir()
+    program = directory / "clusterctl"
+    program.write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
+    program.chmod(program.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{directory}{os.pathsep}{os.environ.get('PATH', '')}")
+    return program
+
+
+# ------------------------------------------------------------------ init
+
+@pytest.mark.parametrize("init, argv", [
+    (INIT, INIT_ARGV),
+    ({"core-provider": "cluster-api:v0.3.7", "bootstrap-providers": "kubeadm:v0.3.7",
+      "infrastructure-providers": "metal3:v0.4.0, docker:v0.3.11", "control-plane-providers": "kubeadm:v0.3.7"},
+     ["clusterctl", "init", "--core", "cluster-api:v0.3.7", "--bootstrap", "kubeadm:v0.3.7",
+      "--control-plane", "kubeadm:v0.3.7", "--infrastructure", "metal3:v0.4.0,docker:v0.3.11"]),
+    ({"bootstrap-providers": ["kubeadm:v0.3.7", "talos:v0.2.0"]},
+     ["clusterctl", "init", "--bootstrap", "kubeadm:v0.3.7,talos:v0.2.0"]),
+    (None, ["clusterctl", "init"]),
+], ids=["lists", "comma-separated-strings", "several-of-a-kind", "no-init-options-latest-releases"])
+def test_init_runs_clusterctl_init_with_the_providers(tmp_path, init, argv):
+    fields = {"action": "init", **({"init-options": init} if init is not None else {})}
+    found = phase(tmp_path, **fields)
+    assert (found.executor, found.options, found.requires) == ("command", {"argv": argv}, ("clusterctl",))
+    assert found.not_runnable is None
+
+
+def test_providers_with_a_url_images_and_additional_vars_go_into_a_config_file(tmp_path):
+    found = phase(tmp_path, action="init", **{"init-options": {"infrastructure-providers": ["my-infra:v1.0.0"]}},
+                  providers=[{"name": "my-infra", "type": "InfrastructureProvider",
+                              "url": "https://example.com/releases/v1.0.0/infrastructure-components.yaml"},
+                             {"name": "local", "type": "BootstrapProvider", "clusterctl-repository": True,
+                              "versions": {"v1": "ignored/as/in/airshipctl"},
+                              "url": "/srv/repository/bootstrap-local/v1/bootstrap-components.yaml"}],
+                  images={"cert-manager": {"repository": "quay.io/jetstack"}},
+                  **{"additional-vars": {"CLUSTER_NAME": "target"}, "env-vars": True})
+    options = found.options
+    assert options["shell"] is True
+    assert options["cmd"] == (f'exec clusterctl init --infrastructure my-infra:v1.0.0 --config "${CONFIG}"')
+    assert set(options) == {"shell", "cmd", "env_files"}
+    assert yaml.safe_load(options["env_files"][CONFIG]) == {
+        "providers": [{"name": "my-infra", "url": "https://example.com/releases/v1.0.0/infrastructure-components.yaml",
+                       "type": "InfrastructureProvider"},
+                      {"name": "local", "url": "/srv/repository/bootstrap-local/v1/bootstrap-components.yaml",
+                       "type": "BootstrapProvider"}],
+        "images": {"cert-manager": {"repository": "quay.io/jetstack"}},
+        "CLUSTER_NAME": "target"}
+
+
+def test_the_config_file_is_hidden_where_plans_show_options(tmp_path):
+    built = plan(tmp_path, action="init", **{"additional-vars": {"AZURE_CLIENT_SECRET": "s3cr3t"}})
+    shown = built.phases[0].to_dict(shown=executors())["options"]
+    assert shown["env_files"] == {CONFIG: "***"}
+    assert "s3cr3t" not in str(shown)
+
+
+# ------------------------------------------------------------------ move
+
+@pytest.mark.parametrize("move, cmd", [
+    ({}, f'exec clusterctl move --kubeconfig "${FROM}" --to-kubeconfig "$KUBECONFIG"'),
+    ({"namespace": "target-infra"},
+     f'exec clusterctl move --kubeconfig "${FROM}" --to-kubeconfig "$KUBECONFIG" --namespace target-infra'),
+], ids=["current-namespace", "namespace"])
+def test_move_moves_from_the_parent_to_the_phase_cluster(tmp_path, move, cmd):
+    found = phase(tmp_path, action="move", **{"move-options": move})
+    assert found.executor == "command" and found.requires == ("clusterctl",)
+    assert found.options == {"shell": True, "cmd": cmd, "kubeconfigs": {FROM: "{{ kube_parent }}"}}
+
+
+def test_move_needs_a_parent_when_validated_but_not_to_be_listed(tmp_path, clusterctl_on_path):
+    assert plan(tmp_path, parents={}, action="move").phases[0].phase.executor == "command"
+    with pytest.raises(PhasekitError, match=r"\(Phase cctl-phase\) field config.executorRef: kubeconfigs\."
+                                            rf"{FROM} is the kubeconfig of the host's kube_parent, and host "
+                                            rf"{T} has none: set kube_parent on {T}"):
+        plan(tmp_path, runnable=True, parents={}, action="move")
+    assert plan(tmp_path, runnable=True, action="move").selected
+
+
+def test_move_parent_must_be_an_inventory_host(tmp_path, clusterctl_on_path):
+    with pytest.raises(PhasekitError, match=rf"host {T} has kube_parent elsewhere, which is not a host"):
+        plan(tmp_path, runnable=True, parents={T: "elsewhere"}, action="move")
+
+
+# ------------------------------------------------------------------ when present
+
+def test_validate_and_run_need_clusterctl_on_path_list_does_not(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert plan(tmp_path, action="init").phases[0].phase.executor == "command"
+    with pytest.raises(PhasekitError) as error:
+        plan(tmp_path, runnable=True, action="init")
+    assert str(error.value) == (
+        "plan document 1 (Phase cctl-phase) field config.executorRef: phase cctl-phase runs clusterctl, which is not "
+        "on the controller's PATH: install clusterctl where ansible-playbook runs (or add its directory to PATH), "
+        "or leave the phase out with plan_skip")
+
+
+def test_with_clusterctl_on_path_the_phase_validates(tmp_path, clusterctl_on_path):
+    assert plan(tmp_path, runnable=True, action="init").selected
+
+
+# ------------------------------------------------------------------ refused (listed, not runnable)
+
+@pytest.mark.parametrize("fields, field, instead", [
+    ({"providers": [{"name": "metal3", "type": "InfrastructureProvider", "versions": {"v0.4.0": "capm3/v0.4.0"}}]},
+     "providers[0].versions", "write them into a clusterctl local repository"),
+    ({"providers": [{"name": "capd", "type": "InfrastructureProvider", "url": "airshipctl/manifests/capd/v0.3.11"}]},
+     "providers[0].url", "airshipctl/manifests/capd/v0.3.11 is a kustomize entry point airshipctl built"),
+    ({"providers": [{"name": "m", "type": "CoreProvider", "url": "https://x/core-components.yaml",
+                     "variable-substitution": False}]},
+     "providers[0].variable-substitution", "clusterctl substitutes variables in every provider's components"),
+    ({"env-vars": False}, "env-vars", "clusterctl always reads variables from the environment"),
+    ({"init-options": {"kubeConfigRef": {"kind": "KubeConfig", "name": "default"}}},
+     "init-options.kubeConfigRef", "set kube_kubeconfig on the host"),
+], ids=["versions-built-from-the-bundle", "url-relative-to-the-target-path", "no-variable-substitution",
+        "no-env-vars", "kubeconfig-ref"])
+def test_fields_clusterctl_cannot_honour_make_the_phase_not_runnable(tmp_path, clusterctl_on_path, fields, field,
+                                                                   instead):
+    listed = phase(tmp_path, action="init", **fields)
+    assert listed.executor == "airship:Clusterctl"
+    with pytest.raises(PhasekitError) as error:
+        plan(tmp_path, runnable=True, action="init", **fields)
+    message = str(error.value)
+    assert message.startswith("plan document 1 (Phase cctl-phase) field config.executorRef: executor Clusterctl "
+                              f"cctl (plan document 2) field {field} cannot be honoured by running clusterctl: ")
+    assert instead in message
+    assert message.endswith("(see docs/migrating-from-airshipctl.md#clusterctl), or leave the phase out with plan_skip")
+
+
+# ------------------------------------------------------------------ wrong shape: problems of the document
+
+@pytest.mark.parametrize("fields, where, message", [
+    ({}, "field action", "missing: expected init or move"),
+    ({"action": "delete"}, "field action", "expected init or move (what clusterctl does), got 'delete'"),
+    ({"action": "init", "init-options": {"core-provider": ["a:v1", "b:v1"]}}, "field init-options.core-provider",
+     "expected one core provider, got 2"),
+    ({"action": "init", "init-options": {"bootstrap-providers": [3]}}, "field init-options.bootstrap-providers",
+     "expected provider names with versions"),
+    ({"action": "init", "init-options": {"core": "x"}}, "field init-options.core", "unknown field"),
+    ({"action": "init", "move-options": {"namespace": "x"}}, "field move-options",
+     "move-options apply to action move"),
+    ({"action": "move", "init-options": INIT}, "field init-options", "init-options apply to action init"),
+    ({"action": "move", "move-options": {"namespace": 3}}, "field move-options.namespace", "expected a string"),
+    ({"action": "init", "providers": [{"name": "x", "type": "Infra", "url": "https://x"}]},
+     "field providers[0].type", "expected one of CoreProvider, BootstrapProvider"),
+    ({"action": "init", "providers": [{"name": "x", "type": "CoreProvider"}]}, "field providers[0].url",
+     "missing: where clusterctl reads the provider's components"),
+    ({"action": "init", "additional-vars": {"providers": "x"}}, "field additional-vars.providers",
+     "providers is a key of clusterctl's configuration"),
+    ({"action": "init", "additional-vars": {"N": 3}}, "field additional-vars.N", "expected a string, got a number"),
+    ({"action": "init", "images": {"cert-manager": "quay.io"}}, "field images.cert-manager",
+     "expected a mapping (repository, tag)"),
+    ({"action": "init", "image-overrides": {}}, "field image-overrides", "unknown field"),
+], ids=["no-action", "unknown-action", "two-core-providers", "provider-not-a-string", "unknown-init-option",
+        "move-options-for-init", "init-options-for-move", "namespace-not-a-string", "unknown-provider-type",
+        "provider-without-url", "additional-var-named-like-a-config-key", "additional-var-not-a-string",
+        "image-not-a-mapping", "unknown-field"])
+def test_documents_of_the_wrong_shape_name_the_field(tmp_path, fields, where, message):
+    with pytest.raises(PhasekitError) as error:
+        plan(tmp_path, **fields)
+    assert f"plan document 2 (Clusterctl cctl) {where}: {message}" in str(error.value)
+
+
+# ------------------------------------------------------------------ converter
+
+def test_converter_writes_clusterctl_phases_as_command_phases(tmp_path):
+    documents = inline_documents([phase_document(), executor_document(action="move", **{
+        "move-options": {"namespace": "ns"}})], str(tmp_path))
+    conversion = convert_documents(documents, executors(), str(tmp_path / "out"))
+    assert conversion.phases == ["cctl-phase"] and conversion.not_converted == []
+    written = yaml.safe_load(conversion.files["phases.yaml"])
+    assert written["spec"] == {"cluster": T, "executor": "command", "options": {
+        "shell": True, "cmd": f'exec clusterctl move --kubeconfig "${FROM}" --to-kubeconfig "$KUBECONFIG" '
+                              f"--namespace ns",
+        "kubeconfigs": {FROM: "{{ kube_parent }}"}}}
+    again = build_plan(inline_documents([written], str(tmp_path)), executors=executors(), inventory=inventory())
+    assert again.phases[0].phase.options == written["spec"]["options"]
+
+
+# ------------------------------------------------------------------ run: files and kubeconfigs the command gets
+
+class FakeAccess:
+    """Two clusters' resolutions; templates in options rendered with the host's kube_parent."""
+
+    def __init__(self):
+        self.configs = {host: {"apiVersion": "v1", "kind": "Config", "current-context": host,
+                               "clusters": [], "users": [], "contexts": []} for host in (E, T)}
+
+    def resolution(self, host):
+        return type("Resolution", (), {"config": self.configs[host], "namespace": None})()
+
+    def render_options(self, host, options, where):
+        return yaml.safe_load(yaml.safe_dump(options).replace("'{{ kube_parent }}'", {T: E}[host]))
+
+    def secrets(self, host):
+        return frozenset()
+
+
+PROBE = """
+import os, stat, sys, yaml
+env = os.environ
+seen = (yaml.safe_load(open(env["KUBECONFIG"]))["current-context"],
+        yaml.safe_load(open(env["PHASEKIT_CLUSTERCTL_FROM_KUBECONFIG"]))["current-context"],
+        open(env["PHASEKIT_CLUSTERCTL_CONFIG"]).read(),
+        {stat.S_IMODE(os.stat(env[name]).st_mode) for name in
+         ("KUBECONFIG", "PHASEKIT_CLUSTERCTL_FROM_KUBECONFIG", "PHASEKIT_CLUSTERCTL_CONFIG")})
+print(env["PHASEKIT_CLUSTERCTL_FROM_KUBECONFIG"], env["PHASEKIT_CLUSTERCTL_CONFIG"])
+sys.exit(0 if seen == ("target-cluster", "ephemeral-cluster", "images: {}\\n", {0o600}) else f"saw {seen}")
+"""
+
+
+def test_a_command_phase_gets_the_parents_kubeconfig_and_its_files(tmp_path):
+    options = {"argv": [sys.executable, "-c", PROBE], "kubeconfigs": {FROM: "{{ kube_parent }}"},
+               "env_files": {CONFIG: "images: {}\n"}}
+    outcome = BuiltinExecutors(FakeAccess())({"name": "move", "executor": "command", "options": options}, T)
+    assert (outcome.failed, outcome.msg) == (False, "")
+
+
+def test_a_kubeconfigs_entry_that_renders_empty_names_the_phase_and_option():
+    access = FakeAccess()
+    access.render_options = lambda host, options, where: {**options, "kubeconfigs": {FROM: ""}}
+    with pytest.raises(PhasekitError, match=rf"phase move on cluster {T}: option kubeconfigs.{FROM} names no host"):
+        BuiltinExecutors(access)({"name": "move", "executor": "command", "options": {
+            "argv": ["true"], "kubeconfigs": {FROM: "{{ kube_parent }}"}}}, T)
+
+
+def test_a_command_phase_in_check_mode_runs_nothing():
+    work = BuiltinExecutors(FakeAccess(), check_mode=True)
+    outcome = work({"name": "init", "executor": "command", "options": {"argv": ["clusterctl-not-here", "init"]}}, T)
+    assert outcome.skipped and outcome.msg == "commands do not run in a dry run"
+
+
+# ------------------------------------------------------------------ the command options this relies on
+
+@pytest.mark.parametrize("options, message", [
+    ({"kubeconfigs": {"KUBECONFIG": "x"}}, "kubeconfigs: 'KUBECONFIG' is not an environment variable name"),
+    ({"env_files": {"1BAD": "x"}}, "env_files: '1BAD' is not an environment variable name"),
+    ({"kubeconfigs": {"A": "x"}, "env_files": {"A": "y"}}, "env_files: A is also set by kubeconfigs"),
+    ({"kubeconfigs": {"A": ""}}, "kubeconfigs.A: expected an inventory host name"),
+    ({"env_files": {"A": 3}}, "env_files.A: expected the text of the file"),
+], ids=["not-kubeconfig", "variable-name", "once", "empty-host", "text"])
+def test_command_kubeconfigs_and_env_files_are_checked(tmp_path, options, message):
+    document = {"apiVersion": "phasekit.dev/v1alpha1", "kind": "Phase", "metadata": {"name": "p"},
+                "spec": {"cluster": T, "executor": "command", "options": {"argv": ["true"], **options}}}
+    with pytest.raises(PhasekitError, match=r"field spec.options: " + message.replace(".", r"\.")):
+        build_plan(inline_documents([document], str(tmp_path)), executors=executors(), inventory=inventory())
+
+
+def test_a_kubeconfigs_entry_naming_a_group_is_refused_when_validated(tmp_path):
+    document = {"apiVersion": "phasekit.dev/v1alpha1", "kind": "Phase", "metadata": {"name": "p"},
+                "spec": {"cluster": T, "executor": "command",
+                         "options": {"argv": ["true"], "kubeconfigs": {"OTHER": "all"}}}}
+    with pytest.raises(PhasekitError, match="kubeconfigs.OTHER: 'all' is not a host of the inventory"):
+        build_plan(inline_documents([document], str(tmp_path)), executors=executors(), inventory=inventory(),
+                   runnable=True)
