@@ -117,6 +117,8 @@ def run_playbook(collections_path, tmp_path, bin_dir):
             cmd += ["-i", str(inv_path)]
         if verbosity:
             cmd.append("-" + "v" * verbosity)
+        if check:
+            cmd.append("--check")
         cmd += list(args)
         full_env = dict(os.environ)
         full_env.update({
