@@ -175,7 +175,7 @@ def select_kubeconfig_document(documents: list[BundleDocument], name: str | None
     if hidden:
         message += (f"; SOPS-encrypted documents whose kind is encrypted too are not looked into ("
                     f"{', '.join(hidden)}): encrypt them with {CLEAR_IDENTITY}, as airshipctl's sites do")
-    if os.path.isdir(bundle):
+    if os.path.isdir(bundle) and not candidates:
         message += ("; only the directory's own *.yaml and *.yml files are read (a kustomization is not built): "
                     "point the source at the file or directory that holds the document")
     raise PhasekitError(message)

@@ -152,8 +152,9 @@ def _run_sops(arguments: list[str], environ, stdin: bytes | None = None) -> byte
     if binary is None:
         raise PhasekitError("the sops binary is not on PATH; install sops to read SOPS-encrypted kubeconfigs")
     try:
-        completed = subprocess.run([binary, "--decrypt"] + arguments, input=stdin,  # pylint: disable=ansible-bad-function
-                                   capture_output=True, env=dict(environ), timeout=SOPS_TIMEOUT, check=False)
+        command = [binary, "--decrypt"] + arguments
+        completed = subprocess.run(command, input=stdin, capture_output=True,  # pylint: disable=ansible-bad-function
+                                   env=dict(environ), timeout=SOPS_TIMEOUT, check=False)
     except subprocess.TimeoutExpired:
         raise PhasekitError(f"sops did not finish within {SOPS_TIMEOUT} seconds") from None
     except OSError as exc:
