@@ -135,6 +135,16 @@ def read_text_file(path: str, what: str = "file") -> str:
         raise PhasekitError(f"the {what} is not text (not UTF-8): binary content?") from None
 
 
+def read_document_file(path: str, what: str = "document file") -> str:
+    """``read_text_file`` for a file that must exist: every failure is a PhasekitError naming ``path``."""
+    try:
+        return read_text_file(path, what)
+    except OSError as exc:
+        raise PhasekitError(f"cannot read: {exc.strerror or exc}", where=path) from None
+    except PhasekitError as err:
+        raise PhasekitError(str(err), where=path) from None
+
+
 def read_file_bytes(path: str, what: str = "file") -> bytes:
     """A regular file's bytes, at most MAX_FILE_BYTES; see ``read_text_file``."""
     try:

@@ -73,12 +73,7 @@ def read_cluster_maps(path: str) -> list[tuple[dict, str, str]]:
         raise PhasekitError("no such file or directory of airshipctl documents", where=path)
     found = []
     for file_path in files:
-        try:
-            text = yaml_io.read_text_file(file_path, "document file")
-        except OSError as exc:
-            raise PhasekitError(f"cannot read: {exc.strerror or exc}", where=file_path) from None
-        except PhasekitError as err:
-            raise PhasekitError(str(err), where=file_path) from None
+        text = yaml_io.read_document_file(file_path)
         for number, document in enumerate(yaml_io.load_all(text, file_path), start=1):
             if isinstance(document, dict) and document.get("kind") == KIND \
                     and document.get("apiVersion") == API_VERSION:

@@ -122,12 +122,7 @@ def read_bundle_documents(bundle: str) -> list[BundleDocument]:
     """Every document of the bundle's files, in order, as written (nothing is decrypted)."""
     documents = []
     for file_path in bundle_files(bundle):
-        try:
-            text = yaml_io.read_text_file(file_path, "document file")
-        except OSError as exc:
-            raise PhasekitError(f"cannot read: {exc.strerror or exc}", where=file_path) from None
-        except PhasekitError as err:
-            raise PhasekitError(str(err), where=file_path) from None
+        text = yaml_io.read_document_file(file_path)
         documents.extend(parse_documents(text, file_path))
     return documents
 
