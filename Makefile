@@ -86,7 +86,7 @@ ansible-lint: venv collection-link
 docs-lint: venv collection-link
 	antsibull-docs lint-collection-docs --plugin-docs --skip-rstcheck .
 
-units: venv
+units: venv tools
 	python -m pytest tests/unit -q -p no:cacheprovider $(PYTEST_ARGS)
 
 integration: venv tools collection-link clusters

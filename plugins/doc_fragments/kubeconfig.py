@@ -16,8 +16,10 @@ options:
         or a kubeconfig given inline as a dictionary.
       - "A source dictionary has exactly one kind key: C(path), C(env) (variable name, default C(KUBECONFIG)),
         C(content) (YAML text or dictionary), C(url) (https, with C(ca_path), C(headers), C(timeout),
-        C(validate_certs)), C(sops) (file, with C(input_type)), C(vault) (ansible-vault file) or C(secret)
-        (C(name), C(namespace=default), C(key=value), C(host=kube_parent), C(timeout=60)); and C(optional)."
+        C(validate_certs)), C(sops) (file, with C(input_type)), C(vault) (ansible-vault file), C(secret)
+        (C(name), C(namespace=default), C(key=value), C(host=kube_parent), C(timeout=60)) or C(bundle) (a file or
+        directory of airshipctl documents whose C(KubeConfig) document holds the kubeconfig, decrypted with sops when
+        encrypted; with C(name), its C(metadata.name)); and C(optional)."
       - Default, when neither this, C(K8S_AUTH_KUBECONFIG) nor C(kube_kubeconfig) is set, is kubectl's,
         C($KUBECONFIG) else C(~/.kube/config).
       - See the collection's C(docs/kubeconfig.md) for the precedence table and examples of every source.

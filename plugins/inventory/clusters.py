@@ -85,11 +85,13 @@ options:
         O(airship_cluster_map[].path).
       - "C(parent) becomes C(kube_parent). C(kubeconfigSources) become C(kube_kubeconfig), in order:
         C(filesystem) a C(path) source (relative to the ClusterMap's file), C(clusterAPI) a C(secret) source
-        reading C(<name>-kubeconfig) in its namespace on the parent, C(bundle) the O(airship_cluster_map[].bundle)
-        source(s). Every source but the last gets C(optional: true), as airshipctl tries the sources in order
+        reading C(<name>-kubeconfig) in its namespace on the parent, C(bundle) a C(bundle) source reading the
+        C(KubeConfig) document among the documents O(airship_cluster_map[].path) names (decrypted with sops, if
+        encrypted, when a play needs the cluster), or the O(airship_cluster_map[].bundle) source(s) when given.
+        Every source but the last gets C(optional: true), as airshipctl tries the sources in order
         until one works. The sources' C(contextName) (or the older C(kubeconfigContext)) becomes
         C(kube_context); they must agree."
-      - Only C(ClusterMap) documents are read; nothing is decrypted or contacted.
+      - Only C(ClusterMap) documents are read; nothing is decrypted or contacted. Hosts hold references only.
     type: list
     elements: raw
     default: []
@@ -102,12 +104,11 @@ options:
         required: true
       bundle:
         description:
-          - "The kubeconfig source(s) standing for the bundle's C(KubeConfig) document, used for every C(bundle)
-            source of the map: a path, a source mapping or a list (see the C(phasekit.kube.kubeconfig) lookup),
-            typically C({sops: secrets/site-kubeconfig.enc.yaml}) holding the document's C(config). Relative paths
-            are relative to this configuration file."
-          - Required when the map has C(bundle) sources, because an inventory holds references, never kubeconfig
-            content.
+          - "The kubeconfig source(s) used for every C(bundle) source of the map instead of the default
+            C({bundle: <path>}) (the C(KubeConfig) document among the documents of O(airship_cluster_map[].path)):
+            a path, a source mapping or a list (see the C(phasekit.kube.kubeconfig) lookup), for example
+            C({sops: secrets/site-kubeconfig.enc.yaml}) holding the document's C(config), or
+            C({bundle: ../kubeconfigs, name: site}). Relative paths are relative to this configuration file."
         type: raw
   site:
     description:
@@ -234,11 +235,14 @@ groups:
 #     labels: {env: prod, site: edge}
 
 ---
-# airship.clusters.yml: an airshipctl site's ClusterMap as it is
+# airship.clusters.yml: an airshipctl site's ClusterMap as it is; its bundle sources read the site's
+# KubeConfig document in that directory (decrypted with sops when a play needs the cluster)
 plugin: phasekit.kube.clusters
 airship_cluster_map:
   - path: ../manifests/site/test-site/phases
-    bundle: {sops: secrets/site-kubeconfig.enc.yaml}
+  # or, with the kubeconfig kept in a file of its own:
+  # - path: ../manifests/site/test-site/phases
+  #   bundle: {sops: secrets/site-kubeconfig.enc.yaml}
 
 ---
 # cached.clusters.yml: discovery results kept for an hour between runs

@@ -32,8 +32,8 @@ options:
   sources:
     description:
       - Kubeconfig sources in order. A path string, a source dictionary, or a list of them.
-      - Source kinds are C(path), C(env), C(content), C(url), C(sops), C(vault) and C(secret); any source may set
-        C(optional=true).
+      - Source kinds are C(path), C(env), C(content), C(url), C(sops), C(vault), C(secret) and C(bundle) (airshipctl's
+        C(KubeConfig) document in a file or directory of documents); any source may set C(optional=true).
       - Default is kubectl's own, the files in C($KUBECONFIG), else C(~/.kube/config).
     type: raw
   context:

@@ -113,6 +113,17 @@ def kind_of(value) -> str:
     return type(value).__name__
 
 
+DOCUMENT_SUFFIXES = (".yaml", ".yml")
+
+
+def document_files(directory: str) -> list[str]:
+    """A directory's ``*.yaml`` and ``*.yml`` regular files, in name order; hidden files and sub-directories
+    are left out (manifests kept below a directory of documents are not documents of it)."""
+    return [os.path.join(directory, name) for name in sorted(os.listdir(directory))
+            if name.endswith(DOCUMENT_SUFFIXES) and not name.startswith(".")
+            and os.path.isfile(os.path.join(directory, name))]
+
+
 def read_text_file(path: str, what: str = "file") -> str:
     """A regular file's text, bounded: FIFOs, devices (``/dev/zero``), huge files and binary content fail with
     PhasekitError (the caller names the file) instead of hanging or filling memory; a missing file raises
@@ -122,6 +133,16 @@ def read_text_file(path: str, what: str = "file") -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         raise PhasekitError(f"the {what} is not text (not UTF-8): binary content?") from None
+
+
+def read_document_file(path: str, what: str = "document file") -> str:
+    """``read_text_file`` for a file that must exist: every failure is a PhasekitError naming ``path``."""
+    try:
+        return read_text_file(path, what)
+    except OSError as exc:
+        raise PhasekitError(f"cannot read: {exc.strerror or exc}", where=path) from None
+    except PhasekitError as err:
+        raise PhasekitError(str(err), where=path) from None
 
 
 def read_file_bytes(path: str, what: str = "file") -> bytes:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import uuid
 from pathlib import Path
 
 import pytest
 import yaml
+from test_kubeconfig_sources import flat_kubeconfig, new_age_key
 
 AIRSHIP = "airshipit.org/v1alpha1"
 HOSTS = {"ephemeral-cluster": "ephemeral", "target-cluster": "target"}
@@ -293,3 +295,49 @@ def test_clusterctl_phases_run_clusterctl_with_the_clusters_kubeconfigs(airship_
     assert yaml.safe_load(Path(f"{record}.from-kubeconfig").read_text())["current-context"] == "ephemeral"
     assert yaml.safe_load(Path(f"{record}.kubeconfig").read_text())["current-context"] == "target"
     assert "Traceback" not in init.output + move.output
+
+
+def test_a_cluster_maps_bundle_sources_read_its_sops_encrypted_kubeconfig_document(
+        airship_site, clusters, run_playbook, bin_dir):
+    """airshipctl's layout: the ClusterMap's clusters take their kubeconfig from the site's KubeConfig document,
+    SOPS-encrypted with its identity in clear, beside other documents. The inventory plugin maps the bundle
+    sources to it; list needs no key (nothing is decrypted); the plan decrypts it and runs on both clusters."""
+    root, namespace = airship_site
+    phases = root / "manifests" / "site" / "test-site" / "phases"
+    config = {"apiVersion": "v1", "kind": "Config", "clusters": [], "users": [], "contexts": []}
+    for cluster in HOSTS.values():  # both clusters' admin kubeconfigs in one document, as airshipctl keeps them
+        flat = yaml.safe_load(flat_kubeconfig(clusters[cluster].admin_kubeconfig))
+        for section in ("clusters", "users", "contexts"):
+            config[section].extend(flat[section])
+    key_file, recipient = new_age_key(root, bin_dir)
+    plain = root / "kubeconfig.plain.yaml"
+    write(plain, {"apiVersion": AIRSHIP, "kind": "KubeConfig", "metadata": {"name": "default"}, "config": config})
+    encrypted = subprocess.run([str(bin_dir / "sops"), "--encrypt", "--age", recipient, "--unencrypted-regex",
+                                "^(kind|apiVersion|group|metadata)$", str(plain)],
+                               check=True, capture_output=True, text=True).stdout
+    plain.unlink()
+    cluster_map = {
+        "apiVersion": AIRSHIP, "kind": "ClusterMap", "metadata": {"name": "main-map"},
+        "map": {host: {**({"parent": "ephemeral-cluster"} if cluster == "target" else {}),
+                       "kubeconfigSources": [{"type": "bundle", "bundle": {"contextName": cluster}}]}
+                for host, cluster in HOSTS.items()}}
+    # one file: the plain ClusterMap, then the KubeConfig document encrypted on its own
+    (phases / "cluster-map.yaml").write_text(yaml.safe_dump(cluster_map, sort_keys=False) + "---\n" + encrypted)
+    inventory = root / "airship.clusters.yml"
+    inventory.write_text(yaml.safe_dump({"plugin": "phasekit.kube.clusters", "airship_cluster_map": [str(phases)]}))
+    args = ("-e", f"plan_src={phases}", "-e", "plan_name=deploy-gating", "-e", "ansible_connection=local")
+    playbook = "- ansible.builtin.import_playbook: phasekit.kube.run\n"
+
+    listed = run_playbook(playbook, inventory, *args, "-e", "plan_action=list",
+                          env={"SOPS_AGE_KEY_FILE": str(root / "no-such-key")})
+    assert listed.rc == 0, listed
+    first = run_playbook(playbook, inventory, *args, env={"SOPS_AGE_KEY_FILE": str(key_file)})
+    assert first.rc == 0, first
+    assert set(summary(first.output).values()) == {"changed"} and len(summary(first.output)) == 3, first
+    assert clusters["target"].get_json("configmap", "initinfra-target", "-n", namespace)["data"] == {
+        "cluster": "target"}
+    without_key = run_playbook(playbook, inventory, *args, env={"SOPS_AGE_KEY_FILE": str(root / "no-such-key")})
+    assert without_key.rc != 0
+    assert f"kubeconfig source 1 (bundle: {phases}): {phases}/cluster-map.yaml document 2 (KubeConfig default): " \
+           "sops could not decrypt" in without_key.output, without_key
+    assert "client-key-data" not in without_key.output

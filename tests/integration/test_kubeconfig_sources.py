@@ -244,7 +244,7 @@ def test_bad_input_fails_with_one_clear_message_and_writes_nothing(clusters, run
     cases = {
         "unknown_kind": ({"kube_kubeconfig": {"file": "x"}},
                          "host var kube_kubeconfig of unknown_kind, source 1: a source needs exactly one of path, "
-                         "env, content, url, sops, vault, secret; found keys file"),
+                         "env, content, url, sops, vault, secret, bundle; found keys file"),
         "wrong_type": ({"kube_kubeconfig": {"content": {"current-context": 7}}},
                        "kubeconfig source 1 (content: inline): current-context: expected a string, got a number"),
         "malformed": ({"kube_kubeconfig": str(tmp_path / "malformed.yaml")},

@@ -12,9 +12,11 @@
 
 Each key of ``map`` is a host; ``parent`` is ``kube_parent``; the sources become ``kube_kubeconfig`` with the
 collection's own source kinds: ``filesystem`` a path (relative to the ClusterMap's file), ``clusterAPI`` the
-``<name>-kubeconfig`` Secret on the parent, ``bundle`` the kubeconfig source the configuration entry gives for
-the bundle's ``KubeConfig`` document (the inventory holds references, never kubeconfig content, and decrypts
-nothing). airshipctl tries the sources in order until one works: every source but the last is optional.
+``<name>-kubeconfig`` Secret on the parent, ``bundle`` a ``bundle`` source reading the ``KubeConfig`` document of
+the ClusterMap's own bundle (the file or directory the entry's ``path`` names) when a play needs the cluster, or
+the source(s) the entry's ``bundle`` option gives instead. The inventory holds references, never kubeconfig
+content, and reads or decrypts nothing but the ClusterMap. airshipctl tries the sources in order until one works:
+every source but the last is optional.
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ from ansible_collections.phasekit.kube.plugins.module_utils.inventory.source_ref
 
 API_VERSION = "airshipit.org/v1alpha1"
 KIND = "ClusterMap"
-DOCUMENT_SUFFIXES = (".yaml", ".yml")
 ENTRY_FIELDS = ("path", "bundle")
 CLUSTER_FIELDS = ("parent", "kubeconfigSources", "dynamicKubeConf", "kubeconfigContext")
 SOURCE_TYPES = ("filesystem", "bundle", "clusterAPI")
@@ -37,7 +38,8 @@ SOURCE_FIELDS = ("type",) + SOURCE_TYPES
 
 
 def parse_cluster_map_entry(raw, *, base_dir: str, where: str) -> dict:
-    """One ``airship_cluster_map`` entry: ``path`` made absolute, ``bundle`` checked and anchored."""
+    """One ``airship_cluster_map`` entry: ``path`` made absolute, ``bundle`` checked and anchored (by default a
+    ``bundle`` source reading the KubeConfig document among the documents ``path`` names)."""
     if isinstance(raw, str):
         raw = {"path": raw}
     if not isinstance(raw, dict):
@@ -48,10 +50,13 @@ def parse_cluster_map_entry(raw, *, base_dir: str, where: str) -> dict:
     if not isinstance(path, str) or not path:
         raise PhasekitError("'path' must be a file or directory of airshipctl documents (a non-empty string)",
                             where=where)
+    path = os.path.join(base_dir, os.path.expanduser(path))
     bundle = raw.get("bundle")
-    if bundle is not None:
+    if bundle is None:
+        bundle = {"bundle": path}
+    else:
         bundle = check_source_refs(bundle, base_dir=base_dir, where=f"{where}, field bundle")
-    return {"path": os.path.join(base_dir, os.path.expanduser(path)), "bundle": bundle}
+    return {"path": path, "bundle": bundle}
 
 
 def read_cluster_maps(path: str) -> list[tuple[dict, str, str]]:
@@ -61,21 +66,14 @@ def read_cluster_maps(path: str) -> list[tuple[dict, str, str]]:
     files) are parsed as YAML and otherwise left alone.
     """
     if os.path.isdir(path):
-        files = [os.path.join(path, name) for name in sorted(os.listdir(path))
-                 if name.endswith(DOCUMENT_SUFFIXES) and not name.startswith(".")
-                 and os.path.isfile(os.path.join(path, name))]
+        files = yaml_io.document_files(path)
     elif os.path.isfile(path):
         files = [path]
     else:
         raise PhasekitError("no such file or directory of airshipctl documents", where=path)
     found = []
     for file_path in files:
-        try:
-            text = yaml_io.read_text_file(file_path, "document file")
-        except OSError as exc:
-            raise PhasekitError(f"cannot read: {exc.strerror or exc}", where=file_path) from None
-        except PhasekitError as err:
-            raise PhasekitError(str(err), where=file_path) from None
+        text = yaml_io.read_document_file(file_path)
         for number, document in enumerate(yaml_io.load_all(text, file_path), start=1):
             if isinstance(document, dict) and document.get("kind") == KIND \
                     and document.get("apiVersion") == API_VERSION:
@@ -89,7 +87,10 @@ def read_cluster_maps(path: str) -> list[tuple[dict, str, str]]:
 
 
 def hosts_from_cluster_map(document: dict, *, label: str, file_path: str, bundle=None) -> list[ClusterHost]:
-    """The hosts of one ClusterMap document, in map order. ``bundle`` stands for the KubeConfig document."""
+    """The hosts of one ClusterMap document, in map order. ``bundle`` is the source(s) of airshipctl's ``bundle``
+    kubeconfig sources; by default the KubeConfig document among the ClusterMap file's own documents."""
+    if bundle is None:
+        bundle = {"bundle": os.path.abspath(file_path)}
     clusters = document.get("map")
     if clusters is None:
         clusters = {}
@@ -189,10 +190,5 @@ def _source(raw, *, where: str, base_dir: str, parent: str | None, bundle) -> tu
         return [{"secret": {"name": f"{cluster}-kubeconfig", "namespace": namespace}}], None
     check_fields(settings, ("contextName",), here)
     context = _text(settings.get("contextName"), f"{here}.contextName", "a context name", required=False)
-    if bundle is None:
-        raise PhasekitError("a bundle source is airshipctl's KubeConfig document, whose content an inventory "
-                            "does not hold (and does not decrypt); move its config into a file of its own "
-                            "(sops or vault) and name that file in this entry's 'bundle' option, e.g. "
-                            "bundle: {sops: secrets/site-kubeconfig.enc.yaml}", where=here)
     items = bundle if isinstance(bundle, list) else [bundle]
     return [{"path": item} if isinstance(item, str) else dict(item) for item in items], context

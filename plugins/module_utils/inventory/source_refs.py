@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.sources import normalize_sources
 
-_KEPT_OUT = ("a file (path, sops or vault source), an environment variable (env source) "
+_KEPT_OUT = ("a file (path, sops, vault or bundle source), an environment variable (env source) "
              "or a Secret on the parent cluster (secret source)")
 
 
@@ -62,7 +62,7 @@ def _anchored(source, base_dir: str):
     source = dict(source)
     if isinstance(source.get("path"), str):
         source["path"] = anchor_path_list(source["path"], base_dir)
-    for key in ("sops", "vault", "ca_path"):
+    for key in ("sops", "vault", "bundle", "ca_path"):
         if isinstance(source.get(key), str):
             source[key] = anchor_path(source[key], base_dir)
     return source

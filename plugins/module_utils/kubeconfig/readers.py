@@ -1,6 +1,6 @@
 # Copyright: phasekit.kube contributors
 # Apache License 2.0 (see LICENSE)
-"""Read one source document: a file, inline content, an https URL, a SOPS file.
+"""Read one source document: a file, inline content, an https URL, a SOPS file, an airshipctl bundle.
 
 ansible-vault files and Secrets in another cluster need Ansible's runtime (vault
 secrets, other inventory hosts); ``SourceHooks`` is the seam where the Ansible
@@ -9,6 +9,7 @@ glue plugs them in. Nothing here writes decrypted or fetched data to disk.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import ssl
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 
 from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.airship_bundle import read_bundle_kubeconfig
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.decode import decode_kubeconfig_bytes
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.decode import decode_kubeconfig_data
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.model import Kubeconfig
@@ -71,6 +73,10 @@ def read_unit(unit: SourceUnit, hooks: SourceHooks) -> Kubeconfig | None:
         data = decrypt_sops(origin.path, spec.options.get("input_type"), hooks.environ)
     elif spec.kind == "vault":
         data = hooks.read_vault(origin.path)
+    elif spec.kind == "bundle":
+        return read_bundle_kubeconfig(origin.path, spec.options.get("name"), origin,
+                                      functools.partial(decrypt_sops_document, environ=hooks.environ),
+                                      functools.partial(decrypt_sops, input_type="yaml", environ=hooks.environ))
     else:
         data = hooks.read_secret(spec.value)
     return decode_kubeconfig_bytes(data, origin)
@@ -130,15 +136,25 @@ def decrypt_sops(path: str, input_type: str | None, environ) -> bytes:
     """Decrypt a SOPS file with the ``sops`` binary; the plaintext only ever lives in memory."""
     if not os.path.isfile(path):
         raise PhasekitError("no such file" if not os.path.exists(path) else "is not a file")
+    formats = ["--input-type", input_type, "--output-type", input_type] if input_type else []
+    return _run_sops(formats + [path], environ)
+
+
+def decrypt_sops_document(text: str, environ) -> bytes:
+    """Decrypt one SOPS-encrypted YAML document given as text: a document of a multi-document file that was
+    encrypted on its own (each such document carries its own ``sops`` metadata and MAC)."""
+    return _run_sops(["--input-type", "yaml", "--output-type", "yaml", "/dev/stdin"], environ,
+                     stdin=text.encode("utf-8"))
+
+
+def _run_sops(arguments: list[str], environ, stdin: bytes | None = None) -> bytes:
     binary = shutil.which("sops", path=environ.get("PATH", os.defpath))
     if binary is None:
         raise PhasekitError("the sops binary is not on PATH; install sops to read SOPS-encrypted kubeconfigs")
-    command = [binary, "--decrypt"]
-    if input_type:
-        command += ["--input-type", input_type, "--output-type", input_type]
     try:
-        completed = subprocess.run(command + [path], capture_output=True, env=dict(environ),  # pylint: disable=ansible-bad-function
-                                   timeout=SOPS_TIMEOUT, check=False)
+        command = [binary, "--decrypt"] + arguments
+        completed = subprocess.run(command, input=stdin, capture_output=True,  # pylint: disable=ansible-bad-function
+                                   env=dict(environ), timeout=SOPS_TIMEOUT, check=False)
     except subprocess.TimeoutExpired:
         raise PhasekitError(f"sops did not finish within {SOPS_TIMEOUT} seconds") from None
     except OSError as exc:

@@ -3,7 +3,7 @@
 """Kubeconfig sources: what a user may write, checked once, and the documents each one yields.
 
 A source is a mapping with exactly one kind key (path, env, content, url, sops,
-vault, secret), the options of that kind, and ``optional``. A plain string is a
+vault, secret, bundle), the options of that kind, and ``optional``. A plain string is a
 ``path`` source; a mapping that looks like a kubeconfig is a ``content`` source.
 ``path`` and ``env`` hold ``KUBECONFIG``-style lists and follow kubectl: empty
 and repeated entries are dropped, missing files are skipped.
@@ -18,11 +18,14 @@ from urllib.parse import urlsplit, urlunsplit
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.model import Origin
 
-SOURCE_KINDS = ("path", "env", "content", "url", "sops", "vault", "secret")
+SOURCE_KINDS = ("path", "env", "content", "url", "sops", "vault", "secret", "bundle")
+# kinds whose value is one file (or, for bundle, a directory) that ~ is expanded in
+FILE_KINDS = ("sops", "vault", "bundle")
 COMMON_OPTIONS = ("optional",)
 KIND_OPTIONS = {
     "url": ("ca_path", "headers", "timeout", "validate_certs"),
     "sops": ("input_type",),
+    "bundle": ("name",),
 }
 SOPS_INPUT_TYPES = ("yaml", "json", "dotenv", "ini", "binary")
 SECRET_FIELDS = ("name", "namespace", "key", "host", "timeout")
@@ -59,7 +62,7 @@ class SourceSpec:
             return safe_url(self.value)
         if self.kind == "secret":
             return describe_secret(self.value)
-        return str(self.value)
+        return describe_bundle(self.value, self.options.get("name")) if self.kind == "bundle" else str(self.value)
 
     def label(self) -> str:
         return f"kubeconfig source {self.index} ({self.kind}: {self.location()})"
@@ -149,6 +152,10 @@ def _check_file(value, here):
     return _nonempty_string(value, here, "a file path")
 
 
+def _check_bundle(value, here):
+    return _nonempty_string(value, here, "a file or directory of airshipctl documents")
+
+
 def _check_secret(value, here):
     if isinstance(value, str):
         value = {"name": value}
@@ -175,6 +182,7 @@ _CHECK_VALUE = {
     "sops": _check_file,
     "vault": _check_file,
     "secret": _check_secret,
+    "bundle": _check_bundle,
 }
 
 
@@ -198,6 +206,8 @@ def _check_options(kind: str, item: dict, here: str) -> dict:
         if item["input_type"] not in SOPS_INPUT_TYPES:
             raise PhasekitError(f"{here} input_type: expected one of {', '.join(SOPS_INPUT_TYPES)}")
         options["input_type"] = item["input_type"]
+    if kind == "bundle" and item.get("name") is not None:
+        options["name"] = _nonempty_string(item["name"], f"{here} name", "the KubeConfig document's metadata.name")
     return options
 
 
@@ -223,6 +233,10 @@ def safe_url(url: str) -> str:
 def describe_secret(secret: dict) -> str:
     host = secret.get("host") or "kube_parent"
     return f"{secret['namespace']}/{secret['name']} key {secret['key']} in {host}"
+
+
+def describe_bundle(path: str, name: str | None) -> str:
+    return f"{path}, KubeConfig {name}" if name else path
 
 
 def split_path_list(text: str) -> list[str]:
@@ -256,6 +270,8 @@ def expand_source(spec: SourceSpec, environ) -> list[SourceUnit]:
                 raise PhasekitError(f"the environment variable {variable} is not set", where=spec.label())
         return [SourceUnit(spec, Origin(spec.index, spec.kind, entry, path=entry, variable=variable))
                 for entry in source_paths(spec, text)]
-    path = os.path.expanduser(spec.value) if spec.kind in ("sops", "vault") else None
+    path = os.path.expanduser(spec.value) if spec.kind in FILE_KINDS else None
     location = path if path else spec.location()
+    if spec.kind == "bundle":
+        location = describe_bundle(path, spec.options.get("name"))
     return [SourceUnit(spec, Origin(spec.index, spec.kind, location, path=path))]

@@ -28,7 +28,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.bundle import (
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import DocumentOrigin
 
-DOCUMENT_SUFFIXES = (".yaml", ".yml")
+DOCUMENT_SUFFIXES = yaml_io.DOCUMENT_SUFFIXES
 INLINE_SOURCE = "plan"
 BUILT_BY = "kubectl kustomize"
 
@@ -50,13 +50,11 @@ def read_paths(paths: list[str], base_dir: str) -> list[RawDocument]:
         if os.path.isdir(path) and is_kustomization(path):
             documents.extend(_read_built(path, given))
         elif os.path.isdir(path):
-            names = sorted(name for name in os.listdir(path)
-                           if name.endswith(DOCUMENT_SUFFIXES) and not name.startswith(".")
-                           and os.path.isfile(os.path.join(path, name)))
-            if not names:
+            files = yaml_io.document_files(path)
+            if not files:
                 raise PhasekitError(f"phase directory {given}: no *.yaml or *.yml files in {path}")
-            for name in names:
-                documents.extend(_read_file(os.path.join(path, name), os.path.join(given, name)))
+            for file_path in files:
+                documents.extend(_read_file(file_path, os.path.join(given, os.path.basename(file_path))))
         elif os.path.isfile(path):
             documents.extend(_read_file(path, given))
         else:

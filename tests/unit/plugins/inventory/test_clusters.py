@@ -168,18 +168,25 @@ def test_airship_cluster_map_reads_no_kubeconfig_document(build, tmp_path):
     assert "s3cr3t-token-value" not in repr(host_vars(inventory, "lab"))
 
 
+def test_airship_bundle_source_defaults_to_the_cluster_maps_own_documents(build):
+    """Without a bundle option, airshipctl's bundle sources read the KubeConfig document among the documents the
+    entry names, when a play needs the cluster: the inventory holds the reference only."""
+    inventory = build(f"plugin: phasekit.kube.clusters\nairship_cluster_map: [{AIRSHIP_PHASES}]\n")
+    assert host_vars(inventory, "ephemeral-cluster")["kube_kubeconfig"] == [
+        {"path": "~/.airship/kubeconfig", "optional": True}, {"bundle": AIRSHIP_PHASES}]
+    assert host_vars(inventory, "target-cluster")["kube_kubeconfig"][-1] == {"bundle": AIRSHIP_PHASES}
+    assert "10.23.25.102" not in repr([host_vars(inventory, name) for name in inventory.hosts])
+
+
 @pytest.mark.parametrize("config, files, message", [
     ("site: [site.yml]", {"site.yml": "clusters: {a: {parent: b}, b: {parent: a}}"}, "parent cycle: a -> b -> a"),
-    (f"airship_cluster_map: [{AIRSHIP_PHASES}]", {},
-     f"airship_cluster_map[1]: {AIRSHIP_PHASES}/cluster-map.yaml document 1 (ClusterMap main-map) field "
-     "map.ephemeral-cluster.kubeconfigSources[1].bundle: a bundle source is airshipctl's KubeConfig document"),
     ("airship_cluster_map: [{path: nowhere}]", {}, "airship_cluster_map[1]: "),
     ("site: [site.yml]", {"site.yml": "hosts: {}"}, "site.yml: a site file is a mapping with the single key"),
     ("cluster_api: [{host: mgmt}]", {}, "management host 'mgmt' is not defined"),
     ("kubeconfigs: [{path: kc.yaml, env: X}]", {}, "kubeconfigs[1]: give exactly one of 'path'"),
     ("kubeconfigs: [bad.yaml]", {"bad.yaml": "contexts: [\n"},
      "kubeconfigs[1]: kubeconfig source 1 (path: "),
-], ids=["parent-cycle", "airship-bundle-without-option", "airship-no-such-path", "bad-site-file",
+], ids=["parent-cycle", "airship-no-such-path", "bad-site-file",
         "unknown-management-host", "bad-kubeconfigs-entry", "malformed-kubeconfig"])
 def test_errors_name_the_file_and_field(build, config, files, message):
     with pytest.raises(AnsibleParserError) as err:

@@ -75,9 +75,15 @@ SECRET_B = {"secret": {"name": "b-kubeconfig", "namespace": "default"}}
      {"a": {"kube_context": "a", "kube_kubeconfig": [
          {"path": "/site/phases/kubeconfig", "optional": True}, {"path": "/s/site.yaml"}]}}),
     ({"a": {"kubeconfigContext": "ctx-a", "dynamicKubeConf": False}}, None, {"a": {"kube_context": "ctx-a"}}),
+    ({"a": {"kubeconfigSources": [{"type": "bundle", "bundle": {"contextName": "a"}}]}}, None,
+     {"a": {"kube_context": "a", "kube_kubeconfig": {"bundle": "/site/phases/cluster-map.yaml"}}}),
+    ({"a": {"kubeconfigSources": [FILESYSTEM, {"type": "bundle", "bundle": {"contextName": "a"}}]}},
+     {"bundle": "/site/phases"},
+     {"a": {"kube_context": "a", "kube_kubeconfig": [
+         {"path": "/site/phases/kubeconfig", "optional": True}, {"bundle": "/site/phases"}]}}),
 ], ids=["filesystem-relative-to-the-map", "filesystem-path-list-kept", "cluster-api-secret-on-parent",
         "older-dynamic-kube-conf", "bundle-option-list-all-but-last-optional", "source-without-context-agrees",
-        "older-kubeconfig-context"])
+        "older-kubeconfig-context", "bundle-defaults-to-the-map-file", "bundle-of-the-entry-path"])
 def test_cluster_map_rules(clusters, bundle, expected):
     hosts = read(cluster_map(**clusters), bundle)
     assert {name: {key: value for key, value in host.items() if key not in ("ansible_connection", "kube_labels")}
@@ -97,15 +103,12 @@ def test_cluster_map_rules(clusters, bundle, expected):
     ({"a": {"parent": "p", "kubeconfigSources": [{"type": "clusterAPI", "clusterAPI": {}}]}},
      "field map.a.kubeconfigSources\\[0\\].clusterAPI.clusterNamespacedName.name: expected the Cluster API "
      "Cluster's name"),
-    ({"a": {"kubeconfigSources": [{"type": "bundle", "bundle": {"contextName": "a"}}]}},
-     "field map.a.kubeconfigSources\\[0\\].bundle: a bundle source is airshipctl's KubeConfig document.*"
-     "'bundle' option"),
     ({"a": {"kubeconfigSources": [FILESYSTEM, {"type": "filesystem",
                                                "filesystem": {"path": "k", "contextName": "other"}}]}},
      "field map.a.kubeconfigSources: the sources name different contexts \\(a, other\\)"),
     ({"a": {"parent": 3}}, "field map.a.parent: expected the name of another cluster"),
 ], ids=["cluster-not-a-mapping", "unknown-cluster-field", "sources-not-a-list", "unknown-type", "filesystem-no-path",
-        "cluster-api-without-parent", "cluster-api-without-name", "bundle-without-option", "contexts-disagree",
+        "cluster-api-without-parent", "cluster-api-without-name", "contexts-disagree",
         "parent-not-a-name"])
 def test_bad_cluster_map_names_file_document_field(clusters, message):
     with pytest.raises(PhasekitError, match=f"^{re.escape(LABEL)} {message}"):
@@ -132,6 +135,15 @@ def test_entry_paths_are_anchored_to_the_configuration_file():
     entry = parse_cluster_map_entry({"path": "phases", "bundle": {"sops": "s/k.enc.yaml"}}, base_dir="/site",
                                     where="cfg")
     assert entry == {"path": "/site/phases", "bundle": {"sops": "/site/s/k.enc.yaml"}}
+
+
+@pytest.mark.parametrize("raw, bundle", [
+    ("phases", {"bundle": "/site/phases"}),
+    ({"path": "phases/cluster-map.yaml"}, {"bundle": "/site/phases/cluster-map.yaml"}),
+    ({"path": "phases", "bundle": {"bundle": "docs", "name": "site"}}, {"bundle": "/site/docs", "name": "site"}),
+], ids=["entry-path-is-the-bundle", "entry-file-is-the-bundle", "bundle-option-overrides"])
+def test_bundle_sources_read_the_entrys_own_documents_unless_overridden(raw, bundle):
+    assert parse_cluster_map_entry(raw, base_dir="/site", where="cfg")["bundle"] == bundle
 
 
 def test_files_without_a_cluster_map_fail(tmp_path):

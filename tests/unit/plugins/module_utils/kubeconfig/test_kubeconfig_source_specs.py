@@ -40,8 +40,8 @@ def test_accepted_sources(written, expected):
 
 
 @pytest.mark.parametrize("written, message", [
-    ({"file": "a.yaml"}, "source 1: a source needs exactly one of path, env, content, url, sops, vault, secret; "
-                         "found keys file"),
+    ({"file": "a.yaml"}, "source 1: a source needs exactly one of path, env, content, url, sops, vault, secret, "
+                         "bundle; found keys file"),
     ({"path": "a", "sops": "b"}, "source 1: a source needs exactly one of .*; found path, sops"),
     ({"path": "a", "ca_path": "x"}, r"source 1 \(path\): unknown option ca_path; a path source accepts path, optional"),
     ({"path": ""}, r"source 1 \(path\): expected a file path or a KUBECONFIG-style path list"),
