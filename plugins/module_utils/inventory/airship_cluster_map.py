@@ -34,6 +34,13 @@ ENTRY_FIELDS = ("path", "bundle")
 CLUSTER_FIELDS = ("parent", "kubeconfigSources", "dynamicKubeConf", "kubeconfigContext")
 SOURCE_TYPES = ("filesystem", "bundle", "clusterAPI")
 SOURCE_FIELDS = ("type",) + SOURCE_TYPES
+# Where a bundle source's file is named, in the inventory plugin's configuration.
+BUNDLE_HINT = "this entry's 'bundle' option, e.g. bundle: {sops: secrets/site-kubeconfig.enc.yaml}"
+
+
+def is_cluster_map(content) -> bool:
+    """Whether a parsed document is an airshipctl ClusterMap."""
+    return isinstance(content, dict) and content.get("kind") == KIND and content.get("apiVersion") == API_VERSION
 
 
 def parse_cluster_map_entry(raw, *, base_dir: str, where: str) -> dict:
@@ -77,8 +84,7 @@ def read_cluster_maps(path: str) -> list[tuple[dict, str, str]]:
         except PhasekitError as err:
             raise PhasekitError(str(err), where=file_path) from None
         for number, document in enumerate(yaml_io.load_all(text, file_path), start=1):
-            if isinstance(document, dict) and document.get("kind") == KIND \
-                    and document.get("apiVersion") == API_VERSION:
+            if is_cluster_map(document):
                 metadata = document.get("metadata")
                 name = metadata.get("name") if isinstance(metadata, dict) else None
                 label = f"{file_path} document {number} ({KIND}{' ' + str(name) if name else ''})"
@@ -88,25 +94,30 @@ def read_cluster_maps(path: str) -> list[tuple[dict, str, str]]:
     return found
 
 
-def hosts_from_cluster_map(document: dict, *, label: str, file_path: str, bundle=None) -> list[ClusterHost]:
-    """The hosts of one ClusterMap document, in map order. ``bundle`` stands for the KubeConfig document."""
+def hosts_from_cluster_map(document: dict, *, label: str, base_dir: str, bundle=None,
+                           bundle_hint: str = BUNDLE_HINT) -> list[ClusterHost]:
+    """The hosts of one ClusterMap document, in map order.
+
+    ``base_dir``: the directory of the ClusterMap's file (filesystem paths start there). ``bundle`` stands for
+    the KubeConfig document; ``bundle_hint`` says where the caller's user gives it, for the error without it.
+    """
     clusters = document.get("map")
     if clusters is None:
         clusters = {}
     if not isinstance(clusters, dict):
         raise PhasekitError(f"expected a mapping of cluster names to clusters, got {yaml_io.kind_of(clusters)}",
                             where=f"{label} field map")
-    base_dir = os.path.dirname(os.path.abspath(file_path))
     hosts = []
     for name, spec in clusters.items():
         where = f"{label} field map.{name}"
         if not isinstance(name, str) or not name:
             raise PhasekitError(f"cluster names must be non-empty strings, got {name!r}", where=f"{label} field map")
-        hosts.append(_host(name, spec, where=where, base_dir=base_dir, bundle=bundle))
+        hosts.append(_host(name, spec, where=where, base_dir=base_dir, bundle=bundle,
+                           bundle_hint=bundle_hint))
     return hosts
 
 
-def _host(name: str, spec, *, where: str, base_dir: str, bundle) -> ClusterHost:
+def _host(name: str, spec, *, where: str, base_dir: str, bundle, bundle_hint: str) -> ClusterHost:
     spec = checked_mapping(spec, CLUSTER_FIELDS, where)
     parent = spec.get("parent") or None
     if parent is not None and not isinstance(parent, str):
@@ -119,7 +130,8 @@ def _host(name: str, spec, *, where: str, base_dir: str, bundle) -> ClusterHost:
     sources, contexts = [], []
     for index, raw in enumerate(raw_sources):
         here = f"{where}.kubeconfigSources[{index}]"
-        made, context = _source(raw, where=here, base_dir=base_dir, parent=parent, bundle=bundle)
+        made, context = _source(raw, where=here, base_dir=base_dir, parent=parent, bundle=bundle,
+                                bundle_hint=bundle_hint)
         sources.extend(made)
         if context is not None:
             contexts.append((context, here))
@@ -127,7 +139,7 @@ def _host(name: str, spec, *, where: str, base_dir: str, bundle) -> ClusterHost:
         # older ClusterMaps: the kubeconfig is the parent's <name>-kubeconfig Secret
         sources.extend(_source({"type": "clusterAPI", "clusterAPI": {"clusterNamespacedName": {"name": name}}},
                                where=f"{where}.dynamicKubeConf", base_dir=base_dir, parent=parent,
-                               bundle=bundle)[0])
+                               bundle=bundle, bundle_hint=bundle_hint)[0])
     # older ClusterMaps: the context in the bundle's kubeconfig
     older = _text(spec.get("kubeconfigContext"), f"{where}.kubeconfigContext", "a context name", required=False)
     if older is not None:
@@ -153,7 +165,8 @@ def _text(value, where: str, what: str, required: bool = True) -> str | None:
     return value
 
 
-def _source(raw, *, where: str, base_dir: str, parent: str | None, bundle) -> tuple[list[dict], str | None]:
+def _source(raw, *, where: str, base_dir: str, parent: str | None, bundle,
+            bundle_hint: str) -> tuple[list[dict], str | None]:
     """The collection's sources for one airshipctl kubeconfig source, and the context it names."""
     if not isinstance(raw, dict):
         raise PhasekitError(f"expected a mapping with type and one of {', '.join(SOURCE_TYPES)}, got "
@@ -192,7 +205,6 @@ def _source(raw, *, where: str, base_dir: str, parent: str | None, bundle) -> tu
     if bundle is None:
         raise PhasekitError("a bundle source is airshipctl's KubeConfig document, whose content an inventory "
                             "does not hold (and does not decrypt); move its config into a file of its own "
-                            "(sops or vault) and name that file in this entry's 'bundle' option, e.g. "
-                            "bundle: {sops: secrets/site-kubeconfig.enc.yaml}", where=here)
+                            f"(sops or vault) and name that file in {bundle_hint}", where=here)
     items = bundle if isinstance(bundle, list) else [bundle]
     return [{"path": item} if isinstance(item, str) else dict(item) for item in items], context

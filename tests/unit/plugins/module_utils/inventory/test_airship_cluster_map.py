@@ -23,7 +23,7 @@ LABEL = "/site/phases/cluster-map.yaml document 1 (ClusterMap main-map)"
 
 
 def read(document, bundle=None):
-    hosts = hosts_from_cluster_map(document, label=LABEL, file_path="/site/phases/cluster-map.yaml", bundle=bundle)
+    hosts = hosts_from_cluster_map(document, label=LABEL, base_dir="/site/phases", bundle=bundle)
     return {host.name: host.host_vars() for host in hosts}
 
 
@@ -39,7 +39,7 @@ def test_fixture_directory_reads_only_the_cluster_map():
 
 def test_fixture_cluster_map_becomes_hosts_with_all_three_source_kinds():
     document, label, file_path = read_cluster_maps(PHASES)[0]
-    hosts = hosts_from_cluster_map(document, label=label, file_path=file_path, bundle=BUNDLE)
+    hosts = hosts_from_cluster_map(document, label=label, base_dir=os.path.dirname(file_path), bundle=BUNDLE)
     assert [host.name for host in hosts] == ["ephemeral-cluster", "target-cluster"]
     assert hosts[0].host_vars() == {
         "ansible_connection": "local", "kube_context": "ephemeral-cluster", "kube_labels": {},
