@@ -131,7 +131,8 @@ def _add_inventory(cluster_maps: list[RawDocument], bundle, dest: str, conversio
     """The clusters plugin's configuration and site file for the hosts of the ClusterMap documents."""
     hosts = ClusterMap()
     for document in cluster_maps:
-        name = (document.content.get("metadata") or {}).get("name")
+        metadata = document.content.get("metadata")
+        name = metadata.get("name") if isinstance(metadata, dict) else None
         origin = document.origin.named(CLUSTER_MAP_KIND, name) if isinstance(name, str) else document.origin
         for host in hosts_from_cluster_map(document.content, label=origin.label(), base_dir=document.base_dir,
                                            bundle=bundle, bundle_hint=BUNDLE_HINT):

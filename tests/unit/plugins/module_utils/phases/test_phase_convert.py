@@ -254,6 +254,18 @@ def test_inventory_refusals_write_nothing(site, tmp_path, remove_cluster_map, bu
     assert not (tmp_path / "out").exists()
 
 
+def test_a_parent_outside_the_cluster_map_is_a_warning(site, tmp_path):
+    """As the plugin warns (the parent may come from another inventory source); odd metadata is no crash."""
+    cluster_map = site / "phases" / "cluster-map.yaml"
+    cluster_map.write_text(cluster_map.read_text(encoding="utf-8").replace(
+        "  ephemeral-cluster:\n", "  ephemeral-cluster:\n    parent: bootstrap\n").replace(
+        "metadata:\n", "metadata: [not, a, mapping]\nx:\n", 1), encoding="utf-8")
+    conversion = convert(site, tmp_path / "out")
+    assert len(conversion.warnings) == 1
+    assert "parent 'bootstrap' is not a cluster of this inventory source" in conversion.warnings[0]
+    assert "cluster-map.yaml document 1 field map.ephemeral-cluster" in conversion.warnings[0]
+
+
 def test_a_parent_cycle_in_the_cluster_map_is_refused(site, tmp_path):
     cluster_map = site / "phases" / "cluster-map.yaml"
     cluster_map.write_text(cluster_map.read_text(encoding="utf-8").replace(
