@@ -13,15 +13,17 @@ import os
 
 from ansible_collections.phasekit.kube.plugins.module_utils.bundle import has_templates, render_bundle
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.inventory.source_refs import check_source_refs
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import redact
 from ansible_collections.phasekit.kube.plugins.module_utils.phases import views
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.convert import (
-    check_destination, convert_documents, write_conversion)
+    BUNDLE_OPTION, check_destination, convert_documents, write_conversion)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import Plan
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import plan_steps
 from ansible_collections.phasekit.kube.plugins.plugin_utils.action import PhasekitAction
 from ansible_collections.phasekit.kube.plugins.module_utils.templating import scrub_secrets
-from ansible_collections.phasekit.kube.plugins.plugin_utils.templates import host_variables, render_template_file, vault_values
+from ansible_collections.phasekit.kube.plugins.plugin_utils.templates import (
+    host_variables, render_template_file, vault_values)
 from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import (
     PLAN_SOURCE_MUTUALLY_EXCLUSIVE, PLAN_SOURCE_REQUIRED_ONE_OF, PLAN_SOURCE_SPEC, executors, plan_for_task,
     task_base_dir, task_documents)
@@ -29,7 +31,8 @@ from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import (
 ARGUMENT_SPEC = {**PLAN_SOURCE_SPEC, "render": {"type": "bool", "default": False},
                  "per_cluster": {"type": "bool", "default": False},
                  "runnable": {"type": "bool", "default": False},
-                 "convert_to": {"type": "path"}}
+                 "convert_to": {"type": "path"},
+                 BUNDLE_OPTION: {"type": "raw"}}
 # convert_to writes every phase and plan: options that choose or show part of a plan do not apply.
 NOT_WITH_CONVERT = ("name", "only", "skip", "start_at", "render", "per_cluster", "runnable")
 TEMPLATE_NOTE = "has templates (.j2): rendered with each cluster host's variables when the phase runs"
@@ -43,6 +46,9 @@ class ActionModule(PhasekitAction):
     def execute(self, args, task_vars):
         if args["convert_to"]:
             return self.convert(args, task_vars)
+        if args[BUNDLE_OPTION] is not None:
+            raise PhasekitError(f"{BUNDLE_OPTION} is for the inventory convert_to writes: give convert_to, "
+                                f"or remove {BUNDLE_OPTION}")
         plan = plan_for_task(self, args, task_vars, runnable=args["runnable"])
         result = plan_result(plan)
         if args["render"]:
@@ -59,20 +65,43 @@ class ActionModule(PhasekitAction):
         return result
 
     def convert(self, args, task_vars):
-        """airshipctl's documents written as phasekit.dev documents in ``convert_to`` (nothing in check mode)."""
+        """airshipctl's documents written as phasekit.dev documents (and an inventory) in ``convert_to``.
+
+        Check mode writes nothing and returns the same result; diff mode shows each file's content (phase
+        options and kubeconfig references: nothing secret).
+        """
+        # imported here: only a conversion needs it. Plain data: the written YAML cannot hold Ansible's tagged strings.
+        from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import to_plain
+        args = to_plain(args)
         given = [name for name in NOT_WITH_CONVERT if args[name]]
         if given:
             raise PhasekitError(f"convert_to writes every phase and plan of the documents: "
                                 f"remove {', '.join(given)}")
-        dest = args["convert_to"]
-        if not os.path.isabs(dest):
-            dest = os.path.normpath(os.path.join(task_base_dir(self, task_vars), dest))
+        base_dir = task_base_dir(self, task_vars)
+        dest = os.path.normpath(os.path.join(base_dir, args["convert_to"]))
+        bundle = args[BUNDLE_OPTION]
+        if bundle is not None:
+            bundle = check_source_refs(bundle, base_dir=base_dir, where=f"option {BUNDLE_OPTION}")
         documents, target_path = task_documents(self, args, task_vars)
-        conversion = convert_documents(documents, executors(), dest, target_path=target_path)
-        check_destination(dest)
+        conversion = convert_documents(documents, executors(), dest, target_path=target_path,
+                                       kubeconfig_bundle=bundle)
+        check_destination(dest, conversion.files)
         if not self._task.check_mode:
             write_conversion(conversion, dest)
-        return {"changed": True, "converted": conversion.summary(dest)}
+        summary = conversion.summary(dest)
+        verb = "would write" if self._task.check_mode else "wrote"
+        inventory = (f"the inventory of {len(conversion.hosts)} cluster(s) in {summary['inventory']}"
+                     if conversion.hosts is not None else "no inventory (no ClusterMap among the documents)")
+        result = {"changed": True, "converted": summary,
+                  "msg": f"{verb} {len(conversion.phases)} phase(s) and {len(conversion.plans)} plan(s) in "
+                         f"{dest}, and {inventory}"}
+        if conversion.warnings:
+            result["warnings"] = list(conversion.warnings)
+        if self._task.diff:
+            result["diff"] = [{"before_header": path, "after_header": path, "before": "",
+                               "after": conversion.files[name]}
+                              for name, path in zip(sorted(conversion.files), summary["files"])]
+        return result
 
 
 def plan_result(plan: Plan) -> dict:

@@ -331,8 +331,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             entry = parse_cluster_map_entry(raw, base_dir=base_dir, where=where)
             try:
                 for document, label, file_path in read_cluster_maps(entry["path"]):
-                    for host in hosts_from_cluster_map(document, label=label, file_path=file_path,
-                                                       bundle=entry["bundle"]):
+                    for host in hosts_from_cluster_map(document, label=label, bundle=entry["bundle"],
+                                                       base_dir=os.path.dirname(os.path.abspath(file_path))):
                         cluster_map.add(host)
             except PhasekitError as err:  # name this entry too: its 'bundle' option may be the fix
                 raise PhasekitError(str(err), where=where) from None

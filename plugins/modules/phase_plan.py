@@ -63,12 +63,32 @@ options:
         C(apply) options (C(wait), C(prune) with C(applyset)) are those the airshipctl reader maps.
       - A phase whose executor has no equivalent (C(airship:KIND), such as C(Clusterctl) or C(GenericContainer))
         is left out of both files; a comment where it would be says why and what to write instead.
+      - With C(ClusterMap) documents among them, also the inventory, in a sub-directory so that the directory
+        stays readable as O(src) - C(inventory/site.clusters.yml) (a C(phasekit.kube.clusters) plugin
+        configuration) and the site file it reads, C(inventory/clusters.yml) - with the hosts, C(kube_parent),
+        C(kube_context) and C(kube_kubeconfig) sources the plugin's C(airship_cluster_map) source gives for the
+        same documents; relative paths are relative to the site file. Without a C(ClusterMap) no inventory is
+        written (RV(converted.inventory) is null). C(KubeConfig) documents are not converted: C(bundle)
+        sources become C(bundle) kubeconfig sources reading them from the ClusterMap's directory (see
+        O(convert_kubeconfig_bundle)).
       - The documents are checked first; nothing is written when they have problems. A directory that already
-        holds C(.yaml) or C(.yml) files is refused. In check mode nothing is written and RV(converted) says what
-        would be.
-      - ClusterMap and KubeConfig documents are not converted; the inventory holds clusters (see
-        C(docs/migrating-from-airshipctl.md)).
+        holds C(.yaml) or C(.yml) files (or whose C(inventory) sub-directory does) is refused. The files are
+        written in a staging directory first and moved in place, so an error leaves none of them.
+      - In check mode nothing is written and RV(converted) says what would be. In diff mode the content of
+        every file is shown (phase options and kubeconfig references only, nothing secret).
     type: path
+  convert_kubeconfig_bundle:
+    description:
+      - With O(convert_to), the kubeconfig source(s) the written inventory uses for the ClusterMap's C(bundle)
+        sources, which stand for airshipctl's C(KubeConfig) document, as the C(phasekit.kube.clusters) plugin's
+        C(airship_cluster_map[].bundle) option. By default a C(bundle) kubeconfig source over the directory of
+        the ClusterMap's file, which reads (and decrypts) the document when a play needs the cluster; name a
+        file of its own here (the document's C(config), sops- or vault-encrypted) to use that instead.
+      - "A path, a source mapping or a list of them (see the C(phasekit.kube.kubeconfig) lookup), typically
+        C({sops: secrets/site-kubeconfig.enc.yaml}). Relative paths are relative to the playbook directory;
+        they are written relative to the site file."
+      - Refused without O(convert_to) or without a ClusterMap.
+    type: raw
 attributes:
   action:
     support: full
@@ -80,7 +100,8 @@ attributes:
     support: full
     details: Nothing is changed in any mode, except that O(convert_to) writes files (not in check mode).
   diff_mode:
-    support: none
+    support: partial
+    details: With O(convert_to), the files written (or that check mode would write) are shown.
   platform:
     platforms: all
   action_group:
@@ -127,15 +148,25 @@ EXAMPLES = r"""
   run_once: true
   register: inline
 
-- name: Convert an airshipctl site's phases and plans to phasekit.dev documents
+- name: Convert an airshipctl site's phases, plans and ClusterMap to phasekit.dev documents and an inventory
   phasekit.kube.phase_plan:
     src: "{{ playbook_dir }}/site/phases"
     convert_to: "{{ playbook_dir }}/phasekit-phases"
+    # the KubeConfig document's config, moved into a SOPS-encrypted kubeconfig file
+    convert_kubeconfig_bundle:
+      sops: "{{ playbook_dir }}/secrets/site-kubeconfig.enc.yaml"
   run_once: true
   register: converted
+# then: ansible-inventory -i phasekit-phases/inventory/site.clusters.yml --graph
 """
 
 RETURN = r"""
+msg:
+  description: With O(convert_to), what was written (or would be, in check mode), and whether an inventory was.
+  returned: when O(convert_to) is given
+  type: str
+  sample: wrote 14 phase(s) and 2 plan(s) in /site/phasekit-phases, and the inventory of 2 cluster(s) in
+    /site/phasekit-phases/inventory/site.clusters.yml
 converted:
   description: What O(convert_to) wrote (or, in check mode, would write). The other results are not returned then.
   returned: when O(convert_to) is given
@@ -148,7 +179,19 @@ converted:
       description: The files written, as absolute paths.
       type: list
       elements: str
-      sample: [/site/phasekit-phases/phases.yaml, /site/phasekit-phases/plans.yaml]
+      sample: [/site/phasekit-phases/inventory/clusters.yml, /site/phasekit-phases/inventory/site.clusters.yml,
+               /site/phasekit-phases/phases.yaml, /site/phasekit-phases/plans.yaml]
+    inventory:
+      description:
+        - The inventory written (the C(phasekit.kube.clusters) configuration), as an absolute path.
+        - Null when the documents hold no C(ClusterMap), so no inventory was written.
+      type: str
+      sample: /site/phasekit-phases/inventory/site.clusters.yml
+    hosts:
+      description: The inventory's hosts (one per cluster of the ClusterMap), in map order; empty without one.
+      type: list
+      elements: str
+      sample: [ephemeral-cluster, target-cluster]
     phases:
       description: The phases written, in document order.
       type: list

@@ -8,6 +8,7 @@ clusterctl first on PATH (a fake that records what it got)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import VENV_BIN
 from test_kubeconfig_sources import flat_kubeconfig, new_age_key
 
 AIRSHIP = "airshipit.org/v1alpha1"
@@ -189,10 +191,31 @@ def test_a_31_phase_airshipctl_plan_lists_in_order_with_its_clusters(airship_sit
     assert any(row[3].startswith("airship:") for row in rows) and any(row[3] == "apply" for row in rows), rows
 
 
+def inventory_list(path: Path, collections_path: Path) -> dict:
+    """``ansible-inventory --list`` of ``path``, with Ansible's unsafe-string wrappers removed."""
+    def plain(node):
+        if isinstance(node, dict):
+            if set(node) == {"__ansible_unsafe"}:
+                return node["__ansible_unsafe"]
+            return {key: plain(value) for key, value in node.items()}
+        return [plain(item) for item in node] if isinstance(node, list) else node
+
+    env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(collections_path), "ANSIBLE_NOCOLOR": "1"}
+    proc = subprocess.run([str(VENV_BIN / "ansible-inventory"), "-i", str(path), "--list"], env=env,
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0 and "Unable to parse" not in proc.stderr, proc.stdout + proc.stderr
+    listed = plain(json.loads(proc.stdout))
+    for variables in listed["_meta"]["hostvars"].values():
+        variables.pop("inventory_file", None)
+        variables.pop("inventory_dir", None)
+    return listed
+
+
 def test_a_cluster_map_is_the_inventory_and_a_converted_site_runs_the_same(
-        airship_site, clusters, run_playbook, tmp_path):
+        airship_site, clusters, run_playbook, tmp_path, collections_path):
     """No hand-written inventory: the phasekit.kube.clusters plugin reads the site's ClusterMap (filesystem
-    sources); then phase_plan converts the airshipctl documents, and the converted site is a no-op re-run."""
+    sources); then phase_plan converts the airshipctl documents and the ClusterMap, ansible-inventory lists the
+    written inventory as the ClusterMap's, and the converted site with it is a no-op re-run."""
     root, namespace = airship_site
     phases = root / "manifests" / "site" / "test-site" / "phases"
     write(phases / "cluster-map.yaml", {
@@ -222,7 +245,10 @@ def test_a_cluster_map_is_the_inventory_and_a_converted_site_runs_the_same(
                 convert_to: {converted}
         """, None, "-e", "ansible_connection=local")
     assert convert.rc == 0, convert
-    again = run_playbook(playbook, inventory, "-e", f"plan_src={converted}", "-e", "plan_name=deploy-gating",
+    written = converted / "inventory" / "site.clusters.yml"
+    assert written.is_file(), convert
+    assert inventory_list(written, collections_path) == inventory_list(inventory, collections_path)
+    again = run_playbook(playbook, written, "-e", f"plan_src={converted}", "-e", "plan_name=deploy-gating",
                          "-e", "ansible_connection=local")
     assert again.rc == 0, again
     # the converted phases apply the same objects with the same field manager: nothing to change

@@ -35,6 +35,12 @@ ENTRY_FIELDS = ("path", "bundle")
 CLUSTER_FIELDS = ("parent", "kubeconfigSources", "dynamicKubeConf", "kubeconfigContext")
 SOURCE_TYPES = ("filesystem", "bundle", "clusterAPI")
 SOURCE_FIELDS = ("type",) + SOURCE_TYPES
+# Where a bundle source's file is named, in the inventory plugin's configuration.
+
+
+def is_cluster_map(content) -> bool:
+    """Whether a parsed document is an airshipctl ClusterMap."""
+    return isinstance(content, dict) and content.get("kind") == KIND and content.get("apiVersion") == API_VERSION
 
 
 def parse_cluster_map_entry(raw, *, base_dir: str, where: str) -> dict:
@@ -75,8 +81,7 @@ def read_cluster_maps(path: str) -> list[tuple[dict, str, str]]:
     for file_path in files:
         text = yaml_io.read_document_file(file_path)
         for number, document in enumerate(yaml_io.load_all(text, file_path), start=1):
-            if isinstance(document, dict) and document.get("kind") == KIND \
-                    and document.get("apiVersion") == API_VERSION:
+            if is_cluster_map(document):
                 metadata = document.get("metadata")
                 name = metadata.get("name") if isinstance(metadata, dict) else None
                 label = f"{file_path} document {number} ({KIND}{' ' + str(name) if name else ''})"
@@ -86,18 +91,21 @@ def read_cluster_maps(path: str) -> list[tuple[dict, str, str]]:
     return found
 
 
-def hosts_from_cluster_map(document: dict, *, label: str, file_path: str, bundle=None) -> list[ClusterHost]:
-    """The hosts of one ClusterMap document, in map order. ``bundle`` is the source(s) of airshipctl's ``bundle``
-    kubeconfig sources; by default the KubeConfig document among the ClusterMap file's own documents."""
+def hosts_from_cluster_map(document: dict, *, label: str, base_dir: str, bundle=None) -> list[ClusterHost]:
+    """The hosts of one ClusterMap document, in map order.
+
+    ``base_dir``: the directory of the ClusterMap's file (filesystem paths start there). ``bundle`` is the
+    source(s) of airshipctl's ``bundle`` kubeconfig sources; by default the KubeConfig document among the
+    documents of that directory.
+    """
     if bundle is None:
-        bundle = {"bundle": os.path.abspath(file_path)}
+        bundle = {"bundle": base_dir}
     clusters = document.get("map")
     if clusters is None:
         clusters = {}
     if not isinstance(clusters, dict):
         raise PhasekitError(f"expected a mapping of cluster names to clusters, got {yaml_io.kind_of(clusters)}",
                             where=f"{label} field map")
-    base_dir = os.path.dirname(os.path.abspath(file_path))
     hosts = []
     for name, spec in clusters.items():
         where = f"{label} field map.{name}"

@@ -20,7 +20,10 @@ from ansible_collections.phasekit.kube.plugins.module_utils.errors import Phasek
 from ansible_collections.phasekit.kube.plugins.module_utils.yaml_io import kind_of
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.checks import check_labels, checked_mapping
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.cluster_map import ClusterHost
-from ansible_collections.phasekit.kube.plugins.module_utils.inventory.source_refs import check_source_refs
+from ansible_collections.phasekit.kube.plugins.module_utils.inventory.source_refs import (
+    check_source_refs,
+    relative_source_refs,
+)
 
 CLUSTER_FIELDS = ("kubeconfig", "context", "parent", "cluster", "labels", "vars")
 # Host variables the fields above produce; setting them through 'vars' would bypass the checks.
@@ -80,3 +83,22 @@ def clusters_from_site(data, *, path: str, base_dir: str) -> list[ClusterHost]:
             raise PhasekitError(f"cluster names must be non-empty strings, got {name!r}", where=f"{path}: clusters")
         hosts.append(cluster_from_spec(name, spec, base_dir=base_dir, where=f"{path}: clusters.{name}"))
     return hosts
+
+
+def site_file_data(hosts: list[ClusterHost], *, base_dir: str) -> dict:
+    """Cluster hosts as the data of a site file written in ``base_dir``: ``clusters_from_site`` reads it back
+    to the same hosts (relative paths in kubeconfig sources are relative to that directory)."""
+    clusters = {}
+    for host in hosts:
+        spec: dict = {}
+        if host.kubeconfig is not None:
+            spec["kubeconfig"] = relative_source_refs(host.kubeconfig, base_dir)
+        for key in ("context", "parent", "cluster"):
+            if getattr(host, key) is not None:
+                spec[key] = getattr(host, key)
+        if host.labels:
+            spec["labels"] = dict(host.labels)
+        if host.extra_vars:
+            spec["vars"] = dict(host.extra_vars)
+        clusters[host.name] = spec
+    return {"clusters": clusters}

@@ -56,16 +56,51 @@ def _refuse_inline_secrets(spec, where: str):
                             "\"{{ lookup('ansible.builtin.env', 'KUBECONFIG_TOKEN') }}\"")
 
 
-def _anchored(source, base_dir: str):
+def relative_path(path: str, base_dir: str) -> str:
+    """An absolute path written relative to ``base_dir``, the inverse of ``anchor_path``.
+
+    Kept absolute when it shares only the root with ``base_dir`` (``/etc/kubernetes/admin.conf``): such a path
+    does not move with the site, while ``../../etc`` would break when the site does.
+    """
+    if not os.path.isabs(path) or "{{" in path:
+        return path
+    if os.path.dirname(os.path.commonpath([path, base_dir])) == os.path.commonpath([path, base_dir]):
+        return path  # the common part is the root
+    return os.path.relpath(path, base_dir)
+
+
+def _with_paths(source, one_path, path_list):
+    """A source (string or mapping) with its file paths passed through ``one_path`` / ``path_list``."""
     if isinstance(source, str):
-        return anchor_path_list(source, base_dir)
+        return path_list(source)
     source = dict(source)
     if isinstance(source.get("path"), str):
-        source["path"] = anchor_path_list(source["path"], base_dir)
+        source["path"] = path_list(source["path"])
     for key in ("sops", "vault", "bundle", "ca_path"):
         if isinstance(source.get(key), str):
-            source[key] = anchor_path(source[key], base_dir)
+            source[key] = one_path(source[key])
     return source
+
+
+def _anchored(source, base_dir: str):
+    return _with_paths(source, lambda path: anchor_path(path, base_dir),
+                       lambda paths: anchor_path_list(paths, base_dir))
+
+
+def relative_source_refs(value, base_dir: str):
+    """Sources as ``check_source_refs`` returns them, with absolute paths made relative to ``base_dir``.
+
+    For writing them into a file in ``base_dir`` that ``check_source_refs`` reads back to the same sources.
+    """
+    def relative_list(paths: str) -> str:
+        if "{{" in paths:
+            return paths
+        return os.pathsep.join(relative_path(part, base_dir) for part in paths.split(os.pathsep))
+
+    def relative(source):
+        return _with_paths(source, lambda path: relative_path(path, base_dir), relative_list)
+
+    return [relative(item) for item in value] if isinstance(value, list) else relative(value)
 
 
 def check_source_refs(value, *, base_dir: str, where: str):

@@ -8,6 +8,11 @@ is written when it has problems. The output is two files, deterministic (no date
 - ``phases.yaml``: one ``Phase`` document per airshipctl phase, in document order; sources are paths relative
   to the written file, pointing at the original entry point directories; options as the reader maps them.
 - ``plans.yaml``: one ``PhasePlan`` per airshipctl plan (``phaseGroups`` flattened, in order).
+- with ``ClusterMap`` documents, ``inventory/site.clusters.yml`` (the ``phasekit.kube.clusters`` plugin's
+  configuration) and the site file it reads, ``inventory/clusters.yml``: the hosts the plugin's
+  ``airship_cluster_map`` source gives for those documents, read by the same reader, with paths relative to
+  the site file. A sub-directory, because ``src: <dest>`` reads every ``*.yaml``/``*.yml`` file of ``dest``
+  as a phase document.
 
 A phase whose executor has no equivalent (``airship:<Kind>``) is left out of both files: it appears as a
 comment where it would be, with the reader's message saying why and what to do instead. A placeholder phase
@@ -18,11 +23,20 @@ from __future__ import annotations
 
 import copy
 import os
+import shutil
 import textwrap
+import uuid
 from dataclasses import dataclass, field
 
 from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.inventory.airship_cluster_map import (
+    KIND as CLUSTER_MAP_KIND,
+    hosts_from_cluster_map,
+    is_cluster_map,
+)
+from ansible_collections.phasekit.kube.plugins.module_utils.inventory.cluster_map import ClusterMap
+from ansible_collections.phasekit.kube.plugins.module_utils.inventory.site_file import site_file_data
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.airship import (
     read_airship_documents,
     split_airship_documents,
@@ -42,6 +56,10 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.validation im
 
 PHASES_FILE = "phases.yaml"
 PLANS_FILE = "plans.yaml"
+INVENTORY_DIR = "inventory"
+INVENTORY_FILE = f"{INVENTORY_DIR}/site.clusters.yml"
+SITE_FILE = f"{INVENTORY_DIR}/clusters.yml"
+BUNDLE_OPTION = "convert_kubeconfig_bundle"
 COMMENT_WIDTH = 110
 
 
@@ -54,20 +72,27 @@ class Conversion:
     plans: list[str] = field(default_factory=list)
     plans_not_converted: list[str] = field(default_factory=list)   # every phase of theirs was left out
     not_converted: list[dict] = field(default_factory=list)   # {name, executor, reason}
+    hosts: list[str] | None = None   # the inventory's hosts; None: no ClusterMap, no inventory
+    warnings: list[str] = field(default_factory=list)
 
     def summary(self, dest: str) -> dict:
         """The conversion as the action returns it."""
         return {"dest": dest, "files": [os.path.join(dest, name) for name in sorted(self.files)],
                 "phases": list(self.phases), "plans": list(self.plans),
                 "plans_not_converted": list(self.plans_not_converted),
-                "not_converted": [dict(item) for item in self.not_converted]}
+                "not_converted": [dict(item) for item in self.not_converted],
+                "inventory": None if self.hosts is None else os.path.join(dest, INVENTORY_FILE),
+                "hosts": list(self.hosts or [])}
 
 
 def convert_documents(documents: list[RawDocument], executors: dict[str, Executor], dest: str,
-                      target_path: str | None = None) -> Conversion:
+                      target_path: str | None = None, kubeconfig_bundle=None) -> Conversion:
     """The phasekit.dev documents equivalent to airshipctl's ``documents``, to be written in ``dest``.
 
-    Raises PhasekitError listing every problem of the input; writes nothing.
+    ``kubeconfig_bundle``: the kubeconfig source(s) standing for the KubeConfig document in the inventory
+    (checked and anchored, as ``check_source_refs`` returns them); by default a ``bundle`` source reading it
+    from the directory of the ClusterMap's file, as the inventory plugin reads it. Raises PhasekitError listing every problem
+    of the input; writes nothing.
     """
     airship, native = split_airship_documents(documents)
     if not airship:
@@ -92,7 +117,36 @@ def convert_documents(documents: list[RawDocument], executors: dict[str, Executo
     conversion.files[PHASES_FILE] = _phases_text(catalog.phases, options, dest, conversion)
     if catalog.plans:
         conversion.files[PLANS_FILE] = _plans_text(catalog, conversion)
+    cluster_maps = [document for document in airship if is_cluster_map(document.content)]
+    if cluster_maps:
+        _add_inventory(cluster_maps, kubeconfig_bundle, dest, conversion)
+    elif kubeconfig_bundle is not None:
+        raise PhasekitError(f"{BUNDLE_OPTION}: the documents hold no {CLUSTER_MAP_KIND}, so no inventory is "
+                            "written and nothing uses this option; remove it, or add the ClusterMap's file to src")
     return conversion
+
+
+def _add_inventory(cluster_maps: list[RawDocument], bundle, dest: str, conversion: Conversion) -> None:
+    """The clusters plugin's configuration and site file for the hosts of the ClusterMap documents."""
+    hosts = ClusterMap()
+    for document in cluster_maps:
+        metadata = document.content.get("metadata")
+        name = metadata.get("name") if isinstance(metadata, dict) else None
+        origin = document.origin.named(CLUSTER_MAP_KIND, name) if isinstance(name, str) else document.origin
+        for host in hosts_from_cluster_map(document.content, label=origin.label(), base_dir=document.base_dir,
+                                           bundle=bundle):
+            hosts.add(host)
+    conversion.warnings.extend(hosts.check_parents())
+    conversion.hosts = hosts.names()
+    site = site_file_data(list(hosts), base_dir=os.path.join(dest, INVENTORY_DIR))
+    conversion.files[SITE_FILE] = (
+        _comment("The clusters of the airshipctl site's ClusterMap, as a site file of the phasekit.kube.clusters "
+                 "inventory plugin (read through site.clusters.yml). Relative paths are relative to this file; "
+                 "kubeconfig sources are references, read when a play needs the cluster.")
+        + _dump(site))
+    conversion.files[INVENTORY_FILE] = (
+        _comment("The converted site's inventory: ansible-inventory -i inventory/site.clusters.yml --graph")
+        + _dump({"plugin": "phasekit.kube.clusters", "site": [os.path.basename(SITE_FILE)]}))
 
 
 def _phases_text(phases: list[Phase], options: dict, dest: str, conversion: Conversion) -> str:
@@ -172,24 +226,54 @@ def _joined(parts: list[str]) -> str:
     return "---\n" + "---\n".join(parts)
 
 
-def check_destination(dest: str) -> None:
-    """Refuse a target directory that already holds phase documents (or a path that is not a directory)."""
-    if os.path.exists(dest) and not os.path.isdir(dest):
-        raise PhasekitError(f"convert_to {dest}: exists and is not a directory")
-    if os.path.isdir(dest):
-        held = sorted(name for name in os.listdir(dest) if name.endswith(DOCUMENT_SUFFIXES))
-        if held:
-            raise PhasekitError(f"convert_to {dest}: the directory already holds {', '.join(held[:5])}; "
-                                "choose a new or empty directory, or remove those files")
+def check_destination(dest: str, names=()) -> None:
+    """Refuse a target directory that already holds YAML documents (or a path that is not a directory).
+
+    ``names``: the files to be written (``inventory/clusters.yml``): the directories they go in are held to the
+    same rule.
+    """
+    directories = sorted({os.path.dirname(name) for name in names} | {""})
+    for directory in directories:
+        path = os.path.join(dest, directory) if directory else dest
+        if os.path.lexists(path) and not os.path.isdir(path):
+            raise PhasekitError(f"convert_to {dest}: {directory or dest} exists and is not a directory")
+        if os.path.isdir(path):
+            held = sorted(os.path.join(directory, name) if directory else name
+                          for name in os.listdir(path) if name.endswith(DOCUMENT_SUFFIXES))
+            if held:
+                raise PhasekitError(f"convert_to {dest}: the directory already holds {', '.join(held[:5])}; "
+                                    "choose a new or empty directory, or remove those files")
 
 
 def write_conversion(conversion: Conversion, dest: str) -> None:
-    """Write the files in ``dest`` (created if needed), each atomically."""
-    check_destination(dest)
-    os.makedirs(dest, exist_ok=True)
-    for name in sorted(conversion.files):
-        path = os.path.join(dest, name)
-        temporary = f"{path}.tmp-{os.getpid()}"
-        with open(temporary, "w", encoding="utf-8") as handle:
-            handle.write(conversion.files[name])
-        os.replace(temporary, path)
+    """Write the files in ``dest`` (created if needed): every one of them, or on an error none.
+
+    They are written in a staging directory beside ``dest`` first; a new ``dest`` is that directory renamed,
+    into an existing one the files are moved.
+    """
+    check_destination(dest, conversion.files)
+    dest = os.path.abspath(dest)
+    parent = os.path.dirname(dest)
+    staging = os.path.join(parent, f".{os.path.basename(dest)}.{uuid.uuid4().hex[:12]}.tmp")
+    moved: list[str] = []
+    try:
+        os.makedirs(parent, exist_ok=True)
+        os.mkdir(staging)   # mode from the umask, as the directory it becomes
+        for name in sorted(conversion.files):
+            path = os.path.join(staging, name)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as handle:
+                handle.write(conversion.files[name])
+        if not os.path.exists(dest):
+            os.rename(staging, dest)
+            return
+        for name in sorted(conversion.files):
+            os.makedirs(os.path.dirname(os.path.join(dest, name)), exist_ok=True)
+            os.replace(os.path.join(staging, name), os.path.join(dest, name))
+            moved.append(name)
+    except OSError as exc:
+        done = f"only {', '.join(moved)} written" if moved else "nothing written"
+        raise PhasekitError(f"convert_to {dest}: cannot write {exc.filename or dest}: {exc.strerror or exc} "
+                            f"({done})") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

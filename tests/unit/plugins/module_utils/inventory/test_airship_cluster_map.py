@@ -23,7 +23,7 @@ LABEL = "/site/phases/cluster-map.yaml document 1 (ClusterMap main-map)"
 
 
 def read(document, bundle=None):
-    hosts = hosts_from_cluster_map(document, label=LABEL, file_path="/site/phases/cluster-map.yaml", bundle=bundle)
+    hosts = hosts_from_cluster_map(document, label=LABEL, base_dir="/site/phases", bundle=bundle)
     return {host.name: host.host_vars() for host in hosts}
 
 
@@ -39,7 +39,7 @@ def test_fixture_directory_reads_only_the_cluster_map():
 
 def test_fixture_cluster_map_becomes_hosts_with_all_three_source_kinds():
     document, label, file_path = read_cluster_maps(PHASES)[0]
-    hosts = hosts_from_cluster_map(document, label=label, file_path=file_path, bundle=BUNDLE)
+    hosts = hosts_from_cluster_map(document, label=label, base_dir=os.path.dirname(file_path), bundle=BUNDLE)
     assert [host.name for host in hosts] == ["ephemeral-cluster", "target-cluster"]
     assert hosts[0].host_vars() == {
         "ansible_connection": "local", "kube_context": "ephemeral-cluster", "kube_labels": {},
@@ -76,14 +76,14 @@ SECRET_B = {"secret": {"name": "b-kubeconfig", "namespace": "default"}}
          {"path": "/site/phases/kubeconfig", "optional": True}, {"path": "/s/site.yaml"}]}}),
     ({"a": {"kubeconfigContext": "ctx-a", "dynamicKubeConf": False}}, None, {"a": {"kube_context": "ctx-a"}}),
     ({"a": {"kubeconfigSources": [{"type": "bundle", "bundle": {"contextName": "a"}}]}}, None,
-     {"a": {"kube_context": "a", "kube_kubeconfig": {"bundle": "/site/phases/cluster-map.yaml"}}}),
+     {"a": {"kube_context": "a", "kube_kubeconfig": {"bundle": "/site/phases"}}}),
     ({"a": {"kubeconfigSources": [FILESYSTEM, {"type": "bundle", "bundle": {"contextName": "a"}}]}},
      {"bundle": "/site/phases"},
      {"a": {"kube_context": "a", "kube_kubeconfig": [
          {"path": "/site/phases/kubeconfig", "optional": True}, {"bundle": "/site/phases"}]}}),
 ], ids=["filesystem-relative-to-the-map", "filesystem-path-list-kept", "cluster-api-secret-on-parent",
         "older-dynamic-kube-conf", "bundle-option-list-all-but-last-optional", "source-without-context-agrees",
-        "older-kubeconfig-context", "bundle-defaults-to-the-map-file", "bundle-of-the-entry-path"])
+        "older-kubeconfig-context", "bundle-defaults-to-the-maps-directory", "bundle-of-the-entry-path"])
 def test_cluster_map_rules(clusters, bundle, expected):
     hosts = read(cluster_map(**clusters), bundle)
     assert {name: {key: value for key, value in host.items() if key not in ("ansible_connection", "kube_labels")}

@@ -5,7 +5,11 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.inventory.site_file import clusters_from_site
+from ansible_collections.phasekit.kube.plugins.module_utils.inventory.cluster_map import ClusterHost
+from ansible_collections.phasekit.kube.plugins.module_utils.inventory.site_file import (
+    clusters_from_site,
+    site_file_data,
+)
 
 SITE = "/site/clusters.yml"
 
@@ -48,3 +52,19 @@ def test_site_file_becomes_hosts_in_order():
 def test_bad_site_files_name_file_and_field(data, message):
     with pytest.raises(PhasekitError, match=f"^{SITE}: .*{message}"):
         clusters_from_site(data, path=SITE, base_dir="/site")
+
+
+def test_site_file_data_reads_back_to_the_same_hosts():
+    hosts = [
+        ClusterHost(name="ephemeral", kubeconfig=[{"path": "/site/kc/e.yaml", "optional": True},
+                                                  {"sops": "/site/secrets/e.enc.yaml"}], context="ephemeral"),
+        ClusterHost(name="target", kubeconfig={"secret": {"name": "target-kubeconfig"}}, parent="ephemeral",
+                    cluster="target", labels={"env": "dev"}, extra_vars={"region": "eu"}),
+        ClusterHost(name="bare"),
+    ]
+    data = site_file_data(hosts, base_dir="/site/inventory")
+    assert data["clusters"]["ephemeral"]["kubeconfig"] == [{"path": "../kc/e.yaml", "optional": True},
+                                                           {"sops": "../secrets/e.enc.yaml"}]
+    assert data["clusters"]["bare"] == {}
+    again = clusters_from_site(data, path="/site/inventory/clusters.yml", base_dir="/site/inventory")
+    assert [host.host_vars() for host in again] == [host.host_vars() for host in hosts]

@@ -7,7 +7,10 @@ import re
 import pytest
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.inventory.source_refs import check_source_refs
+from ansible_collections.phasekit.kube.plugins.module_utils.inventory.source_refs import (
+    check_source_refs,
+    relative_source_refs,
+)
 
 BASE = "/site/inventory"
 
@@ -54,3 +57,21 @@ def test_refusal_never_echoes_the_secret():
     with pytest.raises(PhasekitError) as err:
         check_source_refs({"url": "https://x", "headers": {"Authorization": "Bearer s3cr3t"}}, base_dir=BASE, where="w")
     assert "s3cr3t" not in str(err.value)
+
+
+@pytest.mark.parametrize("anchored, written", [
+    ("/site/inventory/kubeconfigs/a.yaml", "kubeconfigs/a.yaml"),
+    ("/site/inventory/a.yaml:/site/b.yaml", "a.yaml:../b.yaml"),
+    ("/etc/kubernetes/admin.conf:~/.kube/config", "/etc/kubernetes/admin.conf:~/.kube/config"),
+    ("{{ playbook_dir }}/a.yaml", "{{ playbook_dir }}/a.yaml"),
+    ({"path": "/site/inventory/a.yaml", "optional": True}, {"path": "a.yaml", "optional": True}),
+    ({"sops": "/site/secrets/t.enc.yaml"}, {"sops": "../secrets/t.enc.yaml"}),
+    ({"url": "https://x/kc", "ca_path": "/site/ca.pem"}, {"url": "https://x/kc", "ca_path": "../ca.pem"}),
+    ([{"secret": {"name": "s"}, "optional": True}, {"vault": "/site/v.yaml"}],
+     [{"secret": {"name": "s"}, "optional": True}, {"vault": "../v.yaml"}]),
+], ids=["path-relative", "path-list-each-relative", "outside-the-site-and-home-kept", "template-kept",
+        "path-source-common-keys-kept", "sops-relative", "url-ca-relative", "list-mixed"])
+def test_relative_source_refs_read_back_to_the_same_sources(anchored, written):
+    """What a file written in BASE says, so that check_source_refs reading it from BASE gives the sources again."""
+    assert relative_source_refs(anchored, BASE) == written
+    assert check_source_refs(written, base_dir=BASE, where="f") == anchored
