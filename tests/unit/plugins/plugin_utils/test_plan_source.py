@@ -51,6 +51,7 @@ def test_list_and_tree_show_a_phase_that_cannot_run(playbook_dir):
 
 
 def test_validate_and_run_refuse_a_phase_that_cannot_run(playbook_dir):
-    with pytest.raises(PhasekitError, match=r"\(Phase clusterctl-init-ephemeral\) field config.executorRef: "
-                                           r"executor Clusterctl clusterctl_init .* field providers\[0\].versions"):
+    refused = (r"\(Phase clusterctl-init-ephemeral\) field config.executorRef: "
+               r"executor Clusterctl clusterctl_init .* field providers\[0\].versions")
+    with pytest.raises(PhasekitError, match=refused):
         plan(playbook_dir, True, **UNSUPPORTED)

@@ -169,8 +169,8 @@ def test_with_clusterctl_on_path_the_phase_validates(tmp_path, clusterctl_on_pat
      "init-options.kubeConfigRef", "set kube_kubeconfig on the host"),
 ], ids=["versions-built-from-the-bundle", "url-relative-to-the-target-path", "no-variable-substitution",
         "no-env-vars", "kubeconfig-ref"])
-def test_fields_clusterctl_cannot_honour_make_the_phase_not_runnable(tmp_path, clusterctl_on_path, fields, field,
-                                                                   instead):
+def test_fields_clusterctl_cannot_honour_make_the_phase_not_runnable(
+        tmp_path, clusterctl_on_path, fields, field, instead):
     listed = phase(tmp_path, action="init", **fields)
     assert listed.executor == "airship:Clusterctl"
     with pytest.raises(PhasekitError) as error:
