@@ -346,7 +346,8 @@ def test_refusals_by_admission_and_validation_name_object_origin_and_reason(clus
                                       files={"site/app.yaml": bundle})
             if "denied request" in result.get("msg", "") or time.monotonic() > deadline:
                 break
-            target.kubectl("delete", "configmap", "refused", "-n", namespace, "--ignore-not-found")
+            # the next attempt starts from nothing again: "fine" is to be created by the one that is refused
+            target.kubectl("delete", "configmap", "refused", "fine", "-n", namespace, "--ignore-not-found")
             time.sleep(1)
         assert result["failed"] and result["msg"].startswith("apply failed for 2 of 4 objects: "), result
         origin = str(tmp_path / "site/app.yaml")
