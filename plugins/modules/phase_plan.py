@@ -68,7 +68,7 @@ options:
         configuration) and the site file it reads, C(inventory/clusters.yml) - with the hosts, C(kube_parent),
         C(kube_context) and C(kube_kubeconfig) sources the plugin's C(airship_cluster_map) source gives for the
         same documents; relative paths are relative to the site file. Without a C(ClusterMap) no inventory is
-        written (RV(converted.inventory) is null). C(KubeConfig) documents are not converted: C(bundle)
+        written (RV(converted.inventory) is null). C(KubeConfig) documents are not converted; C(bundle)
         sources become C(bundle) kubeconfig sources reading them from the ClusterMap's directory (see
         O(convert_kubeconfig_bundle)).
       - The documents are checked first; nothing is written when they have problems. A directory that already
