@@ -32,7 +32,7 @@ GATING = [
     ("kubectl-wait-tigera-ephemeral", E, "airship:GenericContainer"),
     ("initinfra-ephemeral", E, "apply"),
     ("kubectl-wait-deploy-ephemeral", E, "airship:GenericContainer"),
-    ("clusterctl-init-ephemeral", E, "airship:Clusterctl"),
+    ("clusterctl-init-ephemeral", E, "command"),
     ("kubectl-wait-pods-ephemeral", E, "airship:GenericContainer"),
     ("kubectl-pause-bmh", E, "airship:GenericContainer"),
     ("controlplane-ephemeral", E, "apply"),
@@ -41,7 +41,7 @@ GATING = [
     ("kubectl-wait-tigera-target", T, "airship:GenericContainer"),
     ("initinfra-target", T, "apply"),
     ("kubectl-wait-pods-target", T, "airship:GenericContainer"),
-    ("clusterctl-init-target", T, "airship:Clusterctl"),
+    ("clusterctl-init-target", T, "command"),
     ("clusterctl-move", T, "command"),
     ("kubectl-get-node-target", T, "airship:GenericContainer"),
     ("workers-classification", T, "apply"),
@@ -120,8 +120,10 @@ def test_phase_groups_layout_runs_the_groups_phases_one_after_the_other():
 def test_list_and_tree_show_the_airship_executor_kind():
     plan = site_plan("deploy-gating")
     table = "\n".join(views.list_lines(plan))
-    assert "airship:GenericContainer" in table and "airship:Clusterctl" in table
-    assert any("clusterctl-init-target" in line and "airship:Clusterctl" in line for line in views.tree_lines(plan))
+    assert "airship:GenericContainer" in table
+    assert any("iso-cloud-init-data" in line and "airship:GenericContainer" in line for line in views.tree_lines(plan))
+    # its provider versions are built into a clusterctl repository: a command phase
+    assert any("clusterctl-init-target" in line and "command" in line for line in views.tree_lines(plan))
 
 
 @pytest.mark.parametrize("phase, options", [

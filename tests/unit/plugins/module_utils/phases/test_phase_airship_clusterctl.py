@@ -157,17 +157,15 @@ def test_with_clusterctl_on_path_the_phase_validates(tmp_path, clusterctl_on_pat
 # ------------------------------------------------------------------ refused (listed, not runnable)
 
 @pytest.mark.parametrize("fields, field, instead", [
-    ({"providers": [{"name": "metal3", "type": "InfrastructureProvider", "versions": {"v0.4.0": "capm3/v0.4.0"}}]},
-     "providers[0].versions", "write them into a clusterctl local repository"),
     ({"providers": [{"name": "capd", "type": "InfrastructureProvider", "url": "airshipctl/manifests/capd/v0.3.11"}]},
-     "providers[0].url", "airshipctl/manifests/capd/v0.3.11 is a kustomize entry point airshipctl built"),
+     "providers[0].url", "airshipctl/manifests/capd/v0.3.11 is a kustomize entry point airshipctl built, of no stated version"),
     ({"providers": [{"name": "m", "type": "CoreProvider", "url": "https://x/core-components.yaml",
                      "variable-substitution": False}]},
      "providers[0].variable-substitution", "clusterctl substitutes variables in every provider's components"),
     ({"env-vars": False}, "env-vars", "clusterctl always reads variables from the environment"),
     ({"init-options": {"kubeConfigRef": {"kind": "KubeConfig", "name": "default"}}},
      "init-options.kubeConfigRef", "set kube_kubeconfig on the host"),
-], ids=["versions-built-from-the-bundle", "url-relative-to-the-target-path", "no-variable-substitution",
+], ids=["url-relative-to-the-target-path", "no-variable-substitution",
         "no-env-vars", "kubeconfig-ref"])
 def test_fields_clusterctl_cannot_honour_make_the_phase_not_runnable(tmp_path, clusterctl_on_path, fields, field,
                                                                    instead):
