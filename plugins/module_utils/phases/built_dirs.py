@@ -87,6 +87,12 @@ def _changed(spec, change):
     return {**spec, "kustomize": change(spec["kustomize"])}
 
 
+def env_dirs_layout(env_dirs: dict) -> dict[str, dict[str, str]]:
+    """What ``env_dirs`` would build, for people: variable -> relative path -> the kustomization it is built from."""
+    return {variable: {path: spec["kustomize"] for path, spec in sorted(files.items())}
+            for variable, files in env_dirs.items()}
+
+
 def build_env_dirs(env_dirs: dict) -> dict[str, dict[str, str]]:
     """Every file's text: variable -> relative path -> text. Nothing is written."""
     return {variable: {path: build_file(spec, spec.get("about") or f"{OPTION}.{variable}.{path}")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
@@ -50,7 +51,7 @@ class Executor:
     check: object = None                   # options -> None; raises PhasekitError on values the spec cannot judge
     source_option: str | None = None       # the option a source path stands for (helm: chart_ref)
     runs_on_controller: bool = True        # False: a task file the role includes on each host (tasks)
-    nested_paths: object = None            # (options, base_dir) -> options: paths inside options made absolute
+    nested_paths: Callable[[dict, str], dict] | None = None  # options with the paths inside them made absolute
 
     def shown_options(self, options: dict) -> dict:
         """The options as plans show them: values that may hold secrets (a command's env and stdin, the free-form

@@ -52,7 +52,7 @@ def test_list_and_tree_show_a_phase_that_cannot_run(playbook_dir):
 
 def test_validate_and_run_refuse_a_phase_that_cannot_run(playbook_dir):
     with pytest.raises(PhasekitError, match=r"\(Phase iso-cloud-init-data\) field config.executorRef: "
-                                           r"executor GenericContainer iso-cloud-init-data .* has no equivalent"):
+                                            r"executor GenericContainer iso-cloud-init-data .* has no equivalent"):
         plan(playbook_dir, True, **UNSUPPORTED)
 
 

@@ -74,6 +74,15 @@ def site_plan(name, **kwargs):
                       inventory=inventory(), name=name, **kwargs)
 
 
+def test_the_sites_clusterctl_init_is_a_command_phase_building_its_provider_versions():
+    found = site_plan("deploy-gating", only=["clusterctl-init-ephemeral"]).selected[0].phase
+    assert (found.executor, found.not_runnable) == ("command", None)
+    files = found.options["env_dirs"]["PHASEKIT_CLUSTERCTL_REPOSITORY"]
+    assert {path: spec["kustomize"] for path, spec in files.items()} == {
+        f"infrastructure-metal3/v0.3.2/{name}": str(SITE / "airshipctl/manifests/function/capm3/v0.3.2")
+        for name in ("infrastructure-components.yaml", "metadata.yaml")}
+
+
 def inline_plan(documents, base_dir, **kwargs):
     return build_plan(inline_documents(documents, str(base_dir)), executors=executors(), inventory=inventory(),
                       **kwargs)
