@@ -16,6 +16,8 @@ from ansible_collections.phasekit.kube.plugins.module_utils.errors import Phasek
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.source_refs import check_source_refs
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import redact
 from ansible_collections.phasekit.kube.plugins.module_utils.phases import views
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs import OPTION as ENV_DIRS
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs import env_dirs_layout
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.convert import (
     BUNDLE_OPTION, check_destination, convert_documents, write_conversion)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import Plan
@@ -121,7 +123,8 @@ def plan_result(plan: Plan) -> dict:
 
 
 def render_bundles(plan: Plan, render_for=None) -> list[dict]:
-    """Each selected bundle phase's objects, rendered without a cluster, Secret values hidden.
+    """Each selected bundle phase's objects, rendered without a cluster, Secret values hidden; each command phase
+    that builds directories (``env_dirs``): its command and the files it would build (built when it runs).
 
     A bundle with ``.j2`` manifests renders differently per cluster host: with ``render_for`` (host -> a
     function rendering one template file with that host's variables, and the values of its vault-encrypted
@@ -131,6 +134,11 @@ def render_bundles(plan: Plan, render_for=None) -> list[dict]:
     rendered, by_name = [], executors()
     for planned in plan.selected:
         phase = planned.phase
+        if phase.executor == "command" and phase.options.get(ENV_DIRS):
+            rendered.append({"phase": phase.full_name, "cluster": phase.cluster,
+                             "command": phase.options.get("argv") or phase.options.get("cmd"),
+                             "directories": env_dirs_layout(phase.options[ENV_DIRS])})
+            continue
         if phase.executor not in by_name or not by_name[phase.executor].renders_bundle or phase.source is None:
             continue
         templated = phase.source_path is not None and has_templates(phase.source_path)

@@ -34,6 +34,14 @@ def private_directory(prefix: str):
             _LIVE.discard(directory)
 
 
+def write_private_file(path: str, text: str) -> str:
+    """Write ``text`` to a new 0600 file at ``path`` (in a private directory); return ``path``."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return path
+
+
 def remove_all() -> None:
     """Remove every private directory still alive (the signal handler's work)."""
     with _LOCK:

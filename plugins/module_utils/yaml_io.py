@@ -14,6 +14,8 @@ the pure-Python ones on large manifest bundles and behave the same.
 
 from __future__ import annotations
 
+import functools
+
 import os
 import stat
 
@@ -192,7 +194,23 @@ def check_structure(data, label: str) -> None:
         stack.extend((child, depth + 1, inner) for child in children if isinstance(child, (dict, list)))
 
 
-def safe_dump(data, stream=None, *, sort_keys: bool = True) -> str | None:
-    """Block-style YAML of plain data with the safe dumper: to ``stream``, or returned as text."""
+def safe_dump(data, stream=None, *, sort_keys: bool = True, literal_text: bool = False) -> str | None:
+    """Block-style YAML of plain data with the safe dumper: to ``stream``, or returned as text.
+
+    ``literal_text``: strings of several lines as literal blocks (``|``), as people write them in files.
+    """
     require_yaml()
-    return yaml.dump(data, stream, Dumper=SafeDumper, default_flow_style=False, sort_keys=sort_keys)
+    dumper = _literal_text_dumper() if literal_text else SafeDumper
+    return yaml.dump(data, stream, Dumper=dumper, default_flow_style=False, sort_keys=sort_keys)
+
+
+@functools.cache
+def _literal_text_dumper() -> type:
+    class LiteralTextDumper(SafeDumper):  # pylint: disable=too-many-ancestors
+        pass
+
+    def text(dumper, value):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
+
+    LiteralTextDumper.add_representer(str, text)
+    return LiteralTextDumper

@@ -299,7 +299,10 @@ mermaid:
   type: list
   elements: str
 rendered:
-  description: The rendered bundles of the selected C(apply) and C(wait) phases; Secret values are shown as C(***).
+  description:
+    - The rendered bundles of the selected C(apply) and C(wait) phases; Secret values are shown as C(***).
+    - For a selected C(command) phase with C(env_dirs) (such as airshipctl's C(Clusterctl) providers with
+      C(versions)), its command and the files it would build; they are built when the phase is validated or runs.
   returned: when O(render=true)
   type: list
   elements: dict
@@ -313,10 +316,21 @@ rendered:
     source:
       description: The source as written.
       type: str
+      returned: for a bundle
     objects:
       description: The rendered objects (none for a bundle with templates that was not rendered per cluster).
       type: list
       elements: dict
+      returned: for a bundle
+    command:
+      description: The command of a C(command) phase with C(env_dirs) (its C(argv) or C(cmd) option).
+      type: raw
+      returned: for a command phase with C(env_dirs)
+    directories:
+      description: For each variable of C(env_dirs), each file it would build (a path relative to the directory)
+        and the kustomization directory it is built from.
+      type: dict
+      returned: for a command phase with C(env_dirs)
     note:
       description: Why a bundle with templates shows no objects (rendered per cluster when its phase runs).
       type: str

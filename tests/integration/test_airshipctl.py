@@ -256,7 +256,9 @@ def test_a_cluster_map_is_the_inventory_and_a_converted_site_runs_the_same(
 
 
 FAKE_CLUSTERCTL = """#!/bin/sh
-# Records what a real clusterctl would get, and checks that each kubeconfig it was given reaches its cluster.
+# Records what a real clusterctl would get, and checks that each kubeconfig it was given reaches its cluster,
+# and that each provider url of its --config (the last argument of init) is a file that holds the built
+# components, with the provider's metadata.yaml beside it.
 record={record}
 printf '%s\\n' "$@" > "$record.argv"
 cp "$KUBECONFIG" "$record.kubeconfig"
@@ -265,7 +267,18 @@ if [ "$1" = move ]; then
   cp "$3" "$record.from-kubeconfig"
   {kubectl} --kubeconfig "$3" get --raw /version > /dev/null || exit 8
 fi
+if [ "$1" = init ]; then
+  for config; do :; done
+  cp "$config" "$record.config"
+  grep -o 'file://[^ ]*' "$config" | while read -r url; do
+    file=${{url#file://}}
+    grep -q {marker} "$file" || exit 9
+    grep -q 'kind: Metadata' "$(dirname "$file")/metadata.yaml" || exit 10
+    cp "$file" "$record.components"
+  done || exit $?
+fi
 """
+COMPONENTS_MARKER = "capd-components-built-from-the-bundle"
 
 
 def test_clusterctl_phases_run_clusterctl_with_the_clusters_kubeconfigs(airship_site, bin_dir, run_playbook,
@@ -278,6 +291,8 @@ def test_clusterctl_phases_run_clusterctl_with_the_clusters_kubeconfigs(airship_
     write(phases / "clusterctl.yaml",
           {"apiVersion": AIRSHIP, "kind": "Clusterctl", "metadata": {"name": "clusterctl_init"}, "action": "init",
            "init-options": {"core-provider": "cluster-api:v1.8.0", "infrastructure-providers": ["docker:v1.8.0"]},
+           "providers": [{"name": "docker", "type": "InfrastructureProvider",
+                          "versions": {"v1.8.0": "function/capd/v1.8.0"}}],
            "additional-vars": {"CLUSTER_TOPOLOGY": "true"}},
           {"apiVersion": AIRSHIP, "kind": "Clusterctl", "metadata": {"name": "clusterctl_move"}, "action": "move",
            "move-options": {"namespace": "capi-system"}},
@@ -285,12 +300,20 @@ def test_clusterctl_phases_run_clusterctl_with_the_clusters_kubeconfigs(airship_
           phase("clusterctl-move", "target-cluster", "clusterctl_move", kind="Clusterctl"),
           {"apiVersion": AIRSHIP, "kind": "PhasePlan", "metadata": {"name": "clusterctl"},
            "phases": [{"name": "clusterctl-init-ephemeral"}, {"name": "clusterctl-move"}]})
+    # the provider's version, built from the bundle into the repository clusterctl reads (relative to the target path)
+    write(phases.parent / "function" / "capd" / "v1.8.0" / "docs.yaml",
+          {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": COMPONENTS_MARKER}},
+          {"apiVersion": "clusterctl.cluster.x-k8s.io/v1alpha3", "kind": "Metadata",
+           "metadata": {"name": "repository-metadata", "labels": {"airshipit.org/deploy-k8s": "false"}},
+           "releaseSeries": [{"major": 1, "minor": 8, "contract": "v1beta1"}]})
+    write(phases.parent / "function" / "capd" / "v1.8.0" / "kustomization.yaml", {"resources": ["docs.yaml"]})
     inventory = yaml.safe_load((root / "inventory.yml").read_text())
     inventory["all"]["hosts"]["target-cluster"]["kube_parent"] = "ephemeral-cluster"
     (root / "inventory.yml").write_text(yaml.safe_dump(inventory))
     fake_bin, record = tmp_path / "fake-bin", tmp_path / "clusterctl-record"
     fake_bin.mkdir()
-    (fake_bin / "clusterctl").write_text(FAKE_CLUSTERCTL.format(record=record, kubectl=Path(bin_dir) / "kubectl"))
+    (fake_bin / "clusterctl").write_text(FAKE_CLUSTERCTL.format(record=record, kubectl=Path(bin_dir) / "kubectl",
+                                                                marker=COMPONENTS_MARKER))
     (fake_bin / "clusterctl").chmod(0o755)
     args = ("-e", f"plan_src={phases}", "-e", "plan_name=clusterctl")
     playbook = "- ansible.builtin.import_playbook: phasekit.kube.run\n"
@@ -313,6 +336,12 @@ def test_clusterctl_phases_run_clusterctl_with_the_clusters_kubeconfigs(airship_
     argv = Path(f"{record}.argv").read_text().splitlines()
     assert argv[:6] == ["init", "--core", "cluster-api:v1.8.0", "--infrastructure", "docker:v1.8.0", "--config"]
     assert yaml.safe_load(Path(f"{record}.kubeconfig").read_text())["current-context"] == "ephemeral"
+    # the provider's url: the built components in a private repository, gone once clusterctl ended
+    url = yaml.safe_load(Path(f"{record}.config").read_text())["providers"][0]["url"]
+    assert url.startswith("file:///") and url.endswith("/infrastructure-docker/v1.8.0/infrastructure-components.yaml")
+    assert not Path(url[len("file://"):]).exists()
+    components = Path(f"{record}.components").read_text()
+    assert COMPONENTS_MARKER in components and "kind: Metadata" not in components
 
     move = run_playbook(playbook, root / "inventory.yml", *args, "-e", "plan_only=clusterctl-move", env=path)
     assert move.rc == 0, move

@@ -13,16 +13,24 @@ What airshipctl did (``pkg/phase/executors/clusterctl.go``), and what the phase 
 - ``providers`` with a ``url`` clusterctl can read (http, https, file or an absolute path), ``images`` and
   ``additional-vars`` go into a clusterctl configuration file made for the command (``--config``; the command
   option ``env_files``, hidden like ``env``), as airshipctl's own configuration held them.
+- ``providers`` with ``versions`` (``{v0.3.2: <kustomize entry point>}``, relative to the target path): airshipctl
+  served each version's build as a clusterctl repository (``pkg/clusterctl/implementations/repository.go``):
+  ``metadata.yaml`` the build's one ``clusterctl.cluster.x-k8s.io`` ``Metadata`` document (none is an error, as
+  there), the components every other document not labelled ``airshipit.org/deploy-k8s: "false"`` (nor
+  ``config.kubernetes.io/local-config: "true"``, its later selector). Here the command option ``env_dirs`` builds
+  them into a private clusterctl local repository, ``<provider label>/<version>/<type>-components.yaml`` and
+  ``metadata.yaml``, and the configuration file's ``url`` names the highest version's components file in it.
 
 What cannot be done with the clusterctl program makes the phase not runnable (listed, refused by validate and
-run with what to do instead): providers whose components airshipctl built from the bundle (``versions``, or a
-``url`` relative to the target path), ``env-vars: false`` and ``variable-substitution: false`` (clusterctl
+run with what to do instead): a ``url`` relative to the target path (a ``Clusterctl`` layout older than
+``versions``), ``env-vars: false`` and ``variable-substitution: false`` (clusterctl
 always reads variables from the environment and substitutes them), ``init-options.kubeConfigRef`` (the
 inventory gives the kubeconfig). Documents of the wrong shape are problems, as for every document.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 from urllib.parse import urlparse
@@ -39,6 +47,7 @@ SECTION = "clusterctl"
 INIT, MOVE = "init", "move"
 CONFIG_VARIABLE = "PHASEKIT_CLUSTERCTL_CONFIG"
 FROM_KUBECONFIG_VARIABLE = "PHASEKIT_CLUSTERCTL_FROM_KUBECONFIG"
+REPOSITORY_VARIABLE = "PHASEKIT_CLUSTERCTL_REPOSITORY"
 
 FIELDS = ("apiVersion", "kind", "metadata", "action", "init-options", "move-options", "providers",
           "additional-vars", "env-vars", "images")
@@ -54,6 +63,17 @@ PROVIDER_TYPES = ("CoreProvider", "BootstrapProvider", "ControlPlaneProvider", "
 # The configuration file's own keys: additional-vars may not take them.
 CONFIG_KEYS = ("providers", "images")
 READABLE_URL_SCHEMES = ("http", "https", "file")
+# provider type -> (the prefix of its label in a clusterctl repository path, its components file)
+REPOSITORY_NAMES = {"CoreProvider": ("", "core-components.yaml"),
+                    "BootstrapProvider": ("bootstrap-", "bootstrap-components.yaml"),
+                    "ControlPlaneProvider": ("control-plane-", "control-plane-components.yaml"),
+                    "InfrastructureProvider": ("infrastructure-", "infrastructure-components.yaml")}
+METADATA_KIND = "clusterctl.cluster.x-k8s.io/Metadata"
+METADATA_FILE = "metadata.yaml"
+# airshipctl's selectors of documents that are not components: airshipit.org/deploy-k8s notin (False, false),
+# later config.kubernetes.io/local-config notin (True, true)
+NOT_COMPONENTS = {"airshipit.org/deploy-k8s": ["false", "False"], "config.kubernetes.io/local-config": ["true", "True"]}
+SEMVER = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$")
 
 
 @dataclass
@@ -101,13 +121,13 @@ def clusterctl_phase(document: RawDocument, problems: Problems) -> ClusterctlPha
     if refusal is not None:
         return ClusterctlPhase({}, refusal_message(document, refusal.field, refusal.instead))
     if action == INIT:
-        return ClusterctlPhase(_command_options(["init", *init_args], config))
+        return ClusterctlPhase(_command_options(["init", *init_args], config, reader.repository))
     namespace = reader.text(move or {}, "namespace", "move-options.namespace")
     move_args = ["move", "--kubeconfig", _Variable(FROM_KUBECONFIG_VARIABLE), "--to-kubeconfig",
                  _Variable("KUBECONFIG")]
     if namespace:
         move_args += ["--namespace", namespace]
-    options = _command_options(move_args, config)
+    options = _command_options(move_args, config, reader.repository)
     options["kubeconfigs"] = {FROM_KUBECONFIG_VARIABLE: PARENT_HOST}
     return ClusterctlPhase(options)
 
@@ -127,8 +147,11 @@ class _Variable:
     name: str
 
 
-def _command_options(arguments: list, config: dict) -> dict:
-    """argv when every argument is plain; else a shell command that reads the file variables' values."""
+def _command_options(arguments: list, config: dict, repository: dict) -> dict:
+    """argv when every argument is plain; else a shell command that reads the file variables' values.
+
+    ``repository``: the files of the clusterctl repository built from ``versions`` (the option ``env_dirs``).
+    """
     if config:
         arguments = [*arguments, "--config", _Variable(CONFIG_VARIABLE)]
     if not any(isinstance(argument, _Variable) for argument in arguments):
@@ -138,7 +161,14 @@ def _command_options(arguments: list, config: dict) -> dict:
     options: dict = {"shell": True, "cmd": " ".join(["exec", PROGRAM, *words])}
     if config:
         options["env_files"] = {CONFIG_VARIABLE: yaml_io.safe_dump(config, sort_keys=False)}
+    if repository:
+        options["env_dirs"] = {REPOSITORY_VARIABLE: repository}
     return options
+
+
+def _semver_order(version: str) -> tuple:
+    major, minor, patch, prerelease = SEMVER.match(version).groups()
+    return int(major), int(minor), int(patch), prerelease is None, prerelease or ""
 
 
 class _Reader:
@@ -146,6 +176,7 @@ class _Reader:
 
     def __init__(self, content: dict, origin: DocumentOrigin, problems: Problems):
         self.content, self.origin, self.problems = content, origin, problems
+        self.repository: dict = {}  # the clusterctl repository's files (env_dirs) for providers with versions
 
     def action(self) -> str | None:
         action = self.content.get("action")
@@ -253,23 +284,52 @@ class _Reader:
                                                             "components; remove variable-substitution: false")
         versions = item.get("versions")
         if versions and not own_repository:
-            raise _Refused(f"{path}.versions", "airshipctl built this provider's components from the bundle; "
-                                               "write them into a clusterctl local repository (kubectl kustomize "
-                                               "<entry point> > <repository>/<provider>/<version>/"
-                                               "<type>-components.yaml, with its metadata.yaml beside it) and "
-                                               "give that file as url")
+            # airshipctl ignored url here (clusterctl's own repository only with clusterctl-repository: true)
+            url = self._repository_url(name, kind, versions, f"{path}.versions")
+            return {"name": name, "url": url, "type": kind} if url else None
         url = self.text(item, "url", f"{path}.url")
         if not url:
             self.problems.add(self.origin.at(f"{path}.url"), "missing: where clusterctl reads the provider's "
                                                              "components (an https URL or an absolute path)")
             return None
         if not (urlparse(url).scheme in READABLE_URL_SCHEMES or url.startswith("/")):
-            raise _Refused(f"{path}.url", f"{url} is a kustomize entry point airshipctl built; write its "
-                                          f"output into a clusterctl local repository (kubectl kustomize "
-                                          f"<target path>/{url} > <repository>/<provider>/<version>/"
-                                          f"<type>-components.yaml, with its metadata.yaml beside it) and give "
-                                          f"that file as url")
+            raise _Refused(f"{path}.url", f"{url} is a kustomize entry point airshipctl built, of no stated "
+                                          f"version; give it as versions: {{<its version>: {url}}} instead of "
+                                          f"url, and it is built into a clusterctl repository when the phase runs")
         return {"name": name, "url": url, "type": kind}
+
+    def _repository_url(self, name: str, kind: str, versions, path: str) -> str | None:
+        """The components URL of a provider whose versions are kustomize entry points; their files are added to
+        the repository. ``None`` when the versions have problems (each added)."""
+        if not isinstance(versions, dict):
+            self.problems.add(self.origin.at(path), f"expected a mapping of versions to kustomize entry points "
+                                                    f"(v0.3.7: path/to/kustomization), got {type_name(versions)}")
+            return None
+        ordered = []
+        for version, entry_point in versions.items():
+            where = f"{path}.{version}"
+            if not isinstance(version, str) or not SEMVER.match(version):
+                self.problems.add(self.origin.at(where), f"expected a semantic version (such as v0.3.7) as key, "
+                                                         f"got {version!r}")
+            elif not isinstance(entry_point, str) or not entry_point:
+                self.problems.add(self.origin.at(where), f"expected a kustomize entry point (a directory relative "
+                                                         f"to the target path), got {type_name(entry_point)}")
+            else:
+                ordered.append(version)
+        if not ordered or kind not in REPOSITORY_NAMES or not name:
+            return None
+        prefix, components = REPOSITORY_NAMES[kind]
+        label = f"{prefix}{name}"
+        for version in ordered:
+            about = self.origin.at(f"{path}.{version}")
+            # like airshipctl, an absolute entry point is still under the target path
+            entry_point = {"kustomize": versions[version].lstrip("/"), "about": about}
+            self.repository[f"{label}/{version}/{components}"] = {
+                **entry_point, "exclude_kinds": [METADATA_KIND], "exclude_labels": NOT_COMPONENTS}
+            self.repository[f"{label}/{version}/{METADATA_FILE}"] = {**entry_point, "kind": METADATA_KIND}
+        # the version clusterctl takes when init names none: the highest, as airshipctl's default version
+        default = max(ordered, key=_semver_order)
+        return f"file://${{{REPOSITORY_VARIABLE}}}/{label}/{default}/{components}"
 
     def _images(self) -> dict:
         images = self.content.get("images")

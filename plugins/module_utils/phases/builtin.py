@@ -33,6 +33,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import 
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import DEFAULT_TIMEOUT as TEARDOWN_TIMEOUT
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import Teardown
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import WAIT_OPTIONS_SPEC, wait_for_bundle, wait_rules
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs import build_env_dirs
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import COMMAND_PHASE_SPEC, command_argv
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import command_failure_message, run_command
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import RunRecords, bundle_digest, resumable
@@ -317,6 +318,9 @@ class BuiltinExecutors:
     def _command(self, phase: dict, host: str) -> Outcome:
         values = option_values(COMMAND_PHASE_SPEC["argument_spec"], phase.get("options"))
         argv = command_argv(values["argv"], values["cmd"], values["shell"])
+        if self.dry_run and self.mode == STATUS:
+            return Outcome(skipped=True, msg="commands do not run in a dry run")
+        built = build_env_dirs(values["env_dirs"] or {})  # validate and check mode too: a broken build fails
         if self.dry_run:
             # a command's effect cannot be predicted: not run by validate, status or check mode
             return Outcome(skipped=True, msg="commands do not run in a dry run")
@@ -327,7 +331,7 @@ class BuiltinExecutors:
                            env={**(values["env"] or {}), **phase_environment(phase, host)},
                            chdir=values["chdir"], stdin=values["stdin"],
                            timeout=command_timeout(values["timeout"], phase),
-                           kubeconfigs=kubeconfigs, env_files=values["env_files"])
+                           kubeconfigs=kubeconfigs, env_files=values["env_files"], env_dirs=built)
         return Outcome(changed=True, failed=done.rc != 0, msg=command_failure_message(done) if done.rc else "",
                        details={"rc": done.rc})
 

@@ -19,7 +19,10 @@ from dataclasses import dataclass
 
 from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.private_files import private_directory
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs import OPTION as ENV_DIRS
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs import (
+    absolute_env_dirs, check_env_dirs, with_directories, written_env_dirs)
+from ansible_collections.phasekit.kube.plugins.module_utils.private_files import private_directory, write_private_file
 
 SHELL = "/bin/sh"
 
@@ -38,14 +41,16 @@ COMMAND_SPEC = {
     "required_one_of": [["argv", "cmd"]],
 }
 
-# Command phases also take files only a run on the controller can give: other hosts' kubeconfigs, and texts
-# (a tool's configuration file) that must be files; each is private and lives as long as the command.
+# Command phases also take files only a run on the controller can give: other hosts' kubeconfigs, texts
+# (a tool's configuration file) that must be files, and directories of files kustomize builds (built_dirs);
+# each is private and lives as long as the command.
 COMMAND_PHASE_SPEC = {
     **COMMAND_SPEC,
     "argument_spec": {
         **COMMAND_SPEC["argument_spec"],
         "kubeconfigs": {"type": "dict", "default": {}},
         "env_files": {"type": "dict", "default": {}},
+        "env_dirs": {"type": "dict", "default": {}},
     },
 }
 # The value of a ``kubeconfigs`` entry that names the phase host's own parent (``kube_parent``).
@@ -54,9 +59,10 @@ ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def check_command_phase_options(options: dict) -> None:
-    """``kubeconfigs`` and ``env_files``: environment variable names to an inventory host and to a text."""
+    """``kubeconfigs``, ``env_files`` and ``env_dirs``: environment variable names to an inventory host, to a text
+    and to the files of a directory."""
     seen: dict[str, str] = {}
-    for option in ("kubeconfigs", "env_files"):
+    for option in ("kubeconfigs", "env_files", ENV_DIRS):
         for name, value in (options.get(option) or {}).items():
             if not isinstance(name, str) or not ENV_NAME.match(name) or name == "KUBECONFIG":
                 raise PhasekitError(f"{option}: {name!r} is not an environment variable name this option may set "
@@ -64,9 +70,19 @@ def check_command_phase_options(options: dict) -> None:
             if name in seen:
                 raise PhasekitError(f"{option}: {name} is also set by {seen[name]}; give each variable once")
             seen[name] = option
+            if option == ENV_DIRS:
+                continue
             if not isinstance(value, str) or not value:
                 wanted = "an inventory host name" if option == "kubeconfigs" else "the text of the file"
                 raise PhasekitError(f"{option}.{name}: expected {wanted}, got {type(value).__name__}")
+    check_env_dirs(options.get(ENV_DIRS) or {})
+
+
+def command_phase_paths(options: dict, base_dir: str) -> dict:
+    """The options with the kustomization directories of ``env_dirs`` made absolute, relative to ``base_dir``."""
+    if ENV_DIRS not in options:
+        return options
+    return {**options, ENV_DIRS: absolute_env_dirs(options[ENV_DIRS], base_dir)}
 
 
 @contextmanager
@@ -84,11 +100,7 @@ def private_text_files(texts: dict[str, str]):
 
 
 def _private_file(directory: str, name: str, text: str) -> str:
-    path = os.path.join(directory, name)
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    return path
+    return write_private_file(os.path.join(directory, name), text)
 
 
 @dataclass
@@ -127,19 +139,22 @@ def command_argv(argv: list[str] | None, cmd: str | None, shell: bool) -> list[s
 
 def run_command(argv: list[str], *, kubeconfig: dict, env: dict | None = None, chdir: str | None = None,
                 stdin: str | None = None, timeout: int | None = None, kubeconfigs: dict | None = None,
-                env_files: dict | None = None) -> CommandResult:
+                env_files: dict | None = None, env_dirs: dict | None = None) -> CommandResult:
     """Run ``argv`` with ``KUBECONFIG`` set to a private copy of ``kubeconfig``; never raises for a non-zero exit.
 
     ``kubeconfigs`` (variable -> kubeconfig) and ``env_files`` (variable -> text): private files as long as the
-    command runs, each variable holding its file's path.
+    command runs, each variable holding its file's path. ``env_dirs`` (variable -> relative path -> text, see
+    ``built_dirs.build_env_dirs``): private directories, each variable holding its directory's path, which the
+    ``env_files`` texts may name as ``${VARIABLE}``.
     """
     if chdir is not None and not os.path.isdir(chdir):
         raise PhasekitError(f"chdir {chdir}: no such directory")
-    texts = {name: yaml_io.safe_dump(config) for name, config in (kubeconfigs or {}).items()}
-    texts.update(env_files or {})
     with ExitStack() as stack:
         path = stack.enter_context(kubeconfig_file(kubeconfig))
-        files = stack.enter_context(private_text_files(texts)) if texts else {}
+        directories = stack.enter_context(written_env_dirs(env_dirs or {}))
+        texts = {name: yaml_io.safe_dump(config) for name, config in (kubeconfigs or {}).items()}
+        texts.update({name: with_directories(text, directories) for name, text in (env_files or {}).items()})
+        files = {**directories, **(stack.enter_context(private_text_files(texts)) if texts else {})}
         environment = dict(os.environ)
         environment.update({str(key): str(value) for key, value in (env or {}).items()})
         environment.update(files)

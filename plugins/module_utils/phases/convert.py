@@ -41,6 +41,8 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.airship impor
     read_airship_documents,
     split_airship_documents,
 )
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs import OPTION as OPTION_ENV_DIRS
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs import rebased_env_dirs
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import DOCUMENT_SUFFIXES, RawDocument
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.executors import Executor
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import (
@@ -169,12 +171,19 @@ def _phases_text(phases: list[Phase], options: dict, dest: str, conversion: Conv
         if phase.source_path is not None:
             spec["source"] = os.path.relpath(phase.source_path, dest)
         if options.get(phase.full_name):
-            spec["options"] = options[phase.full_name]
+            spec["options"] = _rebased(options[phase.full_name], phase.base_dir, dest)
         parts.append(pending + _document(PHASE_KIND, phase.name, spec))
         pending = ""
     if not parts:
         raise PhasekitError("convert_to: no phase of the documents can be converted (see each phase's executor)")
     return _joined(parts) + pending
+
+
+def _rebased(options: dict, base_dir: str, dest: str) -> dict:
+    """Options whose directories are relative to the phase's target path, relative to ``dest`` instead."""
+    if OPTION_ENV_DIRS not in options:
+        return options
+    return {**options, OPTION_ENV_DIRS: rebased_env_dirs(options[OPTION_ENV_DIRS], base_dir, dest)}
 
 
 def _plans_text(catalog: Catalog, conversion: Conversion) -> str:
@@ -213,7 +222,7 @@ def _document(kind: str, name: str, spec: dict) -> str:
 
 
 def _dump(data) -> str:
-    text = yaml_io.safe_dump(data, sort_keys=False)
+    text = yaml_io.safe_dump(data, sort_keys=False, literal_text=True)
     return text[:-len("...\n")] if text.endswith("...\n") else text
 
 

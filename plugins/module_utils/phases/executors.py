@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
@@ -24,6 +25,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import HID
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import (
     COMMAND_PHASE_SPEC,
     check_command_phase_options,
+    command_phase_paths,
 )
 
 ALL_OPTIONS = "*"
@@ -49,6 +51,7 @@ class Executor:
     check: object = None                   # options -> None; raises PhasekitError on values the spec cannot judge
     source_option: str | None = None       # the option a source path stands for (helm: chart_ref)
     runs_on_controller: bool = True        # False: a task file the role includes on each host (tasks)
+    nested_paths: Callable[[dict, str], dict] | None = None  # options with the paths inside them made absolute
 
     def shown_options(self, options: dict) -> dict:
         """The options as plans show them: values that may hold secrets (a command's env and stdin, the free-form
@@ -96,6 +99,8 @@ class Executor:
                 continue
             value = result.validated_parameters.get(key, options[given])
             checked[key] = absolute_paths(argument_spec[key], value, base_dir)
+        if self.nested_paths is not None:
+            checked = self.nested_paths(checked, base_dir)
         return checked, errors
 
 
@@ -141,7 +146,7 @@ def executor_registry(apply_spec: dict | None = None, wait_spec: dict | None = N
         Executor("wait", SOURCE_REQUIRED, True, phase_options(wait_spec), check=wait_check, renders_bundle=True),
         Executor("kubeconfig", SOURCE_NONE, False, KUBECONFIG_SPEC),
         Executor("command", SOURCE_OPTIONAL, False, COMMAND_PHASE_SPEC, secret_options=("env", "stdin", "env_files"),
-                 check=check_command_phase_options),
+                 check=check_command_phase_options, nested_paths=command_phase_paths),
         Executor("helm", SOURCE_OPTIONAL, False, {"argument_spec": HELM_OPTIONS_SPEC}, check=check_helm_options,
                  secret_options=HELM_SECRET_OPTIONS, source_option="chart_ref"),
         # options: free-form, for the user's task file

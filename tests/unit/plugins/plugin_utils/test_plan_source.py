@@ -42,16 +42,24 @@ def test_target_path_is_relative_to_the_playbook(playbook_dir):
     assert sources["workers-target"] == str(playbook_dir / "elsewhere" / "target" / "workers")
 
 
-# providers built from the bundle (versions): listed, not runnable
-UNSUPPORTED = {"name": "deploy-gating", "target_path": "elsewhere", "only": ["clusterctl-init-ephemeral"]}
+# an executor with no equivalent: listed, not runnable
+UNSUPPORTED = {"name": "deploy-gating", "target_path": "elsewhere", "only": ["iso-cloud-init-data"]}
 
 
 def test_list_and_tree_show_a_phase_that_cannot_run(playbook_dir):
-    assert plan(playbook_dir, False, **UNSUPPORTED).selected[0].phase.executor == "airship:Clusterctl"
+    assert plan(playbook_dir, False, **UNSUPPORTED).selected[0].phase.executor == "airship:GenericContainer"
 
 
 def test_validate_and_run_refuse_a_phase_that_cannot_run(playbook_dir):
-    refused = (r"\(Phase clusterctl-init-ephemeral\) field config.executorRef: "
-               r"executor Clusterctl clusterctl_init .* field providers\[0\].versions")
+    refused = (r"\(Phase iso-cloud-init-data\) field config.executorRef: "
+               r"executor GenericContainer iso-cloud-init-data .* has no equivalent")
     with pytest.raises(PhasekitError, match=refused):
         plan(playbook_dir, True, **UNSUPPORTED)
+
+
+def test_clusterctl_provider_versions_are_built_from_the_target_path(playbook_dir):
+    selected = plan(playbook_dir, False, name="deploy-gating", target_path="elsewhere",
+                    only=["clusterctl-init-ephemeral"]).selected[0].phase
+    files = selected.options["env_dirs"]["PHASEKIT_CLUSTERCTL_REPOSITORY"]
+    built = files["infrastructure-metal3/v0.3.2/infrastructure-components.yaml"]
+    assert built["kustomize"] == str(playbook_dir / "elsewhere" / "airshipctl/manifests/function/capm3/v0.3.2")

@@ -32,7 +32,7 @@ GATING = [
     ("kubectl-wait-tigera-ephemeral", E, "airship:GenericContainer"),
     ("initinfra-ephemeral", E, "apply"),
     ("kubectl-wait-deploy-ephemeral", E, "airship:GenericContainer"),
-    ("clusterctl-init-ephemeral", E, "airship:Clusterctl"),
+    ("clusterctl-init-ephemeral", E, "command"),
     ("kubectl-wait-pods-ephemeral", E, "airship:GenericContainer"),
     ("kubectl-pause-bmh", E, "airship:GenericContainer"),
     ("controlplane-ephemeral", E, "apply"),
@@ -41,7 +41,7 @@ GATING = [
     ("kubectl-wait-tigera-target", T, "airship:GenericContainer"),
     ("initinfra-target", T, "apply"),
     ("kubectl-wait-pods-target", T, "airship:GenericContainer"),
-    ("clusterctl-init-target", T, "airship:Clusterctl"),
+    ("clusterctl-init-target", T, "command"),
     ("clusterctl-move", T, "command"),
     ("kubectl-get-node-target", T, "airship:GenericContainer"),
     ("workers-classification", T, "apply"),
@@ -72,6 +72,15 @@ def site_documents():
 def site_plan(name, **kwargs):
     return build_plan(copy.deepcopy(site_documents()), executors=executors(),
                       inventory=inventory(), name=name, **kwargs)
+
+
+def test_the_sites_clusterctl_init_is_a_command_phase_building_its_provider_versions():
+    found = site_plan("deploy-gating", only=["clusterctl-init-ephemeral"]).selected[0].phase
+    assert (found.executor, found.not_runnable) == ("command", None)
+    files = found.options["env_dirs"]["PHASEKIT_CLUSTERCTL_REPOSITORY"]
+    assert {path: spec["kustomize"] for path, spec in files.items()} == {
+        f"infrastructure-metal3/v0.3.2/{name}": str(SITE / "airshipctl/manifests/function/capm3/v0.3.2")
+        for name in ("infrastructure-components.yaml", "metadata.yaml")}
 
 
 def inline_plan(documents, base_dir, **kwargs):
@@ -120,8 +129,10 @@ def test_phase_groups_layout_runs_the_groups_phases_one_after_the_other():
 def test_list_and_tree_show_the_airship_executor_kind():
     plan = site_plan("deploy-gating")
     table = "\n".join(views.list_lines(plan))
-    assert "airship:GenericContainer" in table and "airship:Clusterctl" in table
-    assert any("clusterctl-init-target" in line and "airship:Clusterctl" in line for line in views.tree_lines(plan))
+    assert "airship:GenericContainer" in table
+    assert any("iso-cloud-init-data" in line and "airship:GenericContainer" in line for line in views.tree_lines(plan))
+    # its provider versions are built into a clusterctl repository: a command phase
+    assert any("clusterctl-init-target" in line and "command" in line for line in views.tree_lines(plan))
 
 
 @pytest.mark.parametrize("phase, options", [

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import stat
 import sys
 
 import pytest
 import yaml
 
+from ansible_collections.phasekit.kube.plugins.action.phase_plan import render_bundles
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import BuiltinExecutors
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.convert import convert_documents
@@ -157,17 +160,16 @@ def test_with_clusterctl_on_path_the_phase_validates(tmp_path, clusterctl_on_pat
 # ------------------------------------------------------------------ refused (listed, not runnable)
 
 @pytest.mark.parametrize("fields, field, instead", [
-    ({"providers": [{"name": "metal3", "type": "InfrastructureProvider", "versions": {"v0.4.0": "capm3/v0.4.0"}}]},
-     "providers[0].versions", "write them into a clusterctl local repository"),
     ({"providers": [{"name": "capd", "type": "InfrastructureProvider", "url": "airshipctl/manifests/capd/v0.3.11"}]},
-     "providers[0].url", "airshipctl/manifests/capd/v0.3.11 is a kustomize entry point airshipctl built"),
+     "providers[0].url", "airshipctl/manifests/capd/v0.3.11 is a kustomize entry point airshipctl built, of no "
+                         "stated version"),
     ({"providers": [{"name": "m", "type": "CoreProvider", "url": "https://x/core-components.yaml",
                      "variable-substitution": False}]},
      "providers[0].variable-substitution", "clusterctl substitutes variables in every provider's components"),
     ({"env-vars": False}, "env-vars", "clusterctl always reads variables from the environment"),
     ({"init-options": {"kubeConfigRef": {"kind": "KubeConfig", "name": "default"}}},
      "init-options.kubeConfigRef", "set kube_kubeconfig on the host"),
-], ids=["versions-built-from-the-bundle", "url-relative-to-the-target-path", "no-variable-substitution",
+], ids=["url-relative-to-the-target-path", "no-variable-substitution",
         "no-env-vars", "kubeconfig-ref"])
 def test_fields_clusterctl_cannot_honour_make_the_phase_not_runnable(
         tmp_path, clusterctl_on_path, fields, field, instead):
@@ -308,3 +310,164 @@ def test_a_kubeconfigs_entry_naming_a_group_is_refused_when_validated(tmp_path):
     with pytest.raises(PhasekitError, match="kubeconfigs.OTHER: 'all' is not a host of the inventory"):
         build_plan(inline_documents([document], str(tmp_path)), executors=executors(), inventory=inventory(),
                    runnable=True)
+
+
+# ------------------------------------------------------------------ providers with versions: a clusterctl repository
+
+REPOSITORY = "PHASEKIT_CLUSTERCTL_REPOSITORY"
+PINNED_KUBECTL = os.path.expanduser("~/.cache/phasekit/bin/k8s-v1.34.4")
+METADATA = {"apiVersion": "clusterctl.cluster.x-k8s.io/v1alpha3", "kind": "Metadata",
+            "metadata": {"name": "repository-metadata", "labels": {"airshipit.org/deploy-k8s": "false"}},
+            "releaseSeries": [{"major": 0, "minor": 3, "contract": "v1alpha3"}]}
+TWO_PROVIDERS = [
+    {"name": "metal3", "type": "InfrastructureProvider", "variable-substitution": True,
+     "versions": {"v0.3.2": "function/capm3/v0.3.2", "v0.4.0": "function/capm3/v0.4.0"}},
+    {"name": "cluster-api", "type": "CoreProvider", "versions": {"v0.3.7": "function/capi/v0.3.7"}},
+]
+LAYOUT = {
+    "cluster-api/v0.3.7/core-components.yaml": "function/capi/v0.3.7",
+    "cluster-api/v0.3.7/metadata.yaml": "function/capi/v0.3.7",
+    "infrastructure-metal3/v0.3.2/infrastructure-components.yaml": "function/capm3/v0.3.2",
+    "infrastructure-metal3/v0.3.2/metadata.yaml": "function/capm3/v0.3.2",
+    "infrastructure-metal3/v0.4.0/infrastructure-components.yaml": "function/capm3/v0.4.0",
+    "infrastructure-metal3/v0.4.0/metadata.yaml": "function/capm3/v0.4.0",
+}
+
+
+@pytest.fixture(name="kustomize_on_path")
+def kustomize_on_path_fixture(monkeypatch):
+    """The pinned kubectl first on PATH when it is there (else the one on PATH) builds the entry points."""
+    if os.path.isdir(PINNED_KUBECTL):
+        monkeypatch.setenv("PATH", f"{PINNED_KUBECTL}{os.pathsep}{os.environ.get('PATH', '')}")
+
+
+def entry_point(target, relative, *documents, resources=None):
+    """A kustomization at target/relative listing its own documents file (and ``resources``, as given)."""
+    directory = target / relative
+    directory.mkdir(parents=True)
+    (directory / "docs.yaml").write_text(yaml.safe_dump_all(documents), encoding="utf-8")
+    listed = ["docs.yaml"] if resources is None else resources
+    (directory / "kustomization.yaml").write_text(yaml.safe_dump({"resources": listed}), encoding="utf-8")
+
+
+def component(name, **labels):
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": labels or {"a": "b"}}}
+
+
+def site(tmp_path):
+    """The entry points of TWO_PROVIDERS under the target path (the inline documents' directory)."""
+    for relative in ("function/capm3/v0.3.2", "function/capm3/v0.4.0", "function/capi/v0.3.7"):
+        entry_point(tmp_path, relative, component(relative.replace("/", "-").replace(".", "-")), METADATA,
+                    component("site-only", **{"airshipit.org/deploy-k8s": "false"}))
+
+
+FAKE_CLUSTERCTL = """#!{python}
+import json, os, sys, yaml
+config = yaml.safe_load(open(sys.argv[sys.argv.index("--config") + 1]))
+root = os.environ["{repository}"]
+seen = {{"urls": {{}}, "files": {{}}, "modes": set()}}
+for provider in config["providers"]:
+    path = provider["url"][len("file://"):]
+    seen["urls"][provider["name"]] = os.path.relpath(path, root)
+for top, _dirs, names in os.walk(root):
+    for name in names:
+        path = os.path.join(top, name)
+        seen["files"][os.path.relpath(path, root)] = list(yaml.safe_load_all(open(path)))
+        seen["modes"].add(oct(os.stat(path).st_mode & 0o777))
+seen["modes"] = sorted(seen["modes"])
+seen["root"] = root
+json.dump(seen, open({out!r}, "w"))
+"""
+
+
+def test_provider_versions_are_built_into_a_clusterctl_repository_the_config_names(tmp_path, kustomize_on_path,
+                                                                                   clusterctl_on_path):
+    site(tmp_path)
+    listed = phase(tmp_path, action="init", **{"init-options": {"infrastructure-providers": ["metal3:v0.4.0"]}},
+                   providers=TWO_PROVIDERS)
+    options = listed.options
+    assert options["cmd"] == f'exec clusterctl init --infrastructure metal3:v0.4.0 --config "${CONFIG}"'
+    assert yaml.safe_load(options["env_files"][CONFIG])["providers"] == [
+        {"name": "metal3", "type": "InfrastructureProvider",
+         "url": f"file://${{{REPOSITORY}}}/infrastructure-metal3/v0.4.0/infrastructure-components.yaml"},
+        {"name": "cluster-api", "type": "CoreProvider",
+         "url": f"file://${{{REPOSITORY}}}/cluster-api/v0.3.7/core-components.yaml"}]
+    files = options["env_dirs"][REPOSITORY]
+    assert {path: spec["kustomize"] for path, spec in files.items()} == {
+        path: str(tmp_path / relative) for path, relative in LAYOUT.items()}
+
+    out = tmp_path / "seen.json"
+    clusterctl_on_path.write_text(FAKE_CLUSTERCTL.format(python=sys.executable, repository=REPOSITORY, out=str(out)),
+                                  encoding="utf-8")
+    outcome = BuiltinExecutors(FakeAccess())({"name": "init", "executor": "command", "options": options}, T)
+    assert (outcome.failed, outcome.msg) == (False, "")
+    seen = json.loads(out.read_text(encoding="utf-8"))
+    assert seen["urls"] == {"metal3": "infrastructure-metal3/v0.4.0/infrastructure-components.yaml",
+                            "cluster-api": "cluster-api/v0.3.7/core-components.yaml"}
+    assert sorted(seen["files"]) == sorted(LAYOUT)
+    assert seen["files"]["infrastructure-metal3/v0.4.0/infrastructure-components.yaml"] == [
+        component("function-capm3-v0-4-0")]  # neither the Metadata nor what is labelled deploy-k8s: "false"
+    assert seen["files"]["cluster-api/v0.3.7/metadata.yaml"] == [METADATA]
+    assert seen["modes"] == ["0o600"]
+    assert not os.path.exists(seen["root"])  # removed with the command
+
+
+def test_the_plan_and_render_show_the_repository_it_would_build(tmp_path):
+    built = plan(tmp_path, action="init", providers=TWO_PROVIDERS)
+    shown = built.phases[0].to_dict(shown=executors())["options"]
+    assert sorted(shown["env_dirs"][REPOSITORY]) == sorted(LAYOUT)  # nothing secret: paths and filters
+    rendered = render_bundles(built)
+    assert rendered == [{"phase": "cctl-phase", "cluster": T, "command": built.phases[0].phase.options["cmd"],
+                         "directories": {REPOSITORY: {path: str(tmp_path / relative)
+                                                      for path, relative in sorted(LAYOUT.items())}}}]
+
+
+@pytest.mark.parametrize("check_mode, mode", [(False, "validate"), (True, "run")], ids=["validate", "check-mode"])
+def test_validate_and_check_mode_build_the_entry_points_and_run_nothing(tmp_path, kustomize_on_path,
+                                                                        check_mode, mode):
+    site(tmp_path)
+    options = phase(tmp_path, action="init", providers=TWO_PROVIDERS).options
+    options = {**options, "cmd": "exec clusterctl-must-not-run"}
+    outcome = BuiltinExecutors(FakeAccess(), mode=mode, check_mode=check_mode)(
+        {"name": "init", "executor": "command", "options": options}, T)
+    assert outcome.skipped and outcome.msg == "commands do not run in a dry run"
+
+
+def broken_site(tmp_path, how):
+    site(tmp_path)
+    broken = tmp_path / "function/capm3/v0.4.0"
+    if how == "broken":
+        (broken / "kustomization.yaml").write_text(yaml.safe_dump({"resources": ["gone.yaml"]}), encoding="utf-8")
+    elif how == "missing":
+        for path in broken.iterdir():
+            path.unlink()
+        broken.rmdir()
+    elif how == "no-metadata":
+        (broken / "docs.yaml").write_text(yaml.safe_dump(component("only")), encoding="utf-8")
+
+
+@pytest.mark.parametrize("how, message", [
+    ("broken", r"kustomization .*function/capm3/v0\.4\.0: kubectl kustomize failed: .*gone\.yaml"),
+    ("missing", r"no directory .*function/capm3/v0\.4\.0 \(expected a kustomization directory\)"),
+    ("no-metadata", r"the build of .*function/capm3/v0\.4\.0 has 0 clusterctl\.cluster\.x-k8s\.io/Metadata "
+                    r"documents; expected exactly one"),
+], ids=["broken-entry-point", "missing-entry-point", "no-metadata-document"])
+def test_an_entry_point_that_does_not_build_fails_validate_naming_the_provider_and_version(
+        tmp_path, kustomize_on_path, how, message):
+    broken_site(tmp_path, how)
+    options = phase(tmp_path, action="init", providers=TWO_PROVIDERS).options
+    with pytest.raises(PhasekitError) as error:
+        BuiltinExecutors(FakeAccess(), mode="validate")({"name": "init", "executor": "command", "options": options}, T)
+    assert str(error.value).startswith("plan document 2 (Clusterctl cctl) field providers[0].versions.v0.4.0: ")
+    assert re.search(message, str(error.value))
+
+
+@pytest.mark.parametrize("versions, where, message", [
+    (["v0.3.2"], "providers[0].versions", "expected a mapping of versions to kustomize entry points"),
+    ({"latest": "capm3"}, "providers[0].versions.latest", "expected a semantic version (such as v0.3.7) as key"),
+    ({"v0.3.2": 3}, "providers[0].versions.v0.3.2", "expected a kustomize entry point"),
+], ids=["not-a-mapping", "not-a-version", "not-a-path"])
+def test_versions_of_the_wrong_shape_are_problems(tmp_path, versions, where, message):
+    with pytest.raises(PhasekitError, match=re.escape(f"plan document 2 (Clusterctl cctl) field {where}: {message}")):
+        plan(tmp_path, action="init", providers=[{"name": "metal3", "type": "InfrastructureProvider",
+                                                  "versions": versions}])
