@@ -331,14 +331,18 @@ class _Reader:
         default = max(ordered, key=_semver_order)
         return f"file://${{{REPOSITORY_VARIABLE}}}/{label}/{default}/{components}"
 
+    def _mapping(self, key: str, expected: str) -> dict:
+        """An optional mapping field of the document ({} when absent, or when it is a problem)."""
+        value = self.content.get(key)
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            self.problems.add(self.origin.at(key), f"expected {expected}, got {type_name(value)}")
+            return {}
+        return value
+
     def _images(self) -> dict:
-        images = self.content.get("images")
-        if images is None:
-            return {}
-        if not isinstance(images, dict):
-            self.problems.add(self.origin.at("images"), f"expected a mapping of components to "
-                                                        f"{{repository, tag}}, got {type_name(images)}")
-            return {}
+        images = self._mapping("images", "a mapping of components to {repository, tag}")
         shown = {}
         for component, meta in images.items():
             path = f"images.{component}"
@@ -351,13 +355,7 @@ class _Reader:
         return shown
 
     def _additional_vars(self) -> dict:
-        variables = self.content.get("additional-vars")
-        if variables is None:
-            return {}
-        if not isinstance(variables, dict):
-            self.problems.add(self.origin.at("additional-vars"), f"expected a mapping of variable names to "
-                                                                 f"strings, got {type_name(variables)}")
-            return {}
+        variables = self._mapping("additional-vars", "a mapping of variable names to strings")
         found = {}
         for name, value in variables.items():
             path = f"additional-vars.{name}"
