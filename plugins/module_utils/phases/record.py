@@ -13,10 +13,10 @@ A phase's entry is written when the phase ends on that cluster (a JSON merge
 patch of its key), so a run that stops half way (a cluster gone, a failed
 phase) leaves every phase that did its work recorded, and ``plan_resume`` can
 continue from there. The entry of a phase that changed nothing waits for the
-cluster's next write instead (a later phase's, or the one when the step
-ends, ``flush``; at most ``FLUSH_AFTER`` seconds): one merge patch carries
-every waiting key, so a re-run of unchanged phases costs one write per
-cluster, not one per phase. Lost to a controller killed outright, such an
+cluster's next write instead: a later phase's, the one when the step ends
+(``flush``), or the first phase end after it waited ``FLUSH_AFTER`` seconds.
+One merge patch carries every waiting key, so a re-run of unchanged phases
+costs one write per cluster, not one per phase. Lost to a controller killed outright, such an
 entry costs nothing on resume: the phase runs again and changes nothing.
 The ConfigMap is read once per cluster and run, before the first write (to
 keep the last ``keep`` entries), or before the first phase when resuming or
