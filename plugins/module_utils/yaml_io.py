@@ -15,7 +15,6 @@ the pure-Python ones on large manifest bundles and behave the same.
 from __future__ import annotations
 
 import functools
-
 import os
 import stat
 
@@ -124,6 +123,16 @@ def document_files(directory: str) -> list[str]:
     return [os.path.join(directory, name) for name in sorted(os.listdir(directory))
             if name.endswith(DOCUMENT_SUFFIXES) and not name.startswith(".")
             and os.path.isfile(os.path.join(directory, name))]
+
+
+def document_files_of(path: str) -> list[str]:
+    """A file itself, or a directory's ``document_files``; PhasekitError when nothing is there (what else is there,
+    a FIFO or a device, ``read_text_file`` refuses, naming it)."""
+    if os.path.isdir(path):
+        return document_files(path)
+    if os.path.exists(path):
+        return [path]
+    raise PhasekitError("no such file or directory")
 
 
 def read_text_file(path: str, what: str = "file") -> str:

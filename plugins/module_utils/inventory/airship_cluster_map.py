@@ -71,12 +71,10 @@ def read_cluster_maps(path: str) -> list[tuple[dict, str, str]]:
     Returns ``(document, label, file)`` triples; other documents (``KubeConfig``, phases, SOPS-encrypted
     files) are parsed as YAML and otherwise left alone.
     """
-    if os.path.isdir(path):
-        files = yaml_io.document_files(path)
-    elif os.path.isfile(path):
-        files = [path]
-    else:
-        raise PhasekitError("no such file or directory of airshipctl documents", where=path)
+    try:
+        files = yaml_io.document_files_of(path)
+    except PhasekitError as err:
+        raise PhasekitError(f"{err} of airshipctl documents", where=path) from None
     found = []
     for file_path in files:
         text = yaml_io.read_document_file(file_path)

@@ -108,14 +108,10 @@ def read_bundle_kubeconfig(bundle: str, name: str | None, origin: Origin, decryp
 
 def bundle_files(bundle: str) -> list[str]:
     """The files of a bundle: the file itself, or a directory's ``*.yaml`` and ``*.yml`` files."""
-    if os.path.isdir(bundle):
-        files = yaml_io.document_files(bundle)
-        if not files:
-            raise PhasekitError("no *.yaml or *.yml files in the directory")
-        return files
-    if not os.path.exists(bundle):
-        raise PhasekitError("no such file or directory")
-    return [bundle]
+    files = yaml_io.document_files_of(bundle)
+    if not files:
+        raise PhasekitError("no *.yaml or *.yml files in the directory")
+    return files
 
 
 def read_bundle_documents(bundle: str) -> list[BundleDocument]:
