@@ -16,7 +16,7 @@ import os
 from urllib.parse import urlsplit
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.sources import normalize_sources
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.sources import FILE_KINDS, normalize_sources
 
 _KEPT_OUT = ("a file (path, sops, vault or bundle source), an environment variable (env source) "
              "or a Secret on the parent cluster (secret source)")
@@ -76,7 +76,7 @@ def _with_paths(source, one_path, path_list):
     source = dict(source)
     if isinstance(source.get("path"), str):
         source["path"] = path_list(source["path"])
-    for key in ("sops", "vault", "bundle", "ca_path"):
+    for key in FILE_KINDS + ("ca_path",):  # one file each (a url source's ca_path too)
         if isinstance(source.get(key), str):
             source[key] = one_path(source[key])
     return source
