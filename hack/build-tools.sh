@@ -18,6 +18,17 @@ mkdir -p "$BIN"
 
 have() { [ -x "$BIN/$1" ]; }
 
+# The path of k8s.io/kubernetes's go.mod for K8S_VERSION, asked of the Go
+# command so that GOPROXY, GOFLAGS and GONOSUMDB (a mirror, a private proxy) apply.
+kubernetes_go_mod() {
+  local json path
+  json="$(cd / && GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$K8S_VERSION")" || {
+    echo "go mod download k8s.io/kubernetes@$K8S_VERSION failed:" >&2; echo "$json" >&2; exit 1; }
+  path="$(printf '%s\n' "$json" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')"
+  [ -n "$path" ] && [ -f "$path" ] || { echo "no go.mod for k8s.io/kubernetes@$K8S_VERSION in: $json" >&2; exit 1; }
+  echo "$path"
+}
+
 build_kubernetes() {
   local tools=(kube-apiserver kube-controller-manager kube-scheduler kubectl) missing=()
   for t in "${tools[@]}"; do have "$t" || missing+=("$t"); done
@@ -32,8 +43,7 @@ build_kubernetes() {
     echo "go 1.24.0"
     echo "require k8s.io/kubernetes $K8S_VERSION"
     echo "replace ("
-    curl -fsSL "https://proxy.golang.org/k8s.io/kubernetes/@v/$K8S_VERSION.mod" \
-      | sed -n 's#^\t\(k8s.io/[a-z0-9-]*\) => ./staging/src/.*#\t\1 => \1 '"$staging"'#p'
+    sed -n 's#^\t\(k8s.io/[a-z0-9-]*\) => ./staging/src/.*#\t\1 => \1 '"$staging"'#p' "$(kubernetes_go_mod)"
     echo ")"
   } >"$mod/go.mod"
   cat >"$mod/tools.go" <<'GO'
