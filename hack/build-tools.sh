@@ -2,6 +2,12 @@
 # Build the Kubernetes control-plane binaries, kubectl, KWOK, sops, age and helm from
 # the Go module proxy into a cache outside the repository. Idempotent: a tool
 # that is already built for the pinned version is not rebuilt.
+#
+#   hack/build-tools.sh                 # every tool, into $PHASEKIT_CACHE/bin/k8s-$K8S_VERSION
+#   hack/build-tools.sh kubectl helm    # only these (the execution environment's build does this)
+#
+# PHASEKIT_TOOLS_DIR puts them elsewhere. Only the Go command is needed; GOPROXY,
+# GOFLAGS and the Go caches apply as usual.
 set -euo pipefail
 
 K8S_VERSION="${K8S_VERSION:-v1.34.4}"
@@ -11,10 +17,19 @@ AGE_VERSION="${AGE_VERSION:-v1.2.1}"
 HELM_VERSION="${HELM_VERSION:-v4.3.1}"      # the helm the tests and the demo use
 HELM3_VERSION="${HELM3_VERSION:-v3.22.0}"   # helm 3 is supported too: tests prove it (installed as helm3)
 CACHE="${PHASEKIT_CACHE:-$HOME/.cache/phasekit}"
-BIN="$CACHE/bin/k8s-$K8S_VERSION"
+BIN="${PHASEKIT_TOOLS_DIR:-$CACHE/bin/k8s-$K8S_VERSION}"
 export GOFLAGS="${GOFLAGS:--buildvcs=false}" CGO_ENABLED=0
+KUBE_TOOLS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+ALL_TOOLS=("${KUBE_TOOLS[@]}" kwok sops age age-keygen helm helm3)
+WANTED=("$@")
+[ ${#WANTED[@]} -gt 0 ] || WANTED=("${ALL_TOOLS[@]}")
+for t in "${WANTED[@]}"; do
+  [[ " ${ALL_TOOLS[*]} " == *" $t "* ]] || { echo "build-tools: unknown tool $t (known: ${ALL_TOOLS[*]})" >&2; exit 2; }
+done
 
 mkdir -p "$BIN"
+
+wanted() { [[ " ${WANTED[*]} " == *" $1 "* ]]; }
 
 have() { [ -x "$BIN/$1" ]; }
 
@@ -30,8 +45,8 @@ kubernetes_go_mod() {
 }
 
 build_kubernetes() {
-  local tools=(kube-apiserver kube-controller-manager kube-scheduler kubectl) missing=()
-  for t in "${tools[@]}"; do have "$t" || missing+=("$t"); done
+  local missing=()
+  for t in "${KUBE_TOOLS[@]}"; do wanted "$t" && ! have "$t" && missing+=("$t"); done
   [ ${#missing[@]} -eq 0 ] && return 0
   local mod="$CACHE/src/k8s-wrapper-$K8S_VERSION"
   mkdir -p "$mod"
@@ -77,12 +92,14 @@ GO
 }
 
 go_install() {  # name package@version
+  wanted "$1" || return 0
   have "$1" && return 0
   echo "building $1 (first time only)" >&2
   GOBIN="$BIN" go install -trimpath -ldflags "-s -w" "$2"
 }
 
 build_helm() {  # name version: kept as helm-VERSION (a new pin is built), NAME links to it
+  wanted "$1" || return 0
   local major="${2%%.*}" out
   if ! have "helm-$2"; then
     echo "building helm $2 (first time only)" >&2
@@ -103,10 +120,12 @@ ensure_debian_packages() {  # etcd for the clusters; shellcheck for ansible-test
   [ ${#missing[@]} -eq 0 ] && return 0
   [ "$(id -u)" = 0 ] || { echo "missing: apt-get install ${missing[*]}" >&2; exit 1; }
   echo "installing ${missing[*]} (Debian)" >&2
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  # another build (the other Kubernetes version) may be installing them at the same time: wait for dpkg's lock
+  apt-get update -qq -o DPkg::Lock::Timeout=600 \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=600 "${missing[@]}" >/dev/null
 }
 
-ensure_debian_packages
+[ $# -gt 0 ] || ensure_debian_packages  # a full build is for the clusters and sanity on this machine
 build_kubernetes
 go_install kwok "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
 go_install sops "github.com/getsops/sops/v3/cmd/sops@$SOPS_VERSION"
