@@ -79,7 +79,7 @@ $(VENV_STAMP): requirements.txt tests/requirements-test.txt tests/requirements-d
 # Every line's venv (they install in parallel with the tool builds: make -j prepare).
 venvs: $(addprefix venv-core,$(CORE_LINES))
 venv-core%:
-	@$(MAKE) --no-print-directory venv CORE=$* PYTHON= PYVER= VENV=
+	@$(MAKE) --no-print-directory venv CORE=$*
 
 tools: $(TOOLS_STAMP)
 $(TOOLS_STAMP): hack/build-tools.sh
@@ -120,12 +120,19 @@ demo: venv tools collection-link
 	bash hack/demo.sh
 
 # What CI runs (.ci/run): the full lines first, then the smoke lines on the same
-# clusters, the Kubernetes-matrix tests on the oldest version, then the EE and a job in it.
-test: prepare
-	$(foreach line,$(CORE_FULL),$(MAKE) --no-print-directory check CORE=$(line) PYTHON= PYVER= VENV= &&) true
-	$(foreach line,$(filter-out $(CORE_FULL),$(CORE_LINES)),$(MAKE) --no-print-directory check CORE=$(line) PYTHON= PYVER= VENV= &&) true
-	$(MAKE) --no-print-directory integration-oldest
-	$(MAKE) --no-print-directory ee ee-test
+# clusters, the Kubernetes-matrix tests on the oldest version, then the EE and a job
+# in it. Each part's time is printed ([ci-time]) and collected in $(CI_TIMES).
+CI_TIMES ?= $(CACHE)/ci-times.txt
+SUBMAKE = PHASEKIT_CI_TIMES=$(CI_TIMES) bash hack/timed.sh
+test:
+	@: >$(CI_TIMES)
+	$(SUBMAKE) prepare $(MAKE) --no-print-directory prepare
+	$(foreach line,$(CORE_FULL) $(filter-out $(CORE_FULL),$(CORE_LINES)),\
+	  $(SUBMAKE) "check $(line)" $(MAKE) --no-print-directory check CORE=$(line) &&) true
+	$(SUBMAKE) integration-oldest $(MAKE) --no-print-directory integration-oldest
+	$(SUBMAKE) ee $(MAKE) --no-print-directory ee
+	$(SUBMAKE) ee-test $(MAKE) --no-print-directory ee-test
+	@echo "=== time of each part"; cat $(CI_TIMES)
 
 check: sanity units integration
 
@@ -151,7 +158,7 @@ units: venv tools
 
 integration: venv tools collection-link clusters
 	python -m pytest tests/integration -q -p no:cacheprovider -n $(INTEGRATION_WORKERS) \
-	  $(if $(filter smoke,$(LEVEL)),-m smoke) $(PYTEST_ARGS)
+	  -m "$(if $(filter smoke,$(LEVEL)),smoke and )not ee" $(PYTEST_ARGS)
 
 # The tests marked k8s_matrix, against clusters of the oldest Kubernetes version,
 # with that version's kubectl (its own directory and ports beside the newest's).
@@ -167,7 +174,7 @@ ee: venv
 	bash hack/build-ee.sh $(EE_IMAGE)
 
 ee-test: venv tools collection-link clusters
-	PHASEKIT_EE_IMAGE=$(EE_IMAGE) python -m pytest tests/ee -q -p no:cacheprovider $(PYTEST_ARGS)
+	PHASEKIT_EE_IMAGE=$(EE_IMAGE) python -m pytest tests/integration -q -p no:cacheprovider -m ee $(PYTEST_ARGS)
 
 bench: venv tools collection-link clusters
 	python bench/run.py
