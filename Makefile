@@ -157,7 +157,7 @@ units: venv tools
 	python -m pytest tests/unit -q -p no:cacheprovider -n $(UNIT_WORKERS) $(PYTEST_ARGS)
 
 integration: venv tools collection-link clusters
-	python -m pytest tests/integration -q -p no:cacheprovider -n $(INTEGRATION_WORKERS) \
+	python -m pytest tests/integration -q -p no:cacheprovider -n $(INTEGRATION_WORKERS) --dist loadfile \
 	  -m "$(if $(filter smoke,$(LEVEL)),smoke and )not ee" $(PYTEST_ARGS)
 
 # The tests marked k8s_matrix, against clusters of the oldest Kubernetes version,
@@ -165,7 +165,7 @@ integration: venv tools collection-link clusters
 integration-oldest: venv tools-oldest collection-link clusters-oldest
 	PHASEKIT_CLUSTERS_DIR=$(CLUSTERS_DIR_OLDEST) K8S_VERSION=$(K8S_OLDEST) PHASEKIT_BIN=$(TOOLS_OLDEST) \
 	  PATH=$(TOOLS_OLDEST):$(PATH) \
-	  python -m pytest tests/integration -q -p no:cacheprovider -n $(INTEGRATION_WORKERS) -m k8s_matrix $(PYTEST_ARGS)
+	  python -m pytest tests/integration -q -p no:cacheprovider -n $(INTEGRATION_WORKERS) --dist loadfile -m k8s_matrix $(PYTEST_ARGS)
 
 # The execution environment: the repository's own definition (examples/ee), on
 # the local Debian base (hack/base-image.sh) as a build override.
