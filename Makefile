@@ -62,7 +62,7 @@ TOOLS_STAMP := $(TOOLS)/.built
 COLLECTION_LINK := $(ANSIBLE_COLLECTIONS_PATH)/ansible_collections/phasekit/kube
 
 .PHONY: help venv venvs tools tools-oldest prepare clusters clusters-oldest clusters-down collection-link demo \
-        test check sanity ansible-test-sanity ansible-lint docs-lint units integration integration-oldest \
+        test check sanity sanity-all ansible-test-sanity ansible-lint docs-lint units integration integration-oldest \
         base-image ee ee-test bench build clean
 
 help:
@@ -86,9 +86,10 @@ $(TOOLS_STAMP): hack/build-tools.sh
 	K8S_VERSION=$(K8S_VERSION) bash hack/build-tools.sh
 	@touch $@
 
+# The oldest version's control plane and kubectl; KWOK, helm and sops come from TOOLS (on PATH after them).
 tools-oldest: $(TOOLS_OLDEST)/.built
 $(TOOLS_OLDEST)/.built: hack/build-tools.sh
-	K8S_VERSION=$(K8S_OLDEST) bash hack/build-tools.sh
+	K8S_VERSION=$(K8S_OLDEST) bash hack/build-tools.sh kube-apiserver kube-controller-manager kube-scheduler kubectl
 	@touch $@
 
 base-image:
@@ -127,12 +128,18 @@ SUBMAKE = PHASEKIT_CI_TIMES=$(CI_TIMES) bash hack/timed.sh
 test:
 	@: >$(CI_TIMES)
 	$(SUBMAKE) prepare $(MAKE) --no-print-directory prepare
+	$(SUBMAKE) sanity-all $(MAKE) --no-print-directory -j2 sanity-all
 	$(foreach line,$(CORE_FULL) $(filter-out $(CORE_FULL),$(CORE_LINES)),\
-	  $(SUBMAKE) "check $(line)" $(MAKE) --no-print-directory check CORE=$(line) &&) true
+	  $(SUBMAKE) "tests $(line)" $(MAKE) --no-print-directory units integration CORE=$(line) &&) true
 	$(SUBMAKE) integration-oldest $(MAKE) --no-print-directory integration-oldest
 	$(SUBMAKE) ee $(MAKE) --no-print-directory ee
 	$(SUBMAKE) ee-test $(MAKE) --no-print-directory ee-test
 	@echo "=== time of each part"; cat $(CI_TIMES)
+
+# Every line's sanity: ansible-test runs one test at a time, so two lines at once (make -j2) use both cores.
+sanity-all: $(addprefix sanity-core,$(CORE_LINES))
+sanity-core%:
+	@$(MAKE) --no-print-directory sanity CORE=$*
 
 check: sanity units integration
 
