@@ -46,7 +46,9 @@ ensure_tools() {
   [ ${#missing[@]} -eq 0 ] && return 0
   [ "$(id -u)" = 0 ] || die "missing: apt-get install ${missing[*]} (as root)"
   log "installing ${missing[*]} (Debian)"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  # make test installs other Debian packages at the same time: wait for dpkg's lock
+  apt-get update -qq -o DPkg::Lock::Timeout=600 \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=600 "${missing[@]}" >/dev/null
 }
 
 # Containers here run as root under runc with cgroupfs; their ulimits may not be
