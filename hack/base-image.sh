@@ -32,9 +32,17 @@ die() { log "$*"; exit 1; }
 
 host_codename() { . /etc/os-release && echo "${VERSION_CODENAME:?no VERSION_CODENAME in /etc/os-release}"; }
 
-host_mirror() {  # $1 suite: the URI this host's apt fetches SUITE main from, if any
-  apt-get indextargets --format '$(REPO_URI) $(RELEASE) $(COMPONENT)' 'Identifier: Packages' 2>/dev/null \
-    | awk -v s="$1" '$2 == s && $3 == "main" {print $1; exit}'
+host_mirror() {  # $1 suite: the first URI this host's apt sources list for SUITE main (one-line or deb822)
+  local file
+  for file in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
+    [ -f "$file" ] || continue
+    # a blank line ends a deb822 stanza; a final empty line ends the last one
+    { cat "$file"; echo; } | awk -v s="$1" '
+      function found() { return uris != "" && index(suites, " " s " ") && index(comps, " main ") }
+      /^deb / { sub(/\[[^]]*\] /, ""); if ($3 == s && index(" " $0 " ", " main ")) { print $2; exit } }
+      /^URIs:/ { uris = $2 } /^Suites:/ { suites = " " $0 " " } /^Components:/ { comps = " " $0 " " }
+      /^[[:space:]]*$/ { if (found()) { print uris; exit } uris = ""; suites = ""; comps = "" }'
+  done | head -n1
 }
 
 ensure_tools() {
