@@ -10,7 +10,7 @@
 # GOFLAGS and the Go caches apply as usual.
 set -euo pipefail
 
-K8S_VERSION="${K8S_VERSION:-v1.34.4}"
+K8S_VERSION="${K8S_VERSION:-v1.37.2}"     # the Makefile passes its K8S_VERSION (newest) or K8S_OLDEST
 KWOK_VERSION="${KWOK_VERSION:-v0.7.0}"
 SOPS_VERSION="${SOPS_VERSION:-v3.9.0}"
 AGE_VERSION="${AGE_VERSION:-v1.2.1}"
