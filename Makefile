@@ -2,29 +2,57 @@
 # a cache outside the repository ($(CACHE)); a warm run only does the work.
 #
 #   make demo          venv + tools + clusters, then the example site end to end
-#   make test          sanity + unit + integration (against real local clusters)
+#   make test          what CI runs: every ansible-core line, both Kubernetes versions, the EE
+#   make check         sanity + unit + integration on one ansible-core line (CORE=2.19 by default)
+#   make units         the unit suite on one line (CORE=2.16 ... 2.21)
+#   make integration   integration tests against real local clusters (full or smoke set, by CORE)
+#   make integration-oldest  the Kubernetes-matrix tests against clusters of K8S_OLDEST
+#   make ee            build the execution environment image phasekit-kube-ee:latest
+#   make ee-test       run a job in it the way AWX does (ansible-runner transmit | podman | process)
 #   make bench         benchmarks against kubectl and kubernetes.core (apply, then fleet)
 #   make clusters      start real local clusters (CLUSTERS="ephemeral target")
-#   make clusters-down stop them and remove their state
+#   make clusters-down stop them (both Kubernetes versions) and remove their state
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
 
-PYTHON ?= python3.11
-PYVER := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-# The newest ansible-core 2.19 on Python 3.11; the newest release on newer Pythons.
-CORE_ON_311 := ansible-core>=2.19,<2.20
-ANSIBLE_CORE ?= $(if $(filter 3.11,$(PYVER)),$(CORE_ON_311),ansible-core)
 CACHE ?= $(HOME)/.cache/phasekit
-VENV ?= $(CACHE)/venv-$(PYVER)
-K8S_VERSION ?= v1.34.4
+
+# ansible-core lines CI proves, each as LINE:PYTHON (the controller Python it runs on).
+# The lines in CORE_FULL run every integration test; the others the smoke set.
+CORE_MATRIX ?= 2.16:3.11 2.17:3.12 2.18:3.13 2.19:3.11 2.20:3.12 2.21:3.13
+CORE_FULL ?= 2.19 2.21
+CORE ?= 2.19
+CORE_LINES := $(foreach e,$(CORE_MATRIX),$(firstword $(subst :, ,$(e))))
+PYVER ?= $(word 2,$(subst :, ,$(filter $(CORE):%,$(CORE_MATRIX))))
+ifeq ($(PYVER),)
+$(error CORE=$(CORE) is not in CORE_MATRIX ($(CORE_MATRIX)))
+endif
+LEVEL := $(if $(filter $(CORE),$(CORE_FULL)),full,smoke)
+PYTHON ?= $(shell bash hack/find-python.sh $(PYVER))
+# One venv per Python and ansible-core line (several engineers share the cache).
+VENV ?= $(CACHE)/venv-$(PYVER)-core$(CORE)
+VENV_REQUIREMENTS := $(if $(filter full,$(LEVEL)),tests/requirements-dev.txt,tests/requirements-test.txt)
+
+# Kubernetes: the newest release for the demo and the default clusters; the
+# oldest claimed one for a second set of clusters beside them.
+K8S_VERSION ?= v1.37.2
+K8S_OLDEST ?= v1.30.14
 TOOLS := $(CACHE)/bin/k8s-$(K8S_VERSION)
+TOOLS_OLDEST := $(CACHE)/bin/k8s-$(K8S_OLDEST)
 CLUSTERS ?= ephemeral target
+PHASEKIT_CLUSTERS_DIR ?= $(CACHE)/clusters
+CLUSTERS_DIR_OLDEST := $(PHASEKIT_CLUSTERS_DIR)-$(K8S_OLDEST)
 PYTEST_ARGS ?=
+# Unit tests are independent: as many workers as cores.
+UNIT_WORKERS ?= auto
+# Integration tests share two clusters (each test in its own namespaces): two workers.
+INTEGRATION_WORKERS ?= 2
 
 export PHASEKIT_CACHE := $(CACHE)
 export PHASEKIT_BIN := $(TOOLS)
+export PHASEKIT_CLUSTERS_DIR
 export CLUSTERS K8S_VERSION
 export PATH := $(TOOLS):$(VENV)/bin:$(PATH)
 export ANSIBLE_COLLECTIONS_PATH := $(CACHE)/collections/$(notdir $(CURDIR))
@@ -33,24 +61,44 @@ VENV_STAMP := $(VENV)/.installed
 TOOLS_STAMP := $(TOOLS)/.built
 COLLECTION_LINK := $(ANSIBLE_COLLECTIONS_PATH)/ansible_collections/phasekit/kube
 
-.PHONY: help venv tools clusters clusters-down collection-link demo test sanity ansible-test-sanity \
-        ansible-lint docs-lint units integration bench build clean
+.PHONY: help venv venvs tools tools-oldest prepare clusters clusters-oldest clusters-down collection-link demo \
+        test check sanity sanity-all ansible-test-sanity ansible-lint docs-lint units integration integration-oldest \
+        base-image ee ee-test bench build clean
 
 help:
 	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
 
 venv: $(VENV_STAMP)
-$(VENV_STAMP): requirements.txt tests/requirements-dev.txt
+$(VENV_STAMP): requirements.txt tests/requirements-test.txt tests/requirements-dev.txt
 	@[ -x $(VENV)/bin/python ] || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --upgrade pip
-	$(VENV)/bin/python -m pip install -q '$(ANSIBLE_CORE)' -r tests/requirements-dev.txt
+	$(VENV)/bin/python -m pip install -q 'ansible-core==$(CORE).*' -r $(VENV_REQUIREMENTS)
 	bash hack/seed-get-pip.sh $(VENV)/bin/python
 	@touch $@
 
+# Every line's venv (they install in parallel with the tool builds: make -j prepare).
+venvs: $(addprefix venv-core,$(CORE_LINES))
+venv-core%:
+	@$(MAKE) --no-print-directory venv CORE=$*
+
 tools: $(TOOLS_STAMP)
 $(TOOLS_STAMP): hack/build-tools.sh
-	bash hack/build-tools.sh
+	K8S_VERSION=$(K8S_VERSION) bash hack/build-tools.sh
 	@touch $@
+
+# The oldest version's control plane and kubectl; KWOK, helm and sops come from TOOLS (on PATH after them).
+tools-oldest: $(TOOLS_OLDEST)/.built
+$(TOOLS_OLDEST)/.built: hack/build-tools.sh
+	K8S_VERSION=$(K8S_OLDEST) bash hack/build-tools.sh kube-apiserver kube-controller-manager kube-scheduler kubectl
+	@touch $@
+
+base-image:
+	@bash hack/base-image.sh >/dev/null
+
+# Everything test needs installed, in parallel: the network-bound venvs and base
+# image overlap the CPU-bound Go builds.
+prepare:
+	$(MAKE) --no-print-directory -j4 tools tools-oldest venvs base-image
 
 collection-link:
 	@mkdir -p $(dir $(COLLECTION_LINK))
@@ -59,21 +107,47 @@ collection-link:
 clusters: venv tools
 	$(VENV)/bin/python hack/clusters.py up $(CLUSTERS)
 
+clusters-oldest: venv tools-oldest
+	PHASEKIT_CLUSTERS_DIR=$(CLUSTERS_DIR_OLDEST) K8S_VERSION=$(K8S_OLDEST) PHASEKIT_BIN=$(TOOLS_OLDEST) \
+	  $(VENV)/bin/python hack/clusters.py up $(CLUSTERS)
+
 clusters-down: venv
 	$(VENV)/bin/python hack/clusters.py down
+	PHASEKIT_CLUSTERS_DIR=$(CLUSTERS_DIR_OLDEST) $(VENV)/bin/python hack/clusters.py down
 
 DEMO_CLUSTERS ?= ephemeral target workload01
 demo: venv tools collection-link
 	$(VENV)/bin/python hack/clusters.py up $(DEMO_CLUSTERS)
 	bash hack/demo.sh
 
-test: sanity units integration
+# What CI runs (.ci/run): the full lines first, then the smoke lines on the same
+# clusters, the Kubernetes-matrix tests on the oldest version, then the EE and a job
+# in it. Each part's time is printed ([ci-time]) and collected in $(CI_TIMES).
+CI_TIMES ?= $(CACHE)/ci-times.txt
+SUBMAKE = PHASEKIT_CI_TIMES=$(CI_TIMES) bash hack/timed.sh
+test:
+	@: >$(CI_TIMES)
+	$(SUBMAKE) prepare $(MAKE) --no-print-directory prepare
+	$(SUBMAKE) sanity-all $(MAKE) --no-print-directory -j2 sanity-all
+	$(foreach line,$(CORE_FULL) $(filter-out $(CORE_FULL),$(CORE_LINES)),\
+	  $(SUBMAKE) "tests $(line)" $(MAKE) --no-print-directory units integration CORE=$(line) &&) true
+	$(SUBMAKE) integration-oldest $(MAKE) --no-print-directory integration-oldest
+	$(SUBMAKE) ee $(MAKE) --no-print-directory ee
+	$(SUBMAKE) ee-test $(MAKE) --no-print-directory ee-test
+	@echo "=== time of each part"; cat $(CI_TIMES)
 
-sanity: ansible-test-sanity ansible-lint docs-lint
+# Every line's sanity: ansible-test runs one test at a time, so two lines at once (make -j2) use both cores.
+sanity-all: $(addprefix sanity-core,$(CORE_LINES))
+sanity-core%:
+	@$(MAKE) --no-print-directory sanity CORE=$*
+
+check: sanity units integration
+
+sanity: ansible-test-sanity $(if $(filter full,$(LEVEL)),ansible-lint docs-lint)
 
 # ansible-test wants the collection under ansible_collections/NAMESPACE/NAME:
 # copy the files git knows (tracked and new, not ignored) into such a tree.
-SANITY_TREE := $(CACHE)/sanity-$(PYVER)/ansible_collections/phasekit/kube
+SANITY_TREE := $(CACHE)/sanity-$(PYVER)-core$(CORE)/ansible_collections/phasekit/kube
 ansible-test-sanity: venv
 	rm -rf $(SANITY_TREE) && mkdir -p $(SANITY_TREE)
 	git ls-files -z --cached --others --exclude-standard | xargs -0 -I{} sh -c 'test -e "{}" && printf "%s\0" "{}"' \
@@ -87,10 +161,27 @@ docs-lint: venv collection-link
 	antsibull-docs lint-collection-docs --plugin-docs --skip-rstcheck .
 
 units: venv tools
-	python -m pytest tests/unit -q -p no:cacheprovider $(PYTEST_ARGS)
+	python -m pytest tests/unit -q -p no:cacheprovider -n $(UNIT_WORKERS) $(PYTEST_ARGS)
 
 integration: venv tools collection-link clusters
-	python -m pytest tests/integration -q -p no:cacheprovider $(PYTEST_ARGS)
+	python -m pytest tests/integration -q -p no:cacheprovider -n $(INTEGRATION_WORKERS) --dist loadfile \
+	  -m "$(if $(filter smoke,$(LEVEL)),smoke and )not ee" $(PYTEST_ARGS)
+
+# The tests marked k8s_matrix, against clusters of the oldest Kubernetes version,
+# with that version's kubectl (its own directory and ports beside the newest's).
+integration-oldest: venv tools-oldest collection-link clusters-oldest
+	PHASEKIT_CLUSTERS_DIR=$(CLUSTERS_DIR_OLDEST) K8S_VERSION=$(K8S_OLDEST) PHASEKIT_BIN=$(TOOLS_OLDEST) \
+	  PATH=$(TOOLS_OLDEST):$(PATH) \
+	  python -m pytest tests/integration -q -p no:cacheprovider -n $(INTEGRATION_WORKERS) --dist loadfile -m k8s_matrix $(PYTEST_ARGS)
+
+# The execution environment: the repository's own definition (examples/ee), on
+# the local Debian base (hack/base-image.sh) as a build override.
+EE_IMAGE ?= phasekit-kube-ee:latest
+ee: venv
+	bash hack/build-ee.sh $(EE_IMAGE)
+
+ee-test: venv tools collection-link clusters
+	PHASEKIT_EE_IMAGE=$(EE_IMAGE) python -m pytest tests/integration -q -p no:cacheprovider -m ee $(PYTEST_ARGS)
 
 bench: venv tools collection-link clusters
 	python bench/run.py

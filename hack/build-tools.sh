@@ -2,25 +2,51 @@
 # Build the Kubernetes control-plane binaries, kubectl, KWOK, sops, age and helm from
 # the Go module proxy into a cache outside the repository. Idempotent: a tool
 # that is already built for the pinned version is not rebuilt.
+#
+#   hack/build-tools.sh                 # every tool, into $PHASEKIT_CACHE/bin/k8s-$K8S_VERSION
+#   hack/build-tools.sh kubectl helm    # only these (the execution environment's build does this)
+#
+# PHASEKIT_TOOLS_DIR puts them elsewhere. Only the Go command is needed; GOPROXY,
+# GOFLAGS and the Go caches apply as usual.
 set -euo pipefail
 
-K8S_VERSION="${K8S_VERSION:-v1.34.4}"
+K8S_VERSION="${K8S_VERSION:-v1.37.2}"     # the Makefile passes its K8S_VERSION (newest) or K8S_OLDEST
 KWOK_VERSION="${KWOK_VERSION:-v0.7.0}"
 SOPS_VERSION="${SOPS_VERSION:-v3.9.0}"
 AGE_VERSION="${AGE_VERSION:-v1.2.1}"
 HELM_VERSION="${HELM_VERSION:-v4.3.1}"      # the helm the tests and the demo use
 HELM3_VERSION="${HELM3_VERSION:-v3.22.0}"   # helm 3 is supported too: tests prove it (installed as helm3)
 CACHE="${PHASEKIT_CACHE:-$HOME/.cache/phasekit}"
-BIN="$CACHE/bin/k8s-$K8S_VERSION"
+BIN="${PHASEKIT_TOOLS_DIR:-$CACHE/bin/k8s-$K8S_VERSION}"
 export GOFLAGS="${GOFLAGS:--buildvcs=false}" CGO_ENABLED=0
+KUBE_TOOLS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+ALL_TOOLS=("${KUBE_TOOLS[@]}" kwok sops age age-keygen helm helm3)
+WANTED=("$@")
+[ ${#WANTED[@]} -gt 0 ] || WANTED=("${ALL_TOOLS[@]}")
+for t in "${WANTED[@]}"; do
+  [[ " ${ALL_TOOLS[*]} " == *" $t "* ]] || { echo "build-tools: unknown tool $t (known: ${ALL_TOOLS[*]})" >&2; exit 2; }
+done
 
 mkdir -p "$BIN"
 
+wanted() { [[ " ${WANTED[*]} " == *" $1 "* ]]; }
+
 have() { [ -x "$BIN/$1" ]; }
 
+# The path of k8s.io/kubernetes's go.mod for K8S_VERSION, asked of the Go
+# command so that GOPROXY, GOFLAGS and GONOSUMDB (a mirror, a private proxy) apply.
+kubernetes_go_mod() {
+  local json path
+  json="$(cd / && GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$K8S_VERSION")" || {
+    echo "go mod download k8s.io/kubernetes@$K8S_VERSION failed:" >&2; echo "$json" >&2; exit 1; }
+  path="$(printf '%s\n' "$json" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')"
+  [ -n "$path" ] && [ -f "$path" ] || { echo "no go.mod for k8s.io/kubernetes@$K8S_VERSION in: $json" >&2; exit 1; }
+  echo "$path"
+}
+
 build_kubernetes() {
-  local tools=(kube-apiserver kube-controller-manager kube-scheduler kubectl) missing=()
-  for t in "${tools[@]}"; do have "$t" || missing+=("$t"); done
+  local missing=()
+  for t in "${KUBE_TOOLS[@]}"; do wanted "$t" && ! have "$t" && missing+=("$t"); done
   [ ${#missing[@]} -eq 0 ] && return 0
   local mod="$CACHE/src/k8s-wrapper-$K8S_VERSION"
   mkdir -p "$mod"
@@ -32,8 +58,7 @@ build_kubernetes() {
     echo "go 1.24.0"
     echo "require k8s.io/kubernetes $K8S_VERSION"
     echo "replace ("
-    curl -fsSL "https://proxy.golang.org/k8s.io/kubernetes/@v/$K8S_VERSION.mod" \
-      | sed -n 's#^\t\(k8s.io/[a-z0-9-]*\) => ./staging/src/.*#\t\1 => \1 '"$staging"'#p'
+    sed -n 's#^\t\(k8s.io/[a-z0-9-]*\) => ./staging/src/.*#\t\1 => \1 '"$staging"'#p' "$(kubernetes_go_mod)"
     echo ")"
   } >"$mod/go.mod"
   cat >"$mod/tools.go" <<'GO'
@@ -57,22 +82,26 @@ GO
   (
     cd "$mod"
     GOFLAGS="$GOFLAGS -mod=mod" go mod tidy -e >/dev/null 2>&1 || true
-    for t in "${missing[@]}"; do
-      echo "building $t $K8S_VERSION (first time only)" >&2
-      GOFLAGS="$GOFLAGS -mod=mod" go build -tags tools -trimpath -ldflags "$ldflags" \
-        -o "$BIN/$t.tmp" "k8s.io/kubernetes/cmd/$t"
-      mv "$BIN/$t.tmp" "$BIN/$t"
-    done
+    # one go build for all of them: their shared packages compile once, the links run in parallel
+    echo "building ${missing[*]} $K8S_VERSION (first time only)" >&2
+    local out pkgs=()
+    out="$(mktemp -d "$BIN/.build.XXXXXX")"
+    for t in "${missing[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$t"); done
+    GOFLAGS="$GOFLAGS -mod=mod" go build -tags tools -trimpath -ldflags "$ldflags" -o "$out/" "${pkgs[@]}"
+    for t in "${missing[@]}"; do mv "$out/$t" "$BIN/$t"; done
+    rmdir "$out"
   )
 }
 
 go_install() {  # name package@version
+  wanted "$1" || return 0
   have "$1" && return 0
   echo "building $1 (first time only)" >&2
   GOBIN="$BIN" go install -trimpath -ldflags "-s -w" "$2"
 }
 
 build_helm() {  # name version: kept as helm-VERSION (a new pin is built), NAME links to it
+  wanted "$1" || return 0
   local major="${2%%.*}" out
   if ! have "helm-$2"; then
     echo "building helm $2 (first time only)" >&2
@@ -93,10 +122,12 @@ ensure_debian_packages() {  # etcd for the clusters; shellcheck for ansible-test
   [ ${#missing[@]} -eq 0 ] && return 0
   [ "$(id -u)" = 0 ] || { echo "missing: apt-get install ${missing[*]}" >&2; exit 1; }
   echo "installing ${missing[*]} (Debian)" >&2
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  # another build (the other Kubernetes version) may be installing them at the same time: wait for dpkg's lock
+  apt-get update -qq -o DPkg::Lock::Timeout=600 \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=600 "${missing[@]}" >/dev/null
 }
 
-ensure_debian_packages
+[ $# -gt 0 ] || ensure_debian_packages  # a full build is for the clusters and sanity on this machine
 build_kubernetes
 go_install kwok "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
 go_install sops "github.com/getsops/sops/v3/cmd/sops@$SOPS_VERSION"

@@ -5,9 +5,18 @@ Each cluster is etcd + kube-apiserver + kube-controller-manager + kube-scheduler
 + KWOK (fake nodes that run pods), all bound to 127.0.0.1, each with its own
 state directory. Usage:
 
-    clusters.py up   [NAME ...]   start (idempotent) and wait for /readyz
-    clusters.py down [NAME ...]   stop every process started and remove state
-    clusters.py env               print shell exports for the merged kubeconfig
+    clusters.py up   [NAME[@VERSION] ...]   start (idempotent) and wait for /readyz
+    clusters.py down [NAME ...]             stop every process started and remove state
+    clusters.py env                         print shell exports for the merged kubeconfig
+    clusters.py status                      each running cluster's version and live components
+
+A cluster runs the Kubernetes VERSION it is given (NAME@v1.30.14), else $K8S_VERSION,
+with the binaries hack/build-tools.sh built for it in $PHASEKIT_CACHE/bin/k8s-VERSION
+($PHASEKIT_BIN when no version is set). The version is kept in its state directory:
+asking a running cluster for another version is an error (take it down first).
+Ports come from $PHASEKIT_PORT_BASE and a slot per cluster, unique across this
+directory and its siblings named after it (e.g. clusters-v1.30.14 beside clusters),
+so that sets of clusters of different versions run side by side.
 
 Per cluster NAME, in $PHASEKIT_CLUSTERS_DIR (default ~/.cache/phasekit/clusters):
     NAME/admin.kubeconfig    context NAME, user NAME-admin (client certificate)
@@ -39,8 +48,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-ROOT = Path(os.environ.get("PHASEKIT_CLUSTERS_DIR", Path.home() / ".cache/phasekit/clusters"))
+CACHE = Path(os.environ.get("PHASEKIT_CACHE", Path.home() / ".cache/phasekit"))
+ROOT = Path(os.environ.get("PHASEKIT_CLUSTERS_DIR", CACHE / "clusters"))
 BIN = Path(os.environ.get("PHASEKIT_BIN", ""))
+DEFAULT_VERSION = os.environ.get("K8S_VERSION", "")
 DEFAULT_NAMES = os.environ.get("CLUSTERS", "ephemeral target").split()
 PORT_BASE = int(os.environ.get("PHASEKIT_PORT_BASE", "36000"))
 FAKE_NODES = 2
@@ -49,15 +60,20 @@ COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-schedul
 
 
 def cluster_index(name: str) -> int:
-    """The cluster's slot, kept in its state directory: ports stay the same whatever else runs."""
+    """The cluster's slot, kept in its state directory: ports stay the same whatever else runs. Slots are unique
+    across ROOT and its siblings that start with its name (the clusters of another Kubernetes version)."""
     slot_file = ROOT / name / "slot"
     if slot_file.exists():
         return int(slot_file.read_text())
-    taken = {int(p.read_text()) for p in ROOT.glob("*/slot")}
+    taken = {int(p.read_text()) for p in ROOT.parent.glob(f"{glob_escape(ROOT.name)}*/*/slot")}
     slot = next(i for i in range(100) if i not in taken)
     slot_file.parent.mkdir(parents=True, exist_ok=True)
     slot_file.write_text(str(slot))
     return slot
+
+
+def glob_escape(text: str) -> str:
+    return "".join(f"[{c}]" if c in "*?[" else c for c in text)
 
 
 def ports_for(index: int) -> dict:
@@ -213,11 +229,40 @@ def stop(state: Path):
         pidfile.unlink(missing_ok=True)
 
 
-def tool(name: str) -> str:
-    for candidate in (BIN / name, Path(shutil.which(name) or "/nonexistent")):
+def bin_dir(version: str) -> Path:
+    """Where the binaries of ``version`` are (hack/build-tools.sh builds them there); PHASEKIT_BIN without one."""
+    return CACHE / "bin" / f"k8s-{version}" if version else BIN
+
+
+def tool(name: str, version: str = "") -> str:
+    where = bin_dir(version)
+    candidates = [where / name]
+    if not (version and name.startswith("kube")):  # a version's own control plane and kubectl, nothing else
+        candidates.append(Path(shutil.which(name) or "/nonexistent"))
+    for candidate in candidates:
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return str(candidate)
-    sys.exit(f"clusters: {name} not found in {BIN} or PATH; run hack/build-tools.sh first")
+    sys.exit(f"clusters: {name} not found in {where}{'' if len(candidates) == 1 else ' or PATH'}; "
+             f"run K8S_VERSION={version or '<version>'} hack/build-tools.sh first")
+
+
+def parse_name(spec: str) -> tuple[str, str]:
+    """NAME or NAME@VERSION -> (name, version); the version defaults to $K8S_VERSION."""
+    name, _, version = spec.partition("@")
+    if not name or (version and not version.startswith("v1.")):
+        sys.exit(f"clusters: {spec!r}: expected NAME or NAME@v1.MINOR.PATCH")
+    return name, version or DEFAULT_VERSION
+
+
+def claim_version(state: Path, name: str, version: str):
+    """Record the cluster's version; a running cluster keeps the one it was started with."""
+    recorded = state / "version"
+    if recorded.exists() and (state / "kube-apiserver.pid").exists() and _alive(state / "kube-apiserver.pid"):
+        running = recorded.read_text().strip()
+        if running != version:
+            sys.exit(f"clusters: {name} runs Kubernetes {running or '(PHASEKIT_BIN)'}, asked for "
+                     f"{version or '(PHASEKIT_BIN)'}: run 'clusters.py down {name}' first")
+    recorded.write_text(version)
 
 
 def wait_ready(url: str, pki: Path, what: str, state: Path, timeout=120):
@@ -238,16 +283,18 @@ def wait_ready(url: str, pki: Path, what: str, state: Path, timeout=120):
 
 
 def kubectl(admin_kc: Path, *args, stdin: str | None = None, check=True):
-    return subprocess.run([tool("kubectl"), "--kubeconfig", str(admin_kc), *args], input=stdin, text=True,
+    version = (admin_kc.parent / "version").read_text().strip() if (admin_kc.parent / "version").exists() else ""
+    return subprocess.run([tool("kubectl", version), "--kubeconfig", str(admin_kc), *args], input=stdin, text=True,
                           capture_output=True, check=check)
 
 
 # ---------------------------------------------------------------- one cluster
 
-def up_one(name: str, index: int):
+def up_one(name: str, index: int, version: str = ""):
     state = ROOT / name
     pki = state / "pki"
     state.mkdir(parents=True, exist_ok=True)
+    claim_version(state, name, version)
     make_pki(pki)
     p = ports_for(index)
     server = f"https://127.0.0.1:{p['apiserver']}"
@@ -271,7 +318,7 @@ def up_one(name: str, index: int):
                           "--initial-cluster", f"{name}=http://127.0.0.1:{p['etcd_peer']}",
                           "--unsafe-no-fsync", "--quota-backend-bytes", str(4 * 1024 ** 3)])
     start(state, "kube-apiserver", [
-        tool("kube-apiserver"), "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+        tool("kube-apiserver", version), "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
         f"--secure-port={p['apiserver']}", f"--etcd-servers=http://127.0.0.1:{p['etcd']}",
         f"--client-ca-file={pki / 'ca.crt'}", f"--tls-cert-file={pki / 'apiserver.crt'}",
         f"--tls-private-key-file={pki / 'apiserver.key'}",
@@ -279,10 +326,13 @@ def up_one(name: str, index: int):
         "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
         f"--token-auth-file={pki / 'tokens.csv'}", "--authorization-mode=Node,RBAC",
         "--service-cluster-ip-range=10.96.0.0/16", "--allow-privileged=true", "--profiling=false",
+        # Kubernetes 1.35+ refuses a loopback advertise address for the endpoint reconciler of the
+        # 'kubernetes' Service; nothing here reaches the API server through that Service.
+        "--endpoint-reconciler-type=none",
         f"--cert-dir={state / 'apiserver-certs'}"])
     wait_ready(f"{server}/readyz", pki, f"{name} kube-apiserver", state)
     start(state, "kube-controller-manager", [
-        tool("kube-controller-manager"), f"--kubeconfig={state / 'controller-manager.kubeconfig'}",
+        tool("kube-controller-manager", version), f"--kubeconfig={state / 'controller-manager.kubeconfig'}",
         f"--authentication-kubeconfig={state / 'controller-manager.kubeconfig'}",
         f"--authorization-kubeconfig={state / 'controller-manager.kubeconfig'}",
         "--bind-address=127.0.0.1", f"--secure-port={p['cm']}", "--leader-elect=false",
@@ -293,13 +343,13 @@ def up_one(name: str, index: int):
         # A loaded 2-core machine may delay KWOK's heartbeats; nodes must not flap to NotReady.
         "--node-monitor-grace-period=5m"])
     start(state, "kube-scheduler", [
-        tool("kube-scheduler"), f"--kubeconfig={state / 'scheduler.kubeconfig'}",
+        tool("kube-scheduler", version), f"--kubeconfig={state / 'scheduler.kubeconfig'}",
         f"--authentication-kubeconfig={state / 'scheduler.kubeconfig'}",
         f"--authorization-kubeconfig={state / 'scheduler.kubeconfig'}",
         "--bind-address=127.0.0.1", f"--secure-port={p['scheduler']}", "--leader-elect=false",
         "--profiling=false"])
     start(state, "kwok", [
-        tool("kwok"), f"--kubeconfig={admin_kc}", "--manage-all-nodes=false",
+        tool("kwok", version), f"--kubeconfig={admin_kc}", "--manage-all-nodes=false",
         "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
         "--disregard-status-with-annotation-selector=kwok.x-k8s.io/status=custom",
         "--cidr=10.0.0.1/24", "--node-ip=10.0.0.1", "--node-lease-duration-seconds=40", f"--node-port={p['kwok']}", "--server-address=127.0.0.1:0"],
@@ -371,8 +421,10 @@ def main(argv=None):
     args = parser.parse_args(argv)
     names = args.names or DEFAULT_NAMES
     if args.command == "up":
-        for name in names:
-            up_one(name, cluster_index(name))
+        wanted = [parse_name(spec) for spec in names]
+        names = [name for name, _ in wanted]
+        for name, version in wanted:
+            up_one(name, cluster_index(name), version)
         for name in names:
             wait_nodes_ready(name)
         write_merged(names)
@@ -381,7 +433,7 @@ def main(argv=None):
                   f"{ROOT / name / 'limited.kubeconfig'} (context {name}-limited)")
         print(f"merged kubeconfig: {ROOT / 'kubeconfig'}")
     elif args.command == "down":
-        for name in (args.names or running_names() or names):
+        for name in (args.names and [parse_name(spec)[0] for spec in args.names] or running_names() or names):
             stop(ROOT / name)
             shutil.rmtree(ROOT / name, ignore_errors=True)
         if not running_names():
@@ -391,7 +443,9 @@ def main(argv=None):
     elif args.command == "status":
         for name in running_names():
             alive = [c for c in COMPONENTS if _alive(ROOT / name / f"{c}.pid")]
-            print(f"{name}: {' '.join(alive) or 'stopped'}")
+            version_file = ROOT / name / "version"
+            version = version_file.read_text().strip() if version_file.exists() else ""
+            print(f"{name} ({version or BIN}): {' '.join(alive) or 'stopped'}")
 
 
 def wait_nodes_ready(name: str, timeout=120):

@@ -32,3 +32,13 @@ def _install_collection_finder():
 
 
 _install_collection_finder()
+
+
+def pytest_configure(config):
+    """The markers that pick the integration tests each part of CI runs (see the Makefile)."""
+    for line in (
+        "smoke: the integration tests every ansible-core line runs (the full set runs on 2.19 and the newest)",
+        "k8s_matrix: the integration tests that also run against clusters of the oldest Kubernetes version",
+        "ee: runs a job in the execution environment image (make ee-test), not in the plain integration run",
+    ):
+        config.addinivalue_line("markers", line)

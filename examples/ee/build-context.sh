@@ -3,7 +3,7 @@
 # repository, then let ansible-builder write Containerfile and context.
 #
 #   examples/ee/build-context.sh [CONTEXT_DIR]      # default examples/ee/context
-#   podman build -t phasekit-kube-ee:0.1.0 examples/ee/context
+#   podman build -t phasekit-kube-ee:latest examples/ee/context
 #
 # Needs ansible-core (ansible-galaxy) and ansible-builder, no container engine.
 # PHASEKIT_COLLECTION_DIR packs another checkout of the collection.

@@ -259,6 +259,7 @@ import os
 from ansible.errors import AnsibleParserError
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 
+from ansible_collections.phasekit.kube.plugins.module_utils import compat
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.airship_cluster_map import (
     hosts_from_cluster_map,
@@ -357,7 +358,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             raise PhasekitError("site file not found", where=site_path)
         try:
             # Like any inventory file: templates trusted, vault-encrypted values allowed.
-            return self.loader.load_from_file(site_path, cache="none", trusted_as_template=True)
+            return compat.load_trusted_file(self.loader, site_path)
         except Exception as exc:  # the loader's YAML errors name line and column
             raise PhasekitError(f"cannot read site file: {exc}", where=site_path) from None
 

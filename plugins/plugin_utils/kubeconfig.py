@@ -31,6 +31,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from ansible_collections.phasekit.kube.plugins.module_utils import compat
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.readers import SourceHooks
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import Resolution
@@ -132,7 +133,7 @@ def to_plain(value):
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, str):
-        return str(value)
+        return compat.plain_str(value)
     if isinstance(value, int):
         return int(value)
     if isinstance(value, float):

@@ -2,8 +2,7 @@
 # Apache License 2.0 (see LICENSE)
 """Jinja template files rendered with a cluster host's variables, as ``ansible.builtin.template`` renders them.
 
-Works with ansible-core 2.16 to the newest: from 2.19 a file's text must be
-marked trusted before Ansible templates it (the template action does the same).
+Works with ansible-core 2.16 to the newest (what differs is in ``module_utils/compat.py``).
 Errors name the file; a variable's value is never part of them.
 """
 
@@ -16,20 +15,9 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleError
 
-from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
+from ansible_collections.phasekit.kube.plugins.module_utils import compat, yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.templating import is_template_text
-
-try:
-    from ansible.parsing.vault import VaultHelper
-except ImportError:  # ansible-core < 2.19: vault values are AnsibleVaultEncryptedUnicode
-    VaultHelper = None
-
-try:
-    from ansible.template import trust_as_template
-except ImportError:  # ansible-core < 2.19: every string is a template
-    def trust_as_template(value):
-        return value
 
 # Ansible's templating is not meant for threads (the fleet's clusters run in a pool): one render at a time.
 TEMPLATE_LOCK = threading.Lock()
@@ -45,16 +33,13 @@ def render_template_text(templar, text: str, variables, where: str) -> str:
     """``text`` rendered with ``variables``; an error names ``where``, the template's line and what failed (an
     undefined variable by name), never a value."""
     with TEMPLATE_LOCK:
+        rendering = compat.templar_with_variables(templar, variables)
         try:
-            rendering = templar.copy_with_new_env(available_variables=variables)
-        except TypeError:  # ansible-core < 2.19 takes no variables here
-            rendering = templar.copy_with_new_env()
-            rendering.available_variables = variables
-        try:
-            rendered = rendering.template(trust_as_template(text), escape_backslashes=False)
+            rendered = rendering.template(compat.trust_as_template(text), escape_backslashes=False)
         except AnsibleError as exc:
-            line = _template_line(exc) or _line_using(text, _undefined_name(exc))
-            raise PhasekitError(f"{where}{f' line {line}' if line else ''}: {_first_line(exc)}") from None
+            failure = compat.template_failure(exc)
+            line = _template_line(exc) or _line_using(text, failure.name or _undefined_name(failure.message))
+            raise PhasekitError(f"{where}{f' line {line}' if line else ''}: {failure.message}") from None
     return rendered if isinstance(rendered, str) else str(rendered)
 
 
@@ -84,7 +69,7 @@ def vault_values(variables) -> set[str]:
     stack = [variables]
     while stack:
         value = stack.pop()
-        if _is_vaulted(value):
+        if compat.is_vaulted(value):
             try:
                 plain = str(value)
             except AnsibleError:  # not decryptable here: then no template could have used it either
@@ -98,26 +83,23 @@ def vault_values(variables) -> set[str]:
     return found
 
 
-def _is_vaulted(value) -> bool:
-    if VaultHelper is not None:
-        return VaultHelper.get_ciphertext(value, with_tags=False) is not None
-    return type(value).__name__ == "AnsibleVaultEncryptedUnicode"  # ansible-core < 2.19
-
-
 def _template_line(exc: BaseException) -> int | None:
     """The line of the template the error happened on: Jinja's own for a syntax error, else the deepest frame
-    of the compiled template in the traceback."""
+    of the compiled template in the traceback (mapped back to the template's line where Jinja left the frame of
+    its compiled code)."""
     seen = set()
     current = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if isinstance(getattr(current, "lineno", None), int):
-            return current.lineno
+        lineno = getattr(current, "lineno", None)
+        if isinstance(lineno, int) and lineno > 0:  # 0: Jinja did not know the line
+            return lineno
         line = None
         trace = current.__traceback__
         while trace is not None:
             if trace.tb_frame.f_code.co_filename == "<template>":
-                line = trace.tb_lineno
+                template = trace.tb_frame.f_globals.get("__jinja_template__")
+                line = template.get_corresponding_lineno(trace.tb_lineno) if template else trace.tb_lineno
             trace = trace.tb_next
         if line is not None:
             return line
@@ -125,8 +107,8 @@ def _template_line(exc: BaseException) -> int | None:
     return None
 
 
-def _undefined_name(exc: Exception) -> str | None:
-    match = _UNDEFINED.search(_first_line(exc))
+def _undefined_name(message: str) -> str | None:
+    match = _UNDEFINED.search(message)
     return match.group(1) if match else None
 
 
@@ -140,8 +122,3 @@ def _line_using(text: str, name: str | None) -> int | None:
         if ("{{" in line or "{%" in line) and word.search(line):
             return number
     return None
-
-
-def _first_line(exc: Exception) -> str:
-    message = getattr(exc, "message", None) or str(exc)
-    return str(message).strip().splitlines()[0] if str(message).strip() else type(exc).__name__

@@ -211,6 +211,7 @@ def inventory_list(path: Path, collections_path: Path) -> dict:
     return listed
 
 
+@pytest.mark.smoke
 def test_a_cluster_map_is_the_inventory_and_a_converted_site_runs_the_same(
         airship_site, clusters, run_playbook, tmp_path, collections_path):
     """No hand-written inventory: the phasekit.kube.clusters plugin reads the site's ClusterMap (filesystem

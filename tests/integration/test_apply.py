@@ -15,6 +15,8 @@ import uuid
 import pytest
 import yaml
 
+pytestmark = [pytest.mark.k8s_matrix]
+
 CLUSTER = "target"
 
 

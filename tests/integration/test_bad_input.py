@@ -15,7 +15,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
+
+pytestmark = [pytest.mark.smoke]
 
 SECRET = "s3cret-token-7f1e2d3c4b5a"
 API = "phasekit.dev/v1alpha1"

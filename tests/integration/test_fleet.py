@@ -19,6 +19,8 @@ import uuid
 import pytest
 import yaml
 
+pytestmark = [pytest.mark.k8s_matrix]
+
 API = "phasekit.dev/v1alpha1"
 HOSTS = [f"fleet{i:02d}" for i in range(24)]
 CANARY = HOSTS[:4]
@@ -40,7 +42,17 @@ def phase(name, **spec):
 
 CONFIG = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"fleet-{i}"}, "data": {"i": str(i)}}
           for i in range(5)]
-WIDE = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fleet-wide"}, "data": {"v": "1"}}]
+# a .j2 bundle: rendered for each cluster host with its own variables
+WIDE_TEMPLATE = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: fleet-wide
+data:
+  v: "1"
+  host: "{{ inventory_hostname }}"
+  tier: "{{ tier }}"
+"""
 SEEN = ("{{ inventory_hostname }} {{ tier }} {{ plan_kubeconfig['current-context'] }} "
         "{{ plan_kubeconfig.contexts[0].context.namespace }}")
 FROM_TASKS = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "from-tasks"},
@@ -62,7 +74,7 @@ DOCUMENTS = [
     phase("gate", cluster="fleet", executor="command",
           options={"cmd": 'test "$PHASEKIT_HOST" != "$FLEET_BAD" || { echo "gate refused $PHASEKIT_HOST" >&2; exit 4; }',
                    "shell": True}),
-    phase("wide", cluster="fleet", executor="apply", source="../manifests/wide.yaml"),
+    phase("wide", cluster="fleet", executor="apply", source="../manifests/wide.yaml.j2"),
     {"apiVersion": API, "kind": "PhasePlan", "metadata": {"name": "fleet"},
      "spec": {"phases": ["config", "ready", "gate", "wide"]}},
     {"apiVersion": API, "kind": "PhasePlan", "metadata": {"name": "mixed"},
@@ -90,7 +102,7 @@ def fleet(clusters, tmp_path_factory):
     (root / "phases" / "fleet.yaml").write_text(yaml.safe_dump_all(DOCUMENTS, sort_keys=False))
     (root / "manifests").mkdir()
     (root / "manifests" / "config.yaml").write_text(yaml.safe_dump_all(CONFIG))
-    (root / "manifests" / "wide.yaml").write_text(yaml.safe_dump_all(WIDE))
+    (root / "manifests" / "wide.yaml.j2").write_text(WIDE_TEMPLATE)
     (root / "tasks").mkdir()
     (root / "tasks" / "look.yml").write_text(yaml.safe_dump(LOOK, sort_keys=False))
     inventory = {"all": {
@@ -136,6 +148,7 @@ def progress_lines(output: str) -> list[str]:
     return [line.split("]")[0].lstrip("[") for line in output.splitlines() if re.match(r"^\[[\w/-]+\] \w+ on \d+", line)]
 
 
+@pytest.mark.smoke
 def test_fleet_plan_order_failure_recap_and_rerun(run_fleet, fleet, clusters, monkeypatch):
     bad = HOSTS[7]
     monkeypatch.setenv("FLEET_BAD", bad)
@@ -168,7 +181,8 @@ def test_fleet_plan_order_failure_recap_and_rerun(run_fleet, fleet, clusters, mo
     assert "[wide] apply on 24 cluster(s): 24 changed" in result.output
     assert all(not row.get("failed") for row in recap(result.output).values())
     for host in HOSTS:
-        assert "fleet-wide" in configmaps(clusters, host)
+        wide = clusters[cluster_of(host, clusters)].get_json("configmap", "fleet-wide", "-n", namespace_of(host))
+        assert wide["data"] == {"v": "1", "host": host, "tier": "canary" if host in CANARY else "main"}, host
 
 
 def test_limit_restricts_the_clusters_touched(run_fleet, clusters, monkeypatch):
@@ -187,6 +201,7 @@ def test_limit_restricts_the_clusters_touched(run_fleet, clusters, monkeypatch):
     assert re.search(rf'"config\s+{HOSTS[0]}\s+not in play', summary), summary
 
 
+@pytest.mark.smoke
 def test_tasks_phase_runs_on_each_host_with_its_own_variables(run_fleet, fleet, clusters):
     shutil.rmtree(fleet / "look", ignore_errors=True)
     (fleet / "look").mkdir()

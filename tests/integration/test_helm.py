@@ -20,6 +20,8 @@ import yaml
 
 from test_apply import CLUSTER, run_tasks, task
 
+pytestmark = [pytest.mark.k8s_matrix]
+
 API = "phasekit.dev/v1alpha1"
 PASSWORD = "hunter2-" + uuid.uuid4().hex[:12]        # a value that must never be shown
 NEW_PASSWORD = "swordfish-" + uuid.uuid4().hex[:12]
@@ -219,6 +221,7 @@ def summary_rows(result) -> str:
     return result.stdout[result.stdout.index("Summary of plan"):]
 
 
+@pytest.mark.smoke
 def test_a_chart_phase_on_two_clusters(helm_site, clusters):
     """Installed on both clusters with per-cluster values, a no-op re-run, check and diff, upgrade, then
     uninstalled by plan_action=destroy."""

@@ -18,6 +18,8 @@ import yaml
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiSession
 
+pytestmark = [pytest.mark.k8s_matrix]
+
 LIMITED_NAMESPACE = "phasekit-limited"  # the limited user may edit here only (hack/clusters.py)
 
 

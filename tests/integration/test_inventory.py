@@ -125,6 +125,7 @@ def group_hosts(data: dict, group: str) -> list[str]:
     return sorted(data.get(group, {}).get("hosts", []))
 
 
+@pytest.mark.smoke
 def test_kubeconfig_files_give_one_host_per_context(clusters, inventory, secrets):
     # A KUBECONFIG-style list of exactly the two test clusters' limited users (other clusters may run).
     merged = f"{clusters['ephemeral'].limited_kubeconfig}:{clusters['target'].limited_kubeconfig}"
@@ -165,6 +166,7 @@ def site_file(clusters) -> str:
         """
 
 
+@pytest.mark.smoke
 def test_site_file_gives_the_cluster_map(clusters, inventory, secrets, tmp_path):
     proc = inventory("""\
         plugin: phasekit.kube.clusters
@@ -198,6 +200,7 @@ def capi_config(clusters, **entry) -> str:
                            "cluster_api": [options]})
 
 
+@pytest.mark.smoke
 def test_cluster_api_discovery_adds_children_with_secret_sources(clusters, capi, inventory, secrets):
     proc = inventory(capi_config(clusters), "--list")
     data = listing(proc)
@@ -287,6 +290,7 @@ def test_inventory_cache_serves_the_last_result_until_flushed(clusters, inventor
     assert list((tmp_path / "cache").iterdir())
 
 
+@pytest.mark.smoke
 def test_discovered_cluster_resolves_through_its_parent(clusters, capi, run_playbook, collections_path, tmp_path,
                                                         secrets):
     """A discovered child's kubeconfig comes from its Secret on the parent; the child's API answers."""

@@ -168,6 +168,7 @@ LOOKUP_AND_LIST = """
 """
 
 
+@pytest.mark.smoke
 def test_lookup_then_list_namespaces(clusters, run_playbook, tmp_path):
     target = clusters["target"]
     hosts = inventory(target={"kube_kubeconfig": [str(clusters["ephemeral"].admin_kubeconfig),

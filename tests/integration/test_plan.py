@@ -251,6 +251,7 @@ def test_running_with_undecryptable_sources_fails_loudly(run_plan, clusters):
     assert "phase t1 failed on cluster target: kubeconfig source 1 (sops: /nonexistent.enc.yaml)" in result.stdout
 
 
+@pytest.mark.smoke
 def test_apply_status_check_and_diff(run_plan, clusters):
     target = clusters["target"]
     result, stamps = run_plan("-e", "plan=apps")

@@ -117,8 +117,10 @@ def events_text(runner) -> str:
     return "\n".join(json.dumps(event, default=str) for event in runner.events) + runner.stdout.read()
 
 
-def awx_inject(credential_type: Path, inputs: dict, directory: Path) -> dict:
-    """What AWX does with a custom credential: render each file template to a private file, then the env."""
+def awx_inject(credential_type: Path, inputs: dict, directory: Path, shown_as: str | None = None) -> dict:
+    """What AWX does with a custom credential: render each file template to a private file, then the env.
+
+    ``shown_as`` is the directory as the job sees it (in an execution environment: /runner/env)."""
     injectors = yaml.safe_load(credential_type.read_text())["injectors"]
     jinja = SandboxedEnvironment()
     fields = {field["id"]: "" for field in yaml.safe_load(credential_type.read_text())["inputs"]["fields"]}
@@ -128,7 +130,7 @@ def awx_inject(credential_type: Path, inputs: dict, directory: Path) -> dict:
         path = directory / f"awx_{key.removeprefix('template.')}"
         path.write_text(jinja.from_string(template).render(**fields))
         path.chmod(0o600)
-        filenames[key.removeprefix("template.")] = str(path)
+        filenames[key.removeprefix("template.")] = f"{shown_as}/{path.name}" if shown_as else str(path)
     context = {**fields, "tower": {"filename": filenames}}
     return {name: jinja.from_string(template).render(**context) for name, template in injectors.get("env", {}).items()}
 

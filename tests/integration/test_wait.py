@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 import yaml
 
 from test_apply import CLUSTER, config_map, deployment, namespace, ns_object, run_tasks, task  # noqa: F401  pylint: disable=unused-import
+
+pytestmark = [pytest.mark.k8s_matrix]
 
 
 def test_wait_for_objects_applied_elsewhere(clusters, run_playbook, tmp_path, namespace):  # noqa: F811

@@ -18,6 +18,7 @@ from typing import Callable
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
+from ansible_collections.phasekit.kube.plugins.module_utils import compat
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import HELM_OPTIONS_SPEC, check_helm_options
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import SECRET_OPTIONS as HELM_SECRET_OPTIONS
@@ -83,7 +84,8 @@ class Executor:
         result = validator.validate(dict(options))
         canonical = option_names(argument_spec)
         unknown = sorted(str(name) for name in options if name not in canonical)
-        errors = [error for error in result.error_messages if "Supported parameters include" not in error]
+        errors = [compat.argument_error(error) for error in result.error_messages
+                  if "Supported parameters include" not in error]
         if unknown:
             errors.insert(0, f"unsupported options: {', '.join(unknown)}; supported options are: "
                              f"{', '.join(sorted(argument_spec)) or 'none'}")

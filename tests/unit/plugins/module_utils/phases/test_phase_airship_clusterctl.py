@@ -315,7 +315,8 @@ def test_a_kubeconfigs_entry_naming_a_group_is_refused_when_validated(tmp_path):
 # ------------------------------------------------------------------ providers with versions: a clusterctl repository
 
 REPOSITORY = "PHASEKIT_CLUSTERCTL_REPOSITORY"
-PINNED_KUBECTL = os.path.expanduser("~/.cache/phasekit/bin/k8s-v1.34.4")
+# the tools make builds for the clusters' Kubernetes version (make units sets PHASEKIT_BIN)
+PINNED_KUBECTL = os.environ.get("PHASEKIT_BIN", "")
 METADATA = {"apiVersion": "clusterctl.cluster.x-k8s.io/v1alpha3", "kind": "Metadata",
             "metadata": {"name": "repository-metadata", "labels": {"airshipit.org/deploy-k8s": "false"}},
             "releaseSeries": [{"major": 0, "minor": 3, "contract": "v1alpha3"}]}
@@ -337,7 +338,7 @@ LAYOUT = {
 @pytest.fixture(name="kustomize_on_path")
 def kustomize_on_path_fixture(monkeypatch):
     """The pinned kubectl first on PATH when it is there (else the one on PATH) builds the entry points."""
-    if os.path.isdir(PINNED_KUBECTL):
+    if PINNED_KUBECTL and os.path.isdir(PINNED_KUBECTL):
         monkeypatch.setenv("PATH", f"{PINNED_KUBECTL}{os.pathsep}{os.environ.get('PATH', '')}")
 
 
