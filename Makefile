@@ -147,7 +147,7 @@ sanity: ansible-test-sanity $(if $(filter full,$(LEVEL)),ansible-lint docs-lint)
 
 # ansible-test wants the collection under ansible_collections/NAMESPACE/NAME:
 # copy the files git knows (tracked and new, not ignored) into such a tree.
-SANITY_TREE := $(CACHE)/sanity-$(PYVER)-core$(CORE)/ansible_collections/phasekit/kube
+SANITY_TREE := $(CACHE)/sanity-$(notdir $(CURDIR))-$(PYVER)-core$(CORE)/ansible_collections/phasekit/kube
 ansible-test-sanity: venv
 	rm -rf $(SANITY_TREE) && mkdir -p $(SANITY_TREE)
 	git ls-files -z --cached --others --exclude-standard | xargs -0 -I{} sh -c 'test -e "{}" && printf "%s\0" "{}"' \
