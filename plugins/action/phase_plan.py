@@ -135,7 +135,7 @@ def render_bundles(plan: Plan, render_for=None) -> list[dict]:
     for planned in plan.selected:
         phase = planned.phase
         if phase.executor == "command" and phase.options.get(ENV_DIRS):
-            rendered.append({"phase": phase.full_name, "cluster": phase.cluster,
+            rendered.append({"phase": planned.name, "cluster": phase.cluster,
                              "command": phase.options.get("argv") or phase.options.get("cmd"),
                              "directories": env_dirs_layout(phase.options[ENV_DIRS])})
             continue
@@ -143,7 +143,7 @@ def render_bundles(plan: Plan, render_for=None) -> list[dict]:
             continue
         templated = phase.source_path is not None and has_templates(phase.source_path)
         if templated and render_for is None:
-            rendered.append({"phase": phase.full_name, "cluster": phase.cluster,
+            rendered.append({"phase": planned.name, "cluster": phase.cluster,
                              "source": views.source_label(phase.source), "objects": [], "note": TEMPLATE_NOTE})
             continue
         for cluster, (render_template, secrets) in ([(host, render_for(host)) for host in planned.placement.hosts]
@@ -155,9 +155,9 @@ def render_bundles(plan: Plan, render_for=None) -> list[dict]:
                     objects = render_bundle(definition=phase.source)
             except PhasekitError as err:
                 on = f" on cluster {cluster}" if templated else ""
-                raise PhasekitError(f"phase {phase.full_name}{on} ({phase.origin.label()}): {err}") from None
+                raise PhasekitError(f"phase {planned.name}{on} ({phase.origin.label()}): {err}") from None
             rendered.append({
-                "phase": phase.full_name,
+                "phase": planned.name,
                 "cluster": cluster,
                 "source": views.source_label(phase.source),
                 "objects": [scrub_secrets(redact(bundle_object.obj), secrets) for bundle_object in objects],

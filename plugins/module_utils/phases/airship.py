@@ -34,6 +34,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import 
     Phase,
     PhasePlan,
     checked_name,
+    keep_problems,
     set_cluster,
     unknown_fields,
 )
@@ -131,25 +132,32 @@ def read_airship_documents(documents: list[RawDocument], problems: Problems,
     """
     named = [_named(document) for document in documents]
     executors = _executor_documents(named, problems)
-    # each executor document read once, for all the phases that reference it
-    mapped = {key: _apply_options(document, problems) for key, document in executors.items() if key[0] == APPLY_KIND}
-    mapped.update({key: clusterctl_phase(document, problems)
+    # each executor document read once, for all the phases that reference it; its problems go with them
+    executor_problems = {key: Problems() for key in executors}
+    mapped = {key: _apply_options(document, executor_problems[key])
+              for key, document in executors.items() if key[0] == APPLY_KIND}
+    mapped.update({key: clusterctl_phase(document, executor_problems[key])
                    for key, document in executors.items() if key[0] == CLUSTERCTL_KIND})
     items: list[Phase | PhasePlan] = []
     for document in named:
         kind = document.content.get("kind")
         if kind not in (PHASE_KIND, PLAN_KIND):
             continue
+        own = Problems()
         if document.content.get("apiVersion") != API_VERSION:
             shown = document.content.get("apiVersion")
-            problems.add(document.origin.at("apiVersion"), f"unsupported apiVersion {shown!r}; expected {API_VERSION}")
-            continue
-        if kind == PLAN_KIND:
-            item = _read_plan(document, problems)
+            own.add(document.origin.at("apiVersion"), f"unsupported apiVersion {shown!r}; expected {API_VERSION}")
+            item = None
+        elif kind == PLAN_KIND:
+            item = _read_plan(document, own)
         else:
-            item = _read_phase(document, executors, mapped, _target_dir(document, target_path), problems)
-        if item is not None:
-            items.append(item)
+            item = _read_phase(document, executors, mapped, _target_dir(document, target_path), own,
+                               executor_problems)
+        if item is None:
+            problems.extend(own.messages)
+            continue
+        keep_problems(item, own)
+        items.append(item)
     return items
 
 
@@ -219,7 +227,7 @@ def _metadata_and_name(document: RawDocument, fields: tuple, metadata_fields: tu
 
 
 def _read_phase(document: RawDocument, executors: dict, mapped: dict, target_dir: str,
-                problems: Problems) -> Phase | None:
+                problems: Problems, executor_problems: dict) -> Phase | None:
     content, origin = document.content, document.origin
     metadata, name = _metadata_and_name(document, PHASE_FIELDS, PHASE_METADATA_FIELDS, problems)
     config = _mapping(content, "config", origin, problems, required=True)
@@ -241,6 +249,7 @@ def _read_phase(document: RawDocument, executors: dict, mapped: dict, target_dir
         phase.executor, phase.not_runnable = f"{EXECUTOR_PREFIX}?", "the executor reference is not valid"
         return phase
     kind, executor_name = reference
+    problems.extend(executor_problems[reference].messages)
     if kind == APPLY_KIND:
         phase.executor = "apply"
         options = mapped.get(reference)

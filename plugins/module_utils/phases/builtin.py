@@ -96,10 +96,11 @@ def option_values(spec: dict, options: dict) -> dict:
 
 
 def apply_arguments(phase: dict) -> dict:
-    """The apply options of a phase; pruning without a named set uses the phase's name (apps/hello -> apps.hello)."""
+    """The apply options of a phase; pruning without a named set uses the phase's full name (apps/hello ->
+    apps.hello; every run of a phase the plan repeats is the same set)."""
     args = option_values(APPLY_OPTIONS_SPEC, phase.get("options"))
     if args["prune"] and not args["applyset"]:
-        args["applyset"] = phase["name"].replace("/", ".")
+        args["applyset"] = phase.get("full_name", phase["name"]).replace("/", ".")
     return args
 
 

@@ -110,9 +110,12 @@ def convert_documents(documents: list[RawDocument], executors: dict[str, Executo
         catalog.add(item, problems)
     # the reader's options, before checking fills in defaults: those are what the written documents say
     options = {phase.full_name: copy.deepcopy(phase.options) for phase in catalog.walk()}
-    check_phases(catalog, executors, problems)
+    check_phases(list(catalog.walk()), executors)
     for plan in catalog.plans:
+        problems.extend(plan.problems.messages)
         plan_phases(catalog, plan, problems)
+    for phase in catalog.walk():   # every phase and plan is written: each must be valid
+        problems.extend(phase.problems.messages)
     problems.raise_if_any()
     conversion = Conversion()
     dest = os.path.abspath(dest)

@@ -294,3 +294,72 @@ def test_plan_validation_settings_are_accepted(tmp_path):
     documents = [airship_phase("apps"), apply_executor(),
                  airship_plan(**STEPS, validation={"kubernetesVersion": "v1.21.2", "crdList": []})]
     assert inline_plan(documents, tmp_path, name="deploy").name == "deploy"
+
+
+# airshipctl's gating plan runs its check phases again after several steps: each entry runs, in plan order.
+REPEATING_PLAN = airship_plan(phases=[{"name": "check"}, {"name": "apps"}, {"name": "check"}, {"name": "apps"},
+                                      {"name": "check"}])
+
+
+def repeating_site(tmp_path, *extra):
+    (tmp_path / "apps").mkdir(exist_ok=True)
+    return [airship_phase("apps"), airship_phase("check"), apply_executor(), REPEATING_PLAN, *extra]
+
+
+def test_a_phase_named_again_in_a_plan_runs_at_each_position(tmp_path):
+    plan = inline_plan(repeating_site(tmp_path), tmp_path, name="deploy")
+    assert [(item.name, item.phase.full_name, item.entry, item.occurrence) for item in plan.phases] == [
+        ("check#1", "check", 1, 1), ("apps#1", "apps", 2, 1), ("check#2", "check", 3, 2), ("apps#2", "apps", 4, 2),
+        ("check#3", "check", 5, 3)]
+    assert [item.to_dict()["name"] for item in plan.selected] == ["check#1", "apps#1", "check#2", "apps#2", "check#3"]
+    assert {item.to_dict()["full_name"] for item in plan.selected} == {"check", "apps"}
+
+
+@pytest.mark.parametrize("selection, expected", [
+    ({"only": ["check"]}, ["check#1", "check#2", "check#3"]),
+    ({"skip": ["check#2"]}, ["check#1", "apps#1", "apps#2", "check#3"]),
+    ({"start_at": "apps#2"}, ["apps#2", "check#3"]),
+    ({"only": ["apps#1", "check#3"]}, ["apps#1", "check#3"]),
+], ids=["only-every-entry", "skip-one-entry", "start-at-an-entry", "only-entries"])
+def test_repeated_entries_are_selected_by_name_or_by_entry(tmp_path, selection, expected):
+    plan = inline_plan(repeating_site(tmp_path), tmp_path, name="deploy", **selection)
+    assert [item.name for item in plan.selected] == expected
+
+
+def test_list_tree_and_graph_show_every_entry_with_its_run(tmp_path):
+    plan = inline_plan(repeating_site(tmp_path), tmp_path, name="deploy", skip=["check#2"])
+    table = views.list_lines(plan)
+    assert [line.split()[0] for line in table[1:]] == ["check#1", "apps#1", "check#2", "apps#2", "check#3"]
+    assert "no (skip)" in table[3]
+    tree = views.tree_lines(plan)
+    assert [line.split()[0] for line in tree[1:]] == ["check#1", "apps#1", "check#2", "apps#2", "check#3"]
+    graph = "\n".join(views.mermaid_lines(plan))
+    assert graph.count('["check#') == 3 and "p0 --> p1" in graph and "p3 --> p4" in graph
+
+
+def test_views_of_a_plan_need_only_that_plans_phases(tmp_path):
+    """A shared phase the site does not use (its entry point missing, its executor unknown) does not stop the
+    views of a plan without it; validate reports it as a warning naming it; a plan that runs it fails."""
+    broken = [airship_phase("unused", entry="not-here"), airship_phase("odd", executor="nowhere")]
+    documents = [*repeating_site(tmp_path, *broken), airship_plan(name="other", phases=[{"name": "unused"}])]
+    plan = inline_plan(copy.deepcopy(documents), tmp_path, name="deploy")
+    assert plan.warnings == [] and len(plan.phases) == 5
+    checked = inline_plan(copy.deepcopy(documents), tmp_path, name="deploy", check_all=True)
+    assert checked.warnings == [
+        "plan document 5 (Phase unused) field config.documentEntryPoint: not-here not found (looked for "
+        f"{tmp_path / 'not-here'}) (not in plan deploy)",
+        "plan document 6 (Phase odd) field config.executorRef: no KubernetesApply document named 'nowhere' among "
+        "the documents (did you mean 'kubernetes-apply'?); KubernetesApply documents defined: kubernetes-apply "
+        "(not in plan deploy)"]
+    with pytest.raises(PhasekitError, match=r"\(Phase unused\) field config.documentEntryPoint: not-here not found"):
+        inline_plan(copy.deepcopy(documents), tmp_path, name="other")
+
+
+def test_a_broken_executor_document_fails_only_the_plans_whose_phases_use_it(tmp_path):
+    (tmp_path / "apps").mkdir()
+    documents = [airship_phase("apps"), airship_phase("other", executor="broken"), apply_executor(),
+                 apply_executor("broken", waitOptions={"timeout": "soon"}), airship_plan(phases=[{"name": "apps"}]),
+                 airship_plan(name="uses-broken", phases=[{"name": "other"}])]
+    assert [item.name for item in inline_plan(copy.deepcopy(documents), tmp_path, name="deploy").phases] == ["apps"]
+    with pytest.raises(PhasekitError, match=r"document 4 \(KubernetesApply broken\) field config.waitOptions.timeout"):
+        inline_plan(copy.deepcopy(documents), tmp_path, name="uses-broken")

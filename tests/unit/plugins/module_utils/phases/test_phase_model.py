@@ -59,7 +59,8 @@ def test_to_dict_is_what_the_role_consumes(tmp_path):
     result = build([phase("p", cluster="management", executor="tasks", source="tasks.yml",
                           description="run my tasks", options={"anything": [1, 2]})], tmp_path)
     assert result.phases[0].to_dict() == {
-        "name": "p", "short_name": "p", "parent": None, "level": 0, "children": [], "description": "run my tasks",
+        "name": "p", "full_name": "p", "short_name": "p", "entry": None, "occurrence": None, "parent": None,
+        "level": 0, "children": [], "description": "run my tasks",
         "cluster": "management", "hosts": ["ephemeral", "target"], "cluster_hosts": ["ephemeral", "target"],
         "parents": {}, "executor": "tasks", "source": str(tmp_path / "tasks.yml"), "options": {"anything": [1, 2]},
         "retries": 0, "delay": 5.0, "timeout": None, "origin": "plan document 1 (Phase p)", "selected": True, "reason": None,

@@ -56,9 +56,6 @@ def cmd(**spec):
     ([OK, plan("deploy", "ok", "okk")],
      "plan document 2 (PhasePlan deploy) field spec.phases[1]: plan deploy names phase 'okk', which is not defined "
      "(did you mean 'ok'?)"),
-    ([phase("p", cluster="target", phases=[{"name": "c", "executor": "command", "options": ECHO}]),
-      plan("deploy", "p", "p/c")],
-     "plan document 2 (PhasePlan deploy) field spec.phases[1]: phase p/c is already in plan deploy through entry 'p'"),
     ([OK, plan("deploy")],
      "plan document 2 (PhasePlan deploy) field spec.phases: expected a non-empty list of phase names, got a list"),
     ([OK, plan("deploy", {"name": "ok"})],
@@ -154,7 +151,7 @@ def cmd(**spec):
     "unknown-kind", "missing-kind", "unsupported-api-version", "unknown-document-field", "unknown-spec-field",
     "unknown-child-field", "unknown-metadata-field", "document-not-a-mapping", "spec-not-a-mapping",
     "missing-name", "name-with-separator", "duplicate-phase-name", "duplicate-child-name", "duplicate-plan-name",
-    "plan-names-missing-phase", "plan-names-phase-twice", "plan-without-phases", "plan-entry-not-a-name",
+    "plan-names-missing-phase", "plan-without-phases", "plan-entry-not-a-name",
     "unknown-executor", "missing-executor", "missing-source-apply", "missing-source-tasks", "source-not-found",
     "tasks-source-not-a-file", "source-for-sourceless-executor", "inline-source-for-path-executor",
     "group-phase-with-source", "unknown-option", "option-of-wrong-type", "missing-required-option",
