@@ -349,8 +349,7 @@ def test_views_of_a_plan_need_only_that_plans_phases(tmp_path):
         "plan document 5 (Phase unused) field config.documentEntryPoint: not-here not found (looked for "
         f"{tmp_path / 'not-here'}) (not in plan deploy)",
         "plan document 6 (Phase odd) field config.executorRef: no KubernetesApply document named 'nowhere' among "
-        "the documents (did you mean 'kubernetes-apply'?); KubernetesApply documents defined: kubernetes-apply "
-        "(not in plan deploy)"]
+        "the documents; KubernetesApply documents defined: kubernetes-apply (not in plan deploy)"]
     with pytest.raises(PhasekitError, match=r"\(Phase unused\) field config.documentEntryPoint: not-here not found"):
         inline_plan(copy.deepcopy(documents), tmp_path, name="other")
 
