@@ -33,10 +33,11 @@ from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import (
 ARGUMENT_SPEC = {**PLAN_SOURCE_SPEC, "render": {"type": "bool", "default": False},
                  "per_cluster": {"type": "bool", "default": False},
                  "runnable": {"type": "bool", "default": False},
+                 "check_all": {"type": "bool", "default": False},
                  "convert_to": {"type": "path"},
                  BUNDLE_OPTION: {"type": "raw"}}
 # convert_to writes every phase and plan: options that choose or show part of a plan do not apply.
-NOT_WITH_CONVERT = ("name", "only", "skip", "start_at", "render", "per_cluster", "runnable")
+NOT_WITH_CONVERT = ("name", "only", "skip", "start_at", "render", "per_cluster", "runnable", "check_all")
 TEMPLATE_NOTE = "has templates (.j2): rendered with each cluster host's variables when the phase runs"
 
 
@@ -51,8 +52,10 @@ class ActionModule(PhasekitAction):
         if args[BUNDLE_OPTION] is not None:
             raise PhasekitError(f"{BUNDLE_OPTION} is for the inventory convert_to writes: give convert_to, "
                                 f"or remove {BUNDLE_OPTION}")
-        plan = plan_for_task(self, args, task_vars, runnable=args["runnable"])
+        plan = plan_for_task(self, args, task_vars, runnable=args["runnable"], check_all=args["check_all"])
         result = plan_result(plan)
+        if plan.warnings:
+            result["warnings"] = list(plan.warnings)
         if args["render"]:
             hostvars = task_vars.get("hostvars")
 
