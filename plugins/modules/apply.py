@@ -117,6 +117,10 @@ options:
         description: Seconds to wait for all objects together.
         type: int
         default: 300
+      poll_interval:
+        description: The longest pause between two reads of the objects, in seconds (polling backs off to it).
+        type: float
+        default: 2.0
       kinds:
         description:
           - Readiness per kind - a dictionary of C(Kind) or C(Kind.group) to V(kstatus) (the default) or V(none)
@@ -125,9 +129,9 @@ options:
         default: {}
       conditions:
         description:
-          - Extra conditions, each a JMESPath C(path) over the live object with an expected C(value), optionally
-            limited to a C(kind), C(name) or C(namespace); an object is ready when every condition that applies to it
-            is met (after its kind's readiness).
+          - Extra conditions, each a JMESPath C(path) or a kubectl JSONPath template C(jsonpath) over the live
+            object with an expected C(value), optionally limited to a C(kind), C(name) or C(namespace); an object is
+            ready when every condition that applies to it is met (after its kind's readiness).
           - Written exactly as the O(phasekit.kube.wait#module:conditions) of M(phasekit.kube.wait), which documents
             each key.
         type: list
