@@ -93,6 +93,26 @@ options:
         members, so C(kubectl get -l applyset.kubernetes.io/part-of=ID) and C(kubectl apply --applyset) see the same
         set.
     type: str
+  applyset_adopt:
+    description:
+      - Which objects that already exist the O(applyset) may take over, checked before anything is written (a
+        refused object fails the task and nothing is applied) - V(none) only objects already in the set, V(unowned)
+        also objects in no set, V(all) any object, even another set's (its label is replaced).
+      - These are cli-utils' inventory policies C(strict), C(adopt) and C(force-adopt) (airshipctl's
+        C(inventoryPolicy)). An object belongs to the set its C(applyset.kubernetes.io/part-of) label names; without
+        that label, to the cli-utils inventory its C(config.k8s.io/owning-inventory) annotation names, which counts as
+        this set when the inventory's id is the set's name (as airshipctl's inventory of a phase is).
+      - Objects that do not exist yet are always applied. Requires O(applyset) unless V(unowned).
+    type: str
+    choices: [none, unowned, all]
+    default: unowned
+  selector:
+    description:
+      - Apply only the bundle's objects whose labels match this label selector, in kubectl's syntax
+        (C(kubectl apply --selector)) - C(key), C(!key), C(key=value), C(key!=value), C(key in (a,b)),
+        C(key notin (a,b)), C(key>N), C(key<N), joined by commas.
+      - With O(prune), members of the set that the selector leaves out are pruned like any member not applied.
+    type: str
   applyset_tooling:
     description:
       - The C(applyset.kubernetes.io/tooling) value written on the parent, C(NAME/VERSION).
