@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import copy
 import os
-import re
 
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.airship_apply import APPLY_KIND, apply_phase_options
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.airship_clusterctl import (
     CLUSTERCTL_KIND,
     PROGRAM as CLUSTERCTL_PROGRAM,
@@ -49,7 +49,6 @@ API_GROUP = "airshipit.org"
 API_VERSION = f"{API_GROUP}/v1alpha1"
 PHASE_KIND = "Phase"
 PLAN_KIND = "PhasePlan"
-APPLY_KIND = "KubernetesApply"
 # Read by the inventory, not by plans (see docs/migrating-from-airshipctl.md).
 IGNORED_KINDS = ("ClusterMap", "KubeConfig")
 # airshipctl builds its phase bundle with kustomize, and so does read_paths for a directory with a kustomization;
@@ -62,17 +61,16 @@ GUIDE = "docs/migrating-from-airshipctl.md"
 PHASE_FIELDS = ("apiVersion", "kind", "metadata", "config")
 PHASE_METADATA_FIELDS = ("name", "clusterName", "namespace", "labels", "annotations")
 # ``cluster`` appears in airshipctl's own manifests beside metadata.clusterName, which is the one it reads.
-PHASE_CONFIG_FIELDS = ("executorRef", "documentEntryPoint", "cluster")
-EXECUTOR_REF_FIELDS = ("apiVersion", "kind", "name", "namespace")
+PHASE_CONFIG_FIELDS = ("executorRef", "documentEntryPoint", "siteWideKubeconfig", "validation", "cluster")
+# corev1.ObjectReference: airshipctl selects the executor by apiVersion, kind, name and namespace; the rest unused
+EXECUTOR_REF_FIELDS = ("apiVersion", "kind", "name", "namespace", "uid", "resourceVersion", "fieldPath")
 PLAN_FIELDS = ("apiVersion", "kind", "metadata", "description", "phases", "phaseGroups", "validation")
 PLAN_METADATA_FIELDS = ("name", "namespace", "labels", "annotations")
-APPLY_FIELDS = ("apiVersion", "kind", "metadata", "config")
-APPLY_CONFIG_FIELDS = ("waitOptions", "pruneOptions", "kubeconfig", "context", "druRun", "debug", "phaseName",
-                       "inventoryPolicy")
-WAIT_FIELDS = ("timeout", "pollInterval", "conditions")
-CONDITION_FIELDS = ("apiVersion", "kind", "jsonPath", "value")
-# Objects without an ApplySet label join the set and those of another set are refused: airshipctl's "adopt".
-ADOPTING_POLICIES = ("", "adopt")
+# airshipctl's plans find a phase by name alone (PhaseByID(ID{Name})): a step's namespace is not read.
+STEP_FIELDS = ("name", "namespace")
+# ValidationConfig: the settings of airshipctl's kubeval container (PhasePlan.validation, Phase config.validation)
+VALIDATION_FIELDS = {"strict": bool, "ignoreMissingSchemas": bool, "kubernetesVersion": str, "schemaLocation": str,
+                     "kindsToSkip": list, "crdList": list}
 
 # Where the collection's phase fields are written in an airshipctl Phase document (for messages).
 PHASE_FIELD_PATHS = {
@@ -95,8 +93,6 @@ NOT_RUNNABLE = {
 }
 OTHER_EXECUTORS = ("use a command or tasks phase", "executor-kinds")
 
-# A JSONPath that names one field ({.status.phase}) is the same path in JMESPath (status.phase).
-SIMPLE_JSONPATH = re.compile(r"^\{?\.?([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\}?$")
 
 
 def is_airship_document(content) -> bool:
@@ -134,7 +130,7 @@ def read_airship_documents(documents: list[RawDocument], problems: Problems,
     executors = _executor_documents(named, problems)
     # each executor document read once, for all the phases that reference it; its problems go with them
     executor_problems = {key: Problems() for key in executors}
-    mapped = {key: _apply_options(document, executor_problems[key])
+    mapped = {key: apply_phase_options(document, executor_problems[key])
               for key, document in executors.items() if key[0] == APPLY_KIND}
     mapped.update({key: clusterctl_phase(document, executor_problems[key])
                    for key, document in executors.items() if key[0] == CLUSTERCTL_KIND})
@@ -234,6 +230,10 @@ def _read_phase(document: RawDocument, executors: dict, mapped: dict, target_dir
     if name is None or config is None:
         return None
     unknown_fields(config, PHASE_CONFIG_FIELDS, origin.at, problems, prefix="config.")
+    _validation_settings(config, "validation", origin, problems, prefix="config.")
+    site_wide = config.get("siteWideKubeconfig")
+    if site_wide is not None and not isinstance(site_wide, bool):
+        problems.add(origin.at("config.siteWideKubeconfig"), f"expected true or false, got {type_name(site_wide)}")
     phase = Phase(name=name, full_name=name, origin=origin, path="config", base_dir=target_dir,
                   field_paths=dict(PHASE_FIELD_PATHS))
     set_cluster(phase, metadata.get("clusterName"), problems)
@@ -253,9 +253,8 @@ def _read_phase(document: RawDocument, executors: dict, mapped: dict, target_dir
     if kind == APPLY_KIND:
         phase.executor = "apply"
         options = mapped.get(reference)
-        phase.options = dict(options) if options is not None else {}
-        if phase.options.get("prune"):
-            phase.options["applyset"] = name
+        # airshipctl's applier keeps an inventory per phase, its id the phase's name: here the phase's ApplySet
+        phase.options = {**options, "applyset": name} if options is not None else {}
     elif kind == CLUSTERCTL_KIND:
         _clusterctl(phase, mapped.get(reference))
     else:
@@ -299,6 +298,13 @@ def _executor_reference(config: dict, phase: Phase, executors: dict, problems: P
         problems.add(where, f"no {kind} document named {name!r} among the documents"
                             f"{did_you_mean(name, same_kind)}; {defined}")
         return None
+    namespace = reference.get("namespace")
+    found = (executors[(kind, name)].content.get("metadata") or {}).get("namespace")
+    if namespace and namespace != found:
+        problems.add(phase.origin.at("config.executorRef.namespace"),
+                     f"the {kind} document named {name!r} is in namespace {found or 'none'}, not {namespace!r} "
+                     "(airshipctl selects the executor by its namespace too)")
+        return None
     return kind, name
 
 
@@ -310,100 +316,23 @@ def not_runnable_message(kind: str, name: str, origin: DocumentOrigin) -> str:
             f"or leave the phase out with plan_skip")
 
 
-def _apply_options(document: RawDocument, problems: Problems) -> dict | None:
-    """The ``apply`` options a KubernetesApply document stands for; ``None`` when it has problems."""
-    content, origin = document.content, document.origin
-    count = len(problems.messages)
-    unknown_fields(content, APPLY_FIELDS, origin.at, problems, prefix="")
-    config = _mapping(content, "config", origin, problems)
-    if config is None:
-        return None
-    unknown_fields(config, APPLY_CONFIG_FIELDS, origin.at, problems, prefix="config.")
-    _refuse_apply_settings(config, origin, problems)
-    options = {}
-    wait = _wait_option(config, origin, problems)
-    if wait:
-        options["wait"] = wait
-    prune_options = _mapping(config, "pruneOptions", origin, problems)
-    if prune_options:
-        unknown_fields(prune_options, ("prune",), origin.at, problems, prefix="config.pruneOptions.")
-        prune = prune_options.get("prune")
-        if prune is not None and not isinstance(prune, bool):
-            problems.add(origin.at("config.pruneOptions.prune"), f"expected true or false, got {type_name(prune)}")
-        elif prune:
-            options["prune"] = True
-    return options if len(problems.messages) == count else None
-
-
-def _refuse_apply_settings(config: dict, origin: DocumentOrigin, problems: Problems):
-    """Settings the collection takes from elsewhere: refused with where they go, never silently dropped."""
-    for key, variable in (("kubeconfig", "kube_kubeconfig"), ("context", "kube_context")):
-        if config.get(key):
-            problems.add(origin.at(f"config.{key}"), f"the cluster's kubeconfig comes from the inventory: set "
-                                                     f"{variable} on the host the phase's metadata.clusterName "
-                                                     f"names, and remove {key} here")
-    if config.get("druRun"):
-        problems.add(origin.at("config.druRun"), "a dry run is chosen per run: use --check or "
-                                                 "plan_action=validate, and remove druRun here")
-    policy = config.get("inventoryPolicy")
-    if policy is not None and policy not in ADOPTING_POLICIES:
-        problems.add(origin.at("config.inventoryPolicy"),
-                     f"inventoryPolicy {policy!r} is not supported: apply adopts objects without an ApplySet and "
-                     f"refuses those of another set (airshipctl's 'adopt'); remove it or set 'adopt'")
-
-
-def _wait_option(config: dict, origin: DocumentOrigin, problems: Problems) -> dict | None:
-    """apply's ``wait`` from ``waitOptions``: a timeout of 0 (or none) does not wait, as in airshipctl."""
-    wait_options = _mapping(config, "waitOptions", origin, problems)
-    if not wait_options:
-        return None
-    unknown_fields(wait_options, WAIT_FIELDS, origin.at, problems, prefix="config.waitOptions.")
-    for key in ("timeout", "pollInterval"):
-        value = wait_options.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-            problems.add(origin.at(f"config.waitOptions.{key}"), f"expected a whole number of seconds, 0 or more, "
-                                                                 f"got {type_name(value)}")
-            return None
-    conditions = _conditions(wait_options.get("conditions"), origin, problems)
-    timeout = wait_options.get("timeout") or 0
-    if not timeout:
-        return None
-    wait: dict = {"timeout": timeout}
-    if conditions:
-        wait["conditions"] = conditions
-    return wait
-
-
-def _conditions(value, origin: DocumentOrigin, problems: Problems) -> list[dict]:
-    """apply's wait conditions from airshipctl's: JSONPath naming one field becomes that path in JMESPath."""
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        problems.add(origin.at("config.waitOptions.conditions"), f"expected a list, got {type_name(value)}")
-        return []
-    conditions = []
-    for position, condition in enumerate(value):
-        at = f"config.waitOptions.conditions[{position}]"
-        if not isinstance(condition, dict):
-            problems.add(origin.at(at), f"expected a mapping (apiVersion, kind, jsonPath, value), "
-                                        f"got {type_name(condition)}")
-            continue
-        unknown_fields(condition, CONDITION_FIELDS, origin.at, problems, prefix=f"{at}.")
-        match = SIMPLE_JSONPATH.match(str(condition.get("jsonPath") or ""))
-        if match is None:
-            problems.add(origin.at(f"{at}.jsonPath"), f"expected a JSONPath naming one field, such as "
-                                                      f"{{.status.phase}}, got {condition.get('jsonPath')!r}; "
-                                                      f"write a wait phase with a JMESPath condition instead")
-            continue
-        converted = {"path": match.group(1)}
-        kind = condition.get("kind")
-        if isinstance(kind, str) and kind:
-            group = str(condition.get("apiVersion") or "").rpartition("/")[0]
-            converted["kind"] = f"{kind}.{group}" if group else kind
-        if condition.get("value") not in (None, ""):
-            converted["value"] = condition["value"]
-        conditions.append(converted)
-    return conditions
+def _validation_settings(content: dict, key: str, origin: DocumentOrigin, problems: Problems, prefix: str = ""):
+    """airshipctl's kubeval settings (ValidationConfig): their shape is checked; validate here checks the objects
+    against the cluster's own schemas instead (a server-side dry run), so they have no effect."""
+    settings = content.get(key)
+    key = f"{prefix}{key}"
+    if settings is None:
+        return
+    if not isinstance(settings, dict):
+        problems.add(origin.at(key), f"expected a mapping, got {type_name(settings)}")
+        return
+    unknown_fields(settings, tuple(VALIDATION_FIELDS), origin.at, problems, prefix=f"{key}.")
+    for name, wanted in VALIDATION_FIELDS.items():
+        value = settings.get(name)
+        if value is not None and (not isinstance(value, wanted) or (wanted is not bool and isinstance(value, bool))
+                                  or (wanted is list and not all(isinstance(item, str) for item in value))):
+            shown = {bool: "true or false", str: "a string", list: "a list of strings"}[wanted]
+            problems.add(origin.at(f"{key}.{name}"), f"expected {shown}, got {type_name(value)}")
 
 
 def _read_plan(document: RawDocument, problems: Problems) -> PhasePlan | None:
@@ -415,8 +344,8 @@ def _read_plan(document: RawDocument, problems: Problems) -> PhasePlan | None:
     if description is not None and not isinstance(description, str):
         problems.add(origin.at("description"), f"expected a string, got {type_name(description)}")
         description = None
-    # validation configured airshipctl's kubeval container: accepted, not used (validate renders every bundle)
-    _mapping(content, "validation", origin, problems)
+    # validation configured airshipctl's kubeval container: checked, not used (validate renders every bundle)
+    _validation_settings(content, "validation", origin, problems)
     plan = PhasePlan(name=name, phases=[], origin=origin, description=description or "")
     steps, groups = content.get("phases"), content.get("phaseGroups")
     if steps is not None and groups is not None:
@@ -455,6 +384,6 @@ def _read_steps(plan: PhasePlan, steps, path: str, problems: Problems):
         if not isinstance(name, str) or not name:
             problems.add(plan.where(f"{at}.name"), f"expected the name of a phase, got {type_name(name)}")
             continue
-        unknown_fields(step, ("name",), plan.origin.at, problems, prefix=f"{at}.")
+        unknown_fields(step, STEP_FIELDS, plan.origin.at, problems, prefix=f"{at}.")
         plan.phases.append(name)
         plan.entry_paths.append(f"{at}.name")

@@ -135,17 +135,23 @@ def test_list_and_tree_show_the_airship_executor_kind():
     assert any("clusterctl-init-target" in line and "command" in line for line in views.tree_lines(plan))
 
 
+# every KubernetesApply phase: airshipctl's selector of the documents it applies, its inventory (an ApplySet
+# named after the phase) and its inventory policy (strict unless the executor says otherwise)
+DEPLOYED = "airshipit.org/deploy-k8s notin (False, false)"
+
+
 @pytest.mark.parametrize("phase, options", [
     ("initinfra-ephemeral", {"wait": {"timeout": 2000}}),
     ("controlplane-ephemeral", {"wait": {"timeout": 3600}}),
     ("initinfra-networking-target", {}),
-    ("workload-config-target", {"wait": {"timeout": 600}, "prune": True, "applyset": "workload-config-target"}),
-    ("workers-classification", {"wait": {"timeout": 1200, "conditions": [
-        {"kind": "BareMetalHost.metal3.io", "path": "status.provisioning.state", "value": "provisioned"}]}}),
-], ids=["wait-timeout", "longer-timeout", "timeout-0-does-not-wait", "prune-applyset-named-after-phase",
-        "jsonpath-condition-as-jmespath"])
+    ("workload-config-target", {"wait": {"timeout": 600, "poll_interval": 5.0}, "prune": True}),
+    ("workers-classification", {"applyset_adopt": "unowned", "wait": {"timeout": 1200, "conditions": [
+        {"kind": "BareMetalHost.metal3.io", "jsonpath": "{.status.provisioning.state}", "value": "provisioned"}]}}),
+], ids=["wait-timeout", "longer-timeout", "timeout-0-does-not-wait", "prune-and-poll-interval",
+        "adopt-and-jsonpath-condition"])
 def test_kubernetes_apply_options_become_apply_options(phase, options):
-    assert planned(site_plan("deploy-gating"), phase).phase.options == options
+    expected = {"selector": DEPLOYED, "applyset_adopt": "none", "applyset": phase, **options}
+    assert planned(site_plan("deploy-gating"), phase).phase.options == expected
 
 
 def test_entry_points_are_relative_to_the_parent_of_the_phases_directory():
@@ -235,15 +241,46 @@ STEPS = {"phases": [{"name": "apps"}]}
      "document 2 (KubernetesApply kubernetes-apply) field config.pruneOptions.prune",
      "expected true or false, got a string"),
     ([airship_phase("apps"), apply_executor(waitOptions={"timeout": 60, "conditions": [
-        {"kind": "Pod", "jsonPath": "{.status.conditions[?(@.type=='Ready')].status}"}]})],
+        {"kind": "Pod", "jsonPath": "{.status.conditions[?(@.type=='Ready')].status"}]})],
      "document 2 (KubernetesApply kubernetes-apply) field config.waitOptions.conditions[0].jsonPath",
-     "expected a JSONPath naming one field"),
+     "\"{.status.conditions[?(@.type=='Ready')].status\" is not kubectl JSONPath: unclosed action"),
+    ([airship_phase("apps"), apply_executor(waitOptions={"timeout": 60, "conditions": [{"jsonPath": "{.x}"}]})],
+     "document 2 (KubernetesApply kubernetes-apply) field config.waitOptions.conditions[0].kind",
+     "expected the kind of the objects the condition applies to, got nothing (airshipctl applies a condition "
+     "without a kind to no object)"),
+    ([airship_phase("apps"), apply_executor(waitOptions={"timeout": 60, "conditions": [
+        {"kind": "Deployment", "jsonPath": "{.x}"}]})],
+     "document 2 (KubernetesApply kubernetes-apply) field config.waitOptions.conditions[0].apiVersion",
+     "with no apiVersion airshipctl applies the condition to Deployment objects of the core group, which has no "
+     "Deployment, so it never applied"),
+    ([airship_phase("apps"), apply_executor(waitOptions={"timeout": 60, "conditions": [
+        {"apiVersion": "apps/v1", "kind": "Deployment", "jsonPath": "{.x}"},
+        {"apiVersion": "apps/v1beta1", "kind": "Deployment", "jsonPath": "{.y}"}]})],
+     "document 2 (KubernetesApply kubernetes-apply) field config.waitOptions.conditions[1].kind",
+     "a second condition for Deployment.apps (the first is conditions[0])"),
+    ([airship_phase("apps"), apply_executor(waitOptions={"timeout": 60, "conditions": [
+        {"kind": "Pod", "jsonPath": "{.x}", "value": 3}]})],
+     "document 2 (KubernetesApply kubernetes-apply) field config.waitOptions.conditions[0].value",
+     "expected a string (the text the JSONPath must find), got a number; quote it"),
     ([airship_phase("apps"), apply_executor(kubeconfig="/tmp/kubeconfig")],
      "document 2 (KubernetesApply kubernetes-apply) field config.kubeconfig",
      "the cluster's kubeconfig comes from the inventory: set kube_kubeconfig"),
-    ([airship_phase("apps"), apply_executor(inventoryPolicy="strict")],
+    ([airship_phase("apps"), apply_executor(inventoryPolicy="steal")],
      "document 2 (KubernetesApply kubernetes-apply) field config.inventoryPolicy",
-     "inventoryPolicy 'strict' is not supported"),
+     "expected one of strict, adopt, force-adopt (cli-utils' inventory policies), got 'steal'"),
+    ([airship_phase("apps"), apply_executor(druRun="yes")],
+     "document 2 (KubernetesApply kubernetes-apply) field config.druRun", "expected true or false, got a string"),
+    ([airship_phase("apps", siteWideKubeconfig="yes"), apply_executor()],
+     "document 1 (Phase apps) field config.siteWideKubeconfig", "expected true or false, got a string"),
+    ([airship_phase("apps", validation={"kindsToSkip": "Secret"}), apply_executor()],
+     "document 1 (Phase apps) field config.validation.kindsToSkip", "expected a list of strings, got a string"),
+    ([airship_phase("apps", validation={"strictness": True}), apply_executor()],
+     "document 1 (Phase apps) field config.validation.strictness", "unknown field (did you mean 'strict'?)"),
+    ([{**airship_phase("apps"), "config": {**airship_phase("apps")["config"], "executorRef": {
+        "apiVersion": API, "kind": "KubernetesApply", "name": "kubernetes-apply", "namespace": "elsewhere"}}},
+      apply_executor()],
+     "document 1 (Phase apps) field config.executorRef.namespace",
+     "the KubernetesApply document named 'kubernetes-apply' is in namespace none, not 'elsewhere'"),
     ([{**airship_phase("apps"), "apiVersion": "airshipit.org/v1beta1"}, apply_executor()],
      "document 1 (Phase apps) field apiVersion", "unsupported apiVersion 'airshipit.org/v1beta1'"),
     ([airship_phase("apps"), apply_executor(), airship_plan(**STEPS, phaseGroups=[{"name": "g", **STEPS}])],
@@ -258,8 +295,11 @@ STEPS = {"phases": [{"name": "apps"}]}
     ([airship_phase("apps"), apply_executor(), apply_executor()],
      "document 3 (KubernetesApply kubernetes-apply) field metadata.name", "duplicate KubernetesApply name"),
 ], ids=["executor-not-found", "unknown-config-field", "apply-without-entry-point", "cluster-not-in-inventory",
-        "apply-without-cluster", "timeout-not-seconds", "prune-not-boolean", "jsonpath-too-complex",
-        "kubeconfig-in-executor", "inventory-policy-strict", "api-version", "plan-both-layouts",
+        "apply-without-cluster", "timeout-not-seconds", "prune-not-boolean", "jsonpath-not-kubectls",
+        "condition-without-kind", "condition-kind-not-in-core-without-api-version", "two-conditions-for-one-kind",
+        "condition-value-not-a-string", "kubeconfig-in-executor", "inventory-policy-unknown", "dry-run-not-boolean",
+        "site-wide-kubeconfig-not-boolean", "validation-kinds-not-a-list", "validation-unknown-field",
+        "executor-in-another-namespace", "api-version", "plan-both-layouts",
         "plan-names-missing-phase", "group-step-without-name", "plan-phases-not-a-list", "duplicate-executor"])
 def test_bad_documents_name_the_document_and_field(tmp_path, documents, where, message):
     (tmp_path / "apps").mkdir()
