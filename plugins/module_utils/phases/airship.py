@@ -29,7 +29,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.airship_clust
     PROGRAM as CLUSTERCTL_PROGRAM,
     clusterctl_phase,
 )
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import INLINE_SOURCE, RawDocument
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import INLINE_SOURCE, RawDocument, read_paths
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import (
     Phase,
     PhasePlan,
@@ -51,6 +51,9 @@ PHASE_KIND = "Phase"
 PLAN_KIND = "PhasePlan"
 # Read by the inventory, not by plans (see docs/migrating-from-airshipctl.md).
 IGNORED_KINDS = ("ClusterMap", "KubeConfig")
+METADATA_KIND = "ManifestMetadata"
+METADATA_FIELDS = ("apiVersion", "kind", "metadata", "spec")
+METADATA_SECTION_FIELDS = {"phase": ("path", "docEntryPointPrefix"), "inventory": ("path",)}
 # airshipctl builds its phase bundle with kustomize, and so does read_paths for a directory with a kustomization;
 # a kustomization file read as a document (a file named in plan_src, inline documents) goes with them unread.
 BUNDLE_BUILD_KIND = "Kustomization"
@@ -93,6 +96,78 @@ NOT_RUNNABLE = {
 }
 OTHER_EXECUTORS = ("use a command or tasks phase", "executor-kinds")
 
+
+
+def site_from_metadata(documents: list[RawDocument], target_path: str | None,
+                       problems: Problems) -> tuple[list[RawDocument], str | None]:
+    """The documents and target path a site's ``ManifestMetadata`` (its ``metadata.yaml``) names, as airshipctl's
+    phase helper reads it: ``spec.phase.path`` the phase bundle (read as ``src`` reads a directory), relative to
+    the repository the metadata file is in, and ``spec.phase.docEntryPointPrefix`` where entry points start (unless
+    ``target_path`` is given). ``spec.inventory.path`` (BaremetalManager's host inventory) is checked and not read.
+    Documents without a ManifestMetadata are returned as they are."""
+    found = [document for document in documents if is_airship_document(document.content)
+             and document.content.get("kind") == METADATA_KIND]
+    if not found:
+        return documents, target_path
+    others = [document for document in documents if not any(document is metadata for metadata in found)]
+    if len(found) > 1:
+        problems.add(_named(found[1]).origin.at(), f"a second {METADATA_KIND} (the first is "
+                                                   f"{_named(found[0]).origin.label()}): give one site at a time")
+        return others, target_path
+    metadata = _named(found[0])
+    paths = _metadata_paths(metadata, problems)
+    if paths is None:
+        return others, target_path
+    phase_path, prefix = paths
+    root = next((directory for directory in _ancestors(metadata.base_dir)
+                 if os.path.isdir(os.path.join(directory, phase_path))), None)
+    if root is None:
+        problems.add(metadata.origin.at("spec.phase.path"),
+                     f"no directory {phase_path} above {metadata.base_dir} (it is relative to the repository that "
+                     "holds the metadata file)")
+        return others, target_path
+    phase_dir = os.path.join(root, phase_path)
+    shown = os.path.normpath(os.path.join(os.path.dirname(metadata.origin.source),
+                                          os.path.relpath(phase_dir, metadata.base_dir)))
+    entry_points = os.path.normpath(os.path.join(root, prefix))
+    if target_path is None and not os.path.isdir(entry_points):
+        problems.add(metadata.origin.at("spec.phase.docEntryPointPrefix"), f"{prefix} is not a directory "
+                                                                           f"({entry_points})")
+    return others + read_paths([phase_dir], shown_as=shown), target_path or entry_points
+
+
+def _metadata_paths(metadata: RawDocument, problems: Problems) -> tuple[str, str] | None:
+    """spec.phase.path and spec.phase.docEntryPointPrefix of a ManifestMetadata (each required, as airshipctl)."""
+    content, origin = metadata.content, metadata.origin
+    count = len(problems.messages)
+    unknown_fields(content, METADATA_FIELDS, origin.at, problems, prefix="")
+    spec = _mapping(content, "spec", origin, problems, required=True) or {}
+    unknown_fields(spec, ("phase", "inventory"), origin.at, problems, prefix="spec.")
+    values = []
+    for section, key in (("phase", "path"), ("phase", "docEntryPointPrefix"), ("inventory", "path")):
+        part = spec.get(section) if isinstance(spec.get(section), dict) else {}
+        value = part.get(key)
+        if not isinstance(value, str):
+            problems.add(origin.at(f"spec.{section}.{key}"), f"expected a path relative to the repository, got "
+                                                             f"{type_name(value)} (airshipctl requires it)")
+        values.append(value)
+    for section in ("phase", "inventory"):
+        if isinstance(spec.get(section), dict):
+            unknown_fields(spec[section], METADATA_SECTION_FIELDS[section], origin.at, problems,
+                           prefix=f"spec.{section}.")
+        elif spec.get(section) is not None:
+            problems.add(origin.at(f"spec.{section}"), f"expected a mapping, got {type_name(spec[section])}")
+    return (values[0], values[1]) if len(problems.messages) == count else None
+
+
+def _ancestors(directory: str):
+    directory = os.path.abspath(directory)
+    while True:
+        yield directory
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return
+        directory = parent
 
 
 def is_airship_document(content) -> bool:
@@ -181,7 +256,7 @@ def _executor_documents(documents: list[RawDocument], problems: Problems) -> dic
     for document in documents:
         content, origin = document.content, document.origin
         kind = content.get("kind")
-        if kind in (PHASE_KIND, PLAN_KIND) or kind in IGNORED_KINDS:
+        if kind in (PHASE_KIND, PLAN_KIND, METADATA_KIND) or kind in IGNORED_KINDS:
             continue
         if not isinstance(kind, str) or not kind:
             problems.add(origin.at("kind"), f"expected the kind of an airshipctl document, got {type_name(kind)}")

@@ -14,6 +14,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.errors import Phasek
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import redact
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.airship import (
     read_airship_documents,
+    site_from_metadata,
     split_airship_documents,
 )
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import RawDocument
@@ -197,7 +198,9 @@ def other_problems(catalog: Catalog, plan: PhasePlan | None, planned: list[Phase
 
 
 def read_catalog(documents: list[RawDocument], problems: Problems, target_path: str | None = None) -> Catalog:
-    """Every phase and plan of the documents, phasekit's own and airshipctl's (``airshipit.org/v1alpha1``)."""
+    """Every phase and plan of the documents, phasekit's own and airshipctl's (``airshipit.org/v1alpha1``; a site's
+    ``ManifestMetadata`` brings the phase bundle and target path it names)."""
+    documents, target_path = site_from_metadata(documents, target_path, problems)
     airship, native = split_airship_documents(documents)
     catalog = parse_documents(native, problems)
     for item in read_airship_documents(airship, problems, target_path=target_path):
