@@ -99,25 +99,27 @@ OTHER_EXECUTORS = ("use a command or tasks phase", "executor-kinds")
 
 
 def site_from_metadata(documents: list[RawDocument], target_path: str | None,
-                       problems: Problems) -> tuple[list[RawDocument], str | None]:
+                       problems: Problems) -> tuple[list[RawDocument], str | None, str | None]:
     """The documents and target path a site's ``ManifestMetadata`` (its ``metadata.yaml``) names, as airshipctl's
     phase helper reads it: ``spec.phase.path`` the phase bundle (read as ``src`` reads a directory), relative to
     the repository the metadata file is in, and ``spec.phase.docEntryPointPrefix`` where entry points start (unless
     ``target_path`` is given). ``spec.inventory.path`` (BaremetalManager's host inventory) is checked and not read.
-    Documents without a ManifestMetadata are returned as they are."""
+    Returns the documents, the target path and airshipctl's manifest target path (the directory the repository is
+    checked out in, where Clusterctl provider urls start; ``None`` without a ManifestMetadata, whose documents are
+    returned as they are)."""
     found = [document for document in documents if is_airship_document(document.content)
              and document.content.get("kind") == METADATA_KIND]
     if not found:
-        return documents, target_path
+        return documents, target_path, None
     others = [document for document in documents if not any(document is metadata for metadata in found)]
     if len(found) > 1:
         problems.add(_named(found[1]).origin.at(), f"a second {METADATA_KIND} (the first is "
                                                    f"{_named(found[0]).origin.label()}): give one site at a time")
-        return others, target_path
+        return others, target_path, None
     metadata = _named(found[0])
     paths = _metadata_paths(metadata, problems)
     if paths is None:
-        return others, target_path
+        return others, target_path, None
     phase_path, prefix = paths
     root = next((directory for directory in _ancestors(metadata.base_dir)
                  if os.path.isdir(os.path.join(directory, phase_path))), None)
@@ -125,7 +127,7 @@ def site_from_metadata(documents: list[RawDocument], target_path: str | None,
         problems.add(metadata.origin.at("spec.phase.path"),
                      f"no directory {phase_path} above {metadata.base_dir} (it is relative to the repository that "
                      "holds the metadata file)")
-        return others, target_path
+        return others, target_path, None
     phase_dir = os.path.join(root, phase_path)
     shown = os.path.normpath(os.path.join(os.path.dirname(metadata.origin.source),
                                           os.path.relpath(phase_dir, metadata.base_dir)))
@@ -133,7 +135,7 @@ def site_from_metadata(documents: list[RawDocument], target_path: str | None,
     if target_path is None and not os.path.isdir(entry_points):
         problems.add(metadata.origin.at("spec.phase.docEntryPointPrefix"), f"{prefix} is not a directory "
                                                                            f"({entry_points})")
-    return others + read_paths([phase_dir], shown_as=shown), target_path or entry_points
+    return others + read_paths([phase_dir], shown_as=shown), target_path or entry_points, os.path.dirname(root)
 
 
 def _metadata_paths(metadata: RawDocument, problems: Problems) -> tuple[str, str] | None:
@@ -194,12 +196,14 @@ def _is_bundle_build_file(content) -> bool:
             and str(content.get("apiVersion", "")).startswith(BUNDLE_BUILD_GROUP))
 
 
-def read_airship_documents(documents: list[RawDocument], problems: Problems,
-                           target_path: str | None = None) -> list[Phase | PhasePlan]:
+def read_airship_documents(documents: list[RawDocument], problems: Problems, target_path: str | None = None,
+                           manifest_root: str | None = None) -> list[Phase | PhasePlan]:
     """The phases and plans of airshipctl documents, in document order; every problem added to ``problems``.
 
     ``target_path``: the directory documentEntryPoint paths are relative to; by default the parent of the
     directory holding the phase document (inline documents: their own base directory, the playbook's).
+    ``manifest_root``: where Clusterctl provider entry points start (airshipctl's manifest targetPath), when a
+    ManifestMetadata told it; by default the target path.
     """
     named = [_named(document) for document in documents]
     executors = _executor_documents(named, problems)
@@ -207,7 +211,7 @@ def read_airship_documents(documents: list[RawDocument], problems: Problems,
     executor_problems = {key: Problems() for key in executors}
     mapped = {key: apply_phase_options(document, executor_problems[key])
               for key, document in executors.items() if key[0] == APPLY_KIND}
-    mapped.update({key: clusterctl_phase(document, executor_problems[key])
+    mapped.update({key: clusterctl_phase(document, executor_problems[key], manifest_root)
                    for key, document in executors.items() if key[0] == CLUSTERCTL_KIND})
     items: list[Phase | PhasePlan] = []
     for document in named:

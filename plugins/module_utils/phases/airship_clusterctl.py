@@ -32,6 +32,7 @@ inventory gives the kubeconfig). Documents of the wrong shape are problems, as f
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 import shlex
@@ -96,15 +97,18 @@ class _Refused(Exception):
         self.instead = instead
 
 
-def clusterctl_phase(document: RawDocument, problems: Problems) -> ClusterctlPhase | None:
-    """The command phase of a Clusterctl document; ``None`` when it has problems (each added to ``problems``)."""
+def clusterctl_phase(document: RawDocument, problems: Problems, root: str | None = None) -> ClusterctlPhase | None:
+    """The command phase of a Clusterctl document; ``None`` when it has problems (each added to ``problems``).
+
+    ``root``: the directory provider entry points are relative to (made absolute); by default they stay relative,
+    to the phase's target path."""
     content, origin = document.content, document.origin
     count = len(problems.messages)
     unknown_fields(content, FIELDS, origin.at, problems, prefix="")
     metadata = content.get("metadata")
     if isinstance(metadata, dict):
         unknown_fields(metadata, METADATA_FIELDS, origin.at, problems, prefix="metadata.")
-    reader = _Reader(content, origin, problems)
+    reader = _Reader(content, origin, problems, root)
     action = reader.action()
     init = reader.mapping("init-options", INIT_FIELDS)
     move = reader.mapping("move-options", MOVE_FIELDS)
@@ -177,8 +181,8 @@ def _semver_order(version: str) -> tuple:
 class _Reader:
     """Reads one Clusterctl document's fields: problems for the wrong shape, ``_Refused`` for what cannot run."""
 
-    def __init__(self, content: dict, origin: DocumentOrigin, problems: Problems):
-        self.content, self.origin, self.problems = content, origin, problems
+    def __init__(self, content: dict, origin: DocumentOrigin, problems: Problems, root: str | None = None):
+        self.content, self.origin, self.problems, self.root = content, origin, problems, root
         self.repository: dict = {}  # the clusterctl repository's files (env_dirs) for providers with versions
 
     def action(self) -> str | None:
@@ -333,7 +337,8 @@ class _Reader:
         for version in ordered:
             where = self.origin.at(about or f"{path}.{version}")
             # like airshipctl, an absolute entry point is still under the target path
-            entry_point = {"kustomize": versions[version].lstrip("/"), "about": where}
+            relative = versions[version].lstrip("/")
+            entry_point = {"kustomize": os.path.join(self.root, relative) if self.root else relative, "about": where}
             self.repository[f"{label}/{version}/{components}"] = {
                 **entry_point, "exclude_kinds": [METADATA_KIND], "exclude_labels": NOT_COMPONENTS}
             self.repository[f"{label}/{version}/{METADATA_FILE}"] = {**entry_point, "kind": METADATA_KIND}

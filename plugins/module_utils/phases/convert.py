@@ -98,7 +98,7 @@ def convert_documents(documents: list[RawDocument], executors: dict[str, Executo
     of the input; writes nothing.
     """
     problems = Problems()
-    documents, target_path = site_from_metadata(documents, target_path, problems)
+    documents, target_path, manifest_root = site_from_metadata(documents, target_path, problems)
     problems.raise_if_any()
     airship, native = split_airship_documents(documents)
     if not airship:
@@ -109,7 +109,7 @@ def convert_documents(documents: list[RawDocument], executors: dict[str, Executo
         raise PhasekitError(f"convert_to: converts airshipctl's documents only; give src without the other "
                             f"documents ({labels})")
     catalog = Catalog()
-    for item in read_airship_documents(airship, problems, target_path=target_path):
+    for item in read_airship_documents(airship, problems, target_path=target_path, manifest_root=manifest_root):
         catalog.add(item, problems)
     # the reader's options, before checking fills in defaults: those are what the written documents say
     options = {phase.full_name: copy.deepcopy(phase.options) for phase in catalog.walk()}

@@ -200,10 +200,10 @@ def other_problems(catalog: Catalog, plan: PhasePlan | None, planned: list[Phase
 def read_catalog(documents: list[RawDocument], problems: Problems, target_path: str | None = None) -> Catalog:
     """Every phase and plan of the documents, phasekit's own and airshipctl's (``airshipit.org/v1alpha1``; a site's
     ``ManifestMetadata`` brings the phase bundle and target path it names)."""
-    documents, target_path = site_from_metadata(documents, target_path, problems)
+    documents, target_path, manifest_root = site_from_metadata(documents, target_path, problems)
     airship, native = split_airship_documents(documents)
     catalog = parse_documents(native, problems)
-    for item in read_airship_documents(airship, problems, target_path=target_path):
+    for item in read_airship_documents(airship, problems, target_path=target_path, manifest_root=manifest_root):
         catalog.add(item, problems)
     return catalog
 
