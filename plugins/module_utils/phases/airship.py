@@ -59,6 +59,7 @@ METADATA_SECTION_FIELDS = {"phase": ("path", "docEntryPointPrefix"), "inventory"
 BUNDLE_BUILD_KIND = "Kustomization"
 BUNDLE_BUILD_GROUP = "kustomize.config.k8s.io/"
 EXECUTOR_PREFIX = "airship:"
+NATIVE_GROUP = "phasekit.dev/"
 GUIDE = "docs/migrating-from-airshipctl.md"
 
 PHASE_FIELDS = ("apiVersion", "kind", "metadata", "config")
@@ -178,17 +179,28 @@ def is_airship_document(content) -> bool:
 
 
 def split_airship_documents(documents: list[RawDocument]) -> tuple[list[RawDocument], list[RawDocument]]:
-    """airshipctl's documents and the others; a kustomization read as a document goes with airshipctl's."""
+    """airshipctl's phase bundle and phasekit's own documents.
+
+    With airshipctl's documents, the bundle also holds the other objects airshipctl keeps in it (the ConfigMaps a
+    GenericContainer's ``configRef`` names, catalogues); a kustomization read as a document goes with it unread.
+    """
     airship = [document for document in documents if is_airship_document(document.content)]
     if not airship:
         return [], list(documents)
-    native = []
+    bundle, native = [], []
     for document in documents:
-        if is_airship_document(document.content):
-            continue
-        if not _is_bundle_build_file(document.content):
+        if is_airship_document(document.content) or _is_bundle_object(document.content):
+            bundle.append(document)
+        elif not _is_bundle_build_file(document.content):
             native.append(document)
-    return airship, native
+    return bundle, native
+
+
+def _is_bundle_object(content) -> bool:
+    """An object of the bundle that is neither airshipctl's nor phasekit's (a ConfigMap, a catalogue)."""
+    return (isinstance(content, dict) and isinstance(content.get("kind"), str)
+            and content["kind"] not in (PHASE_KIND, PLAN_KIND, BUNDLE_BUILD_KIND)
+            and not str(content.get("apiVersion", "")).startswith(NATIVE_GROUP))
 
 
 def _is_bundle_build_file(content) -> bool:
@@ -271,8 +283,9 @@ def _executor_documents(documents: list[RawDocument], problems: Problems) -> dic
             problems.add(origin.at("metadata.name"), f"expected the name of this {kind}, got {type_name(name)}")
             continue
         if (kind, name) in found:
-            problems.add(origin.at("metadata.name"), f"duplicate {kind} name {name!r} "
-                                                     f"(also defined in {found[(kind, name)].origin.label()})")
+            if is_airship_document(content):   # the bundle's other objects may share a name across namespaces
+                problems.add(origin.at("metadata.name"), f"duplicate {kind} name {name!r} "
+                                                         f"(also defined in {found[(kind, name)].origin.label()})")
             continue
         found[(kind, name)] = document
     return found
