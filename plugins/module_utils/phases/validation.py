@@ -76,6 +76,7 @@ def _check_phase(phase: Phase, executors: dict[str, Executor], problems: Problem
     for error in errors:
         problems.add(phase.where("options"), f"{error} (executor {executor.name})")
     phase.options = options
+    phase.requires = tuple(dict.fromkeys((*phase.requires, *executor.programs)))
 
 
 def _check_group(phase: Phase, executors: dict[str, Executor], problems: Problems):
@@ -135,19 +136,22 @@ def plan_phases(catalog: Catalog, plan: PhasePlan | None, problems: Problems) ->
 def refuse_not_runnable(phases: list[Phase], problems: Problems, which=shutil.which):
     """A problem for each phase that cannot run here: validate and run refuse them, list and tree show them.
 
-    So is a phase whose program (``Phase.requires``) is not on the controller's PATH (``which``: program ->
-    its path or None).
+    So is a phase whose program (``Phase.requires``; a tuple of programs: any one of them) is not on the
+    controller's PATH (``which``: program -> its path or None).
     """
     for phase in _once(phases):
         if phase.not_runnable is not None:
             problems.add(phase.where("executor"), phase.not_runnable)
             continue
         for program in phase.requires:
-            if which(program) is None:
+            choices = program if isinstance(program, tuple) else (program,)   # a tuple: any one of them
+            if all(which(choice) is None for choice in choices):
+                named = " or ".join(choices)
+                runs = f"runs {named}, which is" if len(choices) == 1 else f"needs {named}, neither of which is"
                 problems.add(phase.where("executor"),
-                             f"phase {phase.full_name} runs {program}, which is not on the controller's PATH: "
-                             f"install {program} where ansible-playbook runs (or add its directory to PATH), "
-                             f"or leave the phase out with plan_skip")
+                             f"phase {phase.full_name} {runs} not on the controller's PATH: install {named} where "
+                             f"ansible-playbook runs (or add its directory to PATH), or leave the phase out with "
+                             f"plan_skip")
 
 
 def _once(phases):

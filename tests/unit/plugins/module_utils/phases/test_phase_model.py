@@ -136,7 +136,7 @@ def test_error_names_file_document_and_field(tmp_path):
     with pytest.raises(PhasekitError) as error:
         build_plan(documents, executors=executor_registry(), inventory=inventory())
     assert str(error.value) == ("phases.yaml document 2 (Phase bad) field spec.executor: unknown executor 'aply' "
-                                "(did you mean 'apply'?); expected one of apply, command, helm, kubeconfig, tasks, wait")
+                                "(did you mean 'apply'?); expected one of apply, command, container, helm, kubeconfig, tasks, wait")
 
 
 def test_no_documents(tmp_path):

@@ -62,7 +62,7 @@ def cmd(**spec):
      "plan document 2 (PhasePlan deploy) field spec.phases[0]: expected a phase name (a string), got a mapping"),
     ([cmd(executor="aply")],
      "plan document 1 (Phase p) field spec.executor: unknown executor 'aply' (did you mean 'apply'?); "
-     "expected one of apply, command, helm, kubeconfig, tasks, wait"),
+     "expected one of apply, command, container, helm, kubeconfig, tasks, wait"),
     ([phase("p", cluster="target")],
      "plan document 1 (Phase p) field spec.executor: missing: a phase without child phases needs an executor"),
     ([phase("p", cluster="target", executor="apply")],
