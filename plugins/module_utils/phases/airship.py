@@ -8,13 +8,16 @@ reference (``config.executorRef``). They become the collection's model here:
 - ``Phase``: ``metadata.name`` is the phase's name, ``metadata.clusterName`` its cluster (an inventory host
   or group), ``config.documentEntryPoint`` its source, relative to the target path (airshipctl's
   ``targetPath`` + ``phaseRepositoryName`` + the site's ``docEntryPointPrefix``).
-- ``KubernetesApply`` executors become ``apply``: ``waitOptions`` the ``wait`` option, ``pruneOptions.prune``
-  ``prune`` with an ApplySet named after the phase.
+- ``KubernetesApply`` executors become ``apply`` phases as airshipctl's applier ran them (``airship_apply``).
 - ``Clusterctl`` executors become ``command`` phases running ``clusterctl init`` or ``clusterctl move``
   (``airship_clusterctl``); they need ``clusterctl`` on the controller's PATH to be validated or run.
-- Every other executor kind has no equivalent yet: its phases are listed as ``airship:<Kind>`` and are refused
-  when they would be validated or run, with what to do instead (a section of the migration guide).
-- ``PhasePlan``: ``phases: [{name}]``, or the older ``phaseGroups: [{name, phases: [{name}]}]`` (in order).
+- ``GenericContainer`` executors become ``container`` phases (``airship_container``); they need podman or docker.
+- Every other executor kind (BaremetalManager, BootConfiguration, IsoConfiguration) has no equivalent: its phases
+  are listed as ``airship:<Kind>`` and are refused when they would be validated or run, with what to do instead
+  (a section of the migration guide).
+- ``PhasePlan``: ``phases: [{name}]`` (a phase may be named again: it runs again), or the older
+  ``phaseGroups: [{name, phases: [{name}]}]`` (in order).
+- ``ManifestMetadata`` (a site's ``metadata.yaml``) names the phase bundle and the entry point directory.
 - ``ClusterMap`` and ``KubeConfig`` documents are accepted and not read here: the inventory holds clusters.
 """
 
@@ -24,6 +27,7 @@ import copy
 import os
 
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.airship_apply import APPLY_KIND, apply_phase_options
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.airship_container import CONTAINER_KIND, container_phase
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.airship_clusterctl import (
     CLUSTERCTL_KIND,
     PROGRAM as CLUSTERCTL_PROGRAM,
@@ -86,8 +90,6 @@ PHASE_FIELD_PATHS = {
 
 # Executor kinds with no equivalent here: what to do instead, and the guide's section that shows it.
 NOT_RUNNABLE = {
-    "GenericContainer": ("run the container's program in a command phase, or use a tasks phase",
-                         "genericcontainer"),
     "BaremetalManager": ("use a tasks phase with the modules of your hardware (Redfish, IPMI, libvirt)",
                          "baremetalmanager-bootconfiguration-isoconfiguration"),
     "BootConfiguration": ("create the bootstrap cluster in a command or tasks phase",
@@ -225,6 +227,8 @@ def read_airship_documents(documents: list[RawDocument], problems: Problems, tar
               for key, document in executors.items() if key[0] == APPLY_KIND}
     mapped.update({key: clusterctl_phase(document, executor_problems[key], manifest_root)
                    for key, document in executors.items() if key[0] == CLUSTERCTL_KIND})
+    mapped.update({key: container_phase(document, executors, executor_problems[key], manifest_root)
+                   for key, document in executors.items() if key[0] == CONTAINER_KIND})
     items: list[Phase | PhasePlan] = []
     for document in named:
         kind = document.content.get("kind")
@@ -349,6 +353,10 @@ def _read_phase(document: RawDocument, executors: dict, mapped: dict, target_dir
         phase.options = {**options, "applyset": name} if options is not None else {}
     elif kind == CLUSTERCTL_KIND:
         _clusterctl(phase, mapped.get(reference))
+    elif kind == CONTAINER_KIND:
+        _container(phase, mapped.get(reference), config.get("siteWideKubeconfig") is True,
+                   f"{kind} {executor_name} ({executors[reference].origin.source} document "
+                   f"{executors[reference].origin.document})")
     else:
         phase.executor = f"{EXECUTOR_PREFIX}{kind}"
         phase.not_runnable = not_runnable_message(kind, executor_name, executors[reference].origin)
@@ -363,6 +371,37 @@ def _clusterctl(phase: Phase, mapped):
     phase.executor = "command"
     phase.options = copy.deepcopy(mapped.options) if mapped is not None else {"argv": [CLUSTERCTL_PROGRAM]}
     phase.requires = (CLUSTERCTL_PROGRAM,)
+
+
+def _container(phase: Phase, mapped, site_wide: bool, executor: str):
+    """A container phase; one that cannot run here keeps airshipctl's kind in the listing, saying why."""
+    if phase.cluster is None:
+        phase.executor = f"{EXECUTOR_PREFIX}{CONTAINER_KIND}"
+        phase.not_runnable = (f"executor {executor} runs on no cluster (the phase has no metadata.clusterName), and "
+                              f"phasekit.kube runs a phase on the hosts of its cluster: give the phase a "
+                              f"metadata.clusterName (its kubeconfig is then the container's), or run the container "
+                              f"in a command phase (see {GUIDE}#genericcontainer), or leave the phase out with "
+                              f"plan_skip")
+        return
+    if site_wide:
+        phase.executor = f"{EXECUTOR_PREFIX}{CONTAINER_KIND}"
+        phase.not_runnable = (f"phase {phase.name} field config.siteWideKubeconfig: a container here gets the "
+                              f"kubeconfig of its own cluster only, not every cluster of the site; remove "
+                              f"siteWideKubeconfig (see {GUIDE}#genericcontainer), or leave the phase out with plan_skip")
+        return
+    if mapped is not None and mapped.refusal is not None:
+        phase.executor = f"{EXECUTOR_PREFIX}{CONTAINER_KIND}"
+        phase.not_runnable = (f"executor {executor} {mapped.refusal} (see {GUIDE}#genericcontainer), or leave the "
+                              f"phase out with plan_skip")
+        return
+    phase.executor = "container"
+    if mapped is None:   # the executor document's problems are the phase's: nothing more to check
+        phase.not_runnable = f"executor {executor} has problems"
+        return
+    phase.options = dict(mapped.options)
+    if mapped.sink:
+        # airshipctl wrote the output relative to the site's entry point directory
+        phase.options["output_dir"] = os.path.normpath(os.path.join(phase.base_dir, mapped.sink))
 
 
 def _executor_reference(config: dict, phase: Phase, executors: dict, problems: Problems) -> tuple | None:

@@ -175,12 +175,15 @@ def test_missing_entry_point_names_the_field(tmp_path):
             f"target/workers not found (looked for {tmp_path / 'target' / 'workers'})") in str(error.value)
 
 
-@pytest.mark.parametrize("phase, kind, section", [
-    ("kubectl-wait-pods-target", "GenericContainer", "genericcontainer"),
-    ("remotedirect-ephemeral", "BaremetalManager", "baremetalmanager-bootconfiguration-isoconfiguration"),
-    ("iso-build-image", "IsoConfiguration", "baremetalmanager-bootconfiguration-isoconfiguration"),
-], ids=["generic-container", "baremetal-manager", "iso-configuration"])
-def test_executor_without_equivalent_is_listed_and_refused_when_validated(phase, kind, section):
+@pytest.mark.parametrize("phase, kind, section, why", [
+    ("kubectl-wait-pods-target", "GenericContainer", "genericcontainer",
+     "field configRef names no ConfigMap 'kubectl-wait-pods' among the phase documents"),
+    ("remotedirect-ephemeral", "BaremetalManager", "baremetalmanager-bootconfiguration-isoconfiguration",
+     "has no equivalent in phasekit.kube"),
+    ("iso-build-image", "IsoConfiguration", "baremetalmanager-bootconfiguration-isoconfiguration",
+     "has no equivalent in phasekit.kube"),
+], ids=["generic-container-without-its-config", "baremetal-manager", "iso-configuration"])
+def test_executor_that_cannot_run_here_is_listed_and_refused_when_validated(phase, kind, section, why):
     listed = planned(site_plan("deploy-gating", only=[phase]), phase)
     assert listed.selected and listed.phase.executor == f"airship:{kind}"
     with pytest.raises(PhasekitError) as error:
@@ -188,7 +191,7 @@ def test_executor_without_equivalent_is_listed_and_refused_when_validated(phase,
     message = str(error.value)
     assert message.startswith("site/phases/phases.yaml document ")
     assert f"(Phase {phase}) field config.executorRef: executor {kind} " in message
-    assert "has no equivalent in phasekit.kube yet" in message
+    assert why in message
     assert f"docs/migrating-from-airshipctl.md#{section}" in message
 
 
