@@ -13,6 +13,7 @@ still running at its timeout is removed (``<engine> rm -f``).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -116,7 +117,8 @@ class ContainerResult:
 
 
 def resource_list(items: list[dict], config: dict | None) -> str:
-    """The KRM ResourceList a function reads: the documents, each with its index annotation, and its config."""
+    """The KRM ResourceList a function reads (as JSON): the documents, each with its index annotation, and its
+    config."""
     annotated = []
     for index, item in enumerate(items):
         item = yaml_io.copy_data(item)
@@ -127,7 +129,8 @@ def resource_list(items: list[dict], config: dict | None) -> str:
     body = {**RESOURCE_LIST, "items": annotated}
     if config is not None:
         body["functionConfig"] = config
-    return yaml_io.safe_dump(body, sort_keys=False)
+    # JSON is YAML: every KRM function reads it, and a function needs no YAML library to read it
+    return json.dumps(body, default=str)
 
 
 def container_argv(engine: str, options: dict, *, name: str, kubeconfig: str | None, context: str | None,

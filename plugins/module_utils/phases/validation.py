@@ -147,9 +147,9 @@ def refuse_not_runnable(phases: list[Phase], problems: Problems, which=shutil.wh
             choices = program if isinstance(program, tuple) else (program,)   # a tuple: any one of them
             if all(which(choice) is None for choice in choices):
                 named = " or ".join(choices)
-                runs = f"runs {named}, which is" if len(choices) == 1 else f"needs {named}, neither of which is"
+                missing = f"runs {named}, which is not" if len(choices) == 1 else f"needs {named}, neither of which is"
                 problems.add(phase.where("executor"),
-                             f"phase {phase.full_name} {runs} not on the controller's PATH: install {named} where "
+                             f"phase {phase.full_name} {missing} on the controller's PATH: install {named} where "
                              f"ansible-playbook runs (or add its directory to PATH), or leave the phase out with "
                              f"plan_skip")
 
