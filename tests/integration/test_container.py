@@ -7,7 +7,6 @@ container; and validate without a container engine, which names the phase and wh
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import yaml
@@ -41,10 +40,10 @@ def site(root: Path, shared: Path, clusters) -> Path:
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "two"}, "data": {"b": "2"}}]))
     mount = {"type": "bind", "src": str(shared), "dst": "/out", "rw": True}
     documents = [
-        script("write", 'set -e\necho "$GREETING $FROM_CONTROLLER" > /out/greeting\n'
+        script("write", '#!/bin/sh\nset -e\necho "$GREETING $FROM_CONTROLLER" > /out/greeting\n'
                         'kubectl --context "$KCTL_CONTEXT" get --raw /version > /out/version\n'
                         'wc -l < "$RENDERED_BUNDLE_PATH" > /out/bundle-lines\n'),
-        script("slow", "sleep 60\n"),
+        script("slow", "#!/bin/sh\nsleep 60\n"),
         container("write-out", {"type": "krm", "hostNetwork": True, "timeout": 120,
                                 "envVars": ["GREETING=hello", "FROM_CONTROLLER", "TOOLBOX_ECHO_ITEMS=true"],
                                 "mounts": [mount], "sinkOutputDir": "generated"},
@@ -82,7 +81,9 @@ def test_generic_containers_run_with_podman_as_airshipctl_ran_them(clusters, run
     assert int((shared / "bundle-lines").read_text()) >= 2                      # the entry point's documents
     assert {path.name for path in (root / "generated").iterdir()} == {"configmap_one.yaml", "configmap_two.yaml"}
     assert yaml.safe_load((root / "generated" / "configmap_one.yaml").read_text())["data"] == {"a": "1"}
-    assert re.match(r"CapEff:\s+0*1?f{9,}", (shared / "caps").read_text()), (shared / "caps").read_text()
+    # privileged: (nearly) every capability, where a container gets a dozen or so by default
+    capabilities = int((shared / "caps").read_text().split()[1], 16)
+    assert bin(capabilities).count("1") >= 30, (shared / "caps").read_text()
 
     slow = run_playbook(PLAYBOOK, inventory, *args, "-e", "plan=slow")
     assert slow.rc != 0 and "container localhost/toolbox did not finish within 5s and was removed" in slow.output
