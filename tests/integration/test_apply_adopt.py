@@ -42,8 +42,8 @@ def test_applyset_adopt_takes_over_only_what_its_policy_allows(clusters, run_pla
                                                        definition=[config_map(name, namespace) for name in names])])[0]
 
     strict = apply("none", "fresh", "loose", "theirs", "airshipped")
-    assert strict.get("failed") and "may not take over 2 existing object(s) (applyset_adopt: none); nothing was " \
-                                     "applied" in strict["msg"], strict
+    refusal = "may not take over 2 existing object(s) (applyset_adopt: none); nothing was applied"
+    assert strict.get("failed") and refusal in strict["msg"], strict
     assert "ConfigMap " + namespace + "/loose exists and is in no ApplySet" in strict["msg"]
     assert f"ConfigMap {namespace}/theirs belongs to ApplySet {other_set}" in strict["msg"]
     assert labels_of(cluster, "fresh", namespace) is None                        # nothing was applied

@@ -51,8 +51,8 @@ def site(root: Path, shared: Path, clusters) -> Path:
         container("privileged", {"type": "airship", "airship": {
             "privileged": True, "cmd": ["/bin/sh", "-c", "grep CapEff /proc/self/status > /out/caps"]},
             "mounts": [mount]}),
-        container("slow", {"type": "krm", "timeout": 5}, configRef={"apiVersion": "v1", "kind": "ConfigMap",
-                                                                     "name": "slow"}),
+        container("slow", {"type": "krm", "timeout": 5},
+                  configRef={"apiVersion": "v1", "kind": "ConfigMap", "name": "slow"}),
         phase("write-out", "write-out", "apps"),
         phase("privileged", "privileged"),
         phase("slow", "slow"),

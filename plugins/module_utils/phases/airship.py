@@ -100,7 +100,6 @@ NOT_RUNNABLE = {
 OTHER_EXECUTORS = ("use a command or tasks phase", "executor-kinds")
 
 
-
 def site_from_metadata(documents: list[RawDocument], target_path: str | None,
                        problems: Problems) -> tuple[list[RawDocument], str | None, str | None]:
     """The documents and target path a site's ``ManifestMetadata`` (its ``metadata.yaml``) names, as airshipctl's

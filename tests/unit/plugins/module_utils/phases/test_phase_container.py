@@ -107,8 +107,8 @@ def test_the_output_is_a_resource_lists_items_or_the_documents(stdout, names):
 
 
 def test_output_files_go_where_their_path_annotations_say_or_are_named_after_the_object(tmp_path):
-    items = [{"kind": "Secret", "metadata": {"name": "s", "annotations": {"config.kubernetes.io/path": "x/s.yaml",
-                                                                        "config.kubernetes.io/index": "0"}}},
+    annotations = {"config.kubernetes.io/path": "x/s.yaml", "config.kubernetes.io/index": "0"}
+    items = [{"kind": "Secret", "metadata": {"name": "s", "annotations": annotations}},
              {"kind": "ConfigMap", "metadata": {"name": "c"}}]
     written = write_output(items, str(tmp_path))
     assert written == [str(tmp_path / "configmap_c.yaml"), str(tmp_path / "x" / "s.yaml")]
@@ -201,8 +201,8 @@ def test_the_output_is_written_to_output_dir_or_returned(engine, tmp_path):
 
 
 def test_a_dry_run_runs_no_container(engine):
-    outcome = BuiltinExecutors(FakeAccess(), mode="validate")({"name": "c", "executor": "container",
-                                                                "options": {"image": "img"}}, E)
+    validate = BuiltinExecutors(FakeAccess(), mode="validate")
+    outcome = validate({"name": "c", "executor": "container", "options": {"image": "img"}}, E)
     assert outcome.skipped and not engine.exists()
 
 

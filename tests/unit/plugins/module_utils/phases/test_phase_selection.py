@@ -99,13 +99,13 @@ DEPLOYS = ["deploy#1", "deploy/web#1", "deploy#2", "deploy/web#2", "deploy/web#3
     (["check"], [], None, ["check#1", "check#2", "check#3"]),
     (["check#2"], [], None, ["check#2"]),
     ([], ["check"], None, DEPLOYS + ["once"]),
-    ([], ["check#1", "check#3"], None, ["deploy#1", "deploy/web#1", "check#2", "deploy#2", "deploy/web#2",
-                                         "deploy/web#3", "once"]),
+    ([], ["check#1", "check#3"], None,
+     ["deploy#1", "deploy/web#1", "check#2", "deploy#2", "deploy/web#2", "deploy/web#3", "once"]),
     (["deploy"], [], None, DEPLOYS),
     (["deploy#1"], [], None, ["deploy#1", "deploy/web#1"]),
     (["deploy/web"], [], None, ["deploy/web#1", "deploy/web#2", "deploy/web#3"]),
-    ([], ["deploy#1"], None, ["check#1", "check#2", "deploy#2", "deploy/web#2", "deploy/web#3",
-                                                 "check#3", "once"]),
+    ([], ["deploy#1"], None,
+     ["check#1", "check#2", "deploy#2", "deploy/web#2", "deploy/web#3", "check#3", "once"]),
     ([], [], "check#2", ["check#2", "deploy#2", "deploy/web#2", "deploy/web#3", "check#3", "once"]),
     ([], [], "deploy/web#3", ["deploy/web#3", "check#3", "once"]),
     ([], [], "once", ["once"]),
@@ -143,8 +143,8 @@ def test_unknown_entry_names_are_invalid(bad, suggestion):
         select_phases(REPEATED, only=[bad])
 
 
-@pytest.mark.parametrize("full_name, occurrence, expected", [("check", None, "check"), ("check", 2, "check#2"),
-                                                              ("a/b", 3, "a/b#3")],
-                         ids=["once", "repeated", "repeated-child"])
+@pytest.mark.parametrize("full_name, occurrence, expected", [
+    ("check", None, "check"), ("check", 2, "check#2"), ("a/b", 3, "a/b#3"),
+], ids=["once", "repeated", "repeated-child"])
 def test_entry_names(full_name, occurrence, expected):
     assert entry_name(full_name, occurrence) == expected
