@@ -462,7 +462,7 @@ class _Evaluation:
         return [node.text]
 
     def _literal(self, values: list, node: _Literal) -> list:
-        return [node.value for _ in values]
+        return [node.value] * len(values)
 
     def _identifier(self, values: list, node: _Identifier) -> list:
         if node.name == "range":
@@ -490,7 +490,8 @@ class _Evaluation:
                 continue
             if not isinstance(value, list):
                 raise JSONPathError(f"{_go_type(value)} is not array or slice")
-            (start, start_known, _), (stop, stop_known, stop_derived), (step, step_known, _) = node.params
+            (start, start_known), (stop, stop_known, stop_derived), (step, step_known) = \
+                node.params[0][:2], node.params[1], node.params[2][:2]
             length = len(value)
             start = start if start_known else 0
             if start < 0:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from test_apply import CLUSTER, namespace, run_tasks, task  # noqa: F401 - namespace is a fixture
+from test_apply import CLUSTER, namespace, run_tasks, task  # noqa: F401  pylint: disable=unused-import
 
 PART_OF = "applyset.kubernetes.io/part-of"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from test_airshipctl_published import toolbox_image  # noqa: F401 - a fixture
+from test_airshipctl_published import toolbox_image  # noqa: F401  pylint: disable=unused-import
 
 AIRSHIP = "airshipit.org/v1alpha1"
 PLAYBOOK = "- ansible.builtin.import_playbook: phasekit.kube.run\n"
