@@ -33,10 +33,11 @@ from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import (
 ARGUMENT_SPEC = {**PLAN_SOURCE_SPEC, "render": {"type": "bool", "default": False},
                  "per_cluster": {"type": "bool", "default": False},
                  "runnable": {"type": "bool", "default": False},
+                 "check_all": {"type": "bool", "default": False},
                  "convert_to": {"type": "path"},
                  BUNDLE_OPTION: {"type": "raw"}}
 # convert_to writes every phase and plan: options that choose or show part of a plan do not apply.
-NOT_WITH_CONVERT = ("name", "only", "skip", "start_at", "render", "per_cluster", "runnable")
+NOT_WITH_CONVERT = ("name", "only", "skip", "start_at", "render", "per_cluster", "runnable", "check_all")
 TEMPLATE_NOTE = "has templates (.j2): rendered with each cluster host's variables when the phase runs"
 
 
@@ -51,8 +52,10 @@ class ActionModule(PhasekitAction):
         if args[BUNDLE_OPTION] is not None:
             raise PhasekitError(f"{BUNDLE_OPTION} is for the inventory convert_to writes: give convert_to, "
                                 f"or remove {BUNDLE_OPTION}")
-        plan = plan_for_task(self, args, task_vars, runnable=args["runnable"])
+        plan = plan_for_task(self, args, task_vars, runnable=args["runnable"], check_all=args["check_all"])
         result = plan_result(plan)
+        if plan.warnings:
+            result["warnings"] = list(plan.warnings)
         if args["render"]:
             hostvars = task_vars.get("hostvars")
 
@@ -135,7 +138,7 @@ def render_bundles(plan: Plan, render_for=None) -> list[dict]:
     for planned in plan.selected:
         phase = planned.phase
         if phase.executor == "command" and phase.options.get(ENV_DIRS):
-            rendered.append({"phase": phase.full_name, "cluster": phase.cluster,
+            rendered.append({"phase": planned.name, "cluster": phase.cluster,
                              "command": phase.options.get("argv") or phase.options.get("cmd"),
                              "directories": env_dirs_layout(phase.options[ENV_DIRS])})
             continue
@@ -143,7 +146,7 @@ def render_bundles(plan: Plan, render_for=None) -> list[dict]:
             continue
         templated = phase.source_path is not None and has_templates(phase.source_path)
         if templated and render_for is None:
-            rendered.append({"phase": phase.full_name, "cluster": phase.cluster,
+            rendered.append({"phase": planned.name, "cluster": phase.cluster,
                              "source": views.source_label(phase.source), "objects": [], "note": TEMPLATE_NOTE})
             continue
         for cluster, (render_template, secrets) in ([(host, render_for(host)) for host in planned.placement.hosts]
@@ -155,9 +158,9 @@ def render_bundles(plan: Plan, render_for=None) -> list[dict]:
                     objects = render_bundle(definition=phase.source)
             except PhasekitError as err:
                 on = f" on cluster {cluster}" if templated else ""
-                raise PhasekitError(f"phase {phase.full_name}{on} ({phase.origin.label()}): {err}") from None
+                raise PhasekitError(f"phase {planned.name}{on} ({phase.origin.label()}): {err}") from None
             rendered.append({
-                "phase": phase.full_name,
+                "phase": planned.name,
                 "cluster": cluster,
                 "source": views.source_label(phase.source),
                 "objects": [scrub_secrets(redact(bundle_object.obj), secrets) for bundle_object in objects],

@@ -31,17 +31,24 @@ options:
       - Without it, the only plan the documents define; if they define none, every phase in document order.
     type: str
   only:
-    description: Full names of the phases to run, with their descendants.
+    description:
+      - Full names of the phases to run, with their descendants.
+      - The name of a phase the plan runs several times selects every run of it; C(NAME#K) only its K-th run
+        (and the descendants that plan entry brings).
     type: list
     elements: str
     default: []
   skip:
-    description: Full names of the phases not to run, with their descendants. Applied after O(only).
+    description:
+      - Full names of the phases not to run, with their descendants. Applied after O(only).
+      - The name of a phase the plan runs several times skips every run of it; C(NAME#K) only its K-th run.
     type: list
     elements: str
     default: []
   start_at:
-    description: Full name of the phase to resume at; phases before it in run order do not run.
+    description:
+      - Full name of the phase to resume at; phases before it in run order do not run.
+      - For a phase the plan runs several times, name the run to start at, C(NAME#K).
     type: str
   target_path:
     description:

@@ -93,6 +93,26 @@ options:
         members, so C(kubectl get -l applyset.kubernetes.io/part-of=ID) and C(kubectl apply --applyset) see the same
         set.
     type: str
+  applyset_adopt:
+    description:
+      - Which objects that already exist the O(applyset) may take over, checked before anything is written (a
+        refused object fails the task and nothing is applied) - V(none) only objects already in the set, V(unowned)
+        also objects in no set, V(all) any object, even another set's (its label is replaced).
+      - These are cli-utils' inventory policies C(strict), C(adopt) and C(force-adopt) (airshipctl's
+        C(inventoryPolicy)). An object belongs to the set its C(applyset.kubernetes.io/part-of) label names; without
+        that label, to the cli-utils inventory its C(config.k8s.io/owning-inventory) annotation names, which counts as
+        this set when the inventory's id is the set's name (as airshipctl's inventory of a phase is).
+      - Objects that do not exist yet are always applied. Requires O(applyset) unless V(unowned).
+    type: str
+    choices: [none, unowned, all]
+    default: unowned
+  selector:
+    description:
+      - Apply only the bundle's objects whose labels match this label selector, in kubectl's syntax
+        (C(kubectl apply --selector)) - C(key), C(!key), C(key=value), C(key!=value), C(key in (a,b)),
+        C(key notin (a,b)), C(key>N), C(key<N), joined by commas.
+      - With O(prune), members of the set that the selector leaves out are pruned like any member not applied.
+    type: str
   applyset_tooling:
     description:
       - The C(applyset.kubernetes.io/tooling) value written on the parent, C(NAME/VERSION).
@@ -117,6 +137,10 @@ options:
         description: Seconds to wait for all objects together.
         type: int
         default: 300
+      poll_interval:
+        description: The longest pause between two reads of the objects, in seconds (polling backs off to it).
+        type: float
+        default: 2.0
       kinds:
         description:
           - Readiness per kind - a dictionary of C(Kind) or C(Kind.group) to V(kstatus) (the default) or V(none)
@@ -125,9 +149,9 @@ options:
         default: {}
       conditions:
         description:
-          - Extra conditions, each a JMESPath C(path) over the live object with an expected C(value), optionally
-            limited to a C(kind), C(name) or C(namespace); an object is ready when every condition that applies to it
-            is met (after its kind's readiness).
+          - Extra conditions, each a JMESPath C(path) or a kubectl JSONPath template C(jsonpath) over the live
+            object with an expected C(value), optionally limited to a C(kind), C(name) or C(namespace); an object is
+            ready when every condition that applies to it is met (after its kind's readiness).
           - Written exactly as the O(phasekit.kube.wait#module:conditions) of M(phasekit.kube.wait), which documents
             each key.
         type: list

@@ -19,10 +19,17 @@ description:
     (naming a child does not bring its parent); O(skip) then removes the named phases and their descendants;
     O(start_at) resumes the plan at a phase, leaving out every phase before it. An unknown name fails with
     C(invalid phase name: NAME).
+  - >-
+    A plan may name a phase more than once (airshipctl's plans repeat their checks); it runs at each position.
+    Each run is an entry of the run list named C(NAME#K), the K-th run of the phase (C(check#2)); a phase that
+    runs once keeps its name. In O(only) and O(skip) the phase's name selects all its entries, C(NAME#K) one
+    of them; O(start_at) needs C(NAME#K) when the phase runs more than once.
   - Validation fails on an unknown kind or field, a duplicate phase name, a plan naming a missing phase, an
     unknown executor, a missing source, a cluster that is neither a host nor a group of the inventory, and
     options the executor does not take. All problems are reported at once, each naming the file, the
     document and the field.
+  - Only the chosen plan and the phases it runs must be valid; the problems of other phases and plans (shared
+    documents a site does not use) are reported as warnings with O(check_all=true).
   - Reads no kubeconfig, decrypts nothing and contacts no cluster. From the inventory it reads host and
     group names, and C(kube_parent) of the hosts that a C(kubeconfig) phase names.
   - The role C(phasekit.kube.plan) runs the result; see C(docs/phases.md) for the document format.
@@ -51,12 +58,19 @@ options:
       - Without it such phases are listed, so that C(list) and C(tree) show the whole plan.
     type: bool
     default: false
+  check_all:
+    description:
+      - Check every phase and plan of the documents, not only the chosen plan's; the problems of those outside the
+        plan are returned as warnings (the task does not fail on them), each naming the document and field and
+        ending in C((not in plan NAME)). The role sets it for C(plan_action=validate).
+    type: bool
+    default: false
   convert_to:
     description:
       - Write the collection's own documents (C(phasekit.dev/v1alpha1)) equivalent to airshipctl's C(Phase) and
         C(PhasePlan) documents read from O(src) into this directory (relative to the playbook; created if
         needed), instead of computing a run list. Every phase and plan is written, so O(name), O(only),
-        O(skip), O(start_at), O(render), O(per_cluster) and O(runnable) are refused with it.
+        O(skip), O(start_at), O(render), O(per_cluster), O(runnable) and O(check_all) are refused with it.
       - Two files, C(phases.yaml) (one C(Phase) per airshipctl phase, in document order) and C(plans.yaml) (one
         C(PhasePlan) per airshipctl plan, C(phaseGroups) flattened in order). The output is deterministic.
       - Sources are paths relative to the written files, pointing at the original entry point directories;
@@ -220,21 +234,35 @@ phases:
   elements: dict
   contains:
     name:
-      description: Full name, parents joined with C(/).
+      description:
+        - The entry's name in the run list, what O(only), O(skip), O(start_at), the summary and the run records use.
+        - The full name (parents joined with C(/)); for a phase the plan runs several times, C(FULL_NAME#K) for
+          its K-th run.
+      type: str
+      sample: certs/ca
+    full_name:
+      description: The phase's full name, parents joined with C(/) (the same for every run of a repeated phase).
       type: str
       sample: certs/ca
     short_name:
       description: The phase's own name.
       type: str
       sample: ca
+    entry:
+      description: Position (from 1) of the plan entry that brought the phase in, or null without a plan.
+      type: int
+      sample: 3
+    occurrence:
+      description: Which run of a phase the plan runs several times this entry is (from 1), or null.
+      type: int
     parent:
-      description: Full name of the parent phase, or null.
+      description: Name (RV(phases[].name)) of the parent phase brought in by the same plan entry, or null.
       type: str
     level:
       description: Nesting depth, 0 for a top-level phase.
       type: int
     children:
-      description: Full names of the child phases.
+      description: Names (RV(phases[].name)) of the child phases.
       type: list
       elements: str
     description:

@@ -15,7 +15,8 @@ description:
     available), Jobs (started, not failed), Pods (ready or completed), PVCs (bound), CRDs (established), Services
     (a load balancer IP when of that type); other kinds are ready when their C(Ready) condition is not false and
     C(status.observedGeneration) matches C(metadata.generation).
-  - Extra conditions are JMESPath expressions over the live objects, with expected values.
+  - Extra conditions are JMESPath expressions, or kubectl's JSONPath templates, over the live objects, with expected
+    values.
   - Objects are named by a bundle, as for M(phasekit.kube.apply); objects given inline only need C(apiVersion), C(kind)
     and C(metadata.name) (and C(metadata.namespace) when not in O(namespace)).
   - The waiting ends early when nothing is left in progress (every object ready or C(Failed)).
@@ -47,6 +48,12 @@ options:
     description: Seconds to wait for all objects together.
     type: int
     default: 300
+  poll_interval:
+    description:
+      - The longest pause between two reads of the objects, in seconds. Polling starts at 0.25 seconds and backs
+        off to this.
+    type: float
+    default: 2.0
   kinds:
     description:
       - Readiness per kind - a dictionary of C(Kind) or C(Kind.group) to V(kstatus) (the default) or V(none)
@@ -55,20 +62,32 @@ options:
     default: {}
   conditions:
     description:
-      - Extra conditions, each a JMESPath expression evaluated on the live object; an object is ready when every
-        condition that applies to it is met (after its kind's readiness).
+      - Extra conditions, each a JMESPath expression (O(conditions[].path)) or a kubectl JSONPath template
+        (O(conditions[].jsonpath)) evaluated on the live object; an object is ready when every condition that
+        applies to it is met (after its kind's readiness).
     type: list
     elements: dict
     default: []
     suboptions:
       path:
-        description: JMESPath expression over the live object, for example C(status.phase).
+        description:
+          - JMESPath expression over the live object, for example C(status.phase).
+          - Exactly one of O(conditions[].path) and O(conditions[].jsonpath) is required.
         type: str
-        required: true
+      jsonpath:
+        description:
+          - A JSONPath template in kubectl's dialect, as C(kubectl get -o jsonpath=...) takes it, for example
+            C({.status.conditions[?(@.type=="Ready")].status}); filters, wildcards, slices, unions, C(..) and
+            C(range) work as in kubectl.
+          - The condition is met when the template's first action finds exactly one value and, with
+            O(conditions[].value), that value as kubectl prints it equals the value's text; this is how airshipctl's
+            C(waitOptions.conditions) are checked. A field that is missing is not met yet.
+        type: str
       value:
         description:
           - The expected result. Scalars compare as text (C(True) matches C("True")).
-          - When omitted, any true result (non-empty, non-zero, not false) meets the condition.
+          - When omitted, any true result (non-empty, non-zero, not false) meets a O(conditions[].path)
+            condition, and finding one value meets a O(conditions[].jsonpath) condition.
         type: raw
       kind:
         description: Only objects of this C(Kind) (or C(Kind.group)).
@@ -80,7 +99,7 @@ options:
         description: Only objects in this namespace.
         type: str
 notes:
-  - The C(kubernetes) Python package is needed on the controller, and C(jmespath) for O(conditions).
+  - The C(kubernetes) Python package is needed on the controller, and C(jmespath) for O(conditions[].path).
 seealso:
   - module: phasekit.kube.apply
   - name: kstatus
@@ -107,6 +126,15 @@ EXAMPLES = r"""
       - kind: Database
         path: status.phase
         value: Ready
+
+- name: The same Job condition in kubectl's JSONPath
+  phasekit.kube.wait:
+    namespace: batch
+    definition: {apiVersion: batch/v1, kind: Job, metadata: {name: migrate}}
+    conditions:
+      - kind: Job
+        jsonpath: '{.status.conditions[?(@.type=="Complete")].status}'
+        value: "True"
 """
 
 RETURN = r"""

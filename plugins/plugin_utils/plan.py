@@ -58,15 +58,17 @@ def check_wait_options(values: dict) -> None:
     wait_rules(option_values(WAIT_OPTIONS_SPEC, values), where="wait")
 
 
-def plan_for_task(action_plugin, args: dict, task_vars: dict, runnable: bool = True) -> Plan:
+def plan_for_task(action_plugin, args: dict, task_vars: dict, runnable: bool = True, check_all: bool = False) -> Plan:
     """The plan ``args`` (see PLAN_SOURCE_SPEC) describe, placed on the task's inventory.
 
     ``runnable``: the plan is to be validated or run, so a selected phase that cannot run here fails it.
+    ``check_all``: every phase and plan of the documents is checked; the problems of those outside the plan are
+    the plan's ``warnings``.
     """
     documents, target_path = task_documents(action_plugin, args, task_vars)
     return build_plan(documents, executors=executors(), inventory=Inventory.from_task_vars(task_vars),
                       name=args["name"], only=args["only"], skip=args["skip"], start_at=args["start_at"],
-                      target_path=target_path, runnable=runnable)
+                      target_path=target_path, runnable=runnable, check_all=check_all)
 
 
 def task_base_dir(action_plugin, task_vars: dict) -> str:

@@ -8,7 +8,9 @@ One run, in order:
    bundle), namespace and wave; unknown kinds and duplicates fail here,
    before anything is written;
 2. ApplySet (``parent``): check the parent belongs to this set and tool,
-   record the union of old and new kinds and namespaces on it;
+   and that the set may take over the objects that already exist
+   (``applyset_adopt``, see ``ownership``); record the union of old and new
+   kinds and namespaces on it;
 3. waves: Namespaces, CRDs (waited until Established), admission
    prerequisites, everything else, then webhooks and API services; each wave
    reads live state in bulk, skips objects already applied (see ``fields``),
@@ -39,8 +41,11 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.live import fet
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.objects import (
     CONFIGURED, CRD_GROUP_KIND, CREATED, FAILED, NAMESPACE_GROUP_KIND, PENDING, PRUNED, SKIPPED, UNCHANGED, UNKNOWN,
     WAVE_CRDS, WAVE_NAMESPACES, PlannedObject, plan_objects)
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.ownership import (
+    ADOPT_ALL, ADOPT_NONE, ADOPT_POLICIES, ADOPT_UNOWNED, live_owner, may_adopt)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.parent import ApplySetParent
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.prune import Prune
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.selectors import LabelSelector, parse_label_selector
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import (
     ApiError, TransportError, conflicting_fields, describe_api_error)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.status import Status, compute_status
@@ -69,6 +74,8 @@ class ApplyOptions:
     prune: bool = False
     applyset: str | None = None
     applyset_tooling: str = DEFAULT_TOOLING
+    applyset_adopt: str = ADOPT_UNOWNED  # which existing objects the set may take over (see ``ownership``)
+    selector: LabelSelector | None = None  # only the bundle's objects it matches (kubectl apply --selector)
     concurrency: int = DEFAULT_CONCURRENCY
     wait: WaitRules | None = None
     conflicts_are_drift: bool = False    # status: a field another manager changed is drift, not a failure
@@ -84,6 +91,8 @@ APPLY_OPTIONS_SPEC = dict(
     prune=dict(type="bool", default=False),
     applyset=dict(type="str"),
     applyset_tooling=dict(type="str", default=DEFAULT_TOOLING),
+    applyset_adopt=dict(type="str", default=ADOPT_UNOWNED, choices=list(ADOPT_POLICIES)),
+    selector=dict(type="str"),
     wait=dict(type="raw", default=False),
     concurrency=dict(type="int", default=DEFAULT_CONCURRENCY),
 )
@@ -95,11 +104,17 @@ def apply_options(args: dict, *, namespace: str, check_mode: bool = False, diff:
         raise PhasekitError(f"concurrency must be between 1 and {MAX_CONCURRENCY}, got {args['concurrency']}")
     if not args["field_manager"]:
         raise PhasekitError("field_manager must not be empty")
+    adopt = args.get("applyset_adopt") or ADOPT_UNOWNED
+    if adopt not in ADOPT_POLICIES:
+        raise PhasekitError(f"applyset_adopt must be one of {', '.join(ADOPT_POLICIES)}, got {adopt!r}")
+    if adopt != ADOPT_UNOWNED and not args["applyset"]:
+        raise PhasekitError(f"applyset_adopt: {adopt} needs an applyset (it says which objects the set may take over)")
+    selector = parse_label_selector(args["selector"]) if args.get("selector") else None
     return ApplyOptions(
         namespace=namespace, field_manager=args["field_manager"], force_conflicts=args["force_conflicts"],
         dry_run=check_mode, diff=diff, prune=args["prune"], applyset=args["applyset"] or None,
-        applyset_tooling=args["applyset_tooling"], concurrency=args["concurrency"],
-        wait=parse_wait_option(args["wait"]))
+        applyset_tooling=args["applyset_tooling"], applyset_adopt=adopt, selector=selector,
+        concurrency=args["concurrency"], wait=parse_wait_option(args["wait"]))
 
 
 def parse_wait_option(value) -> WaitRules | None:
@@ -176,10 +191,13 @@ class ApplyRun:
         self.created_namespaces: set = set()  # by this run: empty, and a dry run cannot apply into them
         self.created_kinds: set = set()       # (group, kind) of CRDs created by this run: no objects yet
         self.listed: dict = {}  # collections read whole before applying, by (group, kind, namespace)
+        self.prefetched: dict = {}  # live objects read to check the set may take them over, by Target.key
 
     def run(self, bundle: list) -> ApplyReport:
         if self.options.prune and not self.options.applyset:
             raise PhasekitError("prune needs an applyset: name the set whose members may be deleted")
+        if self.options.selector is not None:
+            bundle = [one for one in bundle if self.options.selector.matches(one.obj)]
         if self.options.prune and not bundle:
             raise PhasekitError("the bundle has no objects: refusing to prune the whole ApplySet (as kubectl does)")
         planned = plan_objects(bundle, self.discovery, self.options.namespace)
@@ -188,6 +206,8 @@ class ApplyRun:
                                          tooling=self.options.applyset_tooling, namespace=self.options.namespace,
                                          dry_run=self.options.dry_run)
             self.parent.prepare(planned)
+            if self.options.applyset_adopt != ADOPT_ALL:
+                self._check_ownership(planned)
         report = ApplyReport(objects=planned)
         try:
             self._apply_waves(planned, report)
@@ -243,12 +263,35 @@ class ApplyRun:
                 if report.failure:
                     return
 
+    def _check_ownership(self, planned: list):
+        """``applyset_adopt``: refuse, before anything is written, the existing objects the set may not take over."""
+        targets = [p.target for p in planned if not p.defined_in_bundle]
+        self.prefetched = fetch_live(self.session, targets, workers=self.options.concurrency, listed=self.listed)
+        state = self.parent.state
+        refused = []
+        for one in planned:
+            live = self.prefetched.get(one.target.key)
+            if isinstance(live, dict):
+                owner = live_owner(live, state.id, state.parent.name)
+                if not may_adopt(self.options.applyset_adopt, owner):
+                    refused.append(f"{one.describe()} {owner.describe()}")
+        if refused:
+            shown = "; ".join(refused[:20]) + (f"; and {len(refused) - 20} more" if len(refused) > 20 else "")
+            wider = "unowned or all" if self.options.applyset_adopt == ADOPT_NONE else "all"
+            raise PhasekitError(f"ApplySet {state.parent} may not take over {len(refused)} existing object(s) "
+                                f"(applyset_adopt: {self.options.applyset_adopt}); nothing was applied: {shown}. "
+                                f"Set applyset_adopt to {wider} to take them over")
+
     def _apply_wave(self, members: list):
         fresh = {id(p) for p in members if self._known_absent(p)}
+        known = {p.target.key: self.prefetched[p.target.key] for p in members
+                 if id(p) not in fresh and p.target.key in self.prefetched}
         readable = [] if self._new_set_applied_blind() else [
-            p for p in members if id(p) not in fresh and not (p.defined_in_bundle and self.options.dry_run)]
+            p for p in members if id(p) not in fresh and not (p.defined_in_bundle and self.options.dry_run)
+            and p.target.key not in known]
         live = fetch_live(self.session, [p.target for p in readable], workers=self.options.concurrency,
                           listed=self.listed)
+        live.update(known)
         for one in members:
             one.live = None if id(one) in fresh else live.get(one.target.key, UNKNOWN)
         # Objects already applied need no request; only the rest go to the pool (a re-run starts no thread).

@@ -1,6 +1,7 @@
 # Copyright: phasekit.kube contributors
 # Apache License 2.0 (see LICENSE)
-"""Wait until objects are ready: kstatus per kind plus optional JMESPath conditions, all together.
+"""Wait until objects are ready: kstatus per kind plus optional conditions (JMESPath, or kubectl's JSONPath), all
+together.
 
 Every poll reads all objects still pending with as few requests as possible
 (see ``live.fetch_live``), so a hundred objects cost a LIST, not a hundred
@@ -16,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.jsonpath import JSONPath, JSONPathError, printed
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import Discovery
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.events import explain
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.live import fetch_live
@@ -41,7 +43,8 @@ MAX_REPORTED = 20  # objects named in a message; the result lists every one
 
 # option specs, shared by the wait action (top level) and the apply action (under `wait`)
 CONDITION_SPEC = dict(
-    path=dict(type="str", required=True),
+    path=dict(type="str"),
+    jsonpath=dict(type="str"),
     value=dict(type="raw"),
     kind=dict(type="str"),
     name=dict(type="str"),
@@ -49,20 +52,25 @@ CONDITION_SPEC = dict(
 )
 WAIT_OPTIONS_SPEC = dict(
     timeout=dict(type="int", default=DEFAULT_TIMEOUT),
+    poll_interval=dict(type="float", default=MAX_POLL_DELAY),
     kinds=dict(type="dict", default={}),
-    conditions=dict(type="list", elements="dict", default=[], options=CONDITION_SPEC),
+    conditions=dict(type="list", elements="dict", default=[], options=CONDITION_SPEC,
+                    mutually_exclusive=[["path", "jsonpath"]], required_one_of=[["path", "jsonpath"]]),
 )
 
 
 @dataclass
 class Condition:
-    """``path`` (JMESPath over the live object) must give ``value`` (or anything truthy when unset)."""
+    """``path`` (JMESPath over the live object) must give ``value`` (or anything truthy when unset); or
+    ``jsonpath`` (kubectl's JSONPath) must find exactly one value, printed as kubectl prints it equal to ``value``
+    when given (airshipctl's wait conditions)."""
 
-    path: str
+    path: str | None = None
     value: object = None
     kind: str | None = None
     name: str | None = None
     namespace: str | None = None
+    jsonpath: str | None = None
     compiled: object = field(default=None, repr=False)
 
     def applies_to(self, target) -> bool:
@@ -71,12 +79,28 @@ class Condition:
                 and self.namespace in (None, target.namespace or ""))
 
     def check(self, obj: dict) -> tuple[bool, str]:
-        actual = self.compiled.search(obj)
         # a Secret's values (and what a condition expects of them) are never shown
         show = _hidden if obj.get("kind") == "Secret" else _show
+        if self.jsonpath is not None:
+            return self._check_jsonpath(obj, show)
+        actual = self.compiled.search(obj)
         if self.value is None:
             return bool(actual), f"{self.path} is {show(actual)}, expected a true value"
         return _same(actual, self.value), f"{self.path} is {show(actual)}, expected {show(self.value)}"
+
+    def _check_jsonpath(self, obj: dict, show) -> tuple[bool, str]:
+        try:
+            results = self.compiled.find_results(obj)
+        except JSONPathError as err:
+            return False, f"{self.jsonpath}: {err}"
+        found = results[0] if results else []
+        if len(found) != 1:
+            return False, f"{self.jsonpath} finds {len(found)} values, expected one"
+        actual = printed(found[0])
+        if self.value is None:
+            return True, ""
+        expected = self.value if isinstance(self.value, str) else printed(self.value)
+        return actual == expected, f"{self.jsonpath} is {show(actual)}, expected {show(expected)}"
 
 
 @dataclass
@@ -84,6 +108,7 @@ class WaitRules:
     timeout: float = DEFAULT_TIMEOUT
     kinds: dict = field(default_factory=dict)        # "Kind" or "Kind.group" -> "kstatus" | "none"
     conditions: list = field(default_factory=list)   # [Condition]
+    poll_interval: float = MAX_POLL_DELAY            # the longest pause between two polls
 
     def readiness(self, resource) -> str:
         return self.kinds.get(resource.group_kind, self.kinds.get(resource.kind, "kstatus"))
@@ -116,26 +141,41 @@ def wait_rules(options: dict, where: str = "wait") -> WaitRules:
     for kind, mode in kinds.items():
         if mode not in READINESS_MODES:
             raise PhasekitError(f"{where}.kinds.{kind} must be one of {', '.join(READINESS_MODES)}, got {mode!r}")
-    conditions = []
-    for number, raw in enumerate(options.get("conditions") or [], start=1):
-        if not isinstance(raw, dict) or not raw.get("path"):
-            raise PhasekitError(f"{where}.conditions[{number}] needs 'path' (a JMESPath expression)")
-        unknown = sorted(set(raw) - set(CONDITION_SPEC))
-        if unknown:
-            raise PhasekitError(f"{where}.conditions[{number}]: unknown option(s) {', '.join(unknown)}; expected "
-                                f"{', '.join(sorted(CONDITION_SPEC))}")
-        condition = Condition(path=raw["path"], value=raw.get("value"), kind=raw.get("kind"),
-                              name=raw.get("name"), namespace=raw.get("namespace"))
-        if jmespath is None:
-            raise PhasekitError(f"{where}.conditions needs the 'jmespath' Python package on the controller: "
-                                f"{JMESPATH_IMPORT_ERROR}")
+    poll_interval = options.get("poll_interval")
+    poll_interval = MAX_POLL_DELAY if poll_interval is None else poll_interval
+    if isinstance(poll_interval, bool) or not isinstance(poll_interval, (int, float)) or poll_interval <= 0:
+        raise PhasekitError(f"{where}.poll_interval must be a number of seconds > 0, got {poll_interval!r}")
+    conditions = [_condition(raw, f"{where}.conditions[{number}]")
+                  for number, raw in enumerate(options.get("conditions") or [], start=1)]
+    return WaitRules(timeout=timeout, kinds=kinds, conditions=conditions, poll_interval=float(poll_interval))
+
+
+def _condition(raw, where: str) -> Condition:
+    """One condition, its expression compiled; errors name the option."""
+    if not isinstance(raw, dict) or bool(raw.get("path")) == bool(raw.get("jsonpath")):
+        raise PhasekitError(f"{where} needs one of 'path' (a JMESPath expression) and 'jsonpath' (kubectl's "
+                            "JSONPath)")
+    unknown = sorted(set(raw) - set(CONDITION_SPEC))
+    if unknown:
+        raise PhasekitError(f"{where}: unknown option(s) {', '.join(unknown)}; expected "
+                            f"{', '.join(sorted(CONDITION_SPEC))}")
+    condition = Condition(path=raw.get("path"), jsonpath=raw.get("jsonpath"), value=raw.get("value"),
+                          kind=raw.get("kind"), name=raw.get("name"), namespace=raw.get("namespace"))
+    if condition.jsonpath is not None:
         try:
-            condition.compiled = jmespath.compile(condition.path)
-        except JMESPathError as exc:
-            raise PhasekitError(f"{where}.conditions[{number}].path {condition.path!r} is not valid JMESPath: "
+            condition.compiled = JSONPath(condition.jsonpath)
+        except JSONPathError as exc:
+            raise PhasekitError(f"{where}.jsonpath {condition.jsonpath!r} is not valid kubectl JSONPath: "
                                 f"{exc}") from None
-        conditions.append(condition)
-    return WaitRules(timeout=timeout, kinds=kinds, conditions=conditions)
+        return condition
+    if jmespath is None:
+        raise PhasekitError(f"{where} needs the 'jmespath' Python package on the controller: "
+                            f"{JMESPATH_IMPORT_ERROR}")
+    try:
+        condition.compiled = jmespath.compile(condition.path)
+    except JMESPathError as exc:
+        raise PhasekitError(f"{where}.path {condition.path!r} is not valid JMESPath: {exc}") from None
+    return condition
 
 
 def evaluate(target, obj: dict | None, rules: WaitRules) -> Status:
@@ -164,7 +204,7 @@ def wait_for(session, targets: list, rules: WaitRules, *, clock=time.monotonic, 
     outcomes = {target.key: WaitOutcome(target, Status(IN_PROGRESS, "not checked yet")) for target in targets}
     pending = list(targets)
     live = dict(known or {})
-    delay = first_delay
+    delay = min(first_delay, rules.poll_interval)
     while True:
         missing = [t for t in pending if t.key not in live]
         if missing:
@@ -183,7 +223,7 @@ def wait_for(session, targets: list, rules: WaitRules, *, clock=time.monotonic, 
         if remaining <= 0:
             break
         sleep(min(delay, remaining))
-        delay = min(delay * 1.6, MAX_POLL_DELAY)
+        delay = min(delay * 1.6, rules.poll_interval)
         live = {}
     return [outcomes[target.key] for target in targets]
 

@@ -21,15 +21,19 @@ What airshipctl did (``pkg/phase/executors/clusterctl.go``), and what the phase 
   them into a private clusterctl local repository, ``<provider label>/<version>/<type>-components.yaml`` and
   ``metadata.yaml``, and the configuration file's ``url`` names the highest version's components file in it.
 
+- ``providers`` with a ``url`` relative to the target path (airshipctl's later layout): built the same way, the
+  url's last directory (``.../capm3/v0.5.0``) naming the version, as airshipctl's ``initRepoData`` did.
+
 What cannot be done with the clusterctl program makes the phase not runnable (listed, refused by validate and
-run with what to do instead): a ``url`` relative to the target path (a ``Clusterctl`` layout older than
-``versions``), ``env-vars: false`` and ``variable-substitution: false`` (clusterctl
+run with what to do instead): ``env-vars: false`` and ``variable-substitution: false`` (clusterctl
 always reads variables from the environment and substitutes them), ``init-options.kubeConfigRef`` (the
 inventory gives the kubeconfig). Documents of the wrong shape are problems, as for every document.
 """
 
 from __future__ import annotations
 
+import os
+import posixpath
 import re
 import shlex
 from dataclasses import dataclass
@@ -93,15 +97,18 @@ class _Refused(Exception):
         self.instead = instead
 
 
-def clusterctl_phase(document: RawDocument, problems: Problems) -> ClusterctlPhase | None:
-    """The command phase of a Clusterctl document; ``None`` when it has problems (each added to ``problems``)."""
+def clusterctl_phase(document: RawDocument, problems: Problems, root: str | None = None) -> ClusterctlPhase | None:
+    """The command phase of a Clusterctl document; ``None`` when it has problems (each added to ``problems``).
+
+    ``root``: the directory provider entry points are relative to (made absolute); by default they stay relative,
+    to the phase's target path."""
     content, origin = document.content, document.origin
     count = len(problems.messages)
     unknown_fields(content, FIELDS, origin.at, problems, prefix="")
     metadata = content.get("metadata")
     if isinstance(metadata, dict):
         unknown_fields(metadata, METADATA_FIELDS, origin.at, problems, prefix="metadata.")
-    reader = _Reader(content, origin, problems)
+    reader = _Reader(content, origin, problems, root)
     action = reader.action()
     init = reader.mapping("init-options", INIT_FIELDS)
     move = reader.mapping("move-options", MOVE_FIELDS)
@@ -174,8 +181,8 @@ def _semver_order(version: str) -> tuple:
 class _Reader:
     """Reads one Clusterctl document's fields: problems for the wrong shape, ``_Refused`` for what cannot run."""
 
-    def __init__(self, content: dict, origin: DocumentOrigin, problems: Problems):
-        self.content, self.origin, self.problems = content, origin, problems
+    def __init__(self, content: dict, origin: DocumentOrigin, problems: Problems, root: str | None = None):
+        self.content, self.origin, self.problems, self.root = content, origin, problems, root
         self.repository: dict = {}  # the clusterctl repository's files (env_dirs) for providers with versions
 
     def action(self) -> str | None:
@@ -293,12 +300,19 @@ class _Reader:
                                                              "components (an https URL or an absolute path)")
             return None
         if not (urlparse(url).scheme in READABLE_URL_SCHEMES or url.startswith("/")):
-            raise _Refused(f"{path}.url", f"{url} is a kustomize entry point airshipctl built, of no stated "
-                                          f"version; give it as versions: {{<its version>: {url}}} instead of "
-                                          f"url, and it is built into a clusterctl repository when the phase runs")
+            # airshipctl builds a url relative to the target path into its clusterctl repository, under the
+            # version its last directory names (pkg/phase/executors/clusterctl.go, initRepoData)
+            version = posixpath.basename(url.rstrip("/"))
+            if not SEMVER.match(version):
+                self.problems.add(self.origin.at(f"{path}.url"), f"{url}: its last directory, {version!r}, is the "
+                                                                 f"version clusterctl finds it under, as airshipctl "
+                                                                 f"built it: expected a semantic version (v0.4.2)")
+                return None
+            url = self._repository_url(name, kind, {version: url}, f"{path}.url", about=f"{path}.url")
+            return {"name": name, "url": url, "type": kind} if url else None
         return {"name": name, "url": url, "type": kind}
 
-    def _repository_url(self, name: str, kind: str, versions, path: str) -> str | None:
+    def _repository_url(self, name: str, kind: str, versions, path: str, about: str | None = None) -> str | None:
         """The components URL of a provider whose versions are kustomize entry points; their files are added to
         the repository. ``None`` when the versions have problems (each added)."""
         if not isinstance(versions, dict):
@@ -321,9 +335,10 @@ class _Reader:
         prefix, components = REPOSITORY_NAMES[kind]
         label = f"{prefix}{name}"
         for version in ordered:
-            about = self.origin.at(f"{path}.{version}")
+            where = self.origin.at(about or f"{path}.{version}")
             # like airshipctl, an absolute entry point is still under the target path
-            entry_point = {"kustomize": versions[version].lstrip("/"), "about": about}
+            relative = versions[version].lstrip("/")
+            entry_point = {"kustomize": os.path.join(self.root, relative) if self.root else relative, "about": where}
             self.repository[f"{label}/{version}/{components}"] = {
                 **entry_point, "exclude_kinds": [METADATA_KIND], "exclude_labels": NOT_COMPONENTS}
             self.repository[f"{label}/{version}/{METADATA_FILE}"] = {**entry_point, "kind": METADATA_KIND}

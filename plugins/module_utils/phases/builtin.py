@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import threading
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -36,6 +37,8 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import WAI
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs import build_env_dirs
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import COMMAND_PHASE_SPEC, command_argv
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import command_failure_message, run_command
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.container import (
+    CONTAINER_SPEC, container_failure_message, run_container, shown_items, write_output)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import RunRecords, bundle_digest, resumable
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import TASKS_EXECUTOR, Outcome, time_left
 from ansible_collections.phasekit.kube.plugins.module_utils.templating import has_template_strings, scrub_secrets
@@ -96,10 +99,11 @@ def option_values(spec: dict, options: dict) -> dict:
 
 
 def apply_arguments(phase: dict) -> dict:
-    """The apply options of a phase; pruning without a named set uses the phase's name (apps/hello -> apps.hello)."""
+    """The apply options of a phase; pruning without a named set uses the phase's full name (apps/hello ->
+    apps.hello; every run of a phase the plan repeats is the same set)."""
     args = option_values(APPLY_OPTIONS_SPEC, phase.get("options"))
     if args["prune"] and not args["applyset"]:
-        args["applyset"] = phase["name"].replace("/", ".")
+        args["applyset"] = phase.get("full_name", phase["name"]).replace("/", ".")
     return args
 
 
@@ -334,6 +338,26 @@ class BuiltinExecutors:
                            kubeconfigs=kubeconfigs, env_files=values["env_files"], env_dirs=built)
         return Outcome(changed=True, failed=done.rc != 0, msg=command_failure_message(done) if done.rc else "",
                        details={"rc": done.rc})
+
+    def _container(self, phase: dict, host: str) -> Outcome:
+        values = option_values(CONTAINER_SPEC["argument_spec"], phase.get("options"))
+        if self.dry_run:
+            # what a container does cannot be predicted: not run by validate, status or check mode (airshipctl's
+            # --dry-run did not run it either)
+            return Outcome(skipped=True, msg="containers do not run in a dry run")
+        items = [one.obj for one in self.bundle(phase, host)] if phase.get("source") is not None else []
+        resolution = self.access.resolution(host)
+        done = run_container(values, items, kubeconfig=resolution.config, context=resolution.context,
+                             mounts_base=os.getcwd(), timeout=command_timeout(values["timeout"], phase))
+        if done.rc != 0:
+            return Outcome(changed=True, failed=True, msg=container_failure_message(done, values["image"]),
+                           details={"rc": done.rc})
+        details: dict = {"rc": 0}
+        if values["output_dir"]:
+            details["files"] = write_output(done.items, values["output_dir"])
+        elif done.items:
+            details["output"] = shown_items(done.items)
+        return Outcome(changed=True, details=details)
 
     def _helm(self, phase: dict, host: str) -> Outcome:
         values = option_values(HELM_OPTIONS_SPEC, phase.get("options"))

@@ -168,18 +168,19 @@ def run_command(argv: list[str], *, kubeconfig: dict, env: dict | None = None, c
             raise PhasekitError(f"command not executable: {argv[0]}") from None
         except subprocess.TimeoutExpired as exc:
             raise PhasekitError(f"command {shlex.join(argv)} did not finish within {timeout}s "
-                                f"(output so far: {_tail(exc.stderr) or _tail(exc.stdout) or 'none'})") from None
+                                f"(output so far: {output_tail(exc.stderr) or output_tail(exc.stdout) or 'none'})") from None
     return CommandResult(argv=argv, rc=done.returncode, stdout=done.stdout, stderr=done.stderr)
 
 
 def command_failure_message(result: CommandResult) -> str:
     """'command X exited with rc N: last lines of stderr'."""
-    detail = _tail(result.stderr) or _tail(result.stdout)
+    detail = output_tail(result.stderr) or output_tail(result.stdout)
     message = f"command {shlex.join(result.argv)} exited with rc {result.rc}"
     return f"{message}: {detail}" if detail else message
 
 
-def _tail(output, lines: int = 5) -> str:
+def output_tail(output, lines: int = 5) -> str:
+    """The last lines of a program's output, on one line."""
     if isinstance(output, bytes):
         output = output.decode("utf-8", "replace")
     return " | ".join((output or "").strip().splitlines()[-lines:])

@@ -39,6 +39,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.inventory.cluster_ma
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.site_file import site_file_data
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.airship import (
     read_airship_documents,
+    site_from_metadata,
     split_airship_documents,
 )
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs import OPTION as OPTION_ENV_DIRS
@@ -96,6 +97,9 @@ def convert_documents(documents: list[RawDocument], executors: dict[str, Executo
     from the directory of the ClusterMap's file, as the inventory plugin reads it. Raises PhasekitError listing every problem
     of the input; writes nothing.
     """
+    problems = Problems()
+    documents, target_path, manifest_root = site_from_metadata(documents, target_path, problems)
+    problems.raise_if_any()
     airship, native = split_airship_documents(documents)
     if not airship:
         raise PhasekitError("convert_to: the documents hold no airshipctl Phase or PhasePlan "
@@ -104,15 +108,17 @@ def convert_documents(documents: list[RawDocument], executors: dict[str, Executo
         labels = ", ".join(document.origin.label() for document in native[:3])
         raise PhasekitError(f"convert_to: converts airshipctl's documents only; give src without the other "
                             f"documents ({labels})")
-    problems = Problems()
     catalog = Catalog()
-    for item in read_airship_documents(airship, problems, target_path=target_path):
+    for item in read_airship_documents(airship, problems, target_path=target_path, manifest_root=manifest_root):
         catalog.add(item, problems)
     # the reader's options, before checking fills in defaults: those are what the written documents say
     options = {phase.full_name: copy.deepcopy(phase.options) for phase in catalog.walk()}
-    check_phases(catalog, executors, problems)
+    check_phases(list(catalog.walk()), executors)
     for plan in catalog.plans:
+        problems.extend(plan.problems.messages)
         plan_phases(catalog, plan, problems)
+    for phase in catalog.walk():   # every phase and plan is written: each must be valid
+        problems.extend(phase.problems.messages)
     problems.raise_if_any()
     conversion = Conversion()
     dest = os.path.abspath(dest)

@@ -42,11 +42,13 @@ class RawDocument:
     base_dir: str
 
 
-def read_paths(paths: list[str], base_dir: str) -> list[RawDocument]:
-    """Documents of every file and directory in ``paths`` (relative to ``base_dir``), in order."""
+def read_paths(paths: list[str], base_dir: str = "", shown_as: str | None = None) -> list[RawDocument]:
+    """Documents of every file and directory in ``paths`` (relative to ``base_dir``), in order; messages name each
+    as given, or (one absolute path) as ``shown_as``."""
     documents = []
     for given in paths:
         path = given if os.path.isabs(given) else os.path.join(base_dir, given)
+        given = shown_as or given
         if os.path.isdir(path) and is_kustomization(path):
             documents.extend(_read_built(path, given))
         elif os.path.isdir(path):

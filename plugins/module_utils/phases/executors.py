@@ -28,6 +28,12 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.command impor
     check_command_phase_options,
     command_phase_paths,
 )
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.container import (
+    CONTAINER_SPEC,
+    ENGINES,
+    check_container_options,
+    container_mount_paths,
+)
 
 ALL_OPTIONS = "*"
 SOURCE_REQUIRED = "required"
@@ -53,6 +59,7 @@ class Executor:
     source_option: str | None = None       # the option a source path stands for (helm: chart_ref)
     runs_on_controller: bool = True        # False: a task file the role includes on each host (tasks)
     nested_paths: Callable[[dict, str], dict] | None = None  # options with the paths inside them made absolute
+    programs: tuple = ()                   # programs it needs on the controller's PATH (a tuple: any one of them)
 
     def shown_options(self, options: dict) -> dict:
         """The options as plans show them: values that may hold secrets (a command's env and stdin, the free-form
@@ -151,6 +158,9 @@ def executor_registry(apply_spec: dict | None = None, wait_spec: dict | None = N
                  check=check_command_phase_options, nested_paths=command_phase_paths),
         Executor("helm", SOURCE_OPTIONAL, False, {"argument_spec": HELM_OPTIONS_SPEC}, check=check_helm_options,
                  secret_options=HELM_SECRET_OPTIONS, source_option="chart_ref"),
+        # an image run with podman or docker as a KRM function: the source's documents on its standard input
+        Executor("container", SOURCE_OPTIONAL, True, CONTAINER_SPEC, check=check_container_options,
+                 secret_options=("env",), nested_paths=container_mount_paths, programs=(ENGINES,)),
         # options: free-form, for the user's task file
         Executor("tasks", SOURCE_REQUIRED, False, None, secret_options=(ALL_OPTIONS,), runs_on_controller=False),
     ]

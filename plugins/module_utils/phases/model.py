@@ -69,6 +69,9 @@ class Phase:
     not_runnable: str | None = None
     # Programs it runs that must be on the controller's PATH when it is validated or run (not to list or render).
     requires: tuple = ()
+    # The problems of its document (shared by every phase of it): they fail a plan that runs the phase, and are
+    # warnings of validate otherwise (a plan needs only its own phases to be valid).
+    problems: Problems = field(default_factory=Problems, repr=False, compare=False)
 
     def where(self, name: str | None = None) -> str:
         """``file document N (Phase top) field spec.phases[0].name`` for a field of this phase."""
@@ -92,6 +95,7 @@ class PhasePlan:
     origin: DocumentOrigin
     description: str = ""
     entry_paths: list[str] = field(default_factory=list)  # where each entry is written, if not spec.phases[i]
+    problems: Problems = field(default_factory=Problems, repr=False, compare=False)  # its document's
 
     def where(self, name: str | None = None) -> str:
         return self.origin.at(name)
@@ -133,13 +137,27 @@ class Catalog:
 
 
 def parse_documents(documents: list[RawDocument], problems: Problems, catalog: Catalog | None = None) -> Catalog:
-    """Build the catalog (or add to ``catalog``), adding every shape problem to ``problems``."""
+    """Build the catalog (or add to ``catalog``). A phase's or plan's shape problems stay with it (``problems`` of
+    the item); those of a document that gives no phase or plan are added to ``problems``."""
     catalog = Catalog() if catalog is None else catalog
     for document in documents:
-        parsed = _parse_document(document, problems)
-        if parsed is not None:
-            catalog.add(parsed, problems)
+        own = Problems()
+        parsed = _parse_document(document, own)
+        if parsed is None:
+            problems.extend(own.messages)
+            continue
+        keep_problems(parsed, own)
+        catalog.add(parsed, problems)
     return catalog
+
+
+def keep_problems(item: Phase | PhasePlan, problems: Problems):
+    """``problems`` (its document's) become the item's own, shared with every phase the document nests."""
+    if isinstance(item, PhasePlan):
+        item.problems = problems
+        return
+    for phase in item.walk():
+        phase.problems = problems
 
 
 def _parse_document(document: RawDocument, problems: Problems):

@@ -14,6 +14,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.errors import Phasek
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import redact
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.airship import (
     read_airship_documents,
+    site_from_metadata,
     split_airship_documents,
 )
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import RawDocument
@@ -21,7 +22,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.executors imp
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.inventory import Inventory
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import Catalog, Phase, PhasePlan, parse_documents
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import Problems, did_you_mean
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.selection import select_phases
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.selection import Step, entry_name, select_phases
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.validation import (
     Placement,
     check_other_kubeconfigs,
@@ -34,11 +35,20 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.validation im
 
 @dataclass
 class PlannedPhase:
-    """A phase of the chosen plan, where it runs, and why it does not run (``None``: it runs)."""
+    """An entry of the chosen plan's run list: the phase, where it runs, and why it does not run (``None``: it
+    runs). A phase the plan runs several times is several entries, named ``<full name>#<k>``."""
 
     phase: Phase
     placement: Placement
     reason: str | None = None
+    name: str = ""                 # unique in the run list (see ``selection.entry_name``)
+    entry: int | None = None       # 1-based position of the plan entry that brought it in (None without a plan)
+    occurrence: int | None = None  # which run of a repeated phase (None: the plan runs it once)
+    parent_name: str | None = None  # the entry name of its parent in the same plan entry
+    children_names: list = field(default_factory=list)
+
+    def __post_init__(self):
+        self.name = self.name or self.phase.full_name
 
     @property
     def selected(self) -> bool:
@@ -55,11 +65,14 @@ class PlannedPhase:
             executor = shown.get(phase.executor)
             options = executor.shown_options(options) if executor is not None else options
         return {
-            "name": phase.full_name,
+            "name": self.name,
+            "full_name": phase.full_name,
             "short_name": phase.name,
-            "parent": phase.parent,
+            "entry": self.entry,
+            "occurrence": self.occurrence,
+            "parent": self.parent_name,
             "level": phase.level,
-            "children": [child.full_name for child in phase.children],
+            "children": list(self.children_names),
             "description": phase.description,
             "cluster": phase.cluster,
             "hosts": list(self.placement.hosts),
@@ -90,11 +103,12 @@ def shown_source(source):
 
 @dataclass
 class Plan:
-    """The chosen plan: every phase in run order, each marked as selected or not."""
+    """The chosen plan: every entry in run order, each marked as selected or not."""
 
     name: str | None
     description: str = ""
     phases: list[PlannedPhase] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)   # validate: problems of the documents outside the plan
 
     @property
     def selected(self) -> list[PlannedPhase]:
@@ -103,9 +117,12 @@ class Plan:
 
 def build_plan(documents: list[RawDocument], *, executors: dict[str, Executor], inventory: Inventory,
                name: str | None = None, only=(), skip=(), start_at: str | None = None,
-               target_path: str | None = None, runnable: bool = False) -> Plan:
-    """Validate the documents and compute the run list; raises PhasekitError listing every problem.
+               target_path: str | None = None, runnable: bool = False, check_all: bool = False) -> Plan:
+    """Validate the plan's documents and compute the run list; raises PhasekitError listing every problem.
 
+    Only the chosen plan and the phases it runs need to be valid: a problem of another phase or plan fails it
+    only with ``check_all`` (validate), where it is a warning (``Plan.warnings``), as airshipctl validates a
+    plan's own phases.
     ``target_path``: where airshipctl documents' entry points start (see ``airship.read_airship_documents``).
     ``runnable``: the plan is to be validated or run, so a selected phase that cannot run here is a problem.
     """
@@ -113,31 +130,80 @@ def build_plan(documents: list[RawDocument], *, executors: dict[str, Executor], 
         raise PhasekitError("no phase documents: give 'src' (a file or directory) or inline documents")
     problems = Problems()
     catalog = read_catalog(documents, problems, target_path)
-    check_phases(catalog, executors, problems)
     plan = choose_plan(catalog, name, problems)
     if plan is None and (name or catalog.plans):
         problems.raise_if_any()     # no plan to place: stop before reporting on phases it would not run
-    phases = plan_phases(catalog, plan, problems)
+    if plan is not None:
+        problems.extend(plan.problems.messages)
+    ordered = plan_phases(catalog, plan, problems)
+    phases = [phase for phase, _entry in ordered]
+    check_phases(phases, executors)
+    for phase in phases:
+        problems.extend(phase.problems.messages)
+    warnings = other_problems(catalog, plan, phases, executors) if check_all else []
     placements = place_phases(phases, inventory, problems)
     problems.raise_if_any()
-    reasons = select_phases([phase.full_name for phase in phases], only, skip, start_at)
+    entries = run_list(ordered, numbered=plan is not None)
+    reasons = select_phases([Step(planned.name, planned.phase.full_name, planned.entry or 0) for planned in entries],
+                            only, skip, start_at)
     if runnable:
-        selected = [phase for phase in phases if reasons[phase.full_name] is None]
+        selected = [planned.phase for planned in entries if reasons[planned.name] is None]
         refuse_not_runnable(selected, problems)
         check_other_kubeconfigs(selected, placements, inventory, problems)
         problems.raise_if_any()
-    return Plan(
-        name=plan.name if plan else None,
-        description=plan.description if plan else "",
-        phases=[PlannedPhase(phase, placements[phase.full_name], reasons[phase.full_name]) for phase in phases],
-    )
+    for planned in entries:
+        planned.placement = placements[planned.phase.full_name]
+        planned.reason = reasons[planned.name]
+    return Plan(name=plan.name if plan else None, description=plan.description if plan else "", phases=entries,
+                warnings=warnings)
+
+
+def run_list(ordered: list[tuple[Phase, int]], numbered: bool = True) -> list[PlannedPhase]:
+    """The run list's entries: a phase that runs several times gets ``#<k>`` on each of its entries (and its
+    entries' parents and children are those of the same plan entry)."""
+    runs: dict[str, int] = {}
+    for phase, _entry in ordered:
+        runs[phase.full_name] = runs.get(phase.full_name, 0) + 1
+    seen: dict[str, int] = {}
+    entries, by_entry = [], {}
+    for phase, entry in ordered:
+        seen[phase.full_name] = seen.get(phase.full_name, 0) + 1
+        occurrence = seen[phase.full_name] if runs[phase.full_name] > 1 else None
+        planned = PlannedPhase(phase, Placement(), name=entry_name(phase.full_name, occurrence),
+                               entry=entry + 1 if numbered else None, occurrence=occurrence)
+        parent = by_entry.get((entry, phase.parent))
+        if parent is not None:
+            planned.parent_name = parent.name
+            parent.children_names.append(planned.name)
+        by_entry[(entry, phase.full_name)] = planned
+        entries.append(planned)
+    return entries
+
+
+def other_problems(catalog: Catalog, plan: PhasePlan | None, planned: list[Phase],
+                   executors: dict[str, Executor]) -> list[str]:
+    """validate: the problems of every phase and plan the chosen plan does not run, each naming where it is."""
+    in_plan = {id(phase) for phase in planned}
+    others = [phase for phase in catalog.walk() if id(phase) not in in_plan]
+    check_phases(others, executors)
+    found = Problems()
+    for phase in others:
+        found.extend(phase.problems.messages)
+    for other in catalog.plans:
+        if other is not plan:
+            found.extend(other.problems.messages)
+    planned_messages = {message for phase in planned for message in phase.problems.messages}
+    outside = f" (not in plan {plan.name})" if plan is not None else ""
+    return [f"{message}{outside}" for message in found.messages if message not in planned_messages]
 
 
 def read_catalog(documents: list[RawDocument], problems: Problems, target_path: str | None = None) -> Catalog:
-    """Every phase and plan of the documents, phasekit's own and airshipctl's (``airshipit.org/v1alpha1``)."""
+    """Every phase and plan of the documents, phasekit's own and airshipctl's (``airshipit.org/v1alpha1``; a site's
+    ``ManifestMetadata`` brings the phase bundle and target path it names)."""
+    documents, target_path, manifest_root = site_from_metadata(documents, target_path, problems)
     airship, native = split_airship_documents(documents)
     catalog = parse_documents(native, problems)
-    for item in read_airship_documents(airship, problems, target_path=target_path):
+    for item in read_airship_documents(airship, problems, target_path=target_path, manifest_root=manifest_root):
         catalog.add(item, problems)
     return catalog
 

@@ -46,6 +46,12 @@ class Problems:
     def add(self, where: str, message: str):
         self.messages.append(f"{where}: {message}")
 
+    def extend(self, messages):
+        """Add problems already worded (another collection's ``messages``), each once."""
+        for message in messages:
+            if message not in self.messages:
+                self.messages.append(message)
+
     def __bool__(self) -> bool:
         return bool(self.messages)
 

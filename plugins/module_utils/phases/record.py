@@ -41,6 +41,7 @@ from typing import Callable
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError, ApiSession
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.selection import OCCURRENCE
 
 RECORD_PREFIX = "phasekit-run-"
 KEEP = 10                       # entries kept per phase and cluster
@@ -79,8 +80,13 @@ def _slug(text: str) -> str:
 
 
 def phase_key(phase: str) -> str:
-    """A phase's data key: its full name with ``/`` as ``.`` (ConfigMap keys allow ``-._a-zA-Z0-9``)."""
-    return re.sub(r"[^-._a-zA-Z0-9]", "_", phase.replace("/", "."))
+    """A run list entry's data key: its full name with ``/`` as ``.`` (ConfigMap keys allow ``-._a-zA-Z0-9``);
+    the k-th run of a phase the plan repeats (``name#k``) ends in ``_k_``, which no phase name can end in."""
+    full_name, repeated, occurrence = phase.rpartition(OCCURRENCE)
+    if not repeated:
+        full_name = phase
+    key = re.sub(r"[^-._a-zA-Z0-9]", "_", full_name.replace("/", "."))
+    return f"{key}_{occurrence}_" if repeated else key
 
 
 def bundle_digest(parts) -> str:

@@ -8,9 +8,19 @@ descendants (naming a child does not bring its parent); ``skip`` then removes
 the named phases and all their descendants, winning over ``only``; an unknown
 name in either is an error, ``invalid phase name: X``. ``start_at`` resumes a
 plan: every phase before the named one in run order is left out.
+
+A plan may run a phase more than once (airshipctl's plans repeat their checks).
+Each run of it is an entry of the run list named ``<full name>#<k>``, the k-th
+time the plan runs it (``kubectl-get-pods#2``); a phase that runs once keeps its
+full name. In ``only`` and ``skip`` the full name selects every entry of the
+phase (and the descendants each brings), ``<name>#<k>`` that one entry and the
+descendants of that same plan entry. ``start_at`` must name one entry: the full
+name of a phase that runs more than once is refused, with its entries listed.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import SEPARATOR
@@ -19,27 +29,67 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems impo
 NOT_IN_ONLY = "not in only"
 IN_SKIP = "skip"
 BEFORE_START_AT = "before start_at"
+OCCURRENCE = "#"  # joins a phase's full name and which of its runs an entry is: name#2
 
 
-def select_phases(names: list[str], only=(), skip=(), start_at: str | None = None) -> dict[str, str | None]:
-    """Map every full name (in run order) to ``None`` if it runs, else the reason it does not."""
+@dataclass(frozen=True)
+class Step:
+    """One entry of the run list: its name there, the phase's full name, and the plan entry that brought it."""
+
+    name: str              # unique in the run list: the full name, or <full name>#<k> when the phase runs k times
+    full_name: str
+    entry: int = 0         # position of the plan entry that brought it in (its descendants share it)
+
+
+def entry_name(full_name: str, occurrence: int | None) -> str:
+    """A run list entry's name: ``full_name``, or ``full_name#k`` for the k-th run of a repeated phase."""
+    return full_name if occurrence is None else f"{full_name}{OCCURRENCE}{occurrence}"
+
+
+def select_phases(steps, only=(), skip=(), start_at: str | None = None) -> dict[str, str | None]:
+    """Map every entry name (in run order) to ``None`` if it runs, else the reason it does not.
+
+    ``steps``: ``Step`` entries, or plain full names (a run list without repeats).
+    """
+    steps = [step if isinstance(step, Step) else Step(step, step, position) for position, step in enumerate(steps)]
     only, skip = list(only or ()), list(skip or ())
-    known = set(names)
+    names = [step.name for step in steps]
+    by_name = {step.name: step for step in steps}
+    full_names = {step.full_name for step in steps}
     for name in [*only, *skip, *([start_at] if start_at else [])]:
-        if name not in known:
-            raise PhasekitError(f"invalid phase name: {name}{did_you_mean(name, names)}")
+        if name not in by_name and name not in full_names:
+            raise PhasekitError(f"invalid phase name: {name}{did_you_mean(name, [*names, *sorted(full_names)])}")
     reasons: dict[str, str | None] = dict.fromkeys(names)
     if only:
-        for name in names:
-            if not any(_within(name, selected) for selected in only):
-                reasons[name] = NOT_IN_ONLY
-    for name in names:
-        if reasons[name] is None and any(_within(name, skipped) for skipped in skip):
-            reasons[name] = IN_SKIP
+        for step in steps:
+            if not any(_selects(selector, step, by_name) for selector in only):
+                reasons[step.name] = NOT_IN_ONLY
+    for step in steps:
+        if reasons[step.name] is None and any(_selects(selector, step, by_name) for selector in skip):
+            reasons[step.name] = IN_SKIP
     if start_at:
-        for name in names[:names.index(start_at)]:
+        first = names.index(_one_entry(start_at, steps, by_name))
+        for name in names[:first]:
             reasons[name] = reasons[name] or BEFORE_START_AT
     return reasons
+
+
+def _selects(selector: str, step: Step, by_name: dict[str, Step]) -> bool:
+    """A full name selects every entry of that phase and of its descendants; an entry name, that entry and the
+    descendants of the same plan entry."""
+    named = by_name.get(selector)
+    if named is not None and named.name != named.full_name:
+        return step.entry == named.entry and _within(step.full_name, named.full_name)
+    return _within(step.full_name, selector)
+
+
+def _one_entry(start_at: str, steps: list[Step], by_name: dict[str, Step]) -> str:
+    """The entry ``start_at`` names; the full name of a phase the plan runs several times is ambiguous."""
+    if start_at in by_name:
+        return start_at
+    entries = [step.name for step in steps if step.full_name == start_at]
+    raise PhasekitError(f"start_at: phase {start_at} runs {len(entries)} times in this plan; name the entry to "
+                        f"start at: {', '.join(entries)}")
 
 
 def _within(name: str, ancestor: str) -> bool:

@@ -2,10 +2,11 @@
 # Apache License 2.0 (see LICENSE)
 """What the fields of phases and plans mean: executors, sources, options, plans, clusters.
 
-``check_phases`` needs no inventory and checks every phase of the documents;
-``plan_phases`` resolves a plan's entries; ``place_phases`` maps the phases of
-the chosen plan to inventory hosts. Every problem names the file, the
-document and the field, and all are reported together.
+``check_phases`` needs no inventory and checks the phases it is given (a
+plan's, or with validate every phase of the documents), each problem kept
+with its phase; ``plan_phases`` resolves a plan's entries; ``place_phases``
+maps the phases of the chosen plan to inventory hosts. Every problem names the
+file, the document and the field, and all are reported together.
 """
 
 from __future__ import annotations
@@ -35,35 +36,47 @@ class Placement:
     parents: dict[str, str] = field(default_factory=dict)   # kubeconfig executor: child host -> parent host
 
 
-def check_phases(catalog: Catalog, executors: dict[str, Executor], problems: Problems):
-    """Check executor, source and options of every phase; resolve sources and path options in place."""
-    for phase in catalog.walk():
-        if phase.not_runnable is not None:
-            continue                # listed as it is; refused when it would run (see ``refuse_not_runnable``)
-        if phase.executor is None:
-            _check_group(phase, executors, problems)
+def check_phases(phases, executors: dict[str, Executor]):
+    """Check executor, source and options of each phase (each once); resolve sources and path options in place.
+
+    Every problem is added to the phase's own (``Phase.problems``): it fails only a plan that runs the phase.
+    """
+    checked: set[int] = set()
+    for phase in phases:
+        if id(phase) in checked:
             continue
-        executor = executors.get(phase.executor)
-        if executor is None:
-            problems.add(phase.where("executor"),
-                         f"unknown executor {phase.executor!r}{did_you_mean(phase.executor, executors)}; "
-                         f"expected one of {', '.join(sorted(executors))}")
-            continue
-        _check_source(phase, executor, problems)
-        if phase.retry_fields_set and not executor.runs_on_controller:
-            problems.add(phase.where(phase.retry_fields_set[0]),
-                         f"executor {executor.name} runs a task file on each host: retry its tasks with Ansible's "
-                         "retries/until and bound them with the task keyword timeout instead")
-        given = phase.options
-        if executor.source_option and phase.source_path:
-            if executor.source_option in (phase.options or {}):
-                problems.add(phase.where("source"), f"give the chart either as source or as options."
-                                                    f"{executor.source_option}, not both")
-            given = {**(phase.options or {}), executor.source_option: phase.source_path}
-        options, errors = executor.check_options(given, phase.base_dir)
-        for error in errors:
-            problems.add(phase.where("options"), f"{error} (executor {executor.name})")
-        phase.options = options
+        checked.add(id(phase))
+        _check_phase(phase, executors, phase.problems)
+
+
+def _check_phase(phase: Phase, executors: dict[str, Executor], problems: Problems):
+    if phase.not_runnable is not None:
+        return                      # listed as it is; refused when it would run (see ``refuse_not_runnable``)
+    if phase.executor is None:
+        _check_group(phase, executors, problems)
+        return
+    executor = executors.get(phase.executor)
+    if executor is None:
+        problems.add(phase.where("executor"),
+                     f"unknown executor {phase.executor!r}{did_you_mean(phase.executor, executors)}; "
+                     f"expected one of {', '.join(sorted(executors))}")
+        return
+    _check_source(phase, executor, problems)
+    if phase.retry_fields_set and not executor.runs_on_controller:
+        problems.add(phase.where(phase.retry_fields_set[0]),
+                     f"executor {executor.name} runs a task file on each host: retry its tasks with Ansible's "
+                     "retries/until and bound them with the task keyword timeout instead")
+    given = phase.options
+    if executor.source_option and phase.source_path:
+        if executor.source_option in (phase.options or {}):
+            problems.add(phase.where("source"), f"give the chart either as source or as options."
+                                                f"{executor.source_option}, not both")
+        given = {**(phase.options or {}), executor.source_option: phase.source_path}
+    options, errors = executor.check_options(given, phase.base_dir)
+    for error in errors:
+        problems.add(phase.where("options"), f"{error} (executor {executor.name})")
+    phase.options = options
+    phase.requires = tuple(dict.fromkeys((*phase.requires, *executor.programs)))
 
 
 def _check_group(phase: Phase, executors: dict[str, Executor], problems: Problems):
@@ -103,51 +116,57 @@ def _check_source(phase: Phase, executor: Executor, problems: Problems):
     phase.source_path = path
 
 
-def plan_phases(catalog: Catalog, plan: PhasePlan | None, problems: Problems) -> list[Phase]:
-    """The phases a plan runs, in order (each entry brings its descendants); all phases without a plan."""
+def plan_phases(catalog: Catalog, plan: PhasePlan | None, problems: Problems) -> list[tuple[Phase, int]]:
+    """The phases a plan runs, in order, each with the position of the plan entry that brought it in (an entry
+    brings its descendants; a phase named again runs again); all phases, in document order, without a plan."""
     if plan is None:
-        return [phase for top in catalog.phases for phase in top.walk()]
+        return [(phase, position) for position, top in enumerate(catalog.phases) for phase in top.walk()]
     known = catalog.by_full_name()
-    ordered: list[Phase] = []
-    claimed: dict[str, str] = {}            # full name -> the plan entry that brought it in
+    ordered: list[tuple[Phase, int]] = []
     for position, entry in enumerate(plan.phases):
-        where = plan.entry_where(position)
         root = known.get(entry)
         if root is None:
-            problems.add(where, f"plan {plan.name} names phase {entry!r}, which is not defined{did_you_mean(entry, known)}")
+            problems.add(plan.entry_where(position),
+                         f"plan {plan.name} names phase {entry!r}, which is not defined{did_you_mean(entry, known)}")
             continue
-        overlap = next((phase.full_name for phase in root.walk() if phase.full_name in claimed), None)
-        if overlap is not None:
-            problems.add(where, f"phase {overlap} is already in plan {plan.name} through entry {claimed[overlap]!r}")
-            continue
-        for phase in root.walk():
-            claimed[phase.full_name] = entry
-            ordered.append(phase)
+        ordered.extend((phase, position) for phase in root.walk())
     return ordered
 
 
 def refuse_not_runnable(phases: list[Phase], problems: Problems, which=shutil.which):
     """A problem for each phase that cannot run here: validate and run refuse them, list and tree show them.
 
-    So is a phase whose program (``Phase.requires``) is not on the controller's PATH (``which``: program ->
-    its path or None).
+    So is a phase whose program (``Phase.requires``; a tuple of programs: any one of them) is not on the
+    controller's PATH (``which``: program -> its path or None).
     """
-    for phase in phases:
+    for phase in _once(phases):
         if phase.not_runnable is not None:
             problems.add(phase.where("executor"), phase.not_runnable)
             continue
         for program in phase.requires:
-            if which(program) is None:
+            choices = program if isinstance(program, tuple) else (program,)   # a tuple: any one of them
+            if all(which(choice) is None for choice in choices):
+                named = " or ".join(choices)
+                missing = f"runs {named}, which is not" if len(choices) == 1 else f"needs {named}, neither of which is"
                 problems.add(phase.where("executor"),
-                             f"phase {phase.full_name} runs {program}, which is not on the controller's PATH: "
-                             f"install {program} where ansible-playbook runs (or add its directory to PATH), "
-                             f"or leave the phase out with plan_skip")
+                             f"phase {phase.full_name} {missing} on the controller's PATH: install {named} where "
+                             f"ansible-playbook runs (or add its directory to PATH), or leave the phase out with "
+                             f"plan_skip")
+
+
+def _once(phases):
+    """Each phase once, in order (a plan may run a phase several times)."""
+    seen: set[int] = set()
+    for phase in phases:
+        if id(phase) not in seen:
+            seen.add(id(phase))
+            yield phase
 
 
 def place_phases(phases: list[Phase], inventory: Inventory, problems: Problems) -> dict[str, Placement]:
-    """Map each phase to inventory hosts; a cluster must be a host or a group with hosts."""
+    """Map each phase (by full name) to inventory hosts; a cluster must be a host or a group with hosts."""
     placements = {}
-    for phase in phases:
+    for phase in _once(phases):
         placement = Placement()
         placements[phase.full_name] = placement
         if phase.cluster is None:
@@ -203,7 +222,7 @@ def check_other_kubeconfigs(phases: list[Phase], placements: dict[str, Placement
                             problems: Problems):
     """The other kubeconfigs of command phases to be validated or run: each entry of ``kubeconfigs`` names one
     inventory host, or (``{{ kube_parent }}``) each host of the phase has a parent in the inventory."""
-    for phase in phases:
+    for phase in _once(phases):
         kubeconfigs = phase.options.get("kubeconfigs") if phase.executor == "command" else None
         if isinstance(kubeconfigs, dict):
             _check_other_kubeconfigs(phase, kubeconfigs, placements[phase.full_name].hosts, inventory, problems)

@@ -48,7 +48,7 @@ def list_lines(plan: Plan) -> list[str]:
     """The plan as a table: one row per phase in run order, and whether it runs."""
     rows = [["PHASE", "CLUSTER", "HOSTS", "EXECUTOR", "SOURCE", "RUN"]]
     for planned in plan.phases:
-        rows.append([planned.phase.full_name, planned.phase.cluster or "-", _hosts_label(planned),
+        rows.append([planned.name, planned.phase.cluster or "-", _hosts_label(planned),
                      _executor_label(planned), source_label(planned.phase.source), _run_label(planned)])
     return table(rows)
 
@@ -63,39 +63,44 @@ def tree_lines(plan: Plan) -> list[str]:
         note = "" if planned.selected else f"[not run: {planned.reason}]"
         if phase.description:
             note = f"{note} {phase.description}".strip()
-        rows.append([("  " * (phase.level + 1)) + phase.name, _executor_label(planned),
+        rows.append([("  " * (phase.level + 1)) + _short_label(planned), _executor_label(planned),
                      f"@{phase.cluster}" if phase.cluster else "",
                      source_label(phase.source) if phase.source is not None else "", note])
     return [title, *table(rows)] if rows else [title]
 
 
+def _short_label(planned: PlannedPhase) -> str:
+    """The phase's own name in the tree, with which of its runs this entry is when the plan repeats it."""
+    return planned.phase.name if planned.occurrence is None else f"{planned.phase.name}#{planned.occurrence}"
+
+
 def mermaid_lines(plan: Plan) -> list[str]:
     """A Mermaid flowchart: child phases inside their parent's box, arrows in run order."""
-    ids = {planned.phase.full_name: f"p{number}" for number, planned in enumerate(plan.phases)}
+    ids = {planned.name: f"p{number}" for number, planned in enumerate(plan.phases)}
     lines = ["flowchart TD", "  classDef notrun stroke-dasharray: 5 5,color:#888"]
     by_parent: dict[str | None, list[PlannedPhase]] = {}
     for planned in plan.phases:
-        by_parent.setdefault(planned.phase.parent, []).append(planned)
-    in_plan_roots = [planned for planned in plan.phases if planned.phase.parent not in ids]
+        by_parent.setdefault(planned.parent_name, []).append(planned)
+    in_plan_roots = [planned for planned in plan.phases if planned.parent_name not in ids]
 
     def emit(planned: PlannedPhase, depth: int):
         indent = "  " * depth
-        phase, node = planned.phase, ids[planned.phase.full_name]
+        phase, node = planned.phase, ids[planned.name]
         style = "" if planned.selected else ":::notrun"
-        label = _mermaid_text(f"{phase.full_name}<br/>{_executor_label(planned)}"
+        label = _mermaid_text(f"{planned.name}<br/>{_executor_label(planned)}"
                               + (f" @ {phase.cluster}" if phase.cluster else ""))
-        children = by_parent.get(phase.full_name, [])
+        children = by_parent.get(planned.name, [])
         if phase.executor is not None:
             lines.append(f'{indent}{node}["{label}"]{style}')
         if children:
-            lines.append(f'{indent}subgraph {node}_children["{_mermaid_text(phase.full_name)}"]')
+            lines.append(f'{indent}subgraph {node}_children["{_mermaid_text(planned.name)}"]')
             for child in children:
                 emit(child, depth + 1)
             lines.append(f"{indent}end")
 
     for planned in in_plan_roots:
         emit(planned, 1)
-    steps = [ids[planned.phase.full_name] for planned in plan.phases if planned.phase.executor is not None]
+    steps = [ids[planned.name] for planned in plan.phases if planned.phase.executor is not None]
     for before, after in zip(steps, steps[1:]):
         lines.append(f"  {before} --> {after}")
     return lines

@@ -152,4 +152,6 @@ def test_inline_documents_with_tagged_strings_are_written_as_plain_yaml(playbook
     assert not result.get("failed"), result.get("msg")
     phase = yaml.safe_load((playbook_dir / "converted" / "phases.yaml").read_text(encoding="utf-8"))
     assert phase["spec"] == {"cluster": "target", "executor": "apply", "source": "../site/target/initinfra",
-                             "options": {"wait": {"timeout": 10}}}
+                             "options": {"selector": "airshipit.org/deploy-k8s notin (False, false)",
+                                         "applyset_adopt": "none", "wait": {"timeout": 10},
+                                         "applyset": "initinfra-target"}}

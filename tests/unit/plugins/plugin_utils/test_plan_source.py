@@ -42,7 +42,7 @@ def test_target_path_is_relative_to_the_playbook(playbook_dir):
     assert sources["workers-target"] == str(playbook_dir / "elsewhere" / "target" / "workers")
 
 
-# an executor with no equivalent: listed, not runnable
+# a container phase that runs on no cluster: listed, not runnable
 UNSUPPORTED = {"name": "deploy-gating", "target_path": "elsewhere", "only": ["iso-cloud-init-data"]}
 
 
@@ -52,7 +52,7 @@ def test_list_and_tree_show_a_phase_that_cannot_run(playbook_dir):
 
 def test_validate_and_run_refuse_a_phase_that_cannot_run(playbook_dir):
     refused = (r"\(Phase iso-cloud-init-data\) field config.executorRef: "
-               r"executor GenericContainer iso-cloud-init-data .* has no equivalent")
+               r"executor GenericContainer iso-cloud-init-data .* runs on no cluster")
     with pytest.raises(PhasekitError, match=refused):
         plan(playbook_dir, True, **UNSUPPORTED)
 

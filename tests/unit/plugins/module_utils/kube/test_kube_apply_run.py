@@ -13,6 +13,7 @@ import time
 import pytest
 
 from ansible_collections.phasekit.kube.plugins.module_utils.bundle import render_bundle
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.applyset import PART_OF_LABEL
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import (
     APPLY_OPTIONS_SPEC, apply_bundle, apply_options)
@@ -148,11 +149,77 @@ PARENT = "/api/v1/namespaces/apps/secrets/site"
 COLLECTION = "/api/v1/namespaces/apps/configmaps"
 
 
-def test_first_run_of_a_new_set_sends_the_objects_without_reading_them():
+def test_first_run_of_a_new_set_reads_each_collection_once_to_check_what_it_may_take_over():
     api = FakeApi()
     report = apply(api, config_maps("a", "b", "c", "d"))
     assert report.failure is None and report.counts()["created"] == 4
+    assert api.log == [("GET", PARENT), ("LIST", COLLECTION, None), ("APPLY", PARENT)] + [
+        ("APPLY", f"{COLLECTION}/{n}") for n in "abcd"]
+
+
+def test_first_run_of_a_new_set_that_may_take_over_anything_sends_the_objects_without_reading_them():
+    api = FakeApi()
+    report = apply(api, config_maps("a", "b", "c", "d"), applyset_adopt="all")
+    assert report.failure is None and report.counts()["created"] == 4
     assert api.log == [("GET", PARENT), ("APPLY", PARENT)] + [("APPLY", f"{COLLECTION}/{n}") for n in "abcd"]
+
+
+def owned_by(api, name, *, labels=None, annotations=None):
+    api.objects[f"{COLLECTION}/{name}"] = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"key": "v"},
+                                           "metadata": {"name": name, "namespace": "apps", "labels": labels or {},
+                                                        "annotations": annotations or {}}}
+
+
+OTHER_SET = {PART_OF_LABEL: "applyset-other-v1"}
+AIRSHIP_SITE = {"config.k8s.io/owning-inventory": "site"}       # cli-utils' inventory named like this set
+AIRSHIP_OTHER = {"config.k8s.io/owning-inventory": "elsewhere"}
+
+
+@pytest.mark.parametrize("policy, labels, annotations, refused", [
+    ("none", {}, {}, "exists and is in no ApplySet"),
+    ("none", OTHER_SET, {}, "belongs to ApplySet applyset-other-v1"),
+    ("none", {}, AIRSHIP_SITE, None),
+    ("none", {}, AIRSHIP_OTHER, "belongs to cli-utils inventory 'elsewhere'"),
+    ("unowned", {}, {}, None),
+    ("unowned", OTHER_SET, {}, "belongs to ApplySet applyset-other-v1"),
+    ("unowned", {}, AIRSHIP_OTHER, "belongs to cli-utils inventory 'elsewhere'"),
+    ("unowned", {}, AIRSHIP_SITE, None),
+    ("all", OTHER_SET, {}, None),
+    ("all", {}, AIRSHIP_OTHER, None),
+    ("all", {}, {}, None),
+], ids=["strict-refuses-unowned", "strict-refuses-another-set", "strict-takes-its-own-cli-utils-inventory",
+        "strict-refuses-another-cli-utils-inventory", "adopt-takes-unowned", "adopt-refuses-another-set",
+        "adopt-refuses-another-cli-utils-inventory", "adopt-takes-its-own-cli-utils-inventory",
+        "force-adopt-takes-another-set", "force-adopt-takes-another-cli-utils-inventory", "force-adopt-takes-unowned"])
+def test_applyset_adopt_is_cli_utils_inventory_policy(policy, labels, annotations, refused):
+    api = FakeApi()
+    owned_by(api, "b", labels=labels, annotations=annotations)
+    if refused is None:
+        report = apply(api, config_maps("a", "b"), applyset_adopt=policy)
+        assert report.failure is None
+        assert api.objects[f"{COLLECTION}/b"]["metadata"]["labels"][PART_OF_LABEL] == _set_id(api)
+        return
+    with pytest.raises(PhasekitError) as error:
+        apply(api, config_maps("a", "b"), applyset_adopt=policy)
+    assert (f"ApplySet secrets/site may not take over 1 existing object(s) (applyset_adopt: {policy}); nothing was "
+            f"applied: ConfigMap apps/b {refused}") in str(error.value)
+    assert [request[0] for request in api.log] == ["GET", "GET", "GET"] and f"{COLLECTION}/a" not in api.objects
+
+
+def test_objects_already_in_the_set_are_applied_under_every_policy():
+    api = FakeApi()
+    apply(api, config_maps("a", "b"))
+    for policy in ("none", "unowned", "all"):
+        assert apply(api, config_maps("a", "b", value=policy), applyset_adopt=policy).counts()["configured"] == 2
+
+
+def test_selector_applies_only_the_objects_it_matches_and_prunes_the_rest_of_the_set():
+    api = FakeApi()
+    apply(api, config_maps("a", "b"))
+    objects = config_maps("a", "b")
+    objects[1]["metadata"]["labels"] = {"airshipit.org/deploy-k8s": "false"}
+    report = apply(api, objects, selector="airshipit.org/deploy-k8s notin (False, false)")
+    assert [p.name for p in report.objects] == ["a"] and [p.name for p in report.pruned] == ["b"]
 
 
 def test_rerun_reads_each_collection_once_and_sends_nothing():
@@ -189,11 +256,11 @@ def test_new_set_over_existing_objects_says_configured_or_unchanged():
     api = FakeApi()
     apply(api, config_maps("a", "b", "c"), applyset=None, prune=False)  # applied before, outside any set
     api.objects.pop(PARENT, None)
-    report = apply(api, config_maps("a", "b", "c"))
+    report = apply(api, config_maps("a", "b", "c"), applyset_adopt="all")
     assert report.counts()["configured"] == 3  # each gains the set's label
     assert "LIST" not in verbs(api)
     api.objects.pop(PARENT)  # the parent deleted by hand: its members are as this run leaves them
-    report = apply(api, config_maps("a", "b", "c"))
+    report = apply(api, config_maps("a", "b", "c"), applyset_adopt="all")
     assert report.counts()["unchanged"] == 3 and report.counts()["configured"] == 0
 
 

@@ -34,11 +34,15 @@ def widget(phase):
     ({"timeout": -1}, "timeout must be a number of seconds >= 0"),
     ({"timeout": "soon"}, "timeout must be a number"),
     ({"kinds": {"Deployment": "ready"}}, "kinds.Deployment must be one of kstatus, none"),
-    ({"conditions": [{"value": 1}]}, "conditions[1] needs 'path'"),
+    ({"conditions": [{"value": 1}]}, "conditions[1] needs one of 'path' (a JMESPath expression) and 'jsonpath'"),
+    ({"conditions": [{"path": "status.phase", "jsonpath": "{.status.phase}"}]}, "conditions[1] needs one of"),
     ({"conditions": [{"path": "status.phase", "equals": 1}]}, "unknown option(s) equals"),
     ({"conditions": [{"path": "status[?"}]}, "is not valid JMESPath"),
+    ({"conditions": [{"jsonpath": "{.status[?(@.x=='a'}"}]},
+     "conditions[1].jsonpath \"{.status[?(@.x=='a'}\" is not valid kubectl JSONPath: unterminated filter"),
+    ({"poll_interval": 0}, "poll_interval must be a number of seconds > 0"),
 ], ids=["negative-timeout", "timeout-not-a-number", "unknown-readiness", "condition-without-path",
-        "condition-unknown-key", "bad-jmespath"])
+        "condition-with-both-paths", "condition-unknown-key", "bad-jmespath", "bad-jsonpath", "poll-interval-zero"])
 def test_wait_options_are_validated(options, message):
     with pytest.raises(PhasekitError) as err:
         wait_rules(options)
@@ -57,8 +61,25 @@ def test_wait_options_are_validated(options, message):
     ([], {"Widget.example.com": "none"}, {**widget("x"), "status": {"conditions": [
         {"type": "Ready", "status": "False"}]}}, "Current", "readiness not checked"),
     ([], {}, None, "NotFound", "object not found"),
+    ([{"jsonpath": "{.status.conditions[?(@.type=='Available')].status}", "value": "True"}], {},
+     {**widget("x"), "status": {"conditions": [{"type": "Available", "status": "True"}]}}, "Current", ""),
+    ([{"jsonpath": "{.status.conditions[?(@.type=='Available')].status}", "value": "True"}], {},
+     {**widget("x"), "status": {"conditions": [{"type": "Available", "status": "False"}]}}, "InProgress",
+     "{.status.conditions[?(@.type=='Available')].status} is 'False', expected 'True'"),
+    ([{"jsonpath": "{.status.computed}"}], {}, {**widget("x"), "status": {"computed": {"variant": "Calico"}}},
+     "Current", ""),
+    ([{"jsonpath": "{.status.computed}"}], {}, widget("x"), "InProgress",
+     "{.status.computed} finds 0 values, expected one"),
+    ([{"jsonpath": "{.status.conditions[*].status}", "value": "True"}], {}, {**widget("x"), "status": {
+        "conditions": [{"status": "True"}, {"status": "True"}]}}, "InProgress", "finds 2 values, expected one"),
+    ([{"jsonpath": "{.status.replicas}", "value": 3}], {}, {**widget("x"), "status": {"replicas": 3}}, "Current", ""),
+    ([{"jsonpath": "{.status.ready}", "value": True}], {}, {**widget("x"), "status": {"ready": True}}, "Current", ""),
+    ([{"jsonpath": "{.status.items[5]}"}], {}, {**widget("x"), "status": {"items": [1]}}, "InProgress",
+     "array index out of bounds"),
 ], ids=["kstatus-only", "condition-unmet", "condition-met", "condition-for-other-kind", "condition-for-other-name",
-        "truthy-condition", "bool-matches-text", "kind-readiness-none", "missing-object"])
+        "truthy-condition", "bool-matches-text", "kind-readiness-none", "missing-object", "jsonpath-filter-met",
+        "jsonpath-filter-unmet", "jsonpath-exists", "jsonpath-missing", "jsonpath-two-values-are-not-one",
+        "jsonpath-number-as-kubectl-prints-it", "jsonpath-bool-as-kubectl-prints-it", "jsonpath-error-is-unmet"])
 def test_evaluate(conditions, kinds, live, status, message):
     rules = wait_rules({"conditions": conditions, "kinds": kinds})
     result = evaluate(Target(WIDGET, "ns", "w"), live, rules)

@@ -135,17 +135,23 @@ def test_list_and_tree_show_the_airship_executor_kind():
     assert any("clusterctl-init-target" in line and "command" in line for line in views.tree_lines(plan))
 
 
+# every KubernetesApply phase: airshipctl's selector of the documents it applies, its inventory (an ApplySet
+# named after the phase) and its inventory policy (strict unless the executor says otherwise)
+DEPLOYED = "airshipit.org/deploy-k8s notin (False, false)"
+
+
 @pytest.mark.parametrize("phase, options", [
     ("initinfra-ephemeral", {"wait": {"timeout": 2000}}),
     ("controlplane-ephemeral", {"wait": {"timeout": 3600}}),
     ("initinfra-networking-target", {}),
-    ("workload-config-target", {"wait": {"timeout": 600}, "prune": True, "applyset": "workload-config-target"}),
-    ("workers-classification", {"wait": {"timeout": 1200, "conditions": [
-        {"kind": "BareMetalHost.metal3.io", "path": "status.provisioning.state", "value": "provisioned"}]}}),
-], ids=["wait-timeout", "longer-timeout", "timeout-0-does-not-wait", "prune-applyset-named-after-phase",
-        "jsonpath-condition-as-jmespath"])
+    ("workload-config-target", {"wait": {"timeout": 600, "poll_interval": 5.0}, "prune": True}),
+    ("workers-classification", {"applyset_adopt": "unowned", "wait": {"timeout": 1200, "conditions": [
+        {"kind": "BareMetalHost.metal3.io", "jsonpath": "{.status.provisioning.state}", "value": "provisioned"}]}}),
+], ids=["wait-timeout", "longer-timeout", "timeout-0-does-not-wait", "prune-and-poll-interval",
+        "adopt-and-jsonpath-condition"])
 def test_kubernetes_apply_options_become_apply_options(phase, options):
-    assert planned(site_plan("deploy-gating"), phase).phase.options == options
+    expected = {"selector": DEPLOYED, "applyset_adopt": "none", "applyset": phase, **options}
+    assert planned(site_plan("deploy-gating"), phase).phase.options == expected
 
 
 def test_entry_points_are_relative_to_the_parent_of_the_phases_directory():
@@ -169,12 +175,15 @@ def test_missing_entry_point_names_the_field(tmp_path):
             f"target/workers not found (looked for {tmp_path / 'target' / 'workers'})") in str(error.value)
 
 
-@pytest.mark.parametrize("phase, kind, section", [
-    ("kubectl-wait-pods-target", "GenericContainer", "genericcontainer"),
-    ("remotedirect-ephemeral", "BaremetalManager", "baremetalmanager-bootconfiguration-isoconfiguration"),
-    ("iso-build-image", "IsoConfiguration", "baremetalmanager-bootconfiguration-isoconfiguration"),
-], ids=["generic-container", "baremetal-manager", "iso-configuration"])
-def test_executor_without_equivalent_is_listed_and_refused_when_validated(phase, kind, section):
+@pytest.mark.parametrize("phase, kind, section, why", [
+    ("kubectl-wait-pods-target", "GenericContainer", "genericcontainer",
+     "field configRef names no ConfigMap 'kubectl-wait-pods' among the phase documents"),
+    ("remotedirect-ephemeral", "BaremetalManager", "baremetalmanager-bootconfiguration-isoconfiguration",
+     "has no equivalent in phasekit.kube"),
+    ("iso-build-image", "IsoConfiguration", "baremetalmanager-bootconfiguration-isoconfiguration",
+     "has no equivalent in phasekit.kube"),
+], ids=["generic-container-without-its-config", "baremetal-manager", "iso-configuration"])
+def test_executor_that_cannot_run_here_is_listed_and_refused_when_validated(phase, kind, section, why):
     listed = planned(site_plan("deploy-gating", only=[phase]), phase)
     assert listed.selected and listed.phase.executor == f"airship:{kind}"
     with pytest.raises(PhasekitError) as error:
@@ -182,7 +191,7 @@ def test_executor_without_equivalent_is_listed_and_refused_when_validated(phase,
     message = str(error.value)
     assert message.startswith("site/phases/phases.yaml document ")
     assert f"(Phase {phase}) field config.executorRef: executor {kind} " in message
-    assert "has no equivalent in phasekit.kube yet" in message
+    assert why in message
     assert f"docs/migrating-from-airshipctl.md#{section}" in message
 
 
@@ -235,15 +244,46 @@ STEPS = {"phases": [{"name": "apps"}]}
      "document 2 (KubernetesApply kubernetes-apply) field config.pruneOptions.prune",
      "expected true or false, got a string"),
     ([airship_phase("apps"), apply_executor(waitOptions={"timeout": 60, "conditions": [
-        {"kind": "Pod", "jsonPath": "{.status.conditions[?(@.type=='Ready')].status}"}]})],
+        {"kind": "Pod", "jsonPath": "{.status.conditions[?(@.type=='Ready')].status"}]})],
      "document 2 (KubernetesApply kubernetes-apply) field config.waitOptions.conditions[0].jsonPath",
-     "expected a JSONPath naming one field"),
+     "\"{.status.conditions[?(@.type=='Ready')].status\" is not kubectl JSONPath: unclosed action"),
+    ([airship_phase("apps"), apply_executor(waitOptions={"timeout": 60, "conditions": [{"jsonPath": "{.x}"}]})],
+     "document 2 (KubernetesApply kubernetes-apply) field config.waitOptions.conditions[0].kind",
+     "expected the kind of the objects the condition applies to, got nothing (airshipctl applies a condition "
+     "without a kind to no object)"),
+    ([airship_phase("apps"), apply_executor(waitOptions={"timeout": 60, "conditions": [
+        {"kind": "Deployment", "jsonPath": "{.x}"}]})],
+     "document 2 (KubernetesApply kubernetes-apply) field config.waitOptions.conditions[0].apiVersion",
+     "with no apiVersion airshipctl applies the condition to Deployment objects of the core group, which has no "
+     "Deployment, so it never applied"),
+    ([airship_phase("apps"), apply_executor(waitOptions={"timeout": 60, "conditions": [
+        {"apiVersion": "apps/v1", "kind": "Deployment", "jsonPath": "{.x}"},
+        {"apiVersion": "apps/v1beta1", "kind": "Deployment", "jsonPath": "{.y}"}]})],
+     "document 2 (KubernetesApply kubernetes-apply) field config.waitOptions.conditions[1].kind",
+     "a second condition for Deployment.apps (the first is conditions[0])"),
+    ([airship_phase("apps"), apply_executor(waitOptions={"timeout": 60, "conditions": [
+        {"kind": "Pod", "jsonPath": "{.x}", "value": 3}]})],
+     "document 2 (KubernetesApply kubernetes-apply) field config.waitOptions.conditions[0].value",
+     "expected a string (the text the JSONPath must find), got a number; quote it"),
     ([airship_phase("apps"), apply_executor(kubeconfig="/tmp/kubeconfig")],
      "document 2 (KubernetesApply kubernetes-apply) field config.kubeconfig",
      "the cluster's kubeconfig comes from the inventory: set kube_kubeconfig"),
-    ([airship_phase("apps"), apply_executor(inventoryPolicy="strict")],
+    ([airship_phase("apps"), apply_executor(inventoryPolicy="steal")],
      "document 2 (KubernetesApply kubernetes-apply) field config.inventoryPolicy",
-     "inventoryPolicy 'strict' is not supported"),
+     "expected one of strict, adopt, force-adopt (cli-utils' inventory policies), got 'steal'"),
+    ([airship_phase("apps"), apply_executor(druRun="yes")],
+     "document 2 (KubernetesApply kubernetes-apply) field config.druRun", "expected true or false, got a string"),
+    ([airship_phase("apps", siteWideKubeconfig="yes"), apply_executor()],
+     "document 1 (Phase apps) field config.siteWideKubeconfig", "expected true or false, got a string"),
+    ([airship_phase("apps", validation={"kindsToSkip": "Secret"}), apply_executor()],
+     "document 1 (Phase apps) field config.validation.kindsToSkip", "expected a list of strings, got a string"),
+    ([airship_phase("apps", validation={"strictness": True}), apply_executor()],
+     "document 1 (Phase apps) field config.validation.strictness", "unknown field (did you mean 'strict'?)"),
+    ([{**airship_phase("apps"), "config": {**airship_phase("apps")["config"], "executorRef": {
+        "apiVersion": API, "kind": "KubernetesApply", "name": "kubernetes-apply", "namespace": "elsewhere"}}},
+      apply_executor()],
+     "document 1 (Phase apps) field config.executorRef.namespace",
+     "the KubernetesApply document named 'kubernetes-apply' is in namespace none, not 'elsewhere'"),
     ([{**airship_phase("apps"), "apiVersion": "airshipit.org/v1beta1"}, apply_executor()],
      "document 1 (Phase apps) field apiVersion", "unsupported apiVersion 'airshipit.org/v1beta1'"),
     ([airship_phase("apps"), apply_executor(), airship_plan(**STEPS, phaseGroups=[{"name": "g", **STEPS}])],
@@ -258,8 +298,11 @@ STEPS = {"phases": [{"name": "apps"}]}
     ([airship_phase("apps"), apply_executor(), apply_executor()],
      "document 3 (KubernetesApply kubernetes-apply) field metadata.name", "duplicate KubernetesApply name"),
 ], ids=["executor-not-found", "unknown-config-field", "apply-without-entry-point", "cluster-not-in-inventory",
-        "apply-without-cluster", "timeout-not-seconds", "prune-not-boolean", "jsonpath-too-complex",
-        "kubeconfig-in-executor", "inventory-policy-strict", "api-version", "plan-both-layouts",
+        "apply-without-cluster", "timeout-not-seconds", "prune-not-boolean", "jsonpath-not-kubectls",
+        "condition-without-kind", "condition-kind-not-in-core-without-api-version", "two-conditions-for-one-kind",
+        "condition-value-not-a-string", "kubeconfig-in-executor", "inventory-policy-unknown", "dry-run-not-boolean",
+        "site-wide-kubeconfig-not-boolean", "validation-kinds-not-a-list", "validation-unknown-field",
+        "executor-in-another-namespace", "api-version", "plan-both-layouts",
         "plan-names-missing-phase", "group-step-without-name", "plan-phases-not-a-list", "duplicate-executor"])
 def test_bad_documents_name_the_document_and_field(tmp_path, documents, where, message):
     (tmp_path / "apps").mkdir()
@@ -294,3 +337,71 @@ def test_plan_validation_settings_are_accepted(tmp_path):
     documents = [airship_phase("apps"), apply_executor(),
                  airship_plan(**STEPS, validation={"kubernetesVersion": "v1.21.2", "crdList": []})]
     assert inline_plan(documents, tmp_path, name="deploy").name == "deploy"
+
+
+# airshipctl's gating plan runs its check phases again after several steps: each entry runs, in plan order.
+REPEATING_PLAN = airship_plan(phases=[{"name": "check"}, {"name": "apps"}, {"name": "check"}, {"name": "apps"},
+                                      {"name": "check"}])
+
+
+def repeating_site(tmp_path, *extra):
+    (tmp_path / "apps").mkdir(exist_ok=True)
+    return [airship_phase("apps"), airship_phase("check"), apply_executor(), REPEATING_PLAN, *extra]
+
+
+def test_a_phase_named_again_in_a_plan_runs_at_each_position(tmp_path):
+    plan = inline_plan(repeating_site(tmp_path), tmp_path, name="deploy")
+    assert [(item.name, item.phase.full_name, item.entry, item.occurrence) for item in plan.phases] == [
+        ("check#1", "check", 1, 1), ("apps#1", "apps", 2, 1), ("check#2", "check", 3, 2), ("apps#2", "apps", 4, 2),
+        ("check#3", "check", 5, 3)]
+    assert [item.to_dict()["name"] for item in plan.selected] == ["check#1", "apps#1", "check#2", "apps#2", "check#3"]
+    assert {item.to_dict()["full_name"] for item in plan.selected} == {"check", "apps"}
+
+
+@pytest.mark.parametrize("selection, expected", [
+    ({"only": ["check"]}, ["check#1", "check#2", "check#3"]),
+    ({"skip": ["check#2"]}, ["check#1", "apps#1", "apps#2", "check#3"]),
+    ({"start_at": "apps#2"}, ["apps#2", "check#3"]),
+    ({"only": ["apps#1", "check#3"]}, ["apps#1", "check#3"]),
+], ids=["only-every-entry", "skip-one-entry", "start-at-an-entry", "only-entries"])
+def test_repeated_entries_are_selected_by_name_or_by_entry(tmp_path, selection, expected):
+    plan = inline_plan(repeating_site(tmp_path), tmp_path, name="deploy", **selection)
+    assert [item.name for item in plan.selected] == expected
+
+
+def test_list_tree_and_graph_show_every_entry_with_its_run(tmp_path):
+    plan = inline_plan(repeating_site(tmp_path), tmp_path, name="deploy", skip=["check#2"])
+    table = views.list_lines(plan)
+    assert [line.split()[0] for line in table[1:]] == ["check#1", "apps#1", "check#2", "apps#2", "check#3"]
+    assert "no (skip)" in table[3]
+    tree = views.tree_lines(plan)
+    assert [line.split()[0] for line in tree[1:]] == ["check#1", "apps#1", "check#2", "apps#2", "check#3"]
+    graph = "\n".join(views.mermaid_lines(plan))
+    assert graph.count('["check#') == 3 and "p0 --> p1" in graph and "p3 --> p4" in graph
+
+
+def test_views_of_a_plan_need_only_that_plans_phases(tmp_path):
+    """A shared phase the site does not use (its entry point missing, its executor unknown) does not stop the
+    views of a plan without it; validate reports it as a warning naming it; a plan that runs it fails."""
+    broken = [airship_phase("unused", entry="not-here"), airship_phase("odd", executor="nowhere")]
+    documents = [*repeating_site(tmp_path, *broken), airship_plan(name="other", phases=[{"name": "unused"}])]
+    plan = inline_plan(copy.deepcopy(documents), tmp_path, name="deploy")
+    assert plan.warnings == [] and len(plan.phases) == 5
+    checked = inline_plan(copy.deepcopy(documents), tmp_path, name="deploy", check_all=True)
+    assert checked.warnings == [
+        "plan document 5 (Phase unused) field config.documentEntryPoint: not-here not found (looked for "
+        f"{tmp_path / 'not-here'}) (not in plan deploy)",
+        "plan document 6 (Phase odd) field config.executorRef: no KubernetesApply document named 'nowhere' among "
+        "the documents; KubernetesApply documents defined: kubernetes-apply (not in plan deploy)"]
+    with pytest.raises(PhasekitError, match=r"\(Phase unused\) field config.documentEntryPoint: not-here not found"):
+        inline_plan(copy.deepcopy(documents), tmp_path, name="other")
+
+
+def test_a_broken_executor_document_fails_only_the_plans_whose_phases_use_it(tmp_path):
+    (tmp_path / "apps").mkdir()
+    documents = [airship_phase("apps"), airship_phase("other", executor="broken"), apply_executor(),
+                 apply_executor("broken", waitOptions={"timeout": "soon"}), airship_plan(phases=[{"name": "apps"}]),
+                 airship_plan(name="uses-broken", phases=[{"name": "other"}])]
+    assert [item.name for item in inline_plan(copy.deepcopy(documents), tmp_path, name="deploy").phases] == ["apps"]
+    with pytest.raises(PhasekitError, match=r"document 4 \(KubernetesApply broken\) field config.waitOptions.timeout"):
+        inline_plan(copy.deepcopy(documents), tmp_path, name="uses-broken")

@@ -160,17 +160,13 @@ def test_with_clusterctl_on_path_the_phase_validates(tmp_path, clusterctl_on_pat
 # ------------------------------------------------------------------ refused (listed, not runnable)
 
 @pytest.mark.parametrize("fields, field, instead", [
-    ({"providers": [{"name": "capd", "type": "InfrastructureProvider", "url": "airshipctl/manifests/capd/v0.3.11"}]},
-     "providers[0].url", "airshipctl/manifests/capd/v0.3.11 is a kustomize entry point airshipctl built, of no "
-                         "stated version"),
     ({"providers": [{"name": "m", "type": "CoreProvider", "url": "https://x/core-components.yaml",
                      "variable-substitution": False}]},
      "providers[0].variable-substitution", "clusterctl substitutes variables in every provider's components"),
     ({"env-vars": False}, "env-vars", "clusterctl always reads variables from the environment"),
     ({"init-options": {"kubeConfigRef": {"kind": "KubeConfig", "name": "default"}}},
      "init-options.kubeConfigRef", "set kube_kubeconfig on the host"),
-], ids=["url-relative-to-the-target-path", "no-variable-substitution",
-        "no-env-vars", "kubeconfig-ref"])
+], ids=["no-variable-substitution", "no-env-vars", "kubeconfig-ref"])
 def test_fields_clusterctl_cannot_honour_make_the_phase_not_runnable(
         tmp_path, clusterctl_on_path, fields, field, instead):
     listed = phase(tmp_path, action="init", **fields)
@@ -411,6 +407,29 @@ def test_provider_versions_are_built_into_a_clusterctl_repository_the_config_nam
     assert seen["files"]["cluster-api/v0.3.7/metadata.yaml"] == [METADATA]
     assert seen["modes"] == ["0o600"]
     assert not os.path.exists(seen["root"])  # removed with the command
+
+
+def test_a_url_relative_to_the_target_path_is_built_as_the_version_its_last_directory_names(tmp_path):
+    """airshipctl's later Clusterctl documents (its published clusterctl_init): url: <entry point>/<version>."""
+    providers = [{"name": "metal3", "type": "InfrastructureProvider", "url": "function/capm3/v0.4.0"},
+                 {"name": "cluster-api", "type": "CoreProvider", "url": "function/capi/v0.3.7"}]
+    options = phase(tmp_path, action="init", providers=providers).options
+    assert yaml.safe_load(options["env_files"][CONFIG])["providers"] == [
+        {"name": "metal3", "type": "InfrastructureProvider",
+         "url": f"file://${{{REPOSITORY}}}/infrastructure-metal3/v0.4.0/infrastructure-components.yaml"},
+        {"name": "cluster-api", "type": "CoreProvider",
+         "url": f"file://${{{REPOSITORY}}}/cluster-api/v0.3.7/core-components.yaml"}]
+    assert {path: spec["kustomize"] for path, spec in options["env_dirs"][REPOSITORY].items()} == {
+        path: str(tmp_path / relative) for path, relative in LAYOUT.items() if "v0.3.2" not in path}
+    assert options["env_dirs"][REPOSITORY]["cluster-api/v0.3.7/metadata.yaml"]["about"] == (
+        "plan document 2 (Clusterctl cctl) field providers[1].url")
+
+
+def test_a_relative_url_whose_last_directory_is_no_version_names_the_field(tmp_path):
+    with pytest.raises(PhasekitError, match=r"field providers\[0\].url: function/capm3/latest: its last directory, "
+                                            r"'latest', is the version clusterctl finds it under"):
+        plan(tmp_path, action="init", providers=[{"name": "metal3", "type": "InfrastructureProvider",
+                                                  "url": "function/capm3/latest"}])
 
 
 def test_the_plan_and_render_show_the_repository_it_would_build(tmp_path):

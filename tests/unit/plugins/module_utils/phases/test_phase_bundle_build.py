@@ -107,13 +107,13 @@ def test_a_built_document_is_named_after_the_file_the_kustomization_lists_else_a
      "site/phases (kubectl kustomize) document 5 (Phase shared) field config.executorRef: no KubernetesApply "
      "document named 'kubernetes-aply'"),
     ("namePrefix: x-\n", None,
-     "site/phases (kubectl kustomize) document 1 (Phase x-apps) field config.executorRef: no KubernetesApply "
-     "document named 'kubernetes-apply' among the documents (did you mean 'x-kubernetes-apply'?)"),
+     "site/phases (kubectl kustomize) document 4 (PhasePlan x-deploy) field phases[0].name: plan x-deploy names "
+     "phase 'apps', which is not defined (did you mean 'x-apps'?)"),
 ], ids=["document-from-another-directory", "renamed-by-the-kustomization"])
 def test_a_problem_in_a_document_not_from_a_listed_file_names_the_build(tmp_path, kustomization, shared, message):
     airship_site(tmp_path, kustomization, shared)
     with pytest.raises(PhasekitError) as error:
-        airship_plan(tmp_path)
+        build_plan(read_paths(["site/phases"], str(tmp_path)), executors=executors(), inventory=airship_inventory())
     assert message in str(error.value)
 
 

@@ -59,7 +59,8 @@ def test_to_dict_is_what_the_role_consumes(tmp_path):
     result = build([phase("p", cluster="management", executor="tasks", source="tasks.yml",
                           description="run my tasks", options={"anything": [1, 2]})], tmp_path)
     assert result.phases[0].to_dict() == {
-        "name": "p", "short_name": "p", "parent": None, "level": 0, "children": [], "description": "run my tasks",
+        "name": "p", "full_name": "p", "short_name": "p", "entry": None, "occurrence": None, "parent": None,
+        "level": 0, "children": [], "description": "run my tasks",
         "cluster": "management", "hosts": ["ephemeral", "target"], "cluster_hosts": ["ephemeral", "target"],
         "parents": {}, "executor": "tasks", "source": str(tmp_path / "tasks.yml"), "options": {"anything": [1, 2]},
         "retries": 0, "delay": 5.0, "timeout": None, "origin": "plan document 1 (Phase p)", "selected": True, "reason": None,
@@ -135,7 +136,7 @@ def test_error_names_file_document_and_field(tmp_path):
     with pytest.raises(PhasekitError) as error:
         build_plan(documents, executors=executor_registry(), inventory=inventory())
     assert str(error.value) == ("phases.yaml document 2 (Phase bad) field spec.executor: unknown executor 'aply' "
-                                "(did you mean 'apply'?); expected one of apply, command, helm, kubeconfig, tasks, wait")
+                                "(did you mean 'apply'?); expected one of apply, command, container, helm, kubeconfig, tasks, wait")
 
 
 def test_no_documents(tmp_path):

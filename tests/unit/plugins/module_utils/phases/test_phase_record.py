@@ -83,6 +83,15 @@ def test_phase_keys_are_configmap_keys():
     assert phase_key("weird name:1") == "weird_name_1"
 
 
+@pytest.mark.parametrize("names, keys", [
+    (["check#1", "check#2", "check_2"], ["check_1_", "check_2_", "check_2"]),
+    (["a/b#2", "a.b"], ["a.b_2_", "a.b"]),
+], ids=["each-run-of-a-repeated-phase-has-its-key", "repeated-child"])
+def test_each_entry_of_a_repeated_phase_keeps_a_record_key_of_its_own(names, keys):
+    """A phase name cannot end in '_': no phase's key is the key of another phase's k-th run."""
+    assert [phase_key(name) for name in names] == keys
+
+
 def test_digest_ignores_key_order_and_sees_values():
     assert bundle_digest({"a": 1, "b": [1, 2]}) == bundle_digest({"b": [1, 2], "a": 1})
     assert bundle_digest({"a": 1}) != bundle_digest({"a": 2})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.selection import select_phases
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.selection import Step, entry_name, select_phases
 
 # foo (bar, baz), qux: kubeadm's own test tree, in run order.
 NAMES = ["foo", "foo/bar", "foo/baz", "qux"]
@@ -81,3 +81,70 @@ def test_invalid_phase_name(only, skip, start_at, bad):
 def test_invalid_phase_name_suggests():
     with pytest.raises(PhasekitError, match=r"invalid phase name: foo/bax \(did you mean 'foo/baz'\?\)"):
         select_phases(NAMES, ["foo/bax"])
+
+
+# A plan that runs some phases again: check, deploy (with a child), check, deploy, deploy/web, check, once.
+# Each run of a repeated phase is an entry of its own: name#k; a phase that runs once keeps its name.
+REPEATED = [
+    Step("check#1", "check", 0), Step("deploy#1", "deploy", 1), Step("deploy/web#1", "deploy/web", 1),
+    Step("check#2", "check", 2), Step("deploy#2", "deploy", 3), Step("deploy/web#2", "deploy/web", 3),
+    Step("deploy/web#3", "deploy/web", 4), Step("check#3", "check", 5), Step("once", "once", 6),
+]
+ALL_REPEATED = [step.name for step in REPEATED]
+DEPLOYS = ["deploy#1", "deploy/web#1", "deploy#2", "deploy/web#2", "deploy/web#3"]
+
+
+@pytest.mark.parametrize("only, skip, start_at, expected", [
+    ([], [], None, ALL_REPEATED),
+    (["check"], [], None, ["check#1", "check#2", "check#3"]),
+    (["check#2"], [], None, ["check#2"]),
+    ([], ["check"], None, DEPLOYS + ["once"]),
+    ([], ["check#1", "check#3"], None,
+     ["deploy#1", "deploy/web#1", "check#2", "deploy#2", "deploy/web#2", "deploy/web#3", "once"]),
+    (["deploy"], [], None, DEPLOYS),
+    (["deploy#1"], [], None, ["deploy#1", "deploy/web#1"]),
+    (["deploy/web"], [], None, ["deploy/web#1", "deploy/web#2", "deploy/web#3"]),
+    ([], ["deploy#1"], None,
+     ["check#1", "check#2", "deploy#2", "deploy/web#2", "deploy/web#3", "check#3", "once"]),
+    ([], [], "check#2", ["check#2", "deploy#2", "deploy/web#2", "deploy/web#3", "check#3", "once"]),
+    ([], [], "deploy/web#3", ["deploy/web#3", "check#3", "once"]),
+    ([], [], "once", ["once"]),
+    (["check"], ["check#3"], "check#2", ["check#2"]),
+], ids=[
+    "every-entry-runs",
+    "only-full-name-selects-every-entry",
+    "only-entry-name-selects-that-entry",
+    "skip-full-name-skips-every-entry",
+    "skip-entry-names-skips-those-entries",
+    "only-parent-brings-descendants-of-every-entry",
+    "only-parent-entry-brings-the-descendants-of-that-plan-entry-only",
+    "only-child-full-name-selects-each-of-its-entries",
+    "skip-parent-entry-keeps-its-other-entries",
+    "start-at-an-entry-of-a-repeated-phase",
+    "start-at-a-later-entry-of-a-repeated-child",
+    "start-at-a-phase-that-runs-once-by-its-full-name",
+    "only-skip-start-at-with-entries",
+])
+def test_selection_of_repeated_phases(only, skip, start_at, expected):
+    reasons = select_phases(REPEATED, only, skip, start_at)
+    assert [name for name in ALL_REPEATED if reasons[name] is None] == expected
+
+
+def test_start_at_the_full_name_of_a_repeated_phase_lists_its_entries():
+    with pytest.raises(PhasekitError, match=r"^start_at: phase check runs 3 times in this plan; name the entry to "
+                                            r"start at: check#1, check#2, check#3$"):
+        select_phases(REPEATED, start_at="check")
+
+
+@pytest.mark.parametrize("bad, suggestion", [("check#4", "check#3"), ("chek", "check")],
+                         ids=["entry-that-does-not-exist", "misspelt-full-name"])
+def test_unknown_entry_names_are_invalid(bad, suggestion):
+    with pytest.raises(PhasekitError, match=f"^invalid phase name: {bad} \\(did you mean '{suggestion}'"):
+        select_phases(REPEATED, only=[bad])
+
+
+@pytest.mark.parametrize("full_name, occurrence, expected", [
+    ("check", None, "check"), ("check", 2, "check#2"), ("a/b", 3, "a/b#3"),
+], ids=["once", "repeated", "repeated-child"])
+def test_entry_names(full_name, occurrence, expected):
+    assert entry_name(full_name, occurrence) == expected
