@@ -65,7 +65,10 @@ class SharedRequests:
 
     def per_cluster(self, phase: dict) -> int:
         """Requests in flight to one cluster of ``phase`` (the apply option ``concurrency`` caps it)."""
-        clusters = len(set(phase.get("hosts") or []) & self.hosts_in_play) or 1
+        if "running" in phase:  # the clusters the runner's barrier works on (a batch of a rollout, say)
+            clusters = phase["running"] or 1
+        else:  # counted once per barrier by the runner: per host, this was quadratic in a fleet's size
+            clusters = len(set(phase.get("hosts") or []) & self.hosts_in_play) or 1
         return max(1, self.budget // min(self.clusters_at_once, clusters))
 
 

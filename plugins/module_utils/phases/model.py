@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import RawDocument
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import DocumentOrigin, Problems, did_you_mean, type_name
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import Rollout, parse_rollout
 
 API_VERSION = "phasekit.dev/v1alpha1"
 PHASE_KIND = "Phase"
@@ -27,7 +28,7 @@ SEPARATOR = "/"
 DOCUMENT_FIELDS = ("apiVersion", "kind", "metadata", "spec")
 METADATA_FIELDS = ("name", "labels", "annotations")
 PHASE_SPEC_FIELDS = ("description", "cluster", "executor", "source", "options", "retries", "delay", "timeout",
-                     "phases")
+                     "rollout", "phases")
 # Attempts after a failed one, the first pause between them (doubled each time) and the phase's time limit per host.
 RETRY_FIELDS = ("retries", "delay", "timeout")
 MAX_RETRIES = 100
@@ -62,6 +63,7 @@ class Phase:
     delay: float = DEFAULT_RETRY_DELAY  # seconds before the first retry; doubled before each next one
     timeout: float | None = None       # seconds the phase may take on one host, all attempts together
     retry_fields_set: tuple = ()       # which of them the document sets (group and tasks phases take none)
+    rollout: Rollout | None = None     # its own progressive rollout across its clusters (see rollout.py)
     children: list[Phase] = field(default_factory=list)
     # Documents of another format (airshipctl's) keep a field elsewhere: "source" -> "config.documentEntryPoint".
     field_paths: dict = field(default_factory=dict)
@@ -228,6 +230,8 @@ def _fill_phase(phase: Phase, spec: dict, problems: Problems):
             problems.add(phase.where("executor"), f"expected an executor name, got {type_name(executor)}")
     phase.source = spec.get("source")
     _fill_retries(phase, spec, problems)
+    phase.rollout = parse_rollout(spec.get("rollout"), lambda name: phase.where(f"rollout.{name}" if name else "rollout"),
+                                  problems)
     options = spec.get("options")
     if options is not None:
         if isinstance(options, dict):

@@ -21,12 +21,14 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.executors imp
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.inventory import Inventory
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import Catalog, Phase, PhasePlan, parse_documents
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import Problems, did_you_mean
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import RolloutOf, parse_rollout
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.selection import select_phases
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.validation import (
     Placement,
     check_other_kubeconfigs,
     check_phases,
     place_phases,
+    place_rollouts,
     plan_phases,
     refuse_not_runnable,
 )
@@ -39,6 +41,7 @@ class PlannedPhase:
     phase: Phase
     placement: Placement
     reason: str | None = None
+    rollout: RolloutOf | None = None    # the rollout it runs under (its own, an ancestor's, or plan_rollout)
 
     @property
     def selected(self) -> bool:
@@ -74,6 +77,7 @@ class PlannedPhase:
             "origin": phase.origin.label(),
             "selected": self.selected,
             "reason": self.reason,
+            "rollout": self.rollout.to_dict() if self.rollout is not None else None,
         }
 
 
@@ -103,15 +107,17 @@ class Plan:
 
 def build_plan(documents: list[RawDocument], *, executors: dict[str, Executor], inventory: Inventory,
                name: str | None = None, only=(), skip=(), start_at: str | None = None,
-               target_path: str | None = None, runnable: bool = False) -> Plan:
+               target_path: str | None = None, runnable: bool = False, rollout=None) -> Plan:
     """Validate the documents and compute the run list; raises PhasekitError listing every problem.
 
     ``target_path``: where airshipctl documents' entry points start (see ``airship.read_airship_documents``).
     ``runnable``: the plan is to be validated or run, so a selected phase that cannot run here is a problem.
+    ``rollout``: the default rollout (``plan_rollout``) of phases without one of their own.
     """
     if not documents:
         raise PhasekitError("no phase documents: give 'src' (a file or directory) or inline documents")
     problems = Problems()
+    default = parse_rollout(rollout or None, lambda name: f"plan_rollout{'.' + name if name else ''}", problems)
     catalog = read_catalog(documents, problems, target_path)
     check_phases(catalog, executors, problems)
     plan = choose_plan(catalog, name, problems)
@@ -119,6 +125,7 @@ def build_plan(documents: list[RawDocument], *, executors: dict[str, Executor], 
         problems.raise_if_any()     # no plan to place: stop before reporting on phases it would not run
     phases = plan_phases(catalog, plan, problems)
     placements = place_phases(phases, inventory, problems)
+    rollouts = place_rollouts(phases, placements, default, problems)
     problems.raise_if_any()
     reasons = select_phases([phase.full_name for phase in phases], only, skip, start_at)
     if runnable:
@@ -129,7 +136,8 @@ def build_plan(documents: list[RawDocument], *, executors: dict[str, Executor], 
     return Plan(
         name=plan.name if plan else None,
         description=plan.description if plan else "",
-        phases=[PlannedPhase(phase, placements[phase.full_name], reasons[phase.full_name]) for phase in phases],
+        phases=[PlannedPhase(phase, placements[phase.full_name], reasons[phase.full_name],
+                             rollouts.get(phase.full_name)) for phase in phases],
     )
 
 
