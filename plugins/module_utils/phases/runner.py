@@ -140,6 +140,7 @@ class RolloutRun:
     batches_before: int = 0
     watch: Watch | None = None
     batch_done: BatchDone | None = None
+    soaking: Callable[[BatchReport, float], None] | None = None   # a soak starts (batch, seconds)
     poll: float = SOAK_POLL
     clock: Callable[[], float] = time.monotonic
 
@@ -293,6 +294,8 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
         being Current fails its last phase of the batch (the gate), and counts against the budget."""
         seconds = rollout.rollout.pause
         watched = [host for host in batch.hosts if host in last and host not in batch.failed]
+        if self.rollouts.soaking is not None:
+            self.rollouts.soaking(batch, seconds)
         clock = self.rollouts.clock
         deadline = clock() + seconds
         polls = 0
@@ -304,8 +307,8 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
                                                          f"of {batch.of}: {problem}")
             watched = [host for host in watched if host not in batch.failed]
             left = deadline - clock()
-            if left <= 0:
-                break
+            if left <= 0 or over_budget(len(batch.failed), len(batch.hosts), rollout.rollout.max_fail_percentage):
+                break   # the soak is over, or the rollout stops here anyway
             self.sleep(min(self.rollouts.poll, left))
         bad = [host for host in batch.hosts if host in batch.failed and host in last]
         batch.soak = (f"{seconds:g}s, {polls} check(s): "
