@@ -41,8 +41,12 @@ def _executor_label(planned: PlannedPhase) -> str:
     return planned.phase.executor or GROUP
 
 
-def _hosts_label(planned: PlannedPhase) -> str:
-    return ",".join(planned.placement.hosts) or "-"
+def _hosts_label(planned: PlannedPhase, shown: int = 10) -> str:
+    """The phase's hosts; a fleet's as its first ones and a count (a 5000-host row per phase helps nobody)."""
+    hosts = planned.placement.hosts
+    if len(hosts) <= shown:
+        return ",".join(hosts) or "-"
+    return ",".join(hosts[:shown]) + f",... ({len(hosts)} hosts)"
 
 
 def list_lines(plan: Plan) -> list[str]:
