@@ -10,6 +10,7 @@ batches then resume finishing exactly the rest, the soak watch, ``--limit``, che
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from fleet_site import fleet_kubeconfig, recap
 
 API = "phasekit.dev/v1alpha1"
 HOSTS = [f"roll{i:02d}" for i in range(24)]
@@ -72,16 +74,7 @@ def fleet(clusters, tmp_path_factory):
     """The site and an inventory of 24 cluster hosts and one more, ``late``, whose kubeconfig nobody here can
     decrypt (an ansible-vault value without its password): touching it would fail the run."""
     root = tmp_path_factory.mktemp("rollout")
-    kubeconfig = {"apiVersion": "v1", "kind": "Config", "clusters": [], "users": [], "contexts": []}
-    for name, cluster in clusters.items():
-        admin = yaml.safe_load(cluster.admin_kubeconfig.read_text())
-        kubeconfig["clusters"].append({"name": name, "cluster": admin["clusters"][0]["cluster"]})
-        kubeconfig["users"].append({"name": f"{name}-admin", "user": admin["users"][0]["user"]})
-    for host in HOSTS:
-        name = cluster_of(host, clusters)
-        clusters[name].kubectl("create", "namespace", namespace_of(host))
-        kubeconfig["contexts"].append({"name": host, "context": {
-            "cluster": name, "user": f"{name}-admin", "namespace": namespace_of(host)}})
+    kubeconfig = fleet_kubeconfig(clusters, HOSTS, cluster_of, namespace_of)
     (root / "fleet.kubeconfig").write_text(yaml.safe_dump(kubeconfig))
     (root / "fleet.kubeconfig").chmod(0o600)
     (root / "phases").mkdir()
@@ -109,15 +102,6 @@ def run_fleet(fleet, run_playbook):
         return run_playbook("- ansible.builtin.import_playbook: phasekit.kube.run\n", fleet / "inventory.yml",
                             "-f", "10", *extra, verbosity=verbosity, check=check)
     return run
-
-
-def recap(output: str) -> dict:
-    rows = {}
-    for line in output[output.rindex("PLAY RECAP"):].splitlines()[1:]:
-        match = re.match(r"^(\S+)\s*:\s*(ok=.*)$", line.strip())
-        if match:
-            rows[match.group(1)] = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", match.group(2))}
-    return rows
 
 
 def objects(clusters, host: str) -> dict:
@@ -165,6 +149,11 @@ def test_budget_stop_then_stop_after_then_resume(run_fleet, clusters, monkeypatc
     # nothing of batch 3 was touched: no object, no run record; late's kubeconfig was never decrypted
     assert all(objects(clusters, host) == {} and record_of(clusters, host) == {} for host in THIRD[:-1])
     assert "no vault secrets" not in result.output and "Decryption failed" not in result.output
+    # the credentials the run resolved (client keys, embedded as data) appear in no message
+    for cluster in clusters.values():
+        user = yaml.safe_load(cluster.admin_kubeconfig.read_text())["users"][0]["user"]
+        key = user.get("client-key-data") or base64.b64encode(Path(user["client-key"]).read_bytes()).decode()
+        assert key[:40] not in result.output and key[-60:-20] not in result.output
     entries = record_of(clusters, SECOND[0])
     assert entries["cni.apply"][0]["rollout"] == {"phase": "cni", "batch": 2, "of": 3}
     summary = result.stdout[result.stdout.index("Summary of plan roll"):]

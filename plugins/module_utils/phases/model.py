@@ -16,7 +16,8 @@ import re
 from dataclasses import dataclass, field
 
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import RawDocument
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import DocumentOrigin, Problems, did_you_mean, type_name
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import (
+    DocumentOrigin, Problems, did_you_mean, shown_value, type_name)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import Rollout, parse_rollout
 
 API_VERSION = "phasekit.dev/v1alpha1"
@@ -283,7 +284,7 @@ def _fill_retries(phase: Phase, spec: dict, problems: Problems):
     if retries is not None:
         if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= MAX_RETRIES:
             problems.add(phase.where("retries"), f"expected a whole number from 0 to {MAX_RETRIES}, "
-                                                 f"got {_shown(retries)}")
+                                                 f"got {shown_value(retries)}")
         else:
             phase.retries = retries
     for name, smallest in (("delay", 0.0), ("timeout", None)):
@@ -293,7 +294,7 @@ def _fill_retries(phase: Phase, spec: dict, problems: Problems):
         number = _seconds(value)
         if number is None or (number < 0 if smallest is not None else number <= 0):
             wanted = "0 or more" if smallest is not None else "more than 0"
-            problems.add(phase.where(name), f"expected a number of seconds, {wanted}, got {_shown(value)}")
+            problems.add(phase.where(name), f"expected a number of seconds, {wanted}, got {shown_value(value)}")
             continue
         setattr(phase, name, number)
 
@@ -302,13 +303,6 @@ def _seconds(value) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value)
-
-
-def _shown(value) -> str:
-    """A wrong value in a message: short scalars as they are, anything else by its type."""
-    if isinstance(value, (int, float, bool)) or (isinstance(value, str) and len(value) <= 40):
-        return repr(value)
-    return type_name(value)
 
 
 def _optional_str(spec: dict, key: str, where: str, problems: Problems) -> str:

@@ -18,7 +18,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import Problems, did_you_mean, type_name
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import (
+    Problems, did_you_mean, shown_value, type_name)
 
 ROLLOUT_FIELDS = ("batches", "max_fail_percentage", "pause", "order")
 ORDERS = ("inventory", "reverse_inventory", "sorted", "reverse_sorted", "shuffle")
@@ -87,7 +88,7 @@ def _batches(value, where, problems: Problems) -> list:
         parsed = batch_size(size)
         if parsed is None:
             problems.add(here, f"expected a whole number of clusters (1 or more) or a percentage of them "
-                               f"('1%' to '100%'), got {_shown(size)}")
+                               f"('1%' to '100%'), got {shown_value(size)}")
             continue
         kept.append(parsed)
     return kept
@@ -112,15 +113,9 @@ def _number(value, default: float, lowest: float, highest: float, where: str, wa
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not lowest <= value <= highest:
-        problems.add(where, f"expected {wanted}, got {_shown(value)}")
+        problems.add(where, f"expected {wanted}, got {shown_value(value)}")
         return default
     return float(value)
-
-
-def _shown(value) -> str:
-    if isinstance(value, (int, float, bool)) or (isinstance(value, str) and len(value) <= 40):
-        return repr(value)
-    return type_name(value)
 
 
 def batch_sizes(count: int, batches) -> list[int]:

@@ -225,12 +225,13 @@ def test_views_show_the_batches_and_one_summary_line_per_batch():
     lines = rollout_plan_lines(phases, HOSTS[:12])
     assert lines[0].startswith("rollout of phase cni: 12 cluster(s) in play in 3 batch(es) [1, '10%', '100%']")
     assert lines[1:] == ["  batch 1: h00", "  batch 2: h01", "  batch 3: h02 .. h11 (10)"]
-    records = [{"phase": "cni/apply", "host": "h00", "result": "changed", "rollout": {"phase": "cni", "batch": 1}},
+    records = [{"phase": "cni/apply", "host": "h00", "result": "changed",
+                "rollout": {"phase": "cni", "batch": 1, "of": 3}},
                {"phase": "cni/apply", "host": "h01", "result": "failed", "msg": "x",
-                "rollout": {"phase": "cni", "batch": 2}}]
+                "rollout": {"phase": "cni", "batch": 2, "of": 3}}]
     rows = batch_lines(phases, records, HOSTS[:12])
     assert rows[1].split() == ["cni", "1/3", "h00", "1", "changed", "-"]
     assert "stopped: 1 of 1 cluster(s) failed" in rows[2] and "failed: h01" in rows[2]
     assert "not run (rollout stopped after batch 2)" in rows[3]
-    assert plan_failure_message(records[1:]) == "phase cni/apply failed on cluster h01 in batch 2 of None of the " \
+    assert plan_failure_message(records[1:]) == "phase cni/apply failed on cluster h01 in batch 2 of 3 of the " \
                                                 "rollout of cni: x"
