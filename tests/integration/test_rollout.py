@@ -213,8 +213,8 @@ def test_soak_watch_fails_a_cluster_whose_objects_stop_being_current(fleet, clus
            f"25s soak after batch 1 of 2: phase soaked/deploy:" in output
     assert "Deployment" in output and "InProgress" in output
     assert "(batch 2/2 of soaked)" not in output
-    assert clusters[cluster_of(next_one, clusters)].kubectl("get", "deployment", "soak", "-n",
-                                                             namespace_of(next_one), check=False).returncode != 0
+    untouched = clusters[cluster_of(next_one, clusters)]
+    assert untouched.kubectl("get", "deployment", "soak", "-n", namespace_of(next_one), check=False).returncode != 0
 
 
 def test_list_and_check_mode_follow_the_limit(run_fleet, clusters):

@@ -199,7 +199,9 @@ def test_soak_fails_a_cluster_whose_objects_stop_being_current():
 
 def test_no_soak_in_check_mode_status_and_after_the_last_batch():
     looks = []
-    watch = lambda phases, host: looks.append(host)  # noqa: E731
+
+    def watch(_phases, host):
+        looks.append(host)
     run_phases(rollout_phases(pause=30), Work(), hosts_in_play=HOSTS, rollouts=RolloutRun(pause=False, watch=watch))
     assert looks == []
     report = run_phases(rollout_phases(pause=30), Work(), hosts_in_play=HOSTS, dry_run=True, status_mode=True)
