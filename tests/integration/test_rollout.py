@@ -127,7 +127,7 @@ def test_budget_stop_then_stop_after_then_resume(run_fleet, clusters, monkeypatc
     result = run_fleet("-e", "plan=roll")
     assert result.rc == 2, result
     # the gate of batch 2 failed on one of its 6 clusters: 17% > 0%, the rollout stops there
-    assert f"[cni/gate] command on 6 cluster(s) (batch 2/3 of cni): 5 changed, 1 failed" in result.output
+    assert "[cni/gate] command on 6 cluster(s) (batch 2/3 of cni): 5 changed, 1 failed" in result.output
     assert "[cni/after] apply on 5 cluster(s) (batch 2/3 of cni)" not in result.output   # no later phase of it
     assert "(batch 3/3 of cni)" not in result.output and "[apps]" not in result.output
     stopped = re.search(r'"msg": "(plan roll: rollout of phase cni stopped at batch 2 of 3: (?:[^"\\]|\\.)*)"',
@@ -210,7 +210,7 @@ def test_soak_watch_fails_a_cluster_whose_objects_stop_being_current(fleet, clus
     output = log.read_text()
     assert rc == 2, output
     assert f"phase soaked/ready failed on cluster {canary} in batch 1 of 2 of the rollout of soaked: during the " \
-           f"25s soak after batch 1 of 2: phase soaked/deploy:" in output
+           "25s soak after batch 1 of 2: phase soaked/deploy:" in output
     assert "Deployment" in output and "InProgress" in output
     assert "(batch 2/2 of soaked)" not in output
     untouched = clusters[cluster_of(next_one, clusters)]

@@ -75,7 +75,7 @@ def test_failure_budget_is_exceeded_not_reached(failed, size, budget, stops):
         "unknown-field"])
 def test_rollout_fields_are_checked_naming_the_field(value, problem):
     problems = Problems()
-    parsed = parse_rollout(value, lambda name: f"p.yaml document 1 (Phase cni) field spec.rollout"
+    parsed = parse_rollout(value, lambda name: "p.yaml document 1 (Phase cni) field spec.rollout"
                                                + (f".{name}" if name else ""), problems)
     if problem is None:
         assert not problems and parsed is not None
