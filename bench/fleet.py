@@ -15,9 +15,13 @@ Scenarios (all on the local clusters, in fresh namespaces, tools taking turns):
 - overhead: one host, a plan of 20 no-op apply phases, minus the same playbook with zero phases.
 - floor: 1000 ConfigMaps, first apply: raw server-side apply PATCHes over 16 keep-alive connections
   (a small client, the floor), ``phasekit.kube.apply`` (the task's own time), ``kubectl apply --server-side``.
-- large: 500 cluster hosts x 10 phases (phasekit only), first run and re-run.
+- large: 500, 2000 and 5000 cluster hosts x 10 phases (phasekit only), first run and re-run: the cost per
+  host and phase against the smallest size's, and the controller's peak memory.
+- rollout: 500 cluster hosts, a 3-child phase with and without a rollout in batches [1, "10%", "100%"]
+  (pause 0): the cost per batch; then failures injected in batch 2, and the clusters of batch 3 counted.
 
 Usage: python bench/fleet.py [--sizes 1,10,60,200] [--rounds 3] [--core-max-hosts 200] [--skip large]
+       [--large-sizes 500,2000,5000] [--rollout-hosts 500]
 Prints Markdown tables and writes them with the raw figures under bench/results/.
 """
 
@@ -50,8 +54,15 @@ PER_PHASE = 10
 CORE_RERUN_MAX = 60  # hosts
 RAW_MAX_HOSTS = 60  # the first run's API work alone is timed up to this many hosts
 REQUEST_BUDGET = 32  # requests in flight in a fleet step (module_utils/phases/builtin.py)
+ROLLOUT = {"batches": [1, "10%", "100%"], "pause": 0}
 DEFAULT_APPLY_CONCURRENCY = 16  # module_utils/kube/apply.py
 FORKS = 10  # -f of every ansible-playbook run here
+CLUSTERS_DIR = Path(os.environ.get("PHASEKIT_CLUSTERS_DIR", CACHE / "clusters"))
+# a command under this wrapper prints the peak resident memory (KiB) of its largest process (ansible-playbook or
+# the worker that runs the plan) as its last line on stderr
+PEAK = ("import resource, subprocess, sys; done = subprocess.run(sys.argv[1:]); "
+        "print(f'peak-rss-kib {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}', file=sys.stderr); "
+        "sys.exit(done.returncode)")
 
 
 def median(values):
@@ -64,17 +75,22 @@ class Bench:
         self.work, self.env, self.core = work, env, core
         self.records = records  # phasekit keeps its run record in each cluster (its default); the floor writes it too
         self.collections = collections_root(work)
-        self.admin = {name: yaml.safe_load((CACHE / "clusters" / name / "admin.kubeconfig").read_text())
+        self.admin = {name: yaml.safe_load((CLUSTERS_DIR / name / "admin.kubeconfig").read_text())
                       for name in CLUSTERS}
 
     # ------------------------------------------------------------ helpers
 
-    def run(self, argv: list, env: dict | None = None, cwd: Path | None = None) -> float:
+    def run(self, argv: list, env: dict | None = None, cwd: Path | None = None, rc: int = 0) -> float:
+        """Run ``argv``; its time, and in ``last`` its output and the peak memory of its largest process."""
         began = time.perf_counter()
-        done = subprocess.run(argv, env=env or self.env, capture_output=True, text=True, cwd=cwd, check=False)
+        done = subprocess.run([sys.executable, "-c", PEAK, *argv], env=env or self.env, capture_output=True,
+                              text=True, cwd=cwd, check=False)
         elapsed = time.perf_counter() - began
-        if done.returncode != 0:
-            raise SystemExit(f"bench: {' '.join(argv[:6])} failed:\n{done.stdout[-4000:]}\n{done.stderr[-3000:]}")
+        if done.returncode != rc:
+            raise SystemExit(f"bench: {' '.join(argv[:6])} exited with {done.returncode}, not {rc}:\n"
+                             f"{done.stdout[-4000:]}\n{done.stderr[-3000:]}")
+        peak = [line for line in done.stderr.splitlines() if line.startswith("peak-rss-kib ")]
+        self.last = {"stdout": done.stdout, "peak_mib": int(peak[-1].split()[1]) / 1024 if peak else None}
         return elapsed
 
     def ansible_env(self, **extra) -> dict:
@@ -83,7 +99,7 @@ class Bench:
                     ANSIBLE_HOST_KEY_CHECKING="0", ANSIBLE_RETRY_FILES_ENABLED="0", **extra)
 
     def kubectl(self, cluster: str, *args, stdin: str | None = None, check: bool = True):
-        kubeconfig = CACHE / "clusters" / cluster / "admin.kubeconfig"
+        kubeconfig = CLUSTERS_DIR / cluster / "admin.kubeconfig"
         subprocess.run(["kubectl", "--kubeconfig", str(kubeconfig), *args], input=stdin, env=self.env,
                        capture_output=True, text=True, check=check)
 
@@ -114,7 +130,7 @@ class Bench:
         deadline = time.monotonic() + 120
         for cluster, names in by_cluster.items():
             while names and time.monotonic() < deadline:
-                done = subprocess.run(["kubectl", "--kubeconfig", str(CACHE / "clusters" / cluster / "admin.kubeconfig"),
+                done = subprocess.run(["kubectl", "--kubeconfig", str(CLUSTERS_DIR / cluster / "admin.kubeconfig"),
                                        "get", "serviceaccounts", "-A", "--field-selector", "metadata.name=default",
                                        "-o", "jsonpath={.items[*].metadata.namespace}"],
                                       env=self.env, capture_output=True, text=True, check=False)
@@ -156,16 +172,17 @@ class Bench:
                                       "kube_context": "{{ inventory_hostname }}"},
                              "hosts": {host: {"fleet_namespace": namespaces[host]} for host in hosts}}}
         (root / "inventory.yml").write_text(yaml.safe_dump(inventory))
-        return {"root": root, "hosts": hosts, "kubeconfig": kubeconfig, "bundles": bundles,
+        return {"root": root, "hosts": hosts, "kubeconfig": kubeconfig, "bundles": bundles, "namespaces": namespaces,
                 "phase_names": [f"p{number:02d}" for number in range(phases)]}
 
     # ------------------------------------------------------------ tools
 
-    def phasekit_plan(self, site: dict, *extra) -> float:
+    def phasekit_plan(self, site: dict, *extra, rc: int = 0) -> float:
         env = self.ansible_env(ANSIBLE_COLLECTIONS_PATH=str(self.collections))
         records = () if self.records else ("-e", "plan_record=false")
         return self.run([str(VENV_BIN / "ansible-playbook"), "phasekit.kube.run", "-i", str(site["root"] / "inventory.yml"),
-                         "-f", str(FORKS), "-e", "plan_show_plan=false", *records, *extra], env=env, cwd=site["root"])
+                         "-f", str(FORKS), "-e", "plan_show_plan=false", *records, *extra], env=env, cwd=site["root"],
+                        rc=rc)
 
     def kubectl_loop(self, site: dict) -> float:
         script = ("set -e\nfor bundle in " + " ".join(str(b) for b in site["bundles"]) + "; do\n"
@@ -359,7 +376,7 @@ class Bench:
     def floor_phasekit(self, _objects: list, path: Path, ns: str) -> float:
         timings = self.work / f"{ns}.timings.json"
         playbook = self.work / f"{ns}.yml"
-        kubeconfig = CACHE / "clusters" / "ephemeral" / "admin.kubeconfig"
+        kubeconfig = CLUSTERS_DIR / "ephemeral" / "admin.kubeconfig"
         playbook.write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": [
             {"name": "apply", "phasekit.kube.apply": {"kubeconfig": str(kubeconfig), "context": "ephemeral",
                                                       "src": str(path), "namespace": ns}}]}]))
@@ -370,15 +387,106 @@ class Bench:
         return json.loads(timings.read_text())[0]["seconds"]
 
     def floor_kubectl(self, _objects: list, path: Path, _ns: str) -> float:
-        kubeconfig = CACHE / "clusters" / "ephemeral" / "admin.kubeconfig"
+        kubeconfig = CLUSTERS_DIR / "ephemeral" / "admin.kubeconfig"
         return self.run(["kubectl", "--kubeconfig", str(kubeconfig), "apply", "--server-side", "-f", str(path)])
 
-    def large(self, hosts: int = 500, phases: int = 10) -> dict:
-        site = self.site("large", hosts, phases, 1)
-        first = self.phasekit_plan(site)
-        rerun = self.phasekit_plan(site)
+    def large(self, sizes: list[int], phases: int = 10) -> dict:
+        """``sizes`` cluster hosts x ``phases`` phases (one ConfigMap a phase), first run and re-run, one size
+        after the other; the cost per host and phase against the smallest size's, and the controller's peak
+        memory (its largest process: ansible-playbook, or the worker that runs the plan)."""
+        rows = []
+        for hosts in sizes:
+            site = self.site("large", hosts, phases, 1)
+            row = {"hosts": hosts, "phases": phases}
+            for step in ("first", "rerun"):
+                row[step] = self.phasekit_plan(site)
+                row[f"{step}_peak_mib"] = self.last["peak_mib"]
+                row[f"{step}_ms_per_host_phase"] = row[step] * 1000 / (hosts * phases)
+            print(f"bench large: {hosts} hosts x {phases} phases: first {row['first']:.1f}s, re-run {row['rerun']:.1f}s, "
+                  f"peak {row['first_peak_mib']:.0f} / {row['rerun_peak_mib']:.0f} MiB", file=sys.stderr)
+            self.cleanup()
+            rows.append(row)
+        for row in rows:
+            for step in ("first", "rerun"):
+                row[f"{step}_vs_smallest"] = row[f"{step}_ms_per_host_phase"] / rows[0][f"{step}_ms_per_host_phase"]
+        return {"rows": rows}
+
+    def rollout_site(self, hosts: int, rollout: bool, broken: tuple = ()) -> dict:
+        """A 3-child group phase over ``hosts`` cluster hosts (each child applies one ConfigMap), with the rollout
+        ``ROLLOUT`` or without; ``broken`` hosts use a context whose namespace does not exist (their apply fails)."""
+        site = self.site("rollout" if rollout else "plain", hosts, 3, 1)
+        spec = {"cluster": "all", "phases": [{"name": f"c{number}", "executor": "apply",
+                                              "source": f"../manifests/p{number:02d}.yaml"} for number in range(3)]}
+        if rollout:
+            spec["rollout"] = ROLLOUT
+        documents = [{"apiVersion": API, "kind": "Phase", "metadata": {"name": "fleetwide"}, "spec": spec}]
+        (site["root"] / "phases" / "plan.yaml").write_text(yaml.safe_dump_all(documents))
+        if broken:
+            config = yaml.safe_load(site["kubeconfig"].read_text())
+            for host in broken:
+                config["contexts"].append({"name": f"{host}-broken", "context": {
+                    "cluster": f"{host}-cluster", "user": f"{host}-user", "namespace": "bf-no-such-namespace"}})
+            site["kubeconfig"].write_text(yaml.safe_dump(config))
+            inventory = yaml.safe_load((site["root"] / "inventory.yml").read_text())
+            for host in broken:
+                inventory["all"]["hosts"][host]["kube_context"] = f"{host}-broken"
+            (site["root"] / "inventory.yml").write_text(yaml.safe_dump(inventory))
+        return site
+
+    def touched(self, site: dict, hosts: list[str]) -> list[str]:
+        """Which of ``hosts`` hold an object of the plan (its first child's ConfigMap)."""
+        found = set()
+        for cluster in CLUSTERS:
+            done = subprocess.run(["kubectl", "--kubeconfig", str(CLUSTERS_DIR / cluster / "admin.kubeconfig"), "get",
+                                   "configmaps", "-A", "--field-selector", "metadata.name=p00-00", "-o",
+                                   "jsonpath={.items[*].metadata.namespace}"],
+                                  env=self.env, capture_output=True, text=True, check=True)
+            found.update(done.stdout.split())
+        namespace = {site["namespaces"][host]: host for host in hosts}
+        return sorted(namespace[name] for name in found if name in namespace)
+
+    def rollout(self, hosts: int) -> dict:
+        """The same 3-child phase over ``hosts`` clusters without and with a rollout in batches [1, "10%", "100%"]
+        (pause 0), first run and re-run: the rollout's cost over the plain phase, per batch; then a rollout whose
+        second batch has failed clusters: none of the third batch's clusters is touched."""
+        sizes = batch_sizes(hosts)
+        result = {"hosts": hosts, "batches": sizes}
+        for kind in ("plain", "rollout"):
+            site = self.rollout_site(hosts, kind == "rollout")
+            result[f"{kind}_first"] = self.phasekit_plan(site)
+            result[f"{kind}_rerun"] = self.phasekit_plan(site)
+            self.cleanup()
+        for step in ("first", "rerun"):
+            result[f"per_batch_{step}"] = (result[f"rollout_{step}"] - result[f"plain_{step}"]) / len(sizes)
+        hosts_list = [f"c{i:03d}" for i in range(hosts)]
+        second = hosts_list[sizes[0]:sizes[0] + sizes[1]]
+        broken = tuple(second[::max(1, len(second) // 3)][:3])
+        site = self.rollout_site(hosts, True, broken)
+        result["failure_run"] = self.phasekit_plan(site, rc=2)
+        output = self.last["stdout"]
+        after = hosts_list[sizes[0] + sizes[1]:]
+        result["failure_broken"] = list(broken)
+        result["failure_stopped"] = "stopped at batch 2 of 3" in output
+        result["failure_touched_after"] = len(self.touched(site, after))
+        result["failure_untouched_said"] = f"{len(after)} cluster(s) never touched" in output
+        print(f"bench rollout: {hosts} hosts: plain {result['plain_first']:.1f}s / {result['plain_rerun']:.1f}s, "
+              f"rollout {result['rollout_first']:.1f}s / {result['rollout_rerun']:.1f}s; with failures in batch 2: "
+              f"stopped there {result['failure_stopped']}, clusters touched after it "
+              f"{result['failure_touched_after']}", file=sys.stderr)
         self.cleanup()
-        return {"hosts": hosts, "phases": phases, "first": first, "rerun": rerun}
+        return result
+
+
+def batch_sizes(hosts: int) -> list[int]:
+    """The batch sizes of ROLLOUT over ``hosts`` clusters (Ansible's serial rules, as the collection computes)."""
+    sizes, left = [], hosts
+    for size in ROLLOUT["batches"]:
+        if left <= 0:
+            break
+        count = min(left, size if isinstance(size, int) else max(1, int(int(size[:-1]) / 100.0 * hosts)))
+        sizes.append(count)
+        left -= count
+    return sizes
 
 
 # ---------------------------------------------------------------- report
@@ -436,8 +544,26 @@ def report(results: dict) -> str:
                     "(median of per-round ratios)", ""]
     large = results.get("large")
     if large:
-        out += [f"{large['hosts']} cluster hosts x {large['phases']} phases: first run {large['first']:.1f}s, "
-                f"re-run {large['rerun']:.1f}s", ""]
+        out += ["| hosts x phases | step | seconds | ms per host-phase | vs the smallest | controller peak (MiB) |",
+                "|---|---|---:|---:|---:|---:|"]
+        for row in large["rows"]:
+            for step in ("first", "rerun"):
+                out.append(f"| {row['hosts']} x {row['phases']} | {'first run' if step == 'first' else 're-run'} "
+                           f"| {row[step]:.1f} | {row[f'{step}_ms_per_host_phase']:.2f} "
+                           f"| {row[f'{step}_vs_smallest']:.2f}x | {fmt(row[f'{step}_peak_mib'])} |")
+        out.append("")
+    rollout = results.get("rollout")
+    if rollout:
+        out += [f"A 3-child phase over {rollout['hosts']} cluster hosts, batches {ROLLOUT['batches']} "
+                f"({rollout['batches']}), pause 0:", "",
+                "| step | without rollout (s) | with rollout (s) | overhead per batch (s) |", "|---|---:|---:|---:|"]
+        for step in ("first", "rerun"):
+            out.append(f"| {'first run' if step == 'first' else 're-run'} | {rollout[f'plain_{step}']:.2f} "
+                       f"| {rollout[f'rollout_{step}']:.2f} | {rollout[f'per_batch_{step}']:.3f} |")
+        out += ["", f"Injected failures in batch 2 ({', '.join(rollout['failure_broken'])}): the rollout stopped at "
+                    f"batch 2: {rollout['failure_stopped']}; clusters of batch 3 touched: "
+                    f"**{rollout['failure_touched_after']}**; the stop message lists them as never touched: "
+                    f"{rollout['failure_untouched_said']}", ""]
     return "\n".join(out)
 
 
@@ -446,7 +572,11 @@ def main(argv=None) -> int:
     parser.add_argument("--sizes", default="1,10,60,200")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--core-max-hosts", type=int, default=200)
-    parser.add_argument("--skip", default="", help="comma-separated scenarios to skip: fleet,overhead,floor,large")
+    parser.add_argument("--skip", default="",
+                        help="comma-separated scenarios to skip: fleet,overhead,floor,large,rollout")
+    parser.add_argument("--large-sizes", default="500,2000,5000",
+                        help="cluster hosts of the large scenario (10 phases each), smallest first")
+    parser.add_argument("--rollout-hosts", type=int, default=500, help="cluster hosts of the rollout scenario")
     parser.add_argument("--no-records", action="store_true",
                         help="phasekit runs with plan_record=false, and the floor writes no run records")
     args = parser.parse_args(argv)
@@ -470,7 +600,9 @@ def main(argv=None) -> int:
             if "fleet" not in skip:
                 results["fleet"] = bench.fleet([int(s) for s in args.sizes.split(",")], args.core_max_hosts, args.rounds)
             if "large" not in skip:
-                results["large"] = bench.large()
+                results["large"] = bench.large([int(size) for size in args.large_sizes.split(",")])
+            if "rollout" not in skip:
+                results["rollout"] = bench.rollout(args.rollout_hosts)
         finally:
             bench.cleanup()
     text = report(results)

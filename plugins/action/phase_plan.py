@@ -53,7 +53,7 @@ class ActionModule(PhasekitAction):
             raise PhasekitError(f"{BUNDLE_OPTION} is for the inventory convert_to writes: give convert_to, "
                                 f"or remove {BUNDLE_OPTION}")
         plan = plan_for_task(self, args, task_vars, runnable=args["runnable"], check_all=args["check_all"])
-        result = plan_result(plan)
+        result = plan_result(plan, list(task_vars.get("ansible_play_hosts") or []))
         if plan.warnings:
             result["warnings"] = list(plan.warnings)
         if args["render"]:
@@ -109,19 +109,26 @@ class ActionModule(PhasekitAction):
         return result
 
 
-def plan_result(plan: Plan) -> dict:
-    """What the action returns: the run list, every phase of the plan, and the views of it."""
+def plan_result(plan: Plan, in_play: list[str] | None = None) -> dict:
+    """What the action returns: the run list, every phase of the plan, and the views of it; with the hosts in
+    play (``--limit``), the batches of each rollout."""
     registry = executors()
     phases = [planned.to_dict(shown=registry) for planned in plan.selected]
+    rollouts = views.rollouts_of(phases)
+    batches = views.rollout_plan_lines(phases, in_play or []) if in_play is not None else []
     return {
         "changed": False,
         "plan": plan.name,
         "phases": phases,
         "steps": plan_steps(phases),
         "all_phases": [planned.to_dict(shown=registry) for planned in plan.phases],
-        "table": views.list_lines(plan),
-        "tree": views.tree_lines(plan),
+        "table": views.list_lines(plan) + ([""] + batches if batches else []),
+        "tree": views.tree_lines(plan) + batches,
         "mermaid": views.mermaid_lines(plan),
+        # each rollout: its rules, its batch sizes as written ("sizes") and the clusters of each batch ("batches")
+        "rollouts": [{**rollout.to_dict(), "sizes": list(rollout.rollout.batches),
+                      "batches": rollout.batches(in_play or [])} for rollout in rollouts],
+        "rollout_lines": batches,
     }
 
 

@@ -26,10 +26,12 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin impor
     DESTROY, EXTRA_CONNECTIONS, REQUEST_BUDGET, RUN, STATUS, UNREACHABLE, VALIDATE, BuiltinExecutors, SharedRequests)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import (
     DESTROY_ACTION, RUN_ACTION, RunInfo, RunRecords, phase_recorder, run_history)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import history_lines, summary_lines
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import (
+    history_lines, rollout_stop_message, summary_lines)
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import hosts_label
 from ansible_collections.phasekit.kube.plugins.module_utils.version import COLLECTION_VERSION
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import (
-    CHANGED, DEFAULT_CLUSTER_CONCURRENCY, FAILED, OK, SKIPPED, TASKS_EXECUTOR, run_phases)
+    CHANGED, DEFAULT_CLUSTER_CONCURRENCY, FAILED, OK, SKIPPED, TASKS_EXECUTOR, RolloutRun, run_phases)
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import ChartCache
 from ansible_collections.phasekit.kube.plugins.plugin_utils.action import PhasekitAction
@@ -53,6 +55,8 @@ ARGUMENT_SPEC = {
     "run_id": {"type": "str", "default": ""},
     "resume": {"type": "bool", "default": False},
     "resumed_hosts": {"type": "list", "elements": "str", "default": []},
+    "rollout_stop_after": {"type": "int", "default": 0},
+    "rollout_batches_before": {"type": "int", "default": 0},
 }
 MAX_CLUSTER_CONCURRENCY = 256
 MAX_NAMED = 20  # objects a destroy names per cluster and phase
@@ -72,6 +76,9 @@ class ActionModule(PhasekitAction):
             return {"failed": True, "msg": f"cluster_concurrency must be between 1 and {MAX_CLUSTER_CONCURRENCY}, "
                                            f"got {concurrency}"}
         mode = args["mode"]
+        if args["rollout_stop_after"] < 0:
+            return {"failed": True, "msg": f"rollout_stop_after (plan_rollout_stop_after) must be 0 (no stop) or a "
+                                           f"number of batches, got {args['rollout_stop_after']}"}
         # history reads records only: a phase that could not run here still has a history to show
         plan = plan_for_task(self, args, task_vars, runnable=args["mode"] != HISTORY)
         planned = selected_phases(plan, args["phases"])
@@ -87,8 +94,6 @@ class ActionModule(PhasekitAction):
             if mode == HISTORY:
                 return self._history(records, planned, in_play, concurrency)
             charts = stack.enter_context(ChartCache())
-            if not args["stopped_by"]:
-                fleet.vars.prefetch(sorted(set().union(*hosts_of)))
             widest = max((len(hosts) for hosts in hosts_of), default=1)
             # one cluster at a time: its apply keeps its own concurrency; several: one shared pool of writes
             shared = None
@@ -100,12 +105,19 @@ class ActionModule(PhasekitAction):
                                          skip_unreachable=args["unreachable"] == "skip", records=records,
                                          resume=args["resume"], resumed_hosts=args["resumed_hosts"])
             writes = records is not None and mode in (RUN, DESTROY) and not self._task.check_mode
+            # check mode, status, validate and destroy run batch by batch without the soak
+            rollouts = RolloutRun(pause=mode == RUN and not self._task.check_mode,
+                                  stop_after=args["rollout_stop_after"],
+                                  batches_before=args["rollout_batches_before"], watch=executors.soak_problem,
+                                  batch_done=_show_batch, soaking=_show_soak)
             try:
+                # host variables read in this thread, per barrier: only for the clusters a phase (a batch) reaches
                 report = run_phases(phases, executors, hosts_in_play=in_play,
                                     dry_run=mode not in (RUN, DESTROY), status_mode=mode == STATUS,
                                     stopped_by=args["stopped_by"],
                                     concurrency=concurrency, progress=self._progress(mode),
-                                    recorded=phase_recorder(records) if writes else None)
+                                    recorded=phase_recorder(records) if writes else None,
+                                    prepare=fleet.vars.prefetch, rollouts=rollouts)
             finally:
                 # entries the records held back, in one write per cluster (also when the step was interrupted)
                 for problem in records.flush() if writes else ():
@@ -117,13 +129,16 @@ class ActionModule(PhasekitAction):
                 display.warning(warning)
             if record.get("diff") and self._task.diff:
                 _show_diffs(record["diff"])
+        batches = [batch.to_dict() for batch in report.batches]
         result = {"changed": report.changed, "records": records, "stopped_by": report.stopped_by,
-                  "failed_hosts": report.failed_hosts(), "resumed_hosts": executors.resumed_hosts()}
+                  "failed_hosts": report.failed_hosts(), "resumed_hosts": executors.resumed_hosts(),
+                  "rollout": {"batches": batches, "batches_run": report.batches_run, "stop": report.stop,
+                              "message": rollout_stop_message(report.stop, plan.name) if report.stop else ""}}
         if args["phases"] is None:
             # the whole run list in this task: its summary table, made here (templating hosts x phases records
             # in the role cost more than the table is worth at fleet size)
             result["summary"] = summary_lines(planned, records, list(task_vars.get("ansible_play_hosts_all") or in_play),
-                                              mode)
+                                              mode, batches=batches)
         if memory is not None:
             # credentials: kept in the registered variable for later steps, hidden from every output;
             # so are the tasks phases as their task files get them (options unredacted)
@@ -188,7 +203,10 @@ class ActionModule(PhasekitAction):
         tally = ", ".join(f"{count} {result}" for result, count in sorted(counts.items())) or "no cluster in play"
         if phase["executor"] == TASKS_EXECUTOR and counts.get(OK):
             tally = tally.replace(f"{counts[OK]} {OK}", f"{counts[OK]} prepared (the task file runs on each host)")
-        display.display(f"[{phase['name']}] {phase['executor']} on {len(records)} cluster(s): {tally} ({seconds:.2f}s)")
+        batch = phase.get("batch")
+        where = f" (batch {batch['batch']}/{batch['of']} of {batch['phase']})" if batch else ""
+        display.display(f"[{phase['name']}] {phase['executor']} on {len(records)} cluster(s){where}: {tally} "
+                        f"({seconds:.2f}s)")
         for record in records:
             if record.result == FAILED:
                 display.display(f"  {record.host}: failed: {record.msg}", color="red")
@@ -203,6 +221,24 @@ class ActionModule(PhasekitAction):
                 changed = "" if record.objects_changed is None else f", {record.objects_changed} objects changed"
                 display.display(f"  {record.host}: {record.result}{changed} ({record.duration:.2f}s)",
                                 color="yellow" if record.result == CHANGED else None)
+
+
+def _show_soak(batch, seconds: float) -> None:
+    display.display(f"[{batch.rollout}] batch {batch.number}/{batch.of} done; soak: {seconds:g}s, watching the "
+                    f"objects of {len(batch.hosts) - len(batch.failed)} cluster(s)")
+
+
+def _show_batch(batch) -> None:
+    """One line per batch of a rollout, after it (and its soak)."""
+    state = "nothing to do (resumed)" if not batch.ran else f"{len(batch.hosts) - len(batch.failed)} ok, " \
+        f"{len(batch.failed)} failed"
+    line = f"[{batch.rollout}] batch {batch.number}/{batch.of} on {hosts_label(batch.hosts)}: {state} " \
+           f"({batch.seconds:.2f}s)"
+    if batch.soak:
+        line += f"; soak {batch.soak}"
+    if batch.stopped:
+        line += f"; stopped: {batch.stopped}"
+    display.display(line, color="red" if batch.failed and batch.stopped else None)
 
 
 def selected_phases(plan, names: list | None) -> list[dict]:

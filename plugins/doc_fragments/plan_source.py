@@ -59,4 +59,12 @@ options:
       - Without it, the parent of the directory holding the phase documents (for inline documents, the playbook
         directory).
     type: path
+  rollout:
+    description:
+      - The default progressive rollout of phases without a C(spec.rollout) of their own (the role's
+        C(plan_rollout)), with the same fields - C(batches), C(max_fail_percentage), C(pause), C(order).
+      - It governs the largest subtrees of the plan that have no rollout of their own and can have one (no
+        C(tasks) phase, every phase on the subtree root's cluster).
+      - Checked with the documents; a wrong value fails before anything runs, naming the field.
+    type: dict
 """

@@ -23,6 +23,12 @@ description:
     outcome of every phase on every host is returned in RV(records) and RV(failed_hosts), and the role fails exactly
     those hosts, so PLAY RECAP, retry files and AWX host status name the failed clusters.
   - C(tasks) phases are skipped here; the role includes their task files on each host.
+  - "Phases under a rollout (a phase's C(spec.rollout), or the default O(rollout)) run batch by batch: a batch of the
+    rollout phase's clusters runs the phase's whole subtree (a barrier per phase) before the next batch starts. A
+    batch whose failed share exceeds C(max_fail_percentage) stops the run (no later batch, no later phase); after
+    a batch that succeeded, C(pause) seconds pass with the batch's objects watched (kstatus: an object that stops
+    being Current fails its cluster for that batch). Check mode, C(status), C(validate) and C(destroy) run batch by
+    batch without pausing; C(status) and C(validate) report every batch."
   - Prints one line per phase after its barrier (every cluster at C(-v)) and, in diff mode, the object diffs (Secret
     values redacted).
 author:
@@ -108,6 +114,18 @@ options:
     type: list
     elements: str
     default: []
+  rollout_stop_after:
+    description:
+      - End the run after this many batches of rollouts have run (the role's C(plan_rollout_stop_after)), for a
+        canary followed by an approval; the next run with O(resume=true) goes on with the next batch. A batch whose
+        clusters a resume skipped entirely does not count. C(0) runs every batch.
+      - Not in C(status) and C(validate), which report every batch.
+    type: int
+    default: 0
+  rollout_batches_before:
+    description: Batches that earlier steps of the same run ran (counted against O(rollout_stop_after)).
+    type: int
+    default: 0
 attributes:
   action:
     support: full
@@ -238,4 +256,28 @@ resolutions:
   description: With O(remember), the resolved kubeconfig of every cluster host used so far (credentials - hidden).
   returned: when remember is true
   type: dict
+rollout:
+  description: The batches of the rollouts that this task ran, and the one that ended the run.
+  returned: success
+  type: dict
+  contains:
+    batches:
+      description:
+        - One entry per batch of every rollout the task reached, in order - C(rollout) (its phase), C(batch),
+          C(of), C(hosts), C(ran), C(failed) (host to message), C(seconds), C(soak), C(stopped) (why the rollout
+          stopped after it, or empty).
+      type: list
+      elements: dict
+    batches_run:
+      description: Batches that ran something in this run, this step and the earlier ones together.
+      type: int
+    stop:
+      description:
+        - The rollout that ended the run - C(phase), C(batch), C(of), C(reason), C(failed) (host to message),
+          C(untouched) (the clusters of its later batches, never touched), C(paused) (true after
+          O(rollout_stop_after), false after a failure). Empty when no rollout ended the run.
+      type: dict
+    message:
+      description: The same, as one message naming the phase, the batch, the failed clusters and the untouched ones.
+      type: str
 """

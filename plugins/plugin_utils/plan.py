@@ -33,6 +33,7 @@ PLAN_SOURCE_SPEC = {
     "skip": {"type": "list", "elements": "str", "default": []},
     "start_at": {"type": "str"},
     "target_path": {"type": "path"},
+    "rollout": {"type": "dict"},
 }
 PLAN_SOURCE_MUTUALLY_EXCLUSIVE = [["src", "plan"]]
 PLAN_SOURCE_REQUIRED_ONE_OF = [["src", "plan"]]
@@ -68,7 +69,8 @@ def plan_for_task(action_plugin, args: dict, task_vars: dict, runnable: bool = T
     documents, target_path = task_documents(action_plugin, args, task_vars)
     return build_plan(documents, executors=executors(), inventory=Inventory.from_task_vars(task_vars),
                       name=args["name"], only=args["only"], skip=args["skip"], start_at=args["start_at"],
-                      target_path=target_path, runnable=runnable, check_all=check_all)
+                      target_path=target_path, runnable=runnable, check_all=check_all,
+                      rollout=args.get("rollout"))
 
 
 def task_base_dir(action_plugin, task_vars: dict) -> str:

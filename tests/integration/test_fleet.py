@@ -18,6 +18,7 @@ import uuid
 
 import pytest
 import yaml
+from fleet_site import fleet_kubeconfig, recap
 
 pytestmark = [pytest.mark.k8s_matrix]
 
@@ -86,16 +87,7 @@ DOCUMENTS = [
 def fleet(clusters, tmp_path_factory):
     """The site and an inventory of 24 cluster hosts, each a context with a namespace of its own."""
     root = tmp_path_factory.mktemp("fleet")
-    kubeconfig = {"apiVersion": "v1", "kind": "Config", "clusters": [], "users": [], "contexts": []}
-    for name, cluster in clusters.items():
-        admin = yaml.safe_load(cluster.admin_kubeconfig.read_text())
-        kubeconfig["clusters"].append({"name": name, "cluster": admin["clusters"][0]["cluster"]})
-        kubeconfig["users"].append({"name": f"{name}-admin", "user": admin["users"][0]["user"]})
-    for host in HOSTS:
-        name = cluster_of(host, clusters)
-        clusters[name].kubectl("create", "namespace", namespace_of(host))
-        kubeconfig["contexts"].append({"name": host, "context": {
-            "cluster": name, "user": f"{name}-admin", "namespace": namespace_of(host)}})
+    kubeconfig = fleet_kubeconfig(clusters, HOSTS, cluster_of, namespace_of)
     (root / "fleet.kubeconfig").write_text(yaml.safe_dump(kubeconfig))
     (root / "fleet.kubeconfig").chmod(0o600)
     (root / "phases").mkdir()
@@ -123,16 +115,6 @@ def run_fleet(fleet, run_playbook):
         return run_playbook("- ansible.builtin.import_playbook: phasekit.kube.run\n", fleet / "inventory.yml",
                             "-f", "10", *extra, verbosity=verbosity)
     return run
-
-
-def recap(output: str) -> dict:
-    """PLAY RECAP as host -> {ok, changed, failed, ...}."""
-    rows = {}
-    for line in output[output.rindex("PLAY RECAP"):].splitlines()[1:]:
-        match = re.match(r"^(\S+)\s*:\s*(ok=.*)$", line.strip())
-        if match:
-            rows[match.group(1)] = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", match.group(2))}
-    return rows
 
 
 RECORD = "phasekit-run-"  # each host's run record lives in its namespace too

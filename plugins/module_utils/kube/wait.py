@@ -243,13 +243,25 @@ def explained_not_ready(session, outcomes: list[WaitOutcome], timeout: float) ->
     return not_ready_message(outcomes, timeout, explain(session, [(o.target, o.live) for o in bad]))
 
 
-def not_ready_message(outcomes: list[WaitOutcome], timeout: float, events: dict | None = None) -> str | None:
-    """None when all are Current; else which objects are not ready and why (``events``: by ``Target.key``)."""
+def not_current_now(session, bundle: list, rules: WaitRules, namespace: str) -> str | None:
+    """One look at a rendered bundle's objects (a soak's watch): None when every one is Current, else which are not
+    and why."""
+    planned = plan_objects(bundle, Discovery(session), namespace)
+    outcomes = wait_for(session, [p.target for p in planned], WaitRules(0, rules.kinds, rules.conditions))
+    return not_ready_message(outcomes, 0, now=True)
+
+
+def not_ready_message(outcomes: list[WaitOutcome], timeout: float, events: dict | None = None,
+                      now: bool = False) -> str | None:
+    """None when all are Current; else which objects are not ready and why (``events``: by ``Target.key``).
+    ``now``: the state at one look, not the end of a wait."""
     bad = [o for o in outcomes if not o.status.current]
     if not bad:
         return None
     failed = [o for o in bad if o.status.status == FAILED]
-    if failed:
+    if now:
+        head = f"{len(bad)} of {len(outcomes)} objects not Current"
+    elif failed:
         head = f"{len(failed)} of {len(outcomes)} objects failed"
         if len(failed) < len(bad):
             head += f" ({len(bad) - len(failed)} more not ready yet)"

@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.merge import merge_kubeconfig
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.merge import FirstWins
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.model import Kubeconfig
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.model import kubeconfig_to_v1
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.readers import SourceHooks
@@ -112,20 +112,34 @@ def request_fingerprint(sources: list[SourceSpec], context: str | None) -> str:
 
 
 class SourceReader:
-    """Reads sources in order into one merged kubeconfig, remembering what happened to each."""
+    """Reads sources in order into one merged kubeconfig, remembering what happened to each.
+
+    The documents are merged on demand (``documents``): resolving one context looks up its entries, and only
+    ``merged`` (every entry) merges them all.
+    """
 
     def __init__(self, sources: list[SourceSpec], hooks: SourceHooks | None = None):
         self.sources = sources
         self.hooks = hooks or SourceHooks()
-        self.merged = Kubeconfig()
+        self.documents = FirstWins()
         self.trail: list[dict] = []
 
+    @property
+    def merged(self) -> Kubeconfig:
+        return self.documents.merged()
+
     def read(self, context: str | None = None, lazy: bool = False) -> Kubeconfig:
-        """Read every source, or with ``lazy`` only until the context in use is complete.
+        """Read every source, or with ``lazy`` only until the context in use is complete; returns the merge
+        (made only when it is used: see ``documents`` for the entries of one context).
 
         The context in use is ``context`` or, once a source sets it, the merged
         current-context (first non-empty wins, so it cannot change afterwards).
         """
+        self.read_documents(context, lazy)
+        return self.merged
+
+    def read_documents(self, context: str | None = None, lazy: bool = False) -> FirstWins:
+        """``read`` without the merge."""
         for spec in self.sources:
             if lazy and self._complete(context):
                 self._note(spec.index, spec.kind, spec.location(), UNREAD)
@@ -149,13 +163,13 @@ class SourceReader:
                 if document is None:
                     self._note(origin.index, origin.kind, origin.location, MISSING, origin.variable)
                     continue
-                merge_kubeconfig(self.merged, document)
+                self.documents.add(document)
                 self._note(origin.index, origin.kind, origin.location, READ, origin.variable)
-        return self.merged
+        return self.documents
 
     def _complete(self, context: str | None) -> bool:
-        target = context or self.merged.current_context
-        return bool(target) and self.merged.context_is_complete(target)
+        target = context or self.documents.current_context
+        return bool(target) and self.documents.context_is_complete(target)
 
     def _fail_or_skip(self, index, kind, location, optional, err, label, variable=None):
         if not optional:
@@ -194,9 +208,10 @@ def resolve_kubeconfig(sources: list[SourceSpec], context: str | None = None, *,
     the request answered.
     """
     reader = SourceReader(sources, hooks)
-    merged = reader.read(context, lazy=not keep_merged)
-    chosen = context or merged.current_context
-    _check_context(merged, chosen, expected_cluster, reader)
+    documents = reader.read_documents(context, lazy=not keep_merged)
+    chosen = context or documents.current_context
+    _check_context(reader, chosen, expected_cluster)
+    merged = documents.picked(chosen)
     minified = minify_kubeconfig(merged, chosen)
     minified.extensions, minified.colors, minified.preference_extensions = {}, False, {}
     cluster_name = minified.contexts[chosen]["cluster"]
@@ -213,7 +228,7 @@ def resolve_kubeconfig(sources: list[SourceSpec], context: str | None = None, *,
     }
     whole = None
     if keep_merged:
-        full = merged.copy()
+        full = reader.merged.copy()
         full.current_context = chosen
         whole = _connectable(full)
     return Resolution(config=config, context=chosen, provenance=provenance, merged=whole, fingerprint=fingerprint)
@@ -238,24 +253,26 @@ def _connectable(config: Kubeconfig) -> dict:
     return kubeconfig_to_v1(config)
 
 
-def _check_context(merged: Kubeconfig, chosen: str, expected_cluster: str | None, reader: SourceReader) -> None:
+def _check_context(reader: SourceReader, chosen: str, expected_cluster: str | None) -> None:
+    """The chosen context, its cluster and user exist; only a message that lists what exists merges it all."""
+    documents = reader.documents
     if not chosen:
         raise PhasekitError(
             "no context selected: set kube_context (or the task's context parameter), or a current-context "
-            f"in a kubeconfig source; known contexts: {known(merged.contexts)}; {reader.describe()}")
-    if chosen not in merged.contexts:
+            f"in a kubeconfig source; known contexts: {known(reader.merged.contexts)}; {reader.describe()}")
+    entry, origin = documents.entry("contexts", chosen)
+    if entry is None:
         raise PhasekitError(f"context {chosen!r} is not defined by any kubeconfig source; known contexts: "
-                            f"{known(merged.contexts)}; {reader.describe()}")
-    entry = merged.contexts[chosen]
-    source = defined_by(merged, "contexts", chosen)
+                            f"{known(reader.merged.contexts)}; {reader.describe()}")
+    source = f"from {origin.label()}" if origin else "inline"
     if not entry["cluster"]:
         raise PhasekitError(f"context {chosen!r} ({source}) names no cluster")
     for section, key in (("clusters", "cluster"), ("users", "user")):
         name = entry[key]
-        if name and name not in merged.section(section):
+        if name and not documents.has(section, name):
             raise PhasekitError(
                 f"context {chosen!r} ({source}) names {key} {name!r}, which no kubeconfig source defines; "
-                f"known {section}: {known(merged.section(section))}; {reader.describe()}")
+                f"known {section}: {known(reader.merged.section(section))}; {reader.describe()}")
     if expected_cluster and entry["cluster"] != expected_cluster:
         raise PhasekitError(f"context {chosen!r} ({source}) uses cluster {entry['cluster']!r}, "
                             f"but kube_cluster expects {expected_cluster!r}")

@@ -33,7 +33,8 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery impor
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import DEFAULT_TIMEOUT as TEARDOWN_TIMEOUT
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import Teardown
-from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import WAIT_OPTIONS_SPEC, wait_for_bundle, wait_rules
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import (
+    WAIT_OPTIONS_SPEC, not_current_now, wait_for_bundle, wait_rules)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs import build_env_dirs
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import COMMAND_PHASE_SPEC, command_argv
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import command_failure_message, run_command
@@ -68,7 +69,10 @@ class SharedRequests:
 
     def per_cluster(self, phase: dict) -> int:
         """Requests in flight to one cluster of ``phase`` (the apply option ``concurrency`` caps it)."""
-        clusters = len(set(phase.get("hosts") or []) & self.hosts_in_play) or 1
+        if "running" in phase:  # the clusters the runner's barrier works on (a batch of a rollout, say)
+            clusters = phase["running"] or 1
+        else:  # counted once per barrier by the runner: per host, this was quadratic in a fleet's size
+            clusters = len(set(phase.get("hosts") or []) & self.hosts_in_play) or 1
         return max(1, self.budget // min(self.clusters_at_once, clusters))
 
 
@@ -271,6 +275,33 @@ class BuiltinExecutors:
                 source = phase.get("source")
                 self._has_templates[phase["name"]] = isinstance(source, str) and has_templates(source)
             return self._has_templates[phase["name"]]
+
+    # ------------------------------------------------------------ the soak of a rollout's batch
+
+    def soak_problem(self, phases: list[dict], host: str) -> str | None:
+        """One look at the objects a rollout's ``apply`` and ``wait`` phases applied or waited for on this host,
+        with the phases' own readiness rules: None while every one is Current (kstatus), else which are not."""
+        problems = []
+        for phase in phases:
+            if phase.get("executor") not in ("apply", "wait"):
+                continue
+            phase = self._for_host(phase, host)
+            options = phase.get("options") or {}
+            if phase["executor"] == "apply":
+                args = apply_arguments(phase)
+                values = option_values(WAIT_OPTIONS_SPEC, args["wait"] if isinstance(args["wait"], dict) else {})
+                namespace = args["namespace"]
+            else:
+                values, namespace = option_values(WAIT_OPTIONS_SPEC, options), options.get("namespace")
+            namespace = namespace or self.access.resolution(host).namespace or "default"
+            rules = wait_rules(values, where=f"phase {phase['name']} options")
+            problem = not_current_now(self.access.session(host, EXTRA_CONNECTIONS), self.bundle(phase, host),
+                                      rules, namespace)
+            if problem:
+                problems.append(f"phase {phase['name']}: {problem}")
+        message = "; ".join(problems) or None
+        secrets = self.access.secrets(host)
+        return scrub_secrets(message, secrets) if message and secrets else message
 
     # ------------------------------------------------------------ executors
 

@@ -16,7 +16,9 @@ import re
 from dataclasses import dataclass, field
 
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import RawDocument
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import DocumentOrigin, Problems, did_you_mean, type_name
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import (
+    DocumentOrigin, Problems, did_you_mean, shown_value, type_name)
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import Rollout, parse_rollout
 
 API_VERSION = "phasekit.dev/v1alpha1"
 PHASE_KIND = "Phase"
@@ -27,7 +29,7 @@ SEPARATOR = "/"
 DOCUMENT_FIELDS = ("apiVersion", "kind", "metadata", "spec")
 METADATA_FIELDS = ("name", "labels", "annotations")
 PHASE_SPEC_FIELDS = ("description", "cluster", "executor", "source", "options", "retries", "delay", "timeout",
-                     "phases")
+                     "rollout", "phases")
 # Attempts after a failed one, the first pause between them (doubled each time) and the phase's time limit per host.
 RETRY_FIELDS = ("retries", "delay", "timeout")
 MAX_RETRIES = 100
@@ -62,6 +64,7 @@ class Phase:
     delay: float = DEFAULT_RETRY_DELAY  # seconds before the first retry; doubled before each next one
     timeout: float | None = None       # seconds the phase may take on one host, all attempts together
     retry_fields_set: tuple = ()       # which of them the document sets (group and tasks phases take none)
+    rollout: Rollout | None = None     # its own progressive rollout across its clusters (see rollout.py)
     children: list[Phase] = field(default_factory=list)
     # Documents of another format (airshipctl's) keep a field elsewhere: "source" -> "config.documentEntryPoint".
     field_paths: dict = field(default_factory=dict)
@@ -246,6 +249,8 @@ def _fill_phase(phase: Phase, spec: dict, problems: Problems):
             problems.add(phase.where("executor"), f"expected an executor name, got {type_name(executor)}")
     phase.source = spec.get("source")
     _fill_retries(phase, spec, problems)
+    phase.rollout = parse_rollout(spec.get("rollout"), lambda name: phase.where(f"rollout.{name}" if name else "rollout"),
+                                  problems)
     options = spec.get("options")
     if options is not None:
         if isinstance(options, dict):
@@ -297,7 +302,7 @@ def _fill_retries(phase: Phase, spec: dict, problems: Problems):
     if retries is not None:
         if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= MAX_RETRIES:
             problems.add(phase.where("retries"), f"expected a whole number from 0 to {MAX_RETRIES}, "
-                                                 f"got {_shown(retries)}")
+                                                 f"got {shown_value(retries)}")
         else:
             phase.retries = retries
     for name, smallest in (("delay", 0.0), ("timeout", None)):
@@ -307,7 +312,7 @@ def _fill_retries(phase: Phase, spec: dict, problems: Problems):
         number = _seconds(value)
         if number is None or (number < 0 if smallest is not None else number <= 0):
             wanted = "0 or more" if smallest is not None else "more than 0"
-            problems.add(phase.where(name), f"expected a number of seconds, {wanted}, got {_shown(value)}")
+            problems.add(phase.where(name), f"expected a number of seconds, {wanted}, got {shown_value(value)}")
             continue
         setattr(phase, name, number)
 
@@ -316,13 +321,6 @@ def _seconds(value) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value)
-
-
-def _shown(value) -> str:
-    """A wrong value in a message: short scalars as they are, anything else by its type."""
-    if isinstance(value, (int, float, bool)) or (isinstance(value, str) and len(value) <= 40):
-        return repr(value)
-    return type_name(value)
 
 
 def _optional_str(spec: dict, key: str, where: str, problems: Problems) -> str:

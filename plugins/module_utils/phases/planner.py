@@ -8,7 +8,7 @@ cluster, so ``list``, ``tree``, ``render`` and offline ``validate`` stop here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import redact
@@ -22,12 +22,14 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.executors imp
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.inventory import Inventory
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import Catalog, Phase, PhasePlan, parse_documents
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import Problems, did_you_mean
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import RolloutOf, parse_rollout
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.selection import Step, entry_name, select_phases
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.validation import (
     Placement,
     check_other_kubeconfigs,
     check_phases,
     place_phases,
+    place_rollouts,
     plan_phases,
     refuse_not_runnable,
 )
@@ -46,6 +48,7 @@ class PlannedPhase:
     occurrence: int | None = None  # which run of a repeated phase (None: the plan runs it once)
     parent_name: str | None = None  # the entry name of its parent in the same plan entry
     children_names: list = field(default_factory=list)
+    rollout: RolloutOf | None = None    # the rollout it runs under (its own, an ancestor's, or plan_rollout)
 
     def __post_init__(self):
         self.name = self.name or self.phase.full_name
@@ -87,6 +90,7 @@ class PlannedPhase:
             "origin": phase.origin.label(),
             "selected": self.selected,
             "reason": self.reason,
+            "rollout": self.rollout.to_dict() if self.rollout is not None else None,
         }
 
 
@@ -117,7 +121,8 @@ class Plan:
 
 def build_plan(documents: list[RawDocument], *, executors: dict[str, Executor], inventory: Inventory,
                name: str | None = None, only=(), skip=(), start_at: str | None = None,
-               target_path: str | None = None, runnable: bool = False, check_all: bool = False) -> Plan:
+               target_path: str | None = None, runnable: bool = False, check_all: bool = False,
+               rollout=None) -> Plan:
     """Validate the plan's documents and compute the run list; raises PhasekitError listing every problem.
 
     Only the chosen plan and the phases it runs need to be valid: a problem of another phase or plan fails it
@@ -125,10 +130,12 @@ def build_plan(documents: list[RawDocument], *, executors: dict[str, Executor], 
     plan's own phases.
     ``target_path``: where airshipctl documents' entry points start (see ``airship.read_airship_documents``).
     ``runnable``: the plan is to be validated or run, so a selected phase that cannot run here is a problem.
+    ``rollout``: the default rollout (``plan_rollout``) of phases without one of their own.
     """
     if not documents:
         raise PhasekitError("no phase documents: give 'src' (a file or directory) or inline documents")
     problems = Problems()
+    default = parse_rollout(rollout or None, lambda name: f"plan_rollout{'.' + name if name else ''}", problems)
     catalog = read_catalog(documents, problems, target_path)
     plan = choose_plan(catalog, name, problems)
     if plan is None and (name or catalog.plans):
@@ -142,6 +149,7 @@ def build_plan(documents: list[RawDocument], *, executors: dict[str, Executor], 
         problems.extend(phase.problems.messages)
     warnings = other_problems(catalog, plan, phases, executors) if check_all else []
     placements = place_phases(phases, inventory, problems)
+    rollouts = place_rollouts(phases, placements, default, problems)
     problems.raise_if_any()
     entries = run_list(ordered, numbered=plan is not None)
     reasons = select_phases([Step(planned.name, planned.phase.full_name, planned.entry or 0) for planned in entries],
@@ -154,6 +162,7 @@ def build_plan(documents: list[RawDocument], *, executors: dict[str, Executor], 
     for planned in entries:
         planned.placement = placements[planned.phase.full_name]
         planned.reason = reasons[planned.name]
+    place_entry_rollouts(entries, rollouts)
     return Plan(name=plan.name if plan else None, description=plan.description if plan else "", phases=entries,
                 warnings=warnings)
 
@@ -178,6 +187,21 @@ def run_list(ordered: list[tuple[Phase, int]], numbered: bool = True) -> list[Pl
         by_entry[(entry, phase.full_name)] = planned
         entries.append(planned)
     return entries
+
+
+def place_entry_rollouts(entries: list[PlannedPhase], rollouts: dict[str, RolloutOf]) -> None:
+    """Each entry's rollout, named after the entry of the rollout's own phase in the same plan entry: a rollout
+    phase that the plan runs twice is two rollouts, each run at its position (``place_rollouts`` works on
+    phases, by full name)."""
+    by_name = {planned.name: planned for planned in entries}
+    for planned in entries:
+        rollout = rollouts.get(planned.phase.full_name)
+        if rollout is None:
+            continue
+        root = planned
+        while root.phase.full_name != rollout.phase and root.parent_name in by_name:
+            root = by_name[root.parent_name]
+        planned.rollout = replace(rollout, phase=root.name) if root.name != rollout.phase else rollout
 
 
 def other_problems(catalog: Catalog, plan: PhasePlan | None, planned: list[Phase],

@@ -80,3 +80,10 @@ def type_name(value) -> str:
         if isinstance(value, kind):
             return shown
     return type(value).__name__
+
+
+def shown_value(value) -> str:
+    """A wrong value in a message: short scalars as they are, anything else by its type."""
+    if isinstance(value, (int, float, bool)) or (isinstance(value, str) and len(value) <= 40):
+        return repr(value)
+    return type_name(value)

@@ -100,11 +100,14 @@ def utc_stamp(epoch: float) -> str:
 
 
 def entry_for(run: RunInfo, *, result: str, started: float, duration: float, digest: str | None,
-              msg: str = "") -> dict:
-    """One phase's entry of this run."""
+              msg: str = "", rollout: dict | None = None) -> dict:
+    """One phase's entry of this run; under a rollout, which batch of it touched the cluster
+    (``{"phase": "cni", "batch": 2, "of": 5}``)."""
     entry = {"run": run.run, "action": run.action, "result": result, "started": utc_stamp(started),
              "duration": round(duration, 3), "digest": digest, "plan": run.plan, "version": run.version,
              "by": run.by}
+    if rollout:
+        entry["rollout"] = {key: rollout.get(key) for key in ("phase", "batch", "of")}
     if result == "failed" and msg:
         entry["msg"] = msg if len(msg) <= MAX_RECORD_MESSAGE else msg[:MAX_RECORD_MESSAGE] + "..."
     return entry
@@ -310,6 +313,9 @@ def run_history(entries_by_phase: dict[str, list], phases: list[str]) -> list[di
                 "version": entry.get("version", ""), "action": entry.get("action", RUN_ACTION), "phases": {}})
             run["started"] = min(run["started"], entry.get("started", "")) or run["started"]
             run["phases"][phase] = entry.get("result", "?")
+            if isinstance(entry.get("rollout"), dict):
+                batch = entry["rollout"]
+                run["batch"] = f"{batch.get('phase')} {batch.get('batch')}/{batch.get('of')}"
     return sorted(runs.values(), key=lambda run: (run["started"], run["run"]), reverse=True)
 
 
@@ -326,7 +332,7 @@ def phase_recorder(records: RunRecords, tasks_executor: str = "tasks"):
         if record.executor == tasks_executor or record.result not in (*SUCCEEDED, "failed"):
             return
         entry = entry_for(records.run, result=record.result, started=record.started, duration=record.duration,
-                          digest=record.details.get("digest"), msg=record.msg)
+                          digest=record.details.get("digest"), msg=record.msg, rollout=record.details.get("rollout"))
         problem = records.write(record.host, phase["name"], entry, patient=record.result != "failed",
                                 wait=record.result == "ok")
         if problem and record.result != "failed":

@@ -34,11 +34,13 @@ from typing import Callable
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import DEFAULT_RETRY_DELAY, MAX_RETRY_DELAY
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import RolloutOf, over_budget, rollout_of
 
 OK, CHANGED, FAILED, SKIPPED, NOT_READY = "ok", "changed", "failed", "skipped", "not ready"
 TASKS_EXECUTOR = "tasks"  # runs the user's task file per host: never on the controller
 DEFAULT_CLUSTER_CONCURRENCY = 16
 MAX_MESSAGE = 2000  # one record's message is kept readable (a huge object name must not flood the output)
+SOAK_POLL = 5.0     # seconds between two looks at a batch's objects during its soak
 
 
 @dataclass
@@ -79,11 +81,34 @@ class PhaseRecord:
 
 
 @dataclass
+class BatchReport:
+    """One batch of a rollout: its clusters, what happened to them, and why the rollout stopped there."""
+
+    rollout: str                    # the rollout's phase
+    number: int                     # 1-based
+    of: int
+    hosts: list[str]
+    ran: bool = False               # something ran (not only phases a resume skipped)
+    failed: dict = field(default_factory=dict)     # host -> "phase X: why"
+    seconds: float = 0.0
+    soak: str = ""                  # what the soak found ("" when there was none)
+    stopped: str = ""               # why the rollout stopped after this batch ("" when it did not)
+
+    def to_dict(self) -> dict:
+        return {"rollout": self.rollout, "batch": self.number, "of": self.of, "hosts": list(self.hosts),
+                "ran": self.ran, "failed": dict(self.failed), "seconds": round(self.seconds, 3),
+                "soak": self.soak, "stopped": self.stopped}
+
+
+@dataclass
 class RunReport:
     """Every record of the run, in plan order, and the phase that stopped it."""
 
     records: list[PhaseRecord] = field(default_factory=list)
     stopped_by: str = ""
+    batches: list[BatchReport] = field(default_factory=list)
+    batches_run: int = 0            # batches that ran something, this run (for plan_rollout_stop_after)
+    stop: dict = field(default_factory=dict)   # a rollout that stopped the run: phase, batch, why, untouched clusters
 
     @property
     def changed(self) -> bool:
@@ -101,39 +126,219 @@ class RunReport:
 HostWork = Callable[[dict, str], Outcome]          # (planned phase, host) -> outcome; may raise PhasekitError
 Progress = Callable[[dict, list, float], None]      # (planned phase, its records, seconds) after its barrier
 Recorded = Callable[[dict, PhaseRecord], None]      # (planned phase, a host's record) as soon as it is made
+Watch = Callable[[list, str], "str | None"]        # (a rollout's phases, host) -> why its objects are not Current
+BatchDone = Callable[[BatchReport], None]           # after a batch (and its soak)
+
+
+@dataclass
+class RolloutRun:
+    """How this run treats rollouts: whether batches pause (a run, not a dry run), when to end the run
+    (``stop_after`` batches, counting the ``batches_before`` earlier steps of the run ran), and the soak watch."""
+
+    pause: bool = True
+    stop_after: int = 0
+    batches_before: int = 0
+    watch: Watch | None = None
+    batch_done: BatchDone | None = None
+    soaking: Callable[[BatchReport, float], None] | None = None   # a soak starts (batch, seconds)
+    poll: float = SOAK_POLL
+    clock: Callable[[], float] = time.monotonic
 
 
 def run_phases(phases: list[dict], work: HostWork, *, hosts_in_play: list[str], dry_run: bool = False,
                status_mode: bool = False, stopped_by: str = "", concurrency: int = DEFAULT_CLUSTER_CONCURRENCY,
                progress: Progress | None = None, sleep: Callable[[float], None] = time.sleep,
-               recorded: Recorded | None = None) -> RunReport:
+               recorded: Recorded | None = None, prepare: Callable[[list], None] | None = None,
+               rollouts: RolloutRun | None = None) -> RunReport:
     """Run ``phases`` (as ``phase_plan`` returns them) in order on their hosts that are in the play.
 
     ``dry_run`` (validate, status): a failure does not stop the plan, and nothing is retried. ``stopped_by``: a
     phase that already stopped the plan (nothing runs). ``sleep``: the pause between attempts (tests pass their own).
     ``recorded``: called with each host's record on that host's thread, before the phase's barrier (the clusters'
     run records get their entries there, so a plan that stops leaves every finished phase recorded).
+    ``prepare``: called with the hosts a barrier is about to run on, in this thread, before it (hosts no phase
+    reaches are never prepared). Phases under a rollout (``phase["rollout"]``) run batch by batch: see
+    ``rollout.py`` and ``RolloutRun``.
     """
     report = RunReport(stopped_by=stopped_by)
-    in_play = set(hosts_in_play)
     with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="phasekit-cluster") as pool:
-        for phase in phases:
-            if not phase.get("executor"):
-                continue
+        runner = _Runner(pool, work, report, set(hosts_in_play), dry_run, status_mode, progress, sleep, recorded,
+                         prepare, rollouts or RolloutRun(pause=not dry_run))
+        units = list(_units(phases))
+        for position, unit in enumerate(units):
             if report.stopped_by:
                 break
-            hosts = [host for host in phase.get("hosts") or [] if host in in_play]
-            started = time.monotonic()
-            records = list(pool.map(lambda host, planned=phase: _recorded(run_on_host(
-                planned, host, work, status_mode, retry=not dry_run, sleep=sleep), planned, recorded), hosts))
-            if progress is not None:
-                progress(phase, records, time.monotonic() - started)
-            if phase["executor"] == TASKS_EXECUTOR and not dry_run:
-                records = [record for record in records if record.result == FAILED]
-            report.records.extend(records)
-            if not dry_run and any(record.result == FAILED for record in records):
-                report.stopped_by = phase["name"]
+            if isinstance(unit, RolloutOf):
+                runner.rollout(unit, [phase for phase in phases if _rollout_name(phase) == unit.phase],
+                               last=position == len(units) - 1)
+            else:
+                runner.phase(unit, runner.hosts_of(unit))
     return report
+
+
+def _rollout_name(phase: dict) -> str | None:
+    return (phase.get("rollout") or {}).get("phase")
+
+
+def _units(phases: list[dict]):
+    """The phases to run one after the other: a phase, or a rollout (all the phases under it, batch by batch)."""
+    seen = set()
+    for phase in phases:
+        name = _rollout_name(phase)
+        if name is None:
+            if phase.get("executor"):
+                yield phase
+        elif name not in seen:
+            seen.add(name)
+            yield rollout_of(phase)
+
+
+class _Runner:  # pylint: disable=too-many-instance-attributes
+    """One run's state: the pool, the report, the clusters failed so far (they take no later phase)."""
+
+    def __init__(self, pool, work, report, in_play, dry_run, status_mode, progress, sleep, recorded, prepare,
+                 rollouts: RolloutRun):
+        self.pool, self.work, self.report, self.in_play = pool, work, report, in_play
+        self.dry_run, self.status_mode, self.progress, self.sleep = dry_run, status_mode, progress, sleep
+        self.recorded, self.prepare, self.rollouts = recorded, prepare, rollouts
+        self.failed: set[str] = set()
+        report.batches_run = rollouts.batches_before
+
+    def hosts_of(self, phase: dict) -> list[str]:
+        # a failed cluster takes no later phase (a tolerated failure in a rollout lets the others go on)
+        return [host for host in phase.get("hosts") or [] if host in self.in_play and host not in self.failed]
+
+    def phase(self, phase: dict, hosts: list[str], batch: BatchReport | None = None) -> list[PhaseRecord]:
+        """One barrier: the phase on ``hosts``, all at once (up to the pool's size)."""
+        if self.prepare is not None and hosts:
+            self.prepare(hosts)
+        planned = dict(phase, running=len(hosts))
+        if batch is not None:
+            planned["batch"] = {"phase": batch.rollout, "batch": batch.number, "of": batch.of}
+        started = time.monotonic()
+        records = list(self.pool.map(lambda host: self._run_on(planned, host), hosts))
+        if self.progress is not None:
+            self.progress(planned, records, time.monotonic() - started)
+        if phase["executor"] == TASKS_EXECUTOR and not self.dry_run:
+            records = [record for record in records if record.result == FAILED]
+        self.report.records.extend(records)
+        if not self.dry_run:
+            self.failed.update(record.host for record in records if record.result == FAILED)
+            if batch is None and any(record.result == FAILED for record in records):
+                self.report.stopped_by = phase["name"]
+        return records
+
+    def _run_on(self, planned: dict, host: str) -> PhaseRecord:
+        record = run_on_host(planned, host, self.work, self.status_mode, retry=not self.dry_run, sleep=self.sleep)
+        if "batch" in planned:
+            record.details = {**record.details, "rollout": planned["batch"]}
+        return _recorded(record, planned, self.recorded)
+
+    # ------------------------------------------------------------------ rollouts
+
+    def rollout(self, rollout: RolloutOf, phases: list[dict], last: bool = True) -> None:
+        """The rollout's phases, batch by batch: every phase on a batch (a barrier each), then the soak, then
+        the failure budget; the run ends at a batch over budget, or after ``stop_after`` batches."""
+        runnable = [phase for phase in phases if phase.get("executor")]
+        batches = rollout.batches(self.in_play)
+        hosts_of = {phase["name"]: set(phase.get("hosts") or []) for phase in runnable}
+        for number, hosts in enumerate(batches, start=1):
+            batch = BatchReport(rollout.phase, number, len(batches), hosts)
+            self.report.batches.append(batch)
+            if self.report.stopped_by:
+                continue                      # listed as never started
+            started = time.monotonic()
+            last: dict[str, PhaseRecord] = {}
+            for phase in runnable:
+                on = [host for host in hosts if host in hosts_of[phase["name"]] and host not in self.failed]
+                for record in self.phase(phase, on, batch):
+                    last[record.host] = record
+                    batch.ran = batch.ran or not record.details.get("resumed")
+                    if record.result == FAILED:
+                        batch.failed.setdefault(record.host, f"phase {record.phase}: {record.msg}")
+                if self._over_budget(rollout, batch):
+                    break
+            more = number < len(batches)
+            if batch.ran and not batch.stopped and more and self._pauses(rollout):
+                self._soak(rollout, runnable, batch, last)
+                self._over_budget(rollout, batch)
+            batch.seconds = time.monotonic() - started
+            if batch.ran:
+                self.report.batches_run += 1
+            if batch.stopped:
+                self.report.stopped_by = rollout.phase
+            elif batch.ran and self.rollouts.stop_after and self.report.batches_run >= self.rollouts.stop_after \
+                    and not self.dry_run and (more or not last):
+                batch.stopped = (f"plan_rollout_stop_after: {self.rollouts.stop_after} batch(es) ran; resume with "
+                                 f"plan_resume=true")
+                self.report.stopped_by = rollout.phase
+            if self.rollouts.batch_done is not None:
+                self.rollouts.batch_done(batch)
+            if batch.stopped:
+                self.report.stop = self._stop(rollout, batch, batches[number:])
+
+    def _over_budget(self, rollout: RolloutOf, batch: BatchReport) -> bool:
+        if self.dry_run or not over_budget(len(batch.failed), len(batch.hosts), rollout.rollout.max_fail_percentage):
+            return False
+        share = len(batch.failed) * 100.0 / len(batch.hosts)
+        batch.stopped = (f"{len(batch.failed)} of {len(batch.hosts)} cluster(s) failed ({share:.0f}% > "
+                         f"max_fail_percentage {rollout.rollout.max_fail_percentage:g}%)")
+        return True
+
+    def _pauses(self, rollout: RolloutOf) -> bool:
+        return self.rollouts.pause and rollout.rollout.pause > 0 and not (
+            self.rollouts.stop_after and self.report.batches_run + 1 >= self.rollouts.stop_after)
+
+    def _soak(self, rollout: RolloutOf, phases: list[dict], batch: BatchReport, last: dict) -> None:
+        """``pause`` seconds before the next batch, the batch's clusters watched: a cluster whose objects stop
+        being Current fails its last phase of the batch (the gate), and counts against the budget."""
+        seconds = rollout.rollout.pause
+        watched = [host for host in batch.hosts if host in last and host not in batch.failed]
+        if self.rollouts.soaking is not None:
+            self.rollouts.soaking(batch, seconds)
+        clock = self.rollouts.clock
+        deadline = clock() + seconds
+        polls = 0
+        while watched:
+            polls += 1
+            for host, problem in zip(watched, self.pool.map(lambda host: self._watch(phases, host), watched)):
+                if problem:
+                    self._soak_failed(batch, last[host], f"during the {seconds:g}s soak after batch {batch.number} "
+                                                         f"of {batch.of}: {problem}")
+            watched = [host for host in watched if host not in batch.failed]
+            left = deadline - clock()
+            if left <= 0 or over_budget(len(batch.failed), len(batch.hosts), rollout.rollout.max_fail_percentage):
+                break   # the soak is over, or the rollout stops here anyway
+            self.sleep(min(self.rollouts.poll, left))
+        bad = [host for host in batch.hosts if host in batch.failed and host in last]
+        batch.soak = (f"{seconds:g}s, {polls} check(s): "
+                      + (f"{len(bad)} cluster(s) failed" if bad else "every object stayed Current"))
+
+    def _watch(self, phases: list[dict], host: str) -> str | None:
+        if self.rollouts.watch is None:
+            return None
+        try:
+            return self.rollouts.watch(phases, host)
+        except PhasekitError as err:
+            return str(err)
+        except Exception as err:  # pylint: disable=broad-exception-caught
+            return f"unexpected error ({type(err).__name__}): {err}"
+
+    def _soak_failed(self, batch: BatchReport, record: PhaseRecord, message: str) -> None:
+        failed = PhaseRecord(phase=record.phase, host=record.host, executor=record.executor, result=FAILED,
+                             duration=record.duration, objects_changed=record.objects_changed, msg=_short(message),
+                             details={**record.details, "soak": True}, started=record.started)
+        self.report.records[self.report.records.index(record)] = failed
+        batch.failed[record.host] = f"phase {record.phase}: {failed.msg}"
+        self.failed.add(record.host)
+        if self.recorded is not None:
+            self.recorded({"name": record.phase}, failed)
+
+    def _stop(self, rollout: RolloutOf, batch: BatchReport, rest: list[list[str]]) -> dict:
+        untouched = [host for hosts in rest for host in hosts]
+        return {"phase": rollout.phase, "batch": batch.number, "of": batch.of, "reason": batch.stopped,
+                "failed": dict(batch.failed), "untouched": untouched,
+                "paused": batch.stopped.startswith("plan_rollout_stop_after")}
 
 
 def _recorded(record: PhaseRecord, phase: dict, recorded: Recorded | None) -> PhaseRecord:

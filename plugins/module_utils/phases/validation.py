@@ -24,6 +24,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.executors imp
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.inventory import Inventory
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import Catalog, Phase, PhasePlan
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import Problems, did_you_mean, type_name
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import Rollout, RolloutOf
 from ansible_collections.phasekit.kube.plugins.module_utils.templating import is_template_text
 
 
@@ -245,3 +246,68 @@ def _check_other_kubeconfigs(phase: Phase, kubeconfigs: dict, hosts: list[str], 
         elif isinstance(name, str) and not is_template_text(name) and inventory.hosts_for(name) != [name]:
             problems.add(where, f"kubeconfigs.{variable}: {name!r} is not a host of the inventory (a group "
                                 f"has no one kubeconfig){did_you_mean(name, inventory.hosts)}")
+
+
+def place_rollouts(phases: list[Phase], placements: dict[str, Placement], default: Rollout | None,
+                   problems: Problems) -> dict[str, RolloutOf]:
+    """The rollout each phase of the plan runs under (full name -> its ``RolloutOf``), if any.
+
+    A phase's own ``rollout`` governs its whole subtree; its clusters are the phase's cluster hosts, and every
+    phase under it must run on them (a phase elsewhere would be left out of the batches), run on the controller
+    (a ``tasks`` phase's task file runs per host, outside the batches) and have no rollout of its own. The
+    default (``plan_rollout``) governs the largest subtrees that have no rollout of their own and could have one.
+    """
+    in_plan = {phase.full_name: phase for phase in phases}
+    governed: dict[str, RolloutOf] = {}
+    for phase in phases:
+        owner = governed.get(phase.parent) if phase.parent else None
+        if phase.rollout is not None:
+            if owner is not None:
+                problems.add(phase.where("rollout"), f"phase {phase.full_name} is inside the rollout of phase "
+                                                     f"{owner.phase}: a rollout cannot hold another; remove one")
+                governed[phase.full_name] = owner
+                continue
+            if not placements[phase.full_name].cluster_hosts:
+                problems.add(phase.where("rollout"), "a rollout splits the phase's cluster into batches: set "
+                                                     "spec.cluster on this phase")
+            owner = RolloutOf(phase.full_name, phase.rollout, list(placements[phase.full_name].cluster_hosts))
+        if owner is not None:
+            governed[phase.full_name] = owner
+            problem = _outside_rollout(phase, placements[phase.full_name], owner)
+            if problem:
+                problems.add(phase.where("executor" if phase.executor == "tasks" else "cluster"), problem)
+    if default is not None:
+        for phase in phases:
+            if phase.parent not in in_plan:
+                _default_rollout(phase, in_plan, placements, default, governed)
+    return governed
+
+
+def _outside_rollout(phase: Phase, placement: Placement, owner: RolloutOf) -> str | None:
+    if phase.executor == "tasks":
+        return (f"phase {phase.full_name} is a tasks phase inside the rollout of phase {owner.phase}: its task file "
+                f"runs on each host outside the rollout's batches; move it out of the rollout, or make it a "
+                f"command phase")
+    clusters = set(owner.clusters)
+    outside = [host for host in placement.hosts if host not in clusters]
+    if outside:
+        return (f"phase {phase.full_name} runs on {', '.join(outside[:5])}"
+                f"{f' and {len(outside) - 5} more' if len(outside) > 5 else ''}, outside the clusters of the "
+                f"rollout of phase {owner.phase}: a phase inside a rollout runs on (some of) the rollout's clusters")
+    return None
+
+
+def _default_rollout(phase: Phase, in_plan: dict, placements: dict, default: Rollout, governed: dict) -> None:
+    """``plan_rollout`` for ``phase``'s subtree when nothing in it has a rollout and it can have one; else for
+    its children, each in turn."""
+    subtree = [one for one in phase.walk() if one.full_name in in_plan]
+    clusters = placements[phase.full_name].cluster_hosts
+    if all(one.full_name not in governed for one in subtree) and clusters:
+        owner = RolloutOf(phase.full_name, default, list(clusters), default=True)
+        if not any(_outside_rollout(one, placements[one.full_name], owner) for one in subtree):
+            for one in subtree:
+                governed[one.full_name] = owner
+            return
+    for child in phase.children:
+        if child.full_name in in_plan and child.full_name not in governed:
+            _default_rollout(child, in_plan, placements, default, governed)

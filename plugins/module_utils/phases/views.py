@@ -9,6 +9,7 @@ file and in an AWX job event.
 from __future__ import annotations
 
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import Plan, PlannedPhase
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import hosts_label, over_budget, rollout_of
 
 GROUP = "(group)"
 NOT_RUN = "not run"
@@ -40,8 +41,12 @@ def _executor_label(planned: PlannedPhase) -> str:
     return planned.phase.executor or GROUP
 
 
-def _hosts_label(planned: PlannedPhase) -> str:
-    return ",".join(planned.placement.hosts) or "-"
+def _hosts_label(planned: PlannedPhase, shown: int = 10) -> str:
+    """The phase's hosts; a fleet's as its first ones and a count (a 5000-host row per phase helps nobody)."""
+    hosts = planned.placement.hosts
+    if len(hosts) <= shown:
+        return ",".join(hosts) or "-"
+    return ",".join(hosts[:shown]) + f",... ({len(hosts)} hosts)"
 
 
 def list_lines(plan: Plan) -> list[str]:
@@ -125,13 +130,23 @@ STATUS_RESULTS = {"changed": "differs", "ok": "in sync"}
 DESTROY_RESULTS = {"changed": "destroyed", "ok": "nothing left"}
 
 
-def summary_lines(phases: list[dict], records: list[dict], play_hosts: list[str], mode: str = "run") -> list[str]:
-    """One row per phase and host of the run list: result, duration, objects changed.
+def summary_lines(phases: list[dict], records: list[dict], play_hosts: list[str], mode: str = "run",
+                  batches: list[dict] | None = None) -> list[str]:
+    """One row per phase and host of the run list: result, duration, objects changed; then, for a plan with
+    rollouts, one row per batch (see ``batch_lines``).
 
     ``phases`` are the selected phases as ``phase_plan`` returns them; ``records``
     what the role recorded per phase and host (``phase``, ``host``, ``result``,
     ``duration``, ``objects_changed``).
     """
+    lines = phase_summary_lines(phases, records, play_hosts, mode)
+    rollouts = batch_lines(phases, records, play_hosts, batches)
+    return lines + [""] + rollouts if rollouts else lines
+
+
+def phase_summary_lines(phases: list[dict], records: list[dict], play_hosts: list[str], mode: str = "run") -> list[str]:
+    """The summary's table of phases and hosts."""
+    play_hosts = set(play_hosts)  # a row per phase and host: a list here made the summary quadratic in the fleet
     results = {"status": STATUS_RESULTS, "destroy": DESTROY_RESULTS}.get(mode, {})
     if mode == "destroy":
         phases = list(reversed(phases))  # in the order destroy undid them
@@ -176,6 +191,8 @@ def history_lines(found: list, phases: list[str]) -> list[str]:
             rows.append([host, "-", "-", "-", "-", "-", "no run recorded"])
         for run in runs:
             results = ", ".join(f"{name} {run['phases'][name]}" for name in phases if name in run["phases"])
+            if run.get("batch"):
+                results += f" (rollout {run['batch']})"
             rows.append([host, run["started"], run["run"], run["action"], run["by"], run["version"], results])
     return table(rows)
 
@@ -187,6 +204,9 @@ def plan_failure_message(records: list[dict]) -> str | None:
         return None
     first = failed[0]
     message = f"phase {first.get('phase')} failed on cluster {first.get('host')}"
+    batch = first.get("rollout")
+    if isinstance(batch, dict):
+        message += f" in batch {batch.get('batch')} of {batch.get('of')} of the rollout of {batch.get('phase')}"
     if first.get("msg"):
         message += f": {first['msg']}"
     others = sorted({(record.get("phase"), record.get("host")) for record in failed[1:]})
@@ -214,3 +234,98 @@ def drift_lines(records: list[dict]) -> list[str]:
         elif result == "failed":
             lines.append(f"{where}: could not be checked: {record.get('msg') or ''}".rstrip(" :"))
     return lines
+
+
+def rollouts_of(phases: list[dict]) -> list:
+    """The rollouts of the plan's phases, in plan order (``rollout.RolloutOf``)."""
+    found = {}
+    for phase in phases:
+        rollout = rollout_of(phase)
+        if rollout is not None and rollout.phase not in found:
+            found[rollout.phase] = rollout
+    return list(found.values())
+
+
+def rollout_plan_lines(phases: list[dict], in_play: list[str]) -> list[str]:
+    """``list``, ``tree`` and ``render``: the batches each rollout would use for the clusters in play."""
+    lines = []
+    for rollout in rollouts_of(phases):
+        batches = rollout.batches(in_play)
+        rules = rollout.rollout
+        lines.append(f"rollout of phase {rollout.phase}{' (plan_rollout)' if rollout.default else ''}: "
+                     f"{sum(len(hosts) for hosts in batches)} cluster(s) in play in {len(batches)} batch(es) "
+                     f"{list(rules.batches)}, order {rules.order}, max_fail_percentage {rules.max_fail_percentage:g}, "
+                     f"pause {rules.pause:g}s")
+        lines += [f"  batch {number}: {hosts_label(hosts, shown=5)}" for number, hosts in enumerate(batches, start=1)]
+    return lines
+
+
+def batch_lines(phases: list[dict], records: list[dict], play_hosts: list[str],
+                reports: list[dict] | None = None) -> list[str]:
+    """One row per batch of every rollout of the run: its clusters, what happened to them, the soak, and where
+    the rollout stopped. ``reports``: the runner's batch reports (``BatchReport.to_dict``), for the soak and why
+    it stopped; without them both are told from the records."""
+    rollouts = rollouts_of(phases)
+    if not rollouts:
+        return []
+    by_batch: dict[tuple, list] = {}
+    for record in records:
+        info = record.get("rollout")
+        if isinstance(info, dict):
+            by_batch.setdefault((info.get("phase"), info.get("batch")), []).append(record)
+    told = {(report["rollout"], report["batch"]): report for report in reports or []}
+    rows = [["ROLLOUT", "BATCH", "CLUSTERS", "RESULT", "DETAIL"]]
+    for rollout in rollouts:
+        batches = rollout.batches(play_hosts)
+        stopped_at = ""
+        for number, hosts in enumerate(batches, start=1):
+            found = by_batch.get((rollout.phase, number), [])
+            report = told.get((rollout.phase, number), {})
+            result, failed = _batch_result(found)
+            if not found:
+                result = f"not run ({stopped_at})" if stopped_at else "not run"
+            reason = report.get("stopped", "")
+            if reports is None and found and over_budget(len(failed), len(hosts), rollout.rollout.max_fail_percentage):
+                reason = f"{len(failed)} of {len(hosts)} cluster(s) failed (over max_fail_percentage " \
+                         f"{rollout.rollout.max_fail_percentage:g}%)"
+            notes = [f"soak {report['soak']}"] if report.get("soak") else []
+            if reason:
+                notes.append(f"stopped: {reason}")
+                paused = reason.startswith("plan_rollout_stop_after")
+                stopped_at = f"rollout {'paused' if paused else 'stopped'} after batch {number}"
+            if failed:
+                notes.append("failed: " + ", ".join(failed[:10]) + (f" and {len(failed) - 10} more"
+                                                                    if len(failed) > 10 else ""))
+            rows.append([rollout.phase, f"{number}/{len(batches)}", hosts_label(hosts), result,
+                         "; ".join(notes) or "-"])
+    return table(rows)
+
+
+def _batch_result(records: list[dict]) -> tuple[str, list[str]]:
+    """'3 changed, 1 ok, 1 failed' counted per cluster (its worst phase), and the failed clusters."""
+    worst: dict[str, str] = {}
+    rank = {"failed": 4, "not ready": 3, "changed": 2, "ok": 1, "skipped": 0}
+    for record in records:
+        result = "resumed" if record.get("resumed") else str(record.get("result"))
+        host = record.get("host")
+        if host not in worst or rank.get(result, 0) > rank.get(worst[host], 0):
+            worst[host] = result
+    counts: dict[str, int] = {}
+    for result in worst.values():
+        counts[result] = counts.get(result, 0) + 1
+    failed = [host for host, result in worst.items() if result == "failed"]
+    return ", ".join(f"{count} {result}" for result, count in sorted(counts.items())) or "-", failed
+
+
+def rollout_stop_message(stop: dict, plan: str | None = None) -> str:
+    """Why a rollout ended the run: its phase, the batch, the failed clusters and their errors, the clusters
+    never touched (or, after ``plan_rollout_stop_after``, how to go on)."""
+    head = f"plan {plan}: " if plan else ""
+    untouched = stop.get("untouched") or []
+    never = (f"{len(untouched)} cluster(s) never touched: {', '.join(untouched)}" if untouched
+             else "no cluster left untouched")
+    where = f"rollout of phase {stop['phase']} {{}} batch {stop['batch']} of {stop['of']}"
+    if stop.get("paused"):
+        return f"{head}{where.format('paused after')} ({stop['reason']}); {never}"
+    failed = "; ".join(f"{host}: {why}" for host, why in (stop.get("failed") or {}).items())
+    return f"{head}{where.format('stopped at')}: {stop['reason']}: {failed}; {never}"
