@@ -6,6 +6,7 @@ stop after N batches; one row per rule."""
 from __future__ import annotations
 
 import pytest
+from phase_helpers import build, phase, plan
 
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import Problems
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import (
@@ -16,6 +17,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import 
     batch_lines, plan_failure_message, rollout_plan_lines, rollout_stop_message)
 
 HOSTS = [f"h{i:02d}" for i in range(20)]
+ECHO = {"argv": ["true"]}
 
 
 @pytest.mark.parametrize("count, batches, expected", [
@@ -237,3 +239,20 @@ def test_views_show_the_batches_and_one_summary_line_per_batch():
     assert "not run (rollout stopped after batch 2)" in rows[3]
     assert plan_failure_message(records[1:]) == "phase cni/apply failed on cluster h01 in batch 2 of 3 of the " \
                                                 "rollout of cni: x"
+
+
+def test_a_rollout_phase_the_plan_runs_twice_is_two_rollouts_each_at_its_position(tmp_path):
+    documents = [phase("cni", cluster="workload", rollout={"batches": [1]},
+                       phases=[{"name": "apply", "executor": "command", "options": ECHO}]),
+                 phase("check", cluster="workload", executor="command", options=ECHO),
+                 plan("site", "cni", "check", "cni")]
+    built = build(documents, tmp_path, name="site")
+    phases = [planned.to_dict() for planned in built.phases]
+    assert [(p["name"], (p["rollout"] or {}).get("phase")) for p in phases] == [
+        ("cni#1", "cni#1"), ("cni/apply#1", "cni#1"), ("check", None), ("cni#2", "cni#2"), ("cni/apply#2", "cni#2")]
+    work = Work()
+    report = run_phases(phases, work, hosts_in_play=["child-a", "child-b"], concurrency=1)
+    # each run of the rollout goes batch by batch at its own position, around the phase between them
+    assert work.calls == [("cni/apply#1", "child-a"), ("cni/apply#1", "child-b"), ("check", "child-a"),
+                          ("check", "child-b"), ("cni/apply#2", "child-a"), ("cni/apply#2", "child-b")]
+    assert [(b.rollout, b.number) for b in report.batches] == [("cni#1", 1), ("cni#1", 2), ("cni#2", 1), ("cni#2", 2)]
