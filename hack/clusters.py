@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import fcntl
 import ipaddress
 import json
 import os
@@ -338,8 +339,7 @@ def up_one(name: str, index: int, version: str = ""):
         "--bind-address=127.0.0.1", f"--secure-port={p['cm']}", "--leader-elect=false",
         f"--service-account-private-key-file={pki / 'sa.key'}", f"--root-ca-file={pki / 'ca.crt'}",
         "--use-service-account-credentials=true", "--service-cluster-ip-range=10.96.0.0/16",
-        "--controllers=*,-nodeipam,-cloud-node-lifecycle,-service,-route,-bootstrapsigner,"
-        "-tokencleaner", "--profiling=false",
+        f"--controllers={controllers_flag(tool('kube-controller-manager', version))}", "--profiling=false",
         # A loaded 2-core machine may delay KWOK's heartbeats; nodes must not flap to NotReady.
         "--node-monitor-grace-period=5m"])
     start(state, "kube-scheduler", [
@@ -357,6 +357,20 @@ def up_one(name: str, index: int, version: str = ""):
           # requests; Debian's etcd 3.4 has none, so plain list+watch it is.
           env={"KUBE_FEATURE_WatchListClient": "false"})
     seed(name, admin_kc)
+
+
+# Controllers a cluster of fake nodes without a cloud has no use for. Kubernetes 1.37 removed the cloud ones
+# and refuses to start when told to disable a controller it does not know.
+UNWANTED_CONTROLLERS = ("node-ipam-controller", "cloud-node-lifecycle-controller", "service-lb-controller",
+                        "node-route-controller", "bootstrap-signer-controller", "token-cleaner-controller")
+
+
+def controllers_flag(controller_manager: str) -> str:
+    """``--controllers``: every default controller but the unwanted ones this binary knows (from its --help)."""
+    text = subprocess.run([controller_manager, "--help"], capture_output=True, text=True, check=False).stdout
+    known_line = next((line for line in text.splitlines() if "All controllers:" in line), "")
+    known = {name.strip(" ,.") for name in known_line.split(":", 1)[-1].split()}
+    return ",".join(["*"] + [f"-{name}" for name in UNWANTED_CONTROLLERS if name in known])
 
 
 def fake_node(name: str) -> dict:
@@ -421,6 +435,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
     names = args.names or DEFAULT_NAMES
     if args.command == "up":
+        # Test processes start the clusters side by side (xdist workers, several checkouts): one at a time, or
+        # two of them write one cluster's PKI at once and its components fail with Unauthorized.
+        ROOT.mkdir(parents=True, exist_ok=True)
+        lock = open(ROOT / ".up.lock", "w")  # pylint: disable=consider-using-with  # held until the process ends
+        fcntl.flock(lock, fcntl.LOCK_EX)
         wanted = [parse_name(spec) for spec in names]
         names = [name for name, _ in wanted]
         for name, version in wanted:
