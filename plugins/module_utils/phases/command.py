@@ -103,6 +103,18 @@ def _private_file(directory: str, name: str, text: str) -> str:
     return write_private_file(os.path.join(directory, name), text)
 
 
+def kubeconfig_in(text) -> dict | None:
+    """The kubeconfig an ``env_files`` text holds (its credentials are masked in what the command prints), or None
+    for any other text."""
+    if not isinstance(text, str) or "users:" not in text:
+        return None
+    try:
+        found = yaml_io.load_all(text, "env_files")
+    except PhasekitError:
+        return None
+    return found[0] if len(found) == 1 and isinstance(found[0], dict) else None
+
+
 @dataclass
 class CommandResult:
     argv: list[str]
