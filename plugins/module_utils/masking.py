@@ -8,8 +8,8 @@ value a template used is a *mask*. ``Masks.scrub`` replaces each of them by ``**
 results and run records, in every form in which a program or a serializer may print it:
 
 * as written, and each of its lines (a multi-line value printed line by line, or its lines joined by ``' | '``);
-* JSON-escaped (``\\n``, ``\\"``, ``\\u00fc``), Python-escaped (``repr``/``ascii``: ``\\xfc``), YAML double-quoted
-  (``\\xFC``) and single-quoted (``''``);
+* JSON-escaped (``\\n``, ``\\"``, ``\\u00fc``), Python-escaped (``repr``, ``ascii``, ``backslashreplace``: ``\\xfc``),
+  YAML double-quoted (``\\xFC``) and single-quoted (``''``);
 * folded as YAML folds long or multi-line scalars (a line break and indentation, with ``\\`` in double-quoted
   style, ``+``/``-`` of a diff line in front) wherever the value has white space or an escape;
 * base64 of the whole value (also with a line break or more after it: ``echo "$S" | base64``), unwrapped or
@@ -41,7 +41,7 @@ YAML_ESCAPES = {"\0": "0", "\x07": "a", "\x08": "b", "\t": "t", "\n": "n", "\x0b
 _TOKEN = re.compile(r"\\(?:x[0-9A-Fa-f]{2}|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|.)|\s+|[^\s\\]+", re.DOTALL)
 # White space of the value, as a folded scalar (or a diff of one) may print it: spaces, line breaks with a diff
 # line's mark, YAML's escaped line break and escaped space
-_SPACE = r"(?:[ \t]|\\?\r?\n[+\- ]?|\\(?=[ \t]))+"
+_SPACE = r"(?:[^\S\n]|\\?\n[+\- ]?|\\(?=[^\S\n]))+"
 # A double-quoted YAML scalar may fold right after an escape: '\', line break, indentation
 _FOLD = r"(?:\\\r?\n[+\- ]?[ \t]*)?"
 
@@ -136,7 +136,8 @@ def _printed_forms(secret: str) -> tuple:
 def escaped_forms(text: str) -> set[str]:
     """``text`` as written and as JSON, Python and YAML quote it."""
     return {text, json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1], repr(text)[1:-1],
-            ascii(text)[1:-1], yaml_double_quoted(text), text.replace("'", "''")}
+            ascii(text)[1:-1], text.encode("ascii", "backslashreplace").decode("ascii"), yaml_double_quoted(text),
+            text.replace("'", "''")}
 
 
 def yaml_double_quoted(text: str) -> str:
@@ -157,16 +158,17 @@ def yaml_double_quoted(text: str) -> str:
 
 
 def base64_forms(secret: str) -> set[str]:
-    """base64 of ``secret`` (standard and URL-safe, without padding), the part of it that does not depend on what
-    follows the secret (``echo`` adds a line break), and its lines when wrapped."""
+    """base64 of ``secret`` and of ``secret`` and a line break (``echo "$S" | base64``), standard and URL-safe,
+    without padding; the part of it that does not depend on what follows the secret; its lines when wrapped."""
     forms = set()
     raw = secret.encode("utf-8", "surrogatepass")
     for encode in (base64.b64encode, base64.urlsafe_b64encode):
-        encoded = encode(raw).decode("ascii").rstrip("=")
-        forms.update((encoded, encoded[:4 * (len(raw) // 3)]))
-        for width in BASE64_WRAPS:
-            if len(encoded) > width:
-                forms.update(encoded[start:start + width] for start in range(0, len(encoded), width))
+        for data in (raw, raw + b"\n"):
+            encoded = encode(data).decode("ascii").rstrip("=")
+            forms.update((encoded, encoded[:4 * (len(data) // 3)]))
+            for width in BASE64_WRAPS:
+                if len(encoded) > width:
+                    forms.update(encoded[start:start + width] for start in range(0, len(encoded), width))
     return forms
 
 
