@@ -62,8 +62,8 @@ def host_variables(hostvars, host: str):
 
 def vault_values(variables) -> set[str]:
     """The plain text of every vault-encrypted value among ``variables`` (to any depth): what templates may carry
-    into objects, diffs and messages, and what ``masking.Masks`` hides in them. Decrypts them (a template using them does
-    the same); asked only for hosts whose templates were rendered."""
+    into objects, diffs and messages, and what ``masking.Masks`` hides in them. Decrypts them (a template using
+    them does the same); asked only for hosts whose templates were rendered."""
     found: set[str] = set()
     stack = [variables]
     while stack:

@@ -58,9 +58,9 @@ data:
 
 def vaulted(tmp_path: Path, name: str, value: str) -> str:
     """``name: !vault |`` as ansible-vault encrypt_string writes it."""
-    done = subprocess.run([str(Path(sys.executable).parent / "ansible-vault"), "encrypt_string", "--vault-password-file",
-                           str(tmp_path / "vault-pass"), "--stdin-name", name], input=value,
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run([str(Path(sys.executable).parent / "ansible-vault"), "encrypt_string",
+                           "--vault-password-file", str(tmp_path / "vault-pass"), "--stdin-name", name],
+                          input=value, capture_output=True, text=True, check=True)
     return done.stdout
 
 
@@ -157,9 +157,10 @@ def test_a_helm_diff_shows_no_value_and_a_template_failure_changes_nothing(clust
     chart = write_chart(tmp_path / "charts", "1.0.0")
     site = tmp_path / "site"
     (site / "phases").mkdir(parents=True)
-    (site / "phases" / "hello.yaml").write_text(yaml.safe_dump(phase("hello", cluster="target", executor="helm", options={
-        "chart_ref": str(chart), "release_namespace": namespace, "create_namespace": True,
-        "release_values": {"greeting": HELM_SECRET, "password": f"pw-{SUFFIX}"}})))
+    options = {"chart_ref": str(chart), "release_namespace": namespace, "create_namespace": True,
+               "release_values": {"greeting": HELM_SECRET, "password": f"pw-{SUFFIX}"}}
+    (site / "phases" / "hello.yaml").write_text(yaml.safe_dump(phase("hello", cluster="target", executor="helm",
+                                                                     options=options)))
     (site / "inventory.yml").write_text(yaml.safe_dump({"all": {"vars": {"ansible_connection": "local"}, "hosts": {
         "target": {"kube_kubeconfig": str(target.admin_kubeconfig), "kube_context": target.context}}}}))
     broken = {"name": "broken", "chart_ref": str(chart), "release_namespace": namespace, "create_namespace": True,

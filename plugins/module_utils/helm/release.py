@@ -219,8 +219,8 @@ def ensure_release(helm: HelmCli, request: HelmRequest, chart: Chart, *, check_m
             before = helm.manifest(request.name, request.namespace) if live is not None else ""
             rendered = _release_json(helm.run(upgrade_argv(request, chart, values_path, helm.version[0], dry_run=True),
                                               what=f"helm upgrade {request.name} --dry-run"))
-            report.diffs = scrub_values(manifest_diffs(before, rendered.get("manifest") or "",
-                                                      f"{request.namespace}/{request.name}"), request.values)
+            diffs = manifest_diffs(before, rendered.get("manifest") or "", f"{request.namespace}/{request.name}")
+            report.diffs = scrub_values(diffs, request.values)
         if check_mode:
             return report
         done = _release_json(helm.run(upgrade_argv(request, chart, values_path, helm.version[0]),
