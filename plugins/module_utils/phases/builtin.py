@@ -184,6 +184,10 @@ class BuiltinExecutors:
                 outcome.details = {**outcome.details, "last_run": self._last_run(phase, host, digest)}
         except PhasekitError as err:
             raise PhasekitError(self.masks(phase, host).scrub(str(err))) from None
+        except Exception as err:  # pylint: disable=broad-exception-caught
+            # the runner would show any other error as it is: masked as the runner would word it
+            raise PhasekitError(self.masks(phase, host).scrub(f"unexpected error ({type(err).__name__}): {err}")) \
+                from None
         masks = self.masks(phase, host)
         if masks:  # what templates rendered, and what was handed a kubeconfig, may print them
             outcome.msg = masks.scrub(outcome.msg)
