@@ -27,18 +27,18 @@ SUFFIX = uuid.uuid4().hex[:8]
 MULTI_LINE = (f"first line of the multi-line secret {SUFFIX} with some words to fold\n"
               f"second line {SUFFIX} of the vaulted value, also quite long to fold it\nthird {SUFFIX}")
 NON_ASCII = f"Grüße-aus-München-{SUFFIX}"
-RECORD_NAMESPACE = "phasekit-limited"  # where the limited user (the phase host's own kubeconfig) may write
+NAMESPACE = f"phasekit-mask-{SUFFIX}"  # the objects and the run record
 CHILD, PARENT = f"mask-{SUFFIX}", f"mask-parent-{SUFFIX}"
 
-# The command traces itself, reads its own kubeconfig's token and its parent's client key (as written and as
-# PEM), prints them with the vault values, and fails; what it saw is kept aside to prove the secrets reached it.
+# The command (a script file: its command line stays short in the record's 300 characters) traces itself, reads its own kubeconfig's client key (as written and as PEM) and its parent's token,
+# prints them with the vault values, and fails; what it saw is kept aside to prove the secrets reached it.
 SCRIPT = """\
 set -x
-TOKEN=$(sed -n 's/^ *token: //p' "$KUBECONFIG")
-KEY=$(sed -n 's/^ *client-key-data: //p' "$PARENT_KUBECONFIG")
-PEM=$(echo "$KEY" | base64 -d | sed -n 2p)
+KEY=$(sed -n 's/^ *client-key-data: //p' "$KUBECONFIG")
 cat "$PARENT_KUBECONFIG" >&2
-echo "token $TOKEN key $KEY pem $PEM umlaut $DB_UMLAUT" >&2
+TOKEN=$(sed -n 's/^ *token: //p' "$PARENT_KUBECONFIG")
+PEM=$(echo "$KEY" | base64 -d | sed -n 2p)
+echo "token $TOKEN umlaut $DB_UMLAUT pem $PEM key $KEY" >&2
 set +x
 printf '%s\\n' "$TOKEN" "$KEY" "$PEM" "$DB_UMLAUT" "$DB_MULTI" > "$SEEN"
 printf '%s\\n' "$DB_MULTI" >&2
@@ -69,10 +69,10 @@ def phase(name, **spec):
 
 
 def secret_material(clusters) -> dict:
-    """What the phase was handed: the child's token, the parent's client key and certificate; the vault values
-    in the forms a diff or a failure message used to show them."""
-    limited = yaml.safe_load(clusters["target"].limited_kubeconfig.read_text())
-    admin = yaml.safe_load(clusters["ephemeral"].admin_kubeconfig.read_text())["users"][0]["user"]
+    """What the phase was handed: its own client key and certificate, its parent's token; the vault values in the
+    forms a diff or a failure message used to show them."""
+    limited = yaml.safe_load(clusters["ephemeral"].limited_kubeconfig.read_text())
+    admin = yaml.safe_load(clusters["target"].admin_kubeconfig.read_text())["users"][0]["user"]
     key = Path(admin["client-key"]).read_bytes()
     cert = Path(admin["client-certificate"]).read_bytes()
     material = {"token": limited["users"][0]["user"]["token"], "client-key-data": base64.b64encode(key).decode(),
@@ -93,8 +93,9 @@ def leaked(material: dict, text: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def masked_site(clusters, tmp_path_factory):
-    """An inventory of two hosts: the child on target with the limited user's token, its parent on ephemeral
-    with the admin's client key; vault-encrypted multi-line and non-ASCII values; a namespace for the objects."""
+    """An inventory of two hosts: the child on target with the admin's client key, its parent on ephemeral with
+    the limited user's token; vault-encrypted multi-line and non-ASCII values; a namespace for the objects and the
+    child's run record."""
     root = tmp_path_factory.mktemp("masked")
     (root / "vault-pass").write_text(VAULT_PASS)
     (root / "bundles" / "settings").mkdir(parents=True)
@@ -105,12 +106,12 @@ def masked_site(clusters, tmp_path_factory):
                                                  + vaulted(root, "db_umlaut", NON_ASCII))
     target, ephemeral = clusters["target"], clusters["ephemeral"]
     (root / "inventory.yml").write_text(yaml.safe_dump({"all": {"hosts": {
-        CHILD: {"kube_kubeconfig": str(target.limited_kubeconfig), "kube_context": target.limited_context,
+        CHILD: {"kube_kubeconfig": str(target.admin_kubeconfig), "kube_context": target.context,
                 "kube_parent": PARENT},
-        PARENT: {"kube_kubeconfig": str(ephemeral.admin_kubeconfig), "kube_context": ephemeral.context}}}}))
+        PARENT: {"kube_kubeconfig": str(ephemeral.limited_kubeconfig), "kube_context": ephemeral.limited_context}}}}))
+    target.kubectl("create", "namespace", NAMESPACE)
     yield root
-    target.kubectl("delete", "configmap", "masked-settings", f"phasekit-run-all.{CHILD}", "-n", RECORD_NAMESPACE,
-                   "--ignore-not-found")
+    target.kubectl("delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait=false")
 
 
 @pytest.mark.parametrize("verbosity", [1, 3], ids=["v", "vvv"])
@@ -119,17 +120,18 @@ def test_a_failing_command_and_a_diff_show_no_credential_nor_vault_value(masked_
     seen = tmp_path / "seen"
     phases = [
         phase("settings", cluster=CHILD, executor="apply", source="../bundles/settings",
-              options={"namespace": RECORD_NAMESPACE}),
+              options={"namespace": NAMESPACE}),
         phase("leaky", cluster=CHILD, executor="command",
-              options={"cmd": SCRIPT, "shell": True, "kubeconfigs": {"PARENT_KUBECONFIG": "{{ kube_parent }}"},
+              options={"cmd": 'sh "$SCRIPT"', "shell": True, "env_files": {"SCRIPT": SCRIPT},
+                       "kubeconfigs": {"PARENT_KUBECONFIG": "{{ kube_parent }}"},
                        "env": {"DB_MULTI": "{{ db_multi }}", "DB_UMLAUT": "{{ db_umlaut }}", "SEEN": str(seen)}}),
     ]
     (masked_site / "phases" / "site.yaml").write_text(yaml.safe_dump_all(phases))
     target = clusters["target"]
-    target.kubectl("delete", "configmap", "masked-settings", "-n", RECORD_NAMESPACE, "--ignore-not-found")
+    target.kubectl("delete", "configmap", "masked-settings", "-n", NAMESPACE, "--ignore-not-found")
     result = run_playbook("- ansible.builtin.import_playbook: phasekit.kube.run\n", masked_site / "inventory.yml",
                           "--vault-password-file", str(masked_site / "vault-pass"), "--diff",
-                          "-e", f"plan_record_namespace={RECORD_NAMESPACE}", verbosity=verbosity)
+                          "-e", f"plan_record_namespace={NAMESPACE}", verbosity=verbosity)
     material = secret_material(clusters)
 
     assert result.rc != 0, result
@@ -137,11 +139,11 @@ def test_a_failing_command_and_a_diff_show_no_credential_nor_vault_value(masked_
     assert "visible-setting" in result.output, result            # the diff was shown
     for name in ("token", "client-key-data", "umlaut", "multi-line line 1", "client-key PEM line 1"):
         assert material[name] in seen.read_text(), name   # the command did get them
-    data = target.get_json("configmap", "masked-settings", "-n", RECORD_NAMESPACE)["data"]
+    data = target.get_json("configmap", "masked-settings", "-n", NAMESPACE)["data"]
     assert data["multi"] == MULTI_LINE and data["umlaut"] == NON_ASCII   # the cluster got the real values
     assert leaked(material, result.output) == [], result
 
-    record = target.get_json("configmap", f"phasekit-run-all.{CHILD}", "-n", RECORD_NAMESPACE)
+    record = target.get_json("configmap", f"phasekit-run-all.{CHILD}", "-n", NAMESPACE)
     entry = json.loads(record["data"]["leaky"])[0]
     assert entry["result"] == "failed" and "exited with rc 3" in entry["msg"], entry
     assert leaked(material, json.dumps(record, ensure_ascii=False)) == []
@@ -153,7 +155,7 @@ HELM_SECRET = f"postgres://app:pw-{SUFFIX}@db"
 
 def test_a_helm_diff_shows_no_value_and_a_template_failure_changes_nothing(clusters, run_playbook, tmp_path):
     target = clusters["target"]
-    namespace = f"phasekit-mask-{SUFFIX}"
+    namespace = f"phasekit-mask-helm-{SUFFIX}"
     chart = write_chart(tmp_path / "charts", "1.0.0")
     site = tmp_path / "site"
     (site / "phases").mkdir(parents=True)
