@@ -30,8 +30,9 @@ NON_ASCII = f"Grüße-aus-München-{SUFFIX}"
 NAMESPACE = f"phasekit-mask-{SUFFIX}"  # the objects and the run record
 CHILD, PARENT = f"mask-{SUFFIX}", f"mask-parent-{SUFFIX}"
 
-# The command (a script file: its command line stays short in the record's 300 characters) traces itself, reads its own kubeconfig's client key (as written and as PEM) and its parent's token,
-# prints them with the vault values, and fails; what it saw is kept aside to prove the secrets reached it.
+# The command (a script file: its command line stays short in the record's 300 characters) traces itself, reads
+# its own kubeconfig's client key (as written and as PEM) and its parent's token, prints them with the vault
+# values, and fails; what it saw is kept aside to prove the secrets reached it.
 SCRIPT = """\
 set -x
 KEY=$(sed -n 's/^ *client-key-data: //p' "$KUBECONFIG")
