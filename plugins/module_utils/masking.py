@@ -88,8 +88,10 @@ class Masks:
             return self.scrub_text(value)
         if isinstance(value, dict):
             return {self._scrub(key): self._scrub(item) for key, item in value.items()}
-        if isinstance(value, (list, tuple)):
-            return type(value)(self._scrub(item) for item in value)
+        if isinstance(value, list):  # plain containers out, whatever Ansible's tagged ones were
+            return [self._scrub(item) for item in value]
+        if isinstance(value, tuple):
+            return tuple(self._scrub(item) for item in value)
         return value
 
     def scrub_text(self, text: str) -> str:
