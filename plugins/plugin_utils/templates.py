@@ -39,7 +39,8 @@ def render_template_text(templar, text: str, variables, where: str) -> str:
             failure = compat.template_failure(exc)
             line = _template_line(exc) or _line_using(text, failure.name or _undefined_name(failure.message))
             raise PhasekitError(f"{where}{f' line {line}' if line else ''}: {failure.message}") from None
-    return rendered if isinstance(rendered, str) else str(rendered)
+    # a plain str: before 2.19 it is AnsibleUnsafeText, which libyaml's loader (PyYAML 6.0.4) refuses
+    return compat.plain_str(rendered) if isinstance(rendered, str) else str(rendered)
 
 
 def render_strings(templar, value, variables, where: str):

@@ -51,8 +51,9 @@ kind: ConfigMap
 metadata:
   name: masked-settings
 data:
-  multi: {{ db_multi | to_json }}
-  umlaut: {{ db_umlaut | to_json }}
+  multi: |-
+    {{ db_multi | indent(4) }}
+  umlaut: "{{ db_umlaut }}"
   plain: visible-setting
 """
 
