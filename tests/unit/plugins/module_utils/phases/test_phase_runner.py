@@ -291,6 +291,14 @@ def test_a_failing_command_shows_no_credential_of_the_kubeconfigs_it_was_handed(
         assert secret not in message, message
 
 
+def test_a_kubeconfig_given_as_an_env_files_text_is_masked_too():
+    kubeconfig = "apiVersion: v1\nusers:\n- name: x\n  user:\n    token: env-file-token-0123456789\n"
+    command = phase("c", "command", hosts=["child"],
+                    options={"cmd": 'cat "$OTHER" >&2; exit 1', "shell": True, "env_files": {"OTHER": kubeconfig}})
+    report = run_phases([command], BuiltinExecutors(HandingOut()), hosts_in_play=["child"])
+    assert "token: ***" in report.records[0].msg and "env-file-token" not in report.records[0].msg
+
+
 # ---------------------------------------------------------------- what plans show
 
 @pytest.mark.parametrize("executor, options, shown", [
