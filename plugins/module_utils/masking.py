@@ -11,7 +11,9 @@ results and run records, in every form in which a program or a serializer may pr
 * JSON-escaped (``\\n``, ``\\"``, ``\\u00fc``), Python-escaped (``repr``, ``ascii``, ``backslashreplace``: ``\\xfc``),
   YAML double-quoted (``\\xFC``) and single-quoted (``''``);
 * folded as YAML folds long or multi-line scalars (a line break and indentation, with ``\\`` in double-quoted
-  style, ``+``/``-`` of a diff line in front) wherever the value has white space or an escape;
+  style, ``+``/``-`` of a diff line in front) wherever the value has white space or an escape (forms of up to
+  ``MAX_FOLDABLE`` characters: a longer one, such as a whole PEM key, is found as written, and each of its lines
+  is a mask of its own);
 * base64 of the whole value (also with a line break or more after it: ``echo "$S" | base64``), unwrapped or
   wrapped at 64 or 76 characters.
 
@@ -32,6 +34,7 @@ MIN_SECRET = 4
 PEM_ARMOUR = re.compile(r"^-----(BEGIN|END) [A-Z0-9 ]+-----$")
 BASE64_WRAPS = (64, 76)  # PEM bodies, and base64(1)'s default
 JOINED = " | "           # how a command's last lines are shown on one line
+MAX_FOLDABLE = 512       # longer forms (a PEM key as a whole) are found as written; each of their lines is a mask
 
 # How YAML's double-quoted style escapes a character (PyYAML's Emitter.ESCAPE_REPLACEMENTS)
 YAML_ESCAPES = {"\0": "0", "\x07": "a", "\x08": "b", "\t": "t", "\n": "n", "\x0b": "v", "\x0c": "f", "\r": "r",
@@ -44,6 +47,7 @@ _TOKEN = re.compile(r"\\(?:x[0-9A-Fa-f]{2}|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|.)|\s
 _SPACE = r"(?:[^\S\n]|\\?\n[+\- ]?|\\(?=[^\S\n]))+"
 # A double-quoted YAML scalar may fold right after an escape: '\', line break, indentation
 _FOLD = r"(?:\\\r?\n[+\- ]?[ \t]*)?"
+_FOLDS_AT = re.compile(r"[\s\\]")  # where a printed form may be folded: white space, escapes
 
 
 class Masks:
@@ -124,15 +128,18 @@ def printed_forms(secret: str) -> dict:
 @functools.lru_cache(maxsize=4096)
 def _printed_forms(secret: str) -> tuple:
     lines = [line.strip() for line in secret.splitlines() if line.strip()]
-    pieces = [secret.strip()]
+    wholes = {secret.strip()}
+    parts: set[str] = set()
     if len(lines) > 1:
-        pieces += [line for line in lines if not PEM_ARMOUR.match(line)]
-        pieces.append(JOINED.join(lines))
-    forms = set()
-    for piece in pieces:
-        forms.update(escaped_forms(piece))
-    forms.update(base64_forms(secret))
-    return tuple((form, _foldable(form)) for form in forms if len(form) >= MIN_SECRET)
+        parts.update(line for line in lines if not PEM_ARMOUR.match(line))
+        wholes.add(JOINED.join(lines))
+    # when every line is a mask, folded wholes need no pattern of their own (a PEM key: 28 lines, no spaces)
+    lines_cover = len(lines) > 1 and all(len(line) >= MIN_SECRET or PEM_ARMOUR.match(line) for line in lines)
+    forms = {form: None for piece in wholes for form in escaped_forms(piece)} if lines_cover else {
+        form: _foldable(form) for piece in wholes for form in escaped_forms(piece)}
+    forms.update((form, _foldable(form)) for piece in parts for form in escaped_forms(piece))
+    forms.update((form, None) for form in base64_forms(secret))
+    return tuple((form, pattern) for form, pattern in forms.items() if len(form) >= MIN_SECRET)
 
 
 def escaped_forms(text: str) -> set[str]:
@@ -193,7 +200,9 @@ class _Foldable:
 
 
 def _foldable(form: str):
-    return _Foldable(form) if any(char.isspace() or char == "\\" for char in form) else None
+    if len(form) > MAX_FOLDABLE or not _FOLDS_AT.search(form):
+        return None
+    return _Foldable(form)
 
 
 def _escape_pattern(token: str) -> str:
