@@ -16,6 +16,7 @@ from ansible.errors import AnsibleError
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import REMOTE_PREFIXES, ChartCache
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import (
     ABSENT, HELM_OPTIONS_SPEC, MODE_APPLY, helm_request, is_template, plain_values_file)
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.release import values_masks
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.run import (
     release_apply_arguments, remove_rendered_release, render_release, run_release)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import apply_bundle, apply_options
@@ -41,6 +42,7 @@ class ActionModule(PhasekitAction):
         resolution = resolve_for_task(self, task_vars, args)
         request = helm_request(args, namespace=resolution.namespace or "default",
                                read_values_file=lambda path: self._values_file(path, task_vars))
+        self.hand_out(resolution.config, values_masks(request.values))
         check_mode, diff = bool(self._task.check_mode), bool(self._task.diff)
         with ChartCache() as charts:
             if request.mode == MODE_APPLY:

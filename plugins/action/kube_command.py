@@ -34,6 +34,7 @@ class ActionModule(PhasekitAction):
             # A command's effect cannot be predicted; nothing is resolved or run.
             return {"changed": False, "skipped": True, "cmd": argv, "msg": "not run in check mode"}
         resolution = resolve_for_task(self, task_vars, args)
+        self.hand_out(resolution.config)  # what the command prints may hold its credentials
         done = run_command(argv, kubeconfig=resolution.config, env=args["env"], chdir=args["chdir"],
                            stdin=args["stdin"], timeout=args["timeout"])
         result = {"changed": True, **done.to_dict(), "kubeconfig": resolution.summary()}

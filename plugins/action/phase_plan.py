@@ -23,7 +23,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.convert impor
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import Plan
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import plan_steps
 from ansible_collections.phasekit.kube.plugins.plugin_utils.action import PhasekitAction
-from ansible_collections.phasekit.kube.plugins.module_utils.templating import scrub_secrets
+from ansible_collections.phasekit.kube.plugins.module_utils.masking import scrub_secrets
 from ansible_collections.phasekit.kube.plugins.plugin_utils.templates import (
     host_variables, render_template_file, vault_values)
 from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import (

@@ -34,6 +34,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import
     CHANGED, DEFAULT_CLUSTER_CONCURRENCY, FAILED, OK, SKIPPED, TASKS_EXECUTOR, RolloutRun, run_phases)
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import ChartCache
+from ansible_collections.phasekit.kube.plugins.module_utils.masking import Masks
 from ansible_collections.phasekit.kube.plugins.plugin_utils.action import PhasekitAction
 from ansible_collections.phasekit.kube.plugins.plugin_utils.fleet import Fleet, remembered_by_host
 from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import REMEMBERED_VAR, RESOLUTIONS_KEY
@@ -116,7 +117,8 @@ class ActionModule(PhasekitAction):
                                     dry_run=mode not in (RUN, DESTROY), status_mode=mode == STATUS,
                                     stopped_by=args["stopped_by"],
                                     concurrency=concurrency, progress=self._progress(mode),
-                                    recorded=phase_recorder(records) if writes else None,
+                                    recorded=phase_recorder(records, masks_for=lambda host: Masks(fleet.secrets(host)))
+                                    if writes else None,
                                     prepare=fleet.vars.prefetch, rollouts=rollouts)
             finally:
                 # entries the records held back, in one write per cluster (also when the step was interrupted)

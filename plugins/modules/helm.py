@@ -126,7 +126,7 @@ attributes:
     support: full
     details:
       - Shows the rendered manifest against the live release's, object by object (C(helm upgrade --dry-run)),
-        Secret values redacted.
+        Secret values redacted, and every string of the merged values (4 characters or more) shown as C(***).
   platform:
     platforms: posix
   action_group:
@@ -193,11 +193,14 @@ EXAMPLES = r"""
 
 RETURN = r"""
 action:
-  description: What was done (or would be, in check mode).
+  description:
+    - What was done (or would be, in check mode).
+    - C(failed) when helm failed before it made a new revision (a template error); the task then reports
+      C(changed=false). A failure that left a new revision (a C(wait) timeout) says C(installed) or C(upgraded).
   returned: always (helm_mode release)
   type: str
   sample: upgraded
-  choices: [installed, upgraded, unchanged, uninstalled, absent]
+  choices: [installed, upgraded, unchanged, uninstalled, absent, failed]
 reasons:
   description: Why the release changed (never values, only that they changed).
   returned: always (helm_mode release)

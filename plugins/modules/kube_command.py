@@ -17,6 +17,9 @@ description:
     or cannot be started. C(KUBECONFIG) points at that file, whatever O(env) says.
   - The executor of C(command) phases of the C(phasekit.kube.plan) role.
   - The command is not run in check mode (its effect cannot be predicted); the task reports C(skipped).
+  - What the command prints is masked in the result and the message (C(***)) wherever it holds a credential of
+    the kubeconfig it was given (token, password, client key and certificate, base64 or decoded, auth-provider
+    and exec secrets), in any form it may be printed in (each line, base64, escaped); see docs/troubleshooting.md.
 options:
   argv:
     description: The command as a list of arguments, run without a shell. Exactly one of O(argv) and O(cmd).

@@ -11,7 +11,8 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.phasekit.kube.plugins.module_utils.bundle import render_bundle
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.private_files import remove_on_signals
-from ansible_collections.phasekit.kube.plugins.module_utils.templating import scrub_secrets
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.redact import kubeconfig_credentials
+from ansible_collections.phasekit.kube.plugins.module_utils.masking import Masks
 from ansible_collections.phasekit.kube.plugins.plugin_utils.templates import render_template_file, vault_values
 
 
@@ -48,6 +49,7 @@ class PhasekitAction(ActionBase):
     REQUIRED_ONE_OF: list = []
     PLAIN_ARGS = False  # True: arguments become plain dicts/lists (objects are dumped as JSON and YAML)
     _rendered_templates = False  # set once render_task_bundle rendered a .j2 manifest with the task's variables
+    _masks: Masks | None = None  # what the task handed out (kubeconfig credentials, helm values), hidden in results
 
     def run(self, tmp=None, task_vars=None):
         remove_on_signals()  # an interrupted run leaves no kubeconfig or client key on disk
@@ -64,6 +66,7 @@ class PhasekitAction(ActionBase):
             from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import to_plain
             args = to_plain(args)
         self._rendered_templates = False
+        self._masks = Masks()
         try:
             result.update(self.execute(args, task_vars))
         except PhasekitError as err:
@@ -73,9 +76,20 @@ class PhasekitAction(ActionBase):
         return self._scrubbed(result, task_vars)
 
     def _scrubbed(self, value, task_vars: dict):
-        """After the task's templates were rendered: its vault-encrypted values hidden (in objects, diffs, messages)
-        wherever the templates carried them."""
-        return scrub_secrets(value, vault_values(task_vars)) if self._rendered_templates else value
+        """``value`` without what the task handed out (``hand_out``) nor, after the task's templates were rendered,
+        its vault-encrypted values (in objects, diffs, messages) wherever the templates carried them."""
+        masks = Masks().update(self._masks) if self._masks else Masks()
+        if self._rendered_templates:
+            masks.add(*vault_values(task_vars))
+        return masks.scrub(value)
+
+    def hand_out(self, kubeconfig: dict | None = None, masks: Masks | None = None) -> None:
+        """Note a kubeconfig given to a program (a command, helm), whose credentials it may print, and other
+        ``masks`` (helm values, never shown): all are hidden in the task's result and messages."""
+        if kubeconfig:
+            self._masks.add(*kubeconfig_credentials(kubeconfig))
+        if masks:
+            self._masks.update(masks)
 
     def execute(self, args: dict, task_vars: dict) -> dict:
         """The action's work on validated arguments; raises PhasekitError for bad input."""

@@ -22,6 +22,7 @@ from contextlib import ExitStack
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiSession
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.redact import kubeconfig_credentials
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import Resolution
 from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import (
     HOST_VAR_CLUSTER, HOST_VAR_CONTEXT, HOST_VAR_KUBECONFIG, HOST_VAR_PARENT, REMEMBERED_VAR, RESOLUTION_KEY,
@@ -92,7 +93,8 @@ class Fleet:
         self._locks: dict[str, threading.RLock] = {}
         self._locks_lock = threading.Lock()
         self._templated: set[str] = set()           # hosts whose templates were rendered
-        self._secrets: dict[str, frozenset] = {}
+        self._secrets: dict[str, frozenset] = {}       # vault-encrypted values, of hosts with templates
+        self._credentials: dict[str, frozenset] = {}   # of resolved kubeconfigs
         self._stack = ExitStack()
 
     def __enter__(self) -> Fleet:
@@ -128,15 +130,21 @@ class Fleet:
         return render_strings(self._templar, options, self._variables(host, where), where)
 
     def secrets(self, host: str) -> frozenset:
-        """The values of the host's vault-encrypted variables, once a template of this host was rendered (only
-        templates carry them into objects, diffs and messages); empty otherwise, at no cost."""
+        """What must not be shown of this host: the credentials of its kubeconfig once resolved (handed to
+        commands, helm and containers, which may print them), and the values of its vault-encrypted variables
+        once a template of this host was rendered (only templates carry them into objects, diffs and messages).
+        Nothing is resolved or decrypted for it."""
         with self._lock_for(host):
+            found = self._resolutions.get(host)
+            if isinstance(found, Resolution) and host not in self._credentials:
+                self._credentials[host] = frozenset(kubeconfig_credentials(found.config))
+            credentials = self._credentials.get(host, frozenset())
             if host not in self._templated:
-                return frozenset()
+                return credentials
             if host not in self._secrets:
                 with TEMPLATE_LOCK:
                     self._secrets[host] = frozenset(vault_values(host_variables(self._hostvars, host)))
-            return self._secrets[host]
+            return self._secrets[host] | credentials
 
     def _variables(self, host: str, what: str):
         if self._templar is None or self._hostvars is None or host not in self._hostvars:

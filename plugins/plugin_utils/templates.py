@@ -8,7 +8,6 @@ Errors name the file; a variable's value is never part of them.
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 from collections.abc import Mapping
@@ -40,7 +39,8 @@ def render_template_text(templar, text: str, variables, where: str) -> str:
             failure = compat.template_failure(exc)
             line = _template_line(exc) or _line_using(text, failure.name or _undefined_name(failure.message))
             raise PhasekitError(f"{where}{f' line {line}' if line else ''}: {failure.message}") from None
-    return rendered if isinstance(rendered, str) else str(rendered)
+    # a plain str: before 2.19 it is AnsibleUnsafeText, which libyaml's loader (PyYAML 6.0.4) refuses
+    return compat.plain_str(rendered) if isinstance(rendered, str) else str(rendered)
 
 
 def render_strings(templar, value, variables, where: str):
@@ -63,8 +63,8 @@ def host_variables(hostvars, host: str):
 
 def vault_values(variables) -> set[str]:
     """The plain text of every vault-encrypted value among ``variables`` (to any depth): what templates may carry
-    into objects, diffs and messages, and what is scrubbed from them. Decrypts them (a template using them does
-    the same); asked only for hosts whose templates were rendered."""
+    into objects, diffs and messages, and what ``masking.Masks`` hides in them. Decrypts them (a template using
+    them does the same); asked only for hosts whose templates were rendered."""
     found: set[str] = set()
     stack = [variables]
     while stack:
@@ -74,8 +74,7 @@ def vault_values(variables) -> set[str]:
                 plain = str(value)
             except AnsibleError:  # not decryptable here: then no template could have used it either
                 continue
-            # as it is, and as JSON text quotes it (a value with quotes, backslashes or line breaks in a diff)
-            found.update((plain, json.dumps(plain)[1:-1]))
+            found.add(compat.plain_str(plain))  # masking.Masks expands it into the forms it may be shown in
         elif isinstance(value, Mapping):
             stack.extend(value.values())
         elif isinstance(value, (list, tuple)):

@@ -29,14 +29,15 @@ from ansible_collections.phasekit.kube.plugins.module_utils.errors import Phasek
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import Chart
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.cli import DEFAULT_TIMEOUT, HelmCli
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import HelmRequest, duration_seconds
-from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import HIDDEN, object_diff
-from ansible_collections.phasekit.kube.plugins.module_utils.templating import scrub_secrets
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import object_diff
+from ansible_collections.phasekit.kube.plugins.module_utils.masking import Masks
 
 DESCRIPTION = "phasekit.kube chart={chart} values={values}"
 DESCRIBED = re.compile(r"^phasekit\.kube chart=(?P<chart>[0-9a-f]+) values=(?P<values>[0-9a-f]+)$")
 DIGEST_LENGTH = 32
 DEPLOYED = "deployed"
 INSTALLED, UPGRADED, UNCHANGED, UNINSTALLED, ABSENT = "installed", "upgraded", "unchanged", "uninstalled", "absent"
+FAILED = "failed"             # the action of a request that failed before helm changed the release
 TIMEOUT_MARGIN = 60           # seconds a helm call may take beyond its own --timeout
 SOURCE_COMMENT = re.compile(r"^# Source: (.+)$", re.MULTILINE)
 
@@ -179,10 +180,15 @@ def manifest_diffs(before: str, after: str, label: str) -> list[dict]:
     return diffs
 
 
-def scrub_values(text: str, values) -> str:
-    """``text`` with every string value of the release's values replaced by ``***`` (they may be secrets and
-    helm quotes rendered manifests in some errors)."""
-    return scrub_secrets(text, set(_leaf_strings(values)), HIDDEN)
+def values_masks(values) -> Masks:
+    """The release's string values as masks: they may be secrets, and they never appear in errors (helm quotes
+    rendered manifests in some) nor in diffs (the rendered objects hold them)."""
+    return Masks(_leaf_strings(values))
+
+
+def scrub_values(text, values):
+    """``text`` (or diffs) with every string value of the release's values replaced by ``***``."""
+    return values_masks(values).scrub(text)
 
 
 def _leaf_strings(values):
@@ -213,13 +219,16 @@ def ensure_release(helm: HelmCli, request: HelmRequest, chart: Chart, *, check_m
             before = helm.manifest(request.name, request.namespace) if live is not None else ""
             rendered = _release_json(helm.run(upgrade_argv(request, chart, values_path, helm.version[0], dry_run=True),
                                               what=f"helm upgrade {request.name} --dry-run"))
-            report.diffs = manifest_diffs(before, rendered.get("manifest") or "", f"{request.namespace}/{request.name}")
+            diffs = manifest_diffs(before, rendered.get("manifest") or "", f"{request.namespace}/{request.name}")
+            report.diffs = scrub_values(diffs, request.values)
         if check_mode:
             return report
         done = _release_json(helm.run(upgrade_argv(request, chart, values_path, helm.version[0]),
                                       what=f"helm upgrade --install {request.name}", timeout=helm_timeout(request)))
     except PhasekitError as err:
         report.failure = scrub_values(str(err), request.values)
+        if check_mode or not _release_moved(helm, request, live):
+            report.changed, report.action = False, FAILED  # refused before helm made a revision (a template error)
         return report
     report.revision = done.get("version")
     report.status = (done.get("info") or {}).get("status")
@@ -245,6 +254,16 @@ def remove_release(helm: HelmCli, request: HelmRequest, *, check_mode: bool, dif
     except PhasekitError as err:
         report.failure = str(err)
     return report
+
+
+def _release_moved(helm: HelmCli, request: HelmRequest, live: dict | None) -> bool:
+    """Whether a failed install or upgrade left a new revision (a failed --wait does; a template error does not)."""
+    try:
+        now = helm.latest_revision(request.name, request.namespace)
+    except PhasekitError:
+        return True  # unknown: say it may have changed
+    before = live.get("revision") if live else None
+    return now is not None and now.get("revision") != before
 
 
 def _release_json(text: str) -> dict:

@@ -15,9 +15,9 @@ from __future__ import annotations
 import copy
 
 from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
-from ansible_collections.phasekit.kube.plugins.module_utils.templating import scrub_secrets
+from ansible_collections.phasekit.kube.plugins.module_utils.masking import HIDDEN, scrub_secrets
 
-HIDDEN = "***"  # a value that must not be shown (Secret data); kubeconfig views say REDACTED, as kubectl
+# HIDDEN (masking): a value that must not be shown (Secret data); kubeconfig views say REDACTED, as kubectl
 SECRET_FIELDS = ("data", "stringData")
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 NOISY_METADATA = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink")
@@ -33,7 +33,7 @@ def scrub_secret_values(text: str, obj: dict | None) -> str:
     if not is_secret(obj) or not text:
         return text
     values = [value for field in SECRET_FIELDS if isinstance(obj.get(field), dict) for value in obj[field].values()]
-    return scrub_secrets(text, {form for value in values for form in (str(value), repr(value))}, HIDDEN)
+    return scrub_secrets(text, {str(value) for value in values}, HIDDEN)  # in every form the server may quote it
 
 
 def clean(obj: dict | None) -> dict:

@@ -10,6 +10,8 @@ environment values are credentials too.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import copy
 
 REDACTED = "REDACTED"
@@ -71,3 +73,59 @@ def _omit_data(entry: dict, fields) -> None:
     for field_name in fields:
         if entry.get(field_name):
             entry[field_name] = DATA_OMITTED
+
+
+def kubeconfig_credentials(config) -> set[str]:
+    """Every credential of a kubectl-shaped kubeconfig dict, to mask wherever what a command, helm or a container
+    given this kubeconfig prints is shown: tokens (and a ``tokenFile``'s content), passwords, client key and
+    certificate data (base64 as written, and decoded: the PEM text), auth-provider settings, exec environment
+    values and the values of exec arguments ``redact_exec_args`` hides."""
+    found: set[str] = set()
+    if not isinstance(config, dict):
+        return found
+    for item in config.get("users") or []:
+        user = (item or {}).get("user") if isinstance(item, dict) else None
+        if isinstance(user, dict):
+            found.update(_user_credentials(user))
+    return {value for value in found if isinstance(value, str) and value}
+
+
+def _user_credentials(user: dict):
+    for field_name in SECRET_USER_FIELDS:
+        yield user.get(field_name)
+    yield _file_text(user.get("tokenFile"))
+    for field_name in DATA_FIELDS["users"]:
+        data = user.get(field_name)
+        if isinstance(data, str):
+            yield data
+            yield _decoded(data)
+    provider = user.get("auth-provider") or {}
+    if isinstance(provider, dict) and isinstance(provider.get("config"), dict):
+        yield from (str(value) for value in provider["config"].values() if value)
+    exec_config = user.get("exec") or {}
+    if isinstance(exec_config, dict):
+        for variable in exec_config.get("env") or []:
+            if isinstance(variable, dict) and variable.get("value"):
+                yield str(variable["value"])
+        args = exec_config.get("args")
+        if isinstance(args, list):
+            for arg, shown in zip(args, redact_exec_args(args)):
+                if shown != arg:  # '--token=x' (its value after '=') or the 'x' after '--token'
+                    yield str(arg).partition("=")[2] if shown.endswith(f"={REDACTED}") else str(arg)
+
+
+def _decoded(data: str) -> str | None:
+    try:
+        return base64.b64decode(data, validate=False).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return None
+
+
+def _file_text(path) -> str | None:
+    if not isinstance(path, str) or not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read().strip()
+    except (OSError, UnicodeDecodeError):
+        return None

@@ -26,6 +26,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.errors import Phasek
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import ChartCache
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import (
     ABSENT, HELM_OPTIONS_SPEC, MODE_APPLY, duration_seconds, helm_request, is_template, plain_values_file)
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.release import values_masks
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.run import (
     release_apply_arguments, remove_rendered_release, render_release, run_release)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import APPLY_OPTIONS_SPEC, apply_bundle, apply_options
@@ -33,16 +34,19 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery impor
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import DEFAULT_TIMEOUT as TEARDOWN_TIMEOUT
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import Teardown
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.redact import kubeconfig_credentials
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import (
     WAIT_OPTIONS_SPEC, not_current_now, wait_for_bundle, wait_rules)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs import build_env_dirs
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import COMMAND_PHASE_SPEC, command_argv
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import command_failure_message, run_command
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import (
+    command_failure_message, kubeconfig_in, run_command)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.container import (
     CONTAINER_SPEC, container_failure_message, run_container, shown_items, write_output)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import RunRecords, bundle_digest, resumable
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import TASKS_EXECUTOR, Outcome, time_left
-from ansible_collections.phasekit.kube.plugins.module_utils.templating import has_template_strings, scrub_secrets
+from ansible_collections.phasekit.kube.plugins.module_utils.masking import Masks
+from ansible_collections.phasekit.kube.plugins.module_utils.templating import has_template_strings, is_template_text
 
 RUN, VALIDATE, STATUS, DESTROY = "run", "validate", "status", "destroy"
 UNREACHABLE = "cluster unreachable, skipped"
@@ -92,7 +96,8 @@ class ClusterAccess(Protocol):
         """``options`` with their template strings rendered with the host's variables; raises PhasekitError."""
 
     def secrets(self, host: str) -> frozenset:
-        """Values the host's templates may have carried into output (vault-encrypted variables), to scrub."""
+        """What must not be shown of this host: the values its templates may have carried into output
+        (vault-encrypted variables) and the credentials of its kubeconfig once resolved (``masking.Masks``)."""
 
 
 def option_values(spec: dict, options: dict) -> dict:
@@ -178,12 +183,28 @@ class BuiltinExecutors:
             if self.mode == STATUS and self.records is not None:
                 outcome.details = {**outcome.details, "last_run": self._last_run(phase, host, digest)}
         except PhasekitError as err:
-            raise PhasekitError(scrub_secrets(str(err), self.access.secrets(host))) from None
-        secrets = self.access.secrets(host)
-        if secrets:  # what the host's templates rendered may come back in messages and diffs
-            outcome.msg = scrub_secrets(outcome.msg, secrets)
-            outcome.details = scrub_secrets(outcome.details, secrets)
+            raise PhasekitError(self.masks(phase, host).scrub(str(err))) from None
+        except Exception as err:  # pylint: disable=broad-exception-caught
+            # the runner would show any other error as it is: masked as the runner would word it
+            raise PhasekitError(self.masks(phase, host).scrub(f"unexpected error ({type(err).__name__}): {err}")) \
+                from None
+        masks = self.masks(phase, host)
+        if masks:  # what templates rendered, and what was handed a kubeconfig, may print them
+            outcome.msg = masks.scrub(outcome.msg)
+            outcome.details = masks.scrub(outcome.details)
         return outcome
+
+    def masks(self, phase: dict, host: str) -> Masks:
+        """What a phase on ``host`` must not show: the host's secrets, and those of every host whose kubeconfig
+        the phase handed to its command (``kubeconfigs``), or that a file it wrote for it holds (``env_files``)."""
+        masks = Masks(self.access.secrets(host))
+        options = (phase.get("options") or {}) if phase.get("executor") == "command" else {}
+        for name in (options.get("kubeconfigs") or {}).values():
+            if isinstance(name, str) and name.strip() and not is_template_text(name):
+                masks.add(*self.access.secrets(name.strip()))
+        for text in (options.get("env_files") or {}).values():
+            masks.add(*kubeconfig_credentials(kubeconfig_in(text)))
+        return masks
 
     # ------------------------------------------------------------ run records
 
@@ -300,8 +321,7 @@ class BuiltinExecutors:
             if problem:
                 problems.append(f"phase {phase['name']}: {problem}")
         message = "; ".join(problems) or None
-        secrets = self.access.secrets(host)
-        return scrub_secrets(message, secrets) if message and secrets else message
+        return Masks(self.access.secrets(host)).scrub(message) if message else message
 
     # ------------------------------------------------------------ executors
 
@@ -404,7 +424,10 @@ class BuiltinExecutors:
                                                             dry_run=self.dry_run))
         if request.mode == MODE_APPLY:
             bundle = render_release(request, kubeconfig=resolution.config, charts=self.charts)
-            return self._apply_objects(phase, host, bundle, release_apply_arguments(request), request.namespace)
+            outcome = self._apply_objects(phase, host, bundle, release_apply_arguments(request), request.namespace)
+            values = values_masks(request.values)  # the rendered objects hold them: never in diffs or messages
+            outcome.msg, outcome.details = values.scrub(outcome.msg), values.scrub(outcome.details)
+            return outcome
         report = run_release(request, kubeconfig=resolution.config, charts=self.charts, check_mode=self.dry_run,
                              diff=self.diff)
         details = {key: value for key, value in report.result().items() if key not in ("changed", "diff")}

@@ -17,7 +17,7 @@ import subprocess
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
-from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
+from ansible_collections.phasekit.kube.plugins.module_utils import compat, yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs import OPTION as ENV_DIRS
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs import (
@@ -101,6 +101,18 @@ def private_text_files(texts: dict[str, str]):
 
 def _private_file(directory: str, name: str, text: str) -> str:
     return write_private_file(os.path.join(directory, name), text)
+
+
+def kubeconfig_in(text) -> dict | None:
+    """The kubeconfig an ``env_files`` text holds (its credentials are masked in what the command prints), or None
+    for any other text."""
+    if not isinstance(text, str) or "users:" not in text:
+        return None
+    try:
+        found = yaml_io.load_all(compat.plain_str(text), "env_files")
+    except PhasekitError:
+        return None
+    return found[0] if len(found) == 1 and isinstance(found[0], dict) else None
 
 
 @dataclass

@@ -24,7 +24,7 @@ showing status.
 
 Entries hold no secret: the digest is a SHA-256 of what the phase applies to
 that cluster (the cluster holds those objects anyway), messages are scrubbed
-before they get here.
+and masked again (``recorded_message``) as they get here.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from typing import Callable
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError, ApiSession
+from ansible_collections.phasekit.kube.plugins.module_utils.masking import Masks
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.selection import OCCURRENCE
 
 RECORD_PREFIX = "phasekit-run-"
@@ -100,7 +101,7 @@ def utc_stamp(epoch: float) -> str:
 
 
 def entry_for(run: RunInfo, *, result: str, started: float, duration: float, digest: str | None,
-              msg: str = "", rollout: dict | None = None) -> dict:
+              msg: str = "", rollout: dict | None = None, masks: Masks | None = None) -> dict:
     """One phase's entry of this run; under a rollout, which batch of it touched the cluster
     (``{"phase": "cni", "batch": 2, "of": 5}``)."""
     entry = {"run": run.run, "action": run.action, "result": result, "started": utc_stamp(started),
@@ -109,8 +110,15 @@ def entry_for(run: RunInfo, *, result: str, started: float, duration: float, dig
     if rollout:
         entry["rollout"] = {key: rollout.get(key) for key in ("phase", "batch", "of")}
     if result == "failed" and msg:
-        entry["msg"] = msg if len(msg) <= MAX_RECORD_MESSAGE else msg[:MAX_RECORD_MESSAGE] + "..."
+        entry["msg"] = recorded_message(msg, masks)
     return entry
+
+
+def recorded_message(msg: str, masks: Masks | None = None) -> str:
+    """A failed phase's message as a record keeps it (people with ``view`` read it): every mask hidden, then cut
+    to ``MAX_RECORD_MESSAGE`` characters (masked first: a cut secret would not be found any more)."""
+    msg = masks.scrub(msg) if masks else msg
+    return msg if len(msg) <= MAX_RECORD_MESSAGE else msg[:MAX_RECORD_MESSAGE] + "..."
 
 
 def resumable(entry: dict | None, digest: str | None) -> bool:
@@ -319,20 +327,23 @@ def run_history(entries_by_phase: dict[str, list], phases: list[str]) -> list[di
     return sorted(runs.values(), key=lambda run: (run["started"], run["run"]), reverse=True)
 
 
-def phase_recorder(records: RunRecords, tasks_executor: str = "tasks"):
+def phase_recorder(records: RunRecords, tasks_executor: str = "tasks",
+                   masks_for: Callable[[str], Masks] | None = None):
     """The runner's ``recorded`` callback: each finished phase's entry written to its cluster's record (a phase
     that changed nothing: with the cluster's next write).
 
     Not written: tasks phases (their task file's outcome is the role's, per host), phases a resume skipped (their
     earlier entry stays the last one), and skipped ones; a write that fails is a warning of that host's record,
-    unless the phase itself failed (its message says why the cluster could not be reached).
+    unless the phase itself failed (its message says why the cluster could not be reached). ``masks_for(host)``:
+    what the host's messages must not show.
     """
 
     def write(phase: dict, record) -> None:
         if record.executor == tasks_executor or record.result not in (*SUCCEEDED, "failed"):
             return
         entry = entry_for(records.run, result=record.result, started=record.started, duration=record.duration,
-                          digest=record.details.get("digest"), msg=record.msg, rollout=record.details.get("rollout"))
+                          digest=record.details.get("digest"), msg=record.msg, rollout=record.details.get("rollout"),
+                          masks=masks_for(record.host) if masks_for and record.msg else None)
         problem = records.write(record.host, phase["name"], entry, patient=record.result != "failed",
                                 wait=record.result == "ok")
         if problem and record.result != "failed":

@@ -8,7 +8,8 @@ from ansible.parsing.vault import VaultLib, VaultSecret
 from ansible.template import Templar
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.templating import has_template_strings, scrub_secrets
+from ansible_collections.phasekit.kube.plugins.module_utils.masking import scrub_secrets
+from ansible_collections.phasekit.kube.plugins.module_utils.templating import has_template_strings
 from ansible_collections.phasekit.kube.plugins.plugin_utils.templates import (
     render_strings, render_template_file, render_template_text, vault_values)
 
@@ -71,5 +72,5 @@ def test_vault_values_are_found_and_scrubbed():
 
 def test_a_vault_value_is_also_hidden_as_json_quotes_it():
     found = vault_values([vaulted('pa"ss\\word')])
-    assert found == {'pa"ss\\word', 'pa\\"ss\\\\word'}
+    assert found == {'pa"ss\\word'}
     assert scrub_secrets('{"after": "pa\\"ss\\\\word"}', found) == '{"after": "***"}'

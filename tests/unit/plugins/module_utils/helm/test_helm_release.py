@@ -11,7 +11,8 @@ from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import Ch
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import (
     HELM_OPTIONS_SPEC, check_helm_options, duration_seconds, helm_request, merge_values)
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.release import (
-    helm_timeout, manifest_diffs, release_changes, release_description, scrub_values, split_manifest, upgrade_argv)
+    ensure_release, helm_timeout, manifest_diffs, release_changes, release_description, scrub_values, split_manifest,
+    upgrade_argv)
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.run import release_apply_arguments
 
 DEFAULTS = {name: rule.get("default") for name, rule in HELM_OPTIONS_SPEC.items()}
@@ -182,3 +183,47 @@ def test_apply_mode_is_a_pruned_applyset_named_after_the_release():
     args = release_apply_arguments(request)
     wanted = ("hello", True, "apps", {"timeout": 90})
     assert (args["applyset"], args["prune"], args["namespace"], args["wait"]) == wanted
+
+
+class RefusingHelm:
+    """A helm whose upgrade fails: at template time (no new revision) or after making one (a --wait timeout)."""
+
+    version = (4, 0, 0)
+
+    def __init__(self, live, after_failure):
+        self.revisions = [live, after_failure]
+
+    def latest_revision(self, name, namespace):
+        return self.revisions.pop(0)
+
+    def values_file(self, values):
+        return "/private/values.yaml"
+
+    def manifest(self, name, namespace):
+        return ""
+
+    def run(self, argv, what, timeout=None):
+        raise PhasekitError(f"{what} failed: Error: execution error at (hello/templates/cm.yaml:6:17): "
+                            "postgres://app:p4ssw0rd-123@db is not allowed")
+
+
+@pytest.mark.parametrize("live, after_failure, changed, action", [
+    (None, None, False, "failed"),
+    (None, {"revision": 1, "status": "failed"}, True, "installed"),
+    ({"revision": 3, "status": "deployed"}, {"revision": 3, "status": "deployed"}, False, "failed"),
+    ({"revision": 3, "status": "deployed"}, {"revision": 4, "status": "failed"}, True, "upgraded"),
+], ids=["install-refused-at-template-time-changes-nothing", "install-that-left-a-failed-revision-changed-it",
+        "upgrade-refused-at-template-time-changes-nothing", "upgrade-that-left-a-failed-revision-changed-it"])
+def test_a_failed_request_says_whether_it_changed_the_release(tmp_path, live, after_failure, changed, action):
+    chart = local_chart(str(write_chart(tmp_path / "c")))
+    request = request_for({"dsn": "postgres://app:p4ssw0rd-123@db"})
+    report = ensure_release(RefusingHelm(live, after_failure), request, chart, check_mode=False, diff=False)
+    assert (report.changed, report.action) == (changed, action)
+    assert "templates/cm.yaml:6:17" in report.failure and "p4ssw0rd" not in report.failure
+
+
+def test_values_never_appear_in_diffs():
+    before = "---\n# Source: hello/templates/cm.yaml\nkind: ConfigMap\napiVersion: v1\nmetadata: {name: a}\n"
+    after = before + "data: {dsn: 'postgres://app:p4ssw0rd-123@db', mode: fast}\n"
+    diffs = scrub_values(manifest_diffs("", after, "ns/hello"), {"db": {"dsn": "postgres://app:p4ssw0rd-123@db"}})
+    assert "p4ssw0rd" not in repr(diffs) and "dsn: ***" in diffs[0]["after"] and "mode: fast" in diffs[0]["after"]

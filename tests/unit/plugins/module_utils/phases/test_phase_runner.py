@@ -255,6 +255,50 @@ def test_option_strings_render_per_host_and_secrets_are_scrubbed():
     assert report.records[1].details["diff"] == [{"after": "login beta ***"}]
 
 
+class HandingOut(NoCluster):
+    """ClusterAccess whose hosts resolve to kubeconfigs with credentials (child: a token; parent: a client key)."""
+
+    KEY_PEM = "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIKeyBodyLineOne0123456789abcdefABCDEF0123456789abcdefAB\n" \
+              "oAoGCCqGSM49AwEHoUQDQgAEKeyBodyLineTwo0123456789abcdefABCDEF01234\n-----END EC PRIVATE KEY-----\n"
+
+    def __init__(self):
+        import base64  # pylint: disable=import-outside-toplevel
+        self.configs = {"child": {"users": [{"name": "u", "user": {"token": "child-token-0123456789"}}]},
+                        "parent": {"users": [{"name": "p", "user": {
+                            "client-key-data": base64.b64encode(self.KEY_PEM.encode()).decode()}}]}}
+        self.resolved = set()
+
+    def resolution(self, host):
+        self.resolved.add(host)
+        return type("Resolution", (), {"config": self.configs[host], "namespace": None, "context": host})()
+
+    def secrets(self, host):
+        from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.redact import kubeconfig_credentials
+        return frozenset(kubeconfig_credentials(self.configs[host])) if host in self.resolved else frozenset()
+
+
+def test_a_failing_command_shows_no_credential_of_the_kubeconfigs_it_was_handed():
+    script = ('set -x; TOKEN=$(sed -n "s/^ *token: //p" "$KUBECONFIG"); '
+              'KEY=$(sed -n "s/^ *client-key-data: //p" "$PARENT"); '
+              'echo "$KEY" | base64 -d >&2; echo "token $TOKEN key $KEY" >&2; exit 3')
+    command = phase("c", "command", hosts=["child"],
+                    options={"cmd": script, "shell": True, "kubeconfigs": {"PARENT": "parent"}})
+    report = run_phases([command], BuiltinExecutors(HandingOut()), hosts_in_play=["child"])
+    message = report.records[0].msg
+    assert "exited with rc 3" in message and "***" in message, message
+    for secret in ("child-token-0123456789", "KeyBodyLineOne", "KeyBodyLineTwo",
+                   HandingOut().configs["parent"]["users"][0]["user"]["client-key-data"][:40]):
+        assert secret not in message, message
+
+
+def test_a_kubeconfig_given_as_an_env_files_text_is_masked_too():
+    kubeconfig = "apiVersion: v1\nusers:\n- name: x\n  user:\n    token: env-file-token-0123456789\n"
+    command = phase("c", "command", hosts=["child"],
+                    options={"cmd": 'cat "$OTHER" >&2; exit 1', "shell": True, "env_files": {"OTHER": kubeconfig}})
+    report = run_phases([command], BuiltinExecutors(HandingOut()), hosts_in_play=["child"])
+    assert "token: ***" in report.records[0].msg and "env-file-token" not in report.records[0].msg
+
+
 # ---------------------------------------------------------------- what plans show
 
 @pytest.mark.parametrize("executor, options, shown", [
