@@ -23,7 +23,8 @@ from contextlib import contextmanager
 from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.bundle import is_kustomization, render_bundle
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.private_files import private_directory, write_private_file
+from ansible_collections.phasekit.kube.plugins.module_utils.private_files import (
+    make_private_subdirectories, private_directory, write_private_file)
 
 OPTION = "env_dirs"
 FILE_FIELDS = ("kustomize", "kind", "exclude_kinds", "exclude_labels", "about")
@@ -148,7 +149,7 @@ def written_env_dirs(built: dict[str, dict[str, str]]):
             directory = directories[variable] = os.path.join(top, str(number))
             for path, text in files.items():
                 target = os.path.join(directory, path)
-                os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
+                make_private_subdirectories(top, os.path.relpath(os.path.dirname(target), top))
                 write_private_file(target, text)
         yield directories
 
