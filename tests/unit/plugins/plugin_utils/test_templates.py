@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from ansible.parsing.dataloader import DataLoader
-from ansible.parsing.vault import VaultLib, VaultSecret
 from ansible.template import Templar
+from vaulted import vaulted
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.templating import has_template_strings, scrub_secrets
@@ -43,22 +43,6 @@ def test_only_strings_holding_templates_are_rendered(templar):
     assert has_template_strings(options) and not has_template_strings({"a": ["plain", 1]})
     assert render_strings(templar, options, VARIABLES, "options") == {
         "namespace": "acme", "replicas": 2, "labels": ["acme-x", "plain {x}"]}
-
-
-def vaulted(text: str):
-    """``text`` as a vault-encrypted variable's value, as inventory and vars files give it."""
-    vault = VaultLib([("default", VaultSecret(b"pass"))])
-    try:
-        from ansible.parsing.vault import EncryptedString
-    except ImportError:  # ansible-core < 2.19
-        from ansible.parsing.yaml.objects import AnsibleVaultEncryptedUnicode
-        secret = AnsibleVaultEncryptedUnicode(vault.encrypt(text))
-        secret.vault = vault
-        return secret
-    from ansible.parsing.vault import VaultSecretsContext
-    if VaultSecretsContext.current(optional=True) is None:  # the process-wide secrets, as the CLI sets them
-        VaultSecretsContext.initialize(VaultSecretsContext(secrets=[("default", VaultSecret(b"pass"))]))
-    return EncryptedString(ciphertext=vault.encrypt(text).decode())
 
 
 def test_vault_values_are_found_and_scrubbed():
