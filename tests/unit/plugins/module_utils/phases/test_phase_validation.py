@@ -169,6 +169,28 @@ def test_invalid_documents(tmp_path, documents, expected):
     assert expected in str(error.value)
 
 
+def env_dir_file(path):
+    return cmd(options={"argv": ["true"], "env_dirs": {"DIRS": {path: {"kustomize": "kust"}}}})
+
+
+@pytest.mark.parametrize("path, expected", [
+    (".", "field spec.options: env_dirs.DIRS..: expected a relative file path inside the directory"),
+    ("a\0b", "field spec.options: env_dirs.DIRS.'a\\x00b': expected a relative file path inside the directory"),
+    ("x" * 300, "the path is too long for a file system: expected names of at most 255 bytes and a path of at most "
+                "1024, got a name of 300 bytes in 300"),
+    ("/".join(["d" * 200] * 6) + "/f", "got a name of 200 bytes in 1207"),
+    ("a/../../b", "expected a relative file path inside the directory"),
+    ("", "env_dirs.DIRS.'': expected a relative file path"),
+], ids=["dot-is-the-directory-itself", "nul-character", "name-over-255-bytes", "path-over-1024-bytes",
+        "dot-dot-escapes", "empty-path"])
+def test_env_dirs_paths_refused_at_validation(tmp_path, path, expected):
+    """What the file system would refuse when the command runs is refused when the documents are read."""
+    (tmp_path / "kust").mkdir()
+    with pytest.raises(PhasekitError) as error:
+        build([env_dir_file(path)], tmp_path, with_kubeconfig={"target"})
+    assert expected in str(error.value)
+
+
 def test_every_problem_is_reported_at_once(tmp_path):
     documents = [cmd(executor="aply"), phase("q", cluster="nowhere", executor="command", options={})]
     with pytest.raises(PhasekitError) as error:
