@@ -35,7 +35,7 @@ _USES = (
 
 def render_template_file(templar, path: str, variables, what: str = "template") -> str:
     """The file at ``path`` rendered with ``variables`` (a host's variables, as a task on that host sees them)."""
-    return render_template_text(templar, yaml_io.read_text_file(path, what), variables, f"{what} {path}")
+    return render_template_text(templar, yaml_io.read_document_file(path, what), variables, f"{what} {path}")
 
 
 def render_template_text(templar, text: str, variables, where: str) -> str:

@@ -251,6 +251,8 @@ def test_kubeconfig_single_parent_cluster_is_the_parent(tmp_path):
 
 def test_a_helm_phase_takes_its_chart_as_source_and_kubernetes_core_names(tmp_path):
     (tmp_path / "charts" / "hello").mkdir(parents=True)
+    (tmp_path / "v").mkdir()
+    (tmp_path / "v" / "hello.yaml").write_text("a: 2\n")
     planned = build([phase("hello", cluster="target", executor="helm", source="charts/hello",
                            options={"namespace": "apps", "values": {"a": 1}, "values_files": ["v/hello.yaml"],
                                     "state": "present"})], tmp_path)
@@ -268,9 +270,20 @@ def test_a_helm_phase_takes_its_chart_as_source_and_kubernetes_core_names(tmp_pa
      "(executor helm)"),
     ({"options": {"chart_ref": "hello", "wait_timeout": "5"}},
      "field spec.options: wait_timeout '5': expected a duration such as 300s, 5m or 1h30m (executor helm)"),
-])
+    ({"source": "charts/hello", "options": {"values_files": ["values.yaml", "missing.yaml"]}},
+     "field spec.options: values_files[1] {tmp}/missing.yaml: no such file (relative paths are relative to the "
+     "phase's document) (executor helm)"),
+    ({"source": "charts/hello", "options": {"values_files": ["charts"]}},
+     "field spec.options: values_files[0] {tmp}/charts: expected a YAML file of values, got a directory"),
+    ({"source": "charts/hello", "options": {"values_files": ["missing.yaml.j2"]}},
+     "field spec.options: values_files[0] {tmp}/missing.yaml.j2: no such file"),
+], ids=["chart-twice", "no-chart", "timeout-not-a-duration", "values-file-missing", "values-file-a-directory",
+        "values-template-missing"])
 def test_helm_phase_problems(tmp_path, spec, expected):
+    """Found when the documents are read (validate too), not as an OS error when the release is installed."""
     (tmp_path / "charts" / "hello").mkdir(parents=True)
+    (tmp_path / "values.yaml").write_text("a: 1\n")
+    expected = expected.format(tmp=tmp_path)
     with pytest.raises(PhasekitError) as caught:
         build([phase("hello", cluster="target", executor="helm", **spec)], tmp_path)
     assert expected in str(caught.value)
