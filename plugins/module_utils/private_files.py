@@ -20,6 +20,7 @@ from __future__ import annotations
 import errno
 import multiprocessing
 import os
+import select
 import shutil
 import signal
 import stat
@@ -34,6 +35,7 @@ _LIVE: set[str] = set()
 _LOCK = threading.RLock()  # re-entrant: the signal handler may run while its own thread holds it
 CLEANUP_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP")
 PARENT_POLL_SECONDS = 0.25  # how soon a worker notices that ansible-playbook is gone
+MAIN_THREAD_GRACE = 0.2  # how long a signal's handler may take to start in the main thread before it is woken
 BASE_PREFIX = "phasekit-"
 
 
@@ -43,7 +45,9 @@ class _State:
     run_directory: str | None = None
     closing = False  # set by the signal handler: no new credential file from now on
     swept = False  # stale run directories removed
-    watched = False  # the parent watchdog started
+    watched = False  # the watch thread started
+    inherited_wakeup = -1  # the signal wake-up pipe this process set (a forked child inherits it)
+    handled: dict = {}  # signal number -> how many times its handler ran (the watch thread's way to know)
 
 
 _STATE = _State()
@@ -105,7 +109,7 @@ def remove_stale_runs(base: str | None = None) -> list[str]:
 def _this_process() -> None:
     """Forget what a forked worker inherited from its parent (call with ``_LOCK`` held)."""
     if _STATE.pid != os.getpid():
-        _STATE.pid, _STATE.run_directory = os.getpid(), None
+        _STATE.pid, _STATE.run_directory, _STATE.handled = os.getpid(), None, {}
         _STATE.swept = _STATE.watched = _STATE.closing = False
 
 
@@ -118,9 +122,7 @@ def _sweep_once(base: str) -> None:
 def _run_directory() -> str:
     """This process's run directory (call with ``_LOCK`` held); the first of a process sweeps stale ones."""
     _this_process()
-    if not _STATE.watched:
-        _watch_parent()
-        _STATE.watched = True
+    _start_watch()
     if _STATE.run_directory is None or not os.path.isdir(_STATE.run_directory):
         base = base_directory()
         _sweep_once(base)
@@ -202,21 +204,75 @@ def _remove(directory: str) -> None:
             return
 
 
-def _watch_parent() -> None:
-    """In a worker process (multiprocessing's child: Ansible's workers), a thread that removes the private files
-    and ends the worker once its parent is gone: ansible-playbook ended by SIGHUP or SIGKILL tells its workers
-    nothing (they run in sessions of their own), and the command they wait for may run for long."""
-    if multiprocessing.parent_process() is None:
+def _start_watch() -> None:
+    """Start this process's watch thread, once (call with ``_LOCK`` held); see ``_watch``."""
+    if _STATE.watched:
         return
-    parent = os.getppid()
+    _STATE.watched = True
+    wakeup = _signal_wakeup_pipe()
+    parent = os.getppid() if multiprocessing.parent_process() is not None else None
+    if wakeup is None and parent is None:
+        return
+    threading.Thread(target=_watch, args=(wakeup, parent), name="phasekit-private-files", daemon=True).start()
 
-    def watch():
-        while os.getppid() == parent:
+
+def _signal_wakeup_pipe() -> int | None:
+    """The read end of a pipe the interpreter writes each signal's number to, in whichever thread the signal
+    lands; None where that cannot be set up (not the main thread, or another wake-up file is in use)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    try:
+        previous = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    except (ValueError, OSError):
+        previous = None
+    if previous is None or previous not in (-1, _STATE.inherited_wakeup):
+        if previous is not None:
+            signal.set_wakeup_fd(previous)  # someone else's (asyncio): leave it to them
+        os.close(read_end)
+        os.close(write_end)
+        return None
+    _STATE.inherited_wakeup = write_end  # a child forked from here inherits it, and may replace it
+    return read_end
+
+
+def _watch(wakeup: int | None, parent: int | None) -> None:
+    """Two things a signal handler cannot do alone:
+
+    - a signal sent to the process may land in any of its threads, and Python runs the handler only when the main
+      thread next runs Python code: a main thread waiting for the threads that run commands would run it when the
+      command ends. The files go as soon as the signal lands instead, and the signal is passed on to the main
+      thread if its handler did not run within ``MAIN_THREAD_GRACE`` (its wait is then interrupted).
+    - a worker (multiprocessing's child: Ansible's workers) whose parent is gone, ansible-playbook ended by a
+      signal it does not pass on (SIGHUP, SIGKILL), removes the files and ends itself with its commands.
+    """
+    cleanup = {getattr(signal, name) for name in CLEANUP_SIGNALS if hasattr(signal, name)}
+    while True:
+        if wakeup is not None:
+            ready = select.select([wakeup], [], [], PARENT_POLL_SECONDS)[0]
+            landed = {number for number in (os.read(wakeup, 512) if ready else b"") if number in cleanup}
+        else:
             time.sleep(PARENT_POLL_SECONDS)
-        remove_all()
-        os.kill(os.getpid(), signal.SIGTERM)  # as Ansible's main process would have: the worker and its commands end
+            landed = set()
+        if landed:
+            handled = dict(_STATE.handled)
+            remove_all()
+            _pass_on_to_main_thread(landed, handled)
+        if parent is not None and os.getppid() != parent:
+            remove_all()
+            os.kill(os.getpid(), signal.SIGTERM)  # as Ansible's main process would have: the worker and its commands end
+            return
 
-    threading.Thread(target=watch, name="phasekit-parent-watch", daemon=True).start()
+
+def _pass_on_to_main_thread(landed: set, handled: dict) -> None:
+    deadline = time.monotonic() + MAIN_THREAD_GRACE
+    waiting = set(landed)
+    while waiting and time.monotonic() < deadline:
+        waiting = {number for number in waiting if _STATE.handled.get(number, 0) == handled.get(number, 0)}
+        time.sleep(0.01)
+    for number in waiting:
+        signal.pthread_kill(threading.main_thread().ident, number)
 
 
 def remove_on_signals() -> None:
@@ -238,6 +294,7 @@ def remove_on_signals() -> None:
         signal.signal(number, _handler_chaining(number, previous))
     with _LOCK:
         _this_process()
+        _start_watch()
         if not _STATE.swept:
             try:
                 _sweep_once(base_directory())
@@ -247,6 +304,7 @@ def remove_on_signals() -> None:
 
 def _handler_chaining(number, previous):
     def handler(signum, frame):
+        _STATE.handled[signum] = _STATE.handled.get(signum, 0) + 1
         remove_all()
         if callable(previous):
             previous(signum, frame)

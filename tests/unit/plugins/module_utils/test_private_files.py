@@ -152,3 +152,39 @@ def test_worker_whose_parent_is_gone_removes_its_files(scratch, signum):
             os.killpg(parent.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+THREADED = textwrap.dedent("""
+    import os, signal, subprocess, sys, threading
+    from concurrent.futures import ThreadPoolExecutor
+    sys.path.insert(0, {tests!r})
+    import conftest  # the collection finder
+    from ansible_collections.phasekit.kube.plugins.module_utils.private_files import private_directory, remove_on_signals
+
+    def command(marker):
+        with private_directory("phasekit-kubeconfig-") as directory:
+            open(os.path.join(directory, "kubeconfig"), "w").write("key")
+            open(marker, "w").write(directory)
+            # the signal lands in this thread (as the kernel may choose), while the main thread waits for it
+            signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
+            subprocess.run(["sleep", "30"], check=False)
+
+    remove_on_signals()
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(command, sys.argv[1]).result()
+""")
+
+
+def test_signal_landing_in_another_thread_removes_the_files_and_reaches_the_main_thread(scratch):
+    """A main thread waiting for a command's thread runs Python's handler only once it wakes up: the files go at
+    once, and the main thread is woken to end the process."""
+    script = scratch / "threaded.py"
+    script.write_text(THREADED.format(tests=str(TESTS)))
+    marker = scratch / "marker"
+    started = time.monotonic()
+    process = subprocess.run([sys.executable, str(script), str(marker)], env={**os.environ, "TMPDIR": str(scratch)},
+                             timeout=60, check=False, start_new_session=True)
+    assert process.returncode == -signal.SIGTERM
+    assert time.monotonic() - started < 20  # not after the 30 s command
+    directory = Path(marker.read_text())
+    assert not directory.exists() and not directory.parent.exists()
