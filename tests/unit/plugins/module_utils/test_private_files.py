@@ -101,7 +101,7 @@ def test_remove_all_removes_live_directories_and_refuses_new_ones(scratch):
 def test_ignored_signal_stays_ignored(monkeypatch):
     installed = {}
     monkeypatch.setattr(signal, "getsignal", lambda number: signal.SIG_IGN if number == signal.SIGHUP else None)
-    monkeypatch.setattr(signal, "signal", lambda number, handler: installed.setdefault(number, handler))
+    monkeypatch.setattr(signal, "signal", installed.setdefault)
     remove_on_signals()
     assert signal.SIGHUP not in installed  # nohup: the run goes on and needs its files
     assert {signal.SIGTERM, signal.SIGINT} <= set(installed)
