@@ -26,7 +26,11 @@ HOLD_SECONDS = 20  # how long the command (or exec plugin) holds the files: long
 
 def our_entries(scratch: Path) -> list:
     """Every file and directory the collection left under TMPDIR (the per-user base directory itself aside)."""
-    return sorted(str(path) for base in scratch.glob("phasekit-*") for path in base.rglob("*"))
+    found = []
+    for base in scratch.glob("phasekit-*"):
+        for root, directories, files in os.walk(base):  # os.walk: files removed meanwhile are no error
+            found += [os.path.join(root, name) for name in directories + files]
+    return sorted(found)
 
 
 def credential_files(scratch: Path) -> list:
