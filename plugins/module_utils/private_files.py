@@ -261,7 +261,7 @@ def _watch(wakeup: int | None, parent: int | None) -> None:
             _pass_on_to_main_thread(landed, handled)
         if parent is not None and os.getppid() != parent:
             remove_all()
-            os.kill(os.getpid(), signal.SIGTERM)  # as Ansible's main process would have: the worker and its commands end
+            os.kill(os.getpid(), signal.SIGTERM)  # as Ansible's main process would: the worker and its commands end
             return
 
 

@@ -336,7 +336,8 @@ def test_helm_talks_to_the_hosts_cluster_whatever_helm_variables_say(clusters, r
         assert result.rc == 0, result
         assert revision(target, "env", namespace) == 1
         # the per-user base directory stays, empty
-        assert [list(path.rglob("*")) for path in private_tmp.iterdir() if path.name.startswith("phasekit-")] in ([], [[]])
+        ours = [path for path in private_tmp.iterdir() if path.name.startswith("phasekit-")]
+        assert [list(path.rglob("*")) for path in ours] in ([], [[]])
     finally:
         helm(target, "uninstall", "env", "-n", namespace, check=False)
         target.kubectl("delete", "namespace", namespace, "--ignore-not-found", "--wait=false")

@@ -111,7 +111,8 @@ WORKER = textwrap.dedent("""
     import multiprocessing, os, sys, time
     sys.path.insert(0, {tests!r})
     import conftest  # the collection finder
-    from ansible_collections.phasekit.kube.plugins.module_utils.private_files import private_directory, remove_on_signals
+    from ansible_collections.phasekit.kube.plugins.module_utils.private_files import (
+        private_directory, remove_on_signals)
 
     def worker(marker):
         remove_on_signals()
@@ -159,7 +160,8 @@ THREADED = textwrap.dedent("""
     from concurrent.futures import ThreadPoolExecutor
     sys.path.insert(0, {tests!r})
     import conftest  # the collection finder
-    from ansible_collections.phasekit.kube.plugins.module_utils.private_files import private_directory, remove_on_signals
+    from ansible_collections.phasekit.kube.plugins.module_utils.private_files import (
+        private_directory, remove_on_signals)
 
     def command(marker):
         with private_directory("phasekit-kubeconfig-") as directory:
