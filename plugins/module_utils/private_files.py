@@ -9,6 +9,8 @@ removed when its block ends, and registered, so that:
 
 - SIGTERM, SIGINT or SIGHUP to the process removes every one still alive before the process goes (Ansible's
   main process passes SIGINT and SIGTERM on to its workers, which it starts in sessions of their own);
+- a signal that lands in another thread than the main one (where Python runs handlers, once that thread wakes
+  up) removes them at once, and wakes the main thread;
 - a worker whose parent (ansible-playbook) is gone, whatever ended it (SIGHUP, SIGKILL), removes them too
   and ends itself, as its parent would have told it to;
 - what SIGKILL to the worker itself leaves behind is in a run directory of a dead process, which the next run
@@ -122,7 +124,7 @@ def _sweep_once(base: str) -> None:
 def _run_directory() -> str:
     """This process's run directory (call with ``_LOCK`` held); the first of a process sweeps stale ones."""
     _this_process()
-    _start_watch()
+    _start_watch(signals=False)
     if _STATE.run_directory is None or not os.path.isdir(_STATE.run_directory):
         base = base_directory()
         _sweep_once(base)
@@ -204,12 +206,13 @@ def _remove(directory: str) -> None:
             return
 
 
-def _start_watch() -> None:
-    """Start this process's watch thread, once (call with ``_LOCK`` held); see ``_watch``."""
+def _start_watch(signals: bool) -> None:
+    """Start this process's watch thread, once (call with ``_LOCK`` held); see ``_watch``. ``signals``: the
+    signal handlers are ours (``remove_on_signals``), so the thread may act on signals too."""
     if _STATE.watched:
         return
     _STATE.watched = True
-    wakeup = _signal_wakeup_pipe()
+    wakeup = _signal_wakeup_pipe() if signals else None
     parent = os.getppid() if multiprocessing.parent_process() is not None else None
     if wakeup is None and parent is None:
         return
@@ -272,7 +275,8 @@ def _pass_on_to_main_thread(landed: set, handled: dict) -> None:
         waiting = {number for number in waiting if _STATE.handled.get(number, 0) == handled.get(number, 0)}
         time.sleep(0.01)
     for number in waiting:
-        signal.pthread_kill(threading.main_thread().ident, number)
+        if getattr(signal.getsignal(number), "phasekit_cleanup", False):  # never another's handler twice
+            signal.pthread_kill(threading.main_thread().ident, number)
 
 
 def remove_on_signals() -> None:
@@ -294,7 +298,7 @@ def remove_on_signals() -> None:
         signal.signal(number, _handler_chaining(number, previous))
     with _LOCK:
         _this_process()
-        _start_watch()
+        _start_watch(signals=True)
         if not _STATE.swept:
             try:
                 _sweep_once(base_directory())
