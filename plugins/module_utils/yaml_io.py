@@ -14,6 +14,7 @@ the pure-Python ones on large manifest bundles and behave the same.
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import stat
@@ -165,7 +166,7 @@ def read_file_bytes(path: str, what: str = "file") -> bytes:
     except OSError as exc:
         raise PhasekitError(f"cannot read the file: {exc.strerror}") from None
     if stat.S_ISDIR(info.st_mode):
-        raise IsADirectoryError(path)
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
     if not stat.S_ISREG(info.st_mode):
         raise PhasekitError("not a regular file (a FIFO, socket or device): refusing to read it")
     if info.st_size > MAX_FILE_BYTES:

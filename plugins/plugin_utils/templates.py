@@ -13,6 +13,7 @@ import threading
 from collections.abc import Mapping
 
 from ansible.errors import AnsibleError
+from jinja2.exceptions import TemplateSyntaxError
 
 from ansible_collections.phasekit.kube.plugins.module_utils import compat, yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
@@ -20,12 +21,20 @@ from ansible_collections.phasekit.kube.plugins.module_utils.templating import is
 
 # Ansible's templating is not meant for threads (the fleet's clusters run in a pool): one render at a time.
 TEMPLATE_LOCK = threading.Lock()
-_UNDEFINED = re.compile(r"'([A-Za-z_][A-Za-z0-9_]*)' is undefined")
+_NAME = r"'([A-Za-z_][A-Za-z0-9_]*)'"
+# what a message says was used and failed, and how the template writes it: (message pattern, use pattern)
+_USES = (
+    (re.compile(_NAME + " is undefined"), r"(?<![\w.]){}(?!\w)"),
+    (re.compile("[Mm]andatory variable " + _NAME), r"(?<![\w.]){}(?!\w)"),
+    (re.compile("has no attribute " + _NAME), r"(?:\.{0}(?!\w)|\[\s*['\"]{0}['\"]\s*\])"),
+    (re.compile(r"filter plugin '(?:\w+\.)*(\w+)' failed"), r"\|\s*{}(?!\w)"),
+    (re.compile(r"test plugin '(?:\w+\.)*(\w+)' failed"), r"\bis\s+(?:not\s+)?{}(?!\w)"),
+)
 
 
 def render_template_file(templar, path: str, variables, what: str = "template") -> str:
     """The file at ``path`` rendered with ``variables`` (a host's variables, as a task on that host sees them)."""
-    return render_template_text(templar, yaml_io.read_text_file(path, what), variables, f"{what} {path}")
+    return render_template_text(templar, yaml_io.read_document_file(path, what), variables, f"{what} {path}")
 
 
 def render_template_text(templar, text: str, variables, where: str) -> str:
@@ -37,8 +46,13 @@ def render_template_text(templar, text: str, variables, where: str) -> str:
             rendered = rendering.template(compat.trust_as_template(text), escape_backslashes=False)
         except AnsibleError as exc:
             failure = compat.template_failure(exc)
-            line = _template_line(exc) or _line_using(text, failure.name or _undefined_name(failure.message))
+            line = _template_line(exc) or _line_using(text, failure.name, failure.message)
             raise PhasekitError(f"{where}{f' line {line}' if line else ''}: {failure.message}") from None
+        except Exception as exc:  # pylint: disable=broad-exception-caught
+            # before 2.19 a filter's own exception (from_json's JSONDecodeError) is not wrapped in AnsibleError
+            line = _template_line(exc)
+            raise PhasekitError(f"{where}{f' line {line}' if line else ''}: error rendering template: "
+                                f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
     # a plain str: before 2.19 it is AnsibleUnsafeText, which libyaml's loader (PyYAML 6.0.4) refuses
     return compat.plain_str(rendered) if isinstance(rendered, str) else str(rendered)
 
@@ -91,7 +105,8 @@ def _template_line(exc: BaseException) -> int | None:
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         lineno = getattr(current, "lineno", None)
-        if isinstance(lineno, int) and lineno > 0:  # 0: Jinja did not know the line
+        # Jinja's own line only: a JSON or YAML error's lineno is a line of the text it parsed, not of the template
+        if isinstance(current, TemplateSyntaxError) and isinstance(lineno, int) and lineno > 0:
             return lineno
         line = None
         trace = current.__traceback__
@@ -106,18 +121,17 @@ def _template_line(exc: BaseException) -> int | None:
     return None
 
 
-def _undefined_name(message: str) -> str | None:
-    match = _UNDEFINED.search(message)
-    return match.group(1) if match else None
-
-
-def _line_using(text: str, name: str | None) -> int | None:
-    """The first line where a template expression or statement uses ``name`` (undefined variables are found once
-    rendering is over, so no frame of the template says where)."""
-    if not name:
-        return None
-    word = re.compile(r"(?<![\w.])" + re.escape(name) + r"(?!\w)")
-    for number, line in enumerate(text.splitlines(), start=1):
-        if ("{{" in line or "{%" in line) and word.search(line):
-            return number
+def _line_using(text: str, name: str | None, message: str) -> int | None:
+    """The first line where a template expression or statement uses what failed: the filter or test ``name``,
+    else the variable or attribute the message names (undefined values are found once rendering is over, so no
+    frame of the template says where)."""
+    if name:
+        uses = [re.compile(r"(?<![\w.]){}(?!\w)".format(re.escape(name.rsplit(".", 1)[-1])))]
+    else:
+        uses = [re.compile(use.format(re.escape(match.group(1))))
+                for pattern, use in _USES for match in [pattern.search(message)] if match]
+    for use in uses:
+        for number, line in enumerate(text.splitlines(), start=1):
+            if ("{{" in line or "{%" in line) and use.search(line):
+                return number
     return None

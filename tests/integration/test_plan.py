@@ -77,12 +77,23 @@ DOCUMENTS = {
         phase("child-kubeconfig", cluster="ephemeral", executor="kubeconfig", options={"host": "child"}),
         stamp("on-child", "child"),
     ],
+    "40-every-executor.yaml": [
+        # a command phase building directories (as converted Clusterctl phases with versions do)
+        phase("built", cluster="target", executor="command", options={
+            "argv": ["ls", "-R"], "kubeconfigs": {"OTHER_KUBECONFIG": "ephemeral"},
+            "env_dirs": {"BUILT": {"apps/components.yaml": {"kustomize": "../manifests/apps-kustomized"}}}}),
+        phase("chart", cluster="target", executor="helm", source="../charts/hello",
+              options={"name": f"hello-{NAMESPACE}", "release_namespace": "default",
+                       "values_files": ["../charts/values.yaml"]}),
+    ],
     "90-plans.yaml": [
         plan("alternate", "e1", "t1", "both", "pair"),
         plan("failing", "e1", "boom", "after"),
         plan("apps", "apps-e", "apps-t", "apps-ready", "look"),
         plan("capi", "child-kubeconfig", "on-child"),
         plan("once", "t1", "look", "both"),
+        plan("every-executor", "apps-e", "apps-ready", "built", "chart", "look"),
+        plan("every-executor-offline", "apps-e", "apps-ready", "built", "chart", "look", "child-kubeconfig"),
     ],
 }
 
@@ -117,8 +128,17 @@ def site(clusters, tmp_path_factory):
         (root / "phases" / name).write_text(yaml.safe_dump_all(documents, sort_keys=False))
     (root / "manifests" / "apps").mkdir(parents=True)
     (root / "manifests" / "apps" / "app.yaml").write_text(yaml.safe_dump_all(MANIFESTS, sort_keys=False))
+    (root / "manifests" / "apps-kustomized").mkdir(parents=True)
+    (root / "manifests" / "apps-kustomized" / "kustomization.yaml").write_text("resources: [app.yaml]\n")
+    (root / "manifests" / "apps-kustomized" / "app.yaml").write_text(yaml.safe_dump_all(MANIFESTS[1:2]))
     (root / "tasks").mkdir()
     (root / "tasks" / "look.yml").write_text(yaml.safe_dump(LOOK_TASKS, sort_keys=False))
+    (root / "charts" / "hello" / "templates").mkdir(parents=True)
+    (root / "charts" / "hello" / "Chart.yaml").write_text("apiVersion: v2\nname: hello\nversion: 0.1.0\n")
+    (root / "charts" / "hello" / "templates" / "cm.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: '{{ .Release.Name }}'}\n"
+        "data: {greeting: '{{ .Values.greeting }}'}\n")
+    (root / "charts" / "values.yaml").write_text("greeting: hello\n")
     yield root
     for cluster in clusters.values():
         cluster.kubectl("delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait=false")
@@ -240,6 +260,27 @@ def test_offline_actions_resolve_no_kubeconfig(run_plan, clusters, action, expec
     for text in expected:
         assert text in result.stdout, result
     assert "do-not-show-me" not in result.output
+
+
+@pytest.mark.parametrize("offline, name, valid", [
+    (True, "every-executor-offline", "6 phases valid (6 selected); 3 bundles render to 6 objects"),
+    (False, "every-executor", "5 phases valid (5 selected); 3 bundles render to 6 objects"),
+], ids=["offline", "against-the-clusters"])
+def test_validate_takes_every_executor(run_plan, offline, name, valid):
+    """apply, wait, command with env_dirs (as converted Clusterctl phases), helm, tasks and kubeconfig phases in
+    one plan: validate checks each as far as it can without changing anything (container phases: see
+    test_container.py, which validates without a container engine). Against the clusters, a kubeconfig phase
+    would wait for its child's Secret, which an earlier phase of a real run makes: left out there."""
+    result = run_plan("-e", f"plan={name}", "-e", "plan_action=validate",
+                      *(["-e", "plan_offline=true"] if offline else []))[0]
+    assert result.rc == 0, why(result)
+    assert valid in result.stdout, why(result)
+    assert "Traceback" not in result.output and "has no attribute" not in result.output
+    if not offline:
+        summary = result.stdout[result.stdout.index(f"Summary of plan {name}"):]
+        for row in (["apps-e", "ephemeral", "changed"], ["built", "target", "skipped"], ["chart", "target", "changed"],
+                    ["look", "ephemeral", "skipped"]):
+            assert any(line.split()[:len(row)] == ["\"" + row[0], *row[1:]] for line in summary.splitlines()), summary
 
 
 def test_running_with_undecryptable_sources_fails_loudly(run_plan, clusters):

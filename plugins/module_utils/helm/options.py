@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass, field
 
@@ -82,6 +83,22 @@ def check_helm_options(values: dict) -> None:
         raise PhasekitError(f"history_max must be 0 (no limit) or more, got {history}")
 
 
+def check_values_files(values: dict) -> None:
+    """Each values file (paths absolute) is a file that exists, a template too: found when the documents are read,
+    not when the release is installed. Paths that are templates themselves are known only then."""
+    if values.get("release_state") == ABSENT:
+        return  # an uninstall reads no values
+    for index, path in enumerate(values.get("values_files") or []):
+        if not isinstance(path, str) or "{{" in path:
+            continue
+        where = f"values_files[{index}] {path}"
+        if not os.path.exists(path):
+            raise PhasekitError(f"{where}: no such file (relative paths are relative to the phase's document)")
+        if not os.path.isfile(path):
+            got = "a directory" if os.path.isdir(path) else "not a regular file"
+            raise PhasekitError(f"{where}: expected a YAML file of values, got {got}")
+
+
 def helm_request(values: dict, *, namespace: str, read_values_file, where: str = "helm") -> HelmRequest:
     """The request ``values`` (validated options, defaults filled) describe.
 
@@ -142,7 +159,7 @@ def plain_values_file(path: str) -> str:
     """A values file read as it is (the reader used where no host variables exist)."""
     if is_template(path):
         raise PhasekitError(f"values file {path}: a template ({TEMPLATE_SUFFIX}) needs a cluster host's variables")
-    return yaml_io.read_text_file(path, "values file")
+    return yaml_io.read_document_file(path, "values file")
 
 
 DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600}

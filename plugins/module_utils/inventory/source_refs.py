@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from urllib.parse import urlsplit
 
+from ansible_collections.phasekit.kube.plugins.module_utils.compat import is_vaulted
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.sources import FILE_KINDS, normalize_sources
 
@@ -49,11 +50,13 @@ def _refuse_inline_secrets(spec, where: str):
                                 "a template, e.g. headers: {Authorization: \"Bearer {{ lookup('ansible.builtin.env', "
                                 "'KUBECONFIG_TOKEN') }}\"}")
     headers = spec.options.get("headers") or {} if spec.kind == "url" else {}
-    literal = sorted(str(name) for name, text in headers.items() if "{{" not in str(text))
+    # a vault-encrypted value (!vault) is shown encrypted by ansible-inventory --list: not a literal secret
+    literal = sorted(str(name) for name, text in headers.items() if not is_vaulted(text) and "{{" not in str(text))
     if literal:
         raise PhasekitError(f"{here}: url source header(s) {', '.join(literal)} hold a literal value, which "
                             "ansible-inventory --list would show; use a template such as "
-                            "\"{{ lookup('ansible.builtin.env', 'KUBECONFIG_TOKEN') }}\"")
+                            "\"{{ lookup('ansible.builtin.env', 'KUBECONFIG_TOKEN') }}\", or encrypt it with "
+                            "ansible-vault encrypt_string (a !vault value)")
 
 
 def relative_path(path: str, base_dir: str) -> str:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import calendar
 import copy
 import email.utils
+import json
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -58,6 +59,10 @@ DEFAULT_CONCURRENCY = 16
 MAX_CONCURRENCY = 64
 CRD_ESTABLISH_TIMEOUT = 60
 NEW_KIND_RETRY_SECONDS = 10  # a CRD just Established may take a moment to be served
+# The largest write request body kube-apiserver reads (k8s.io/apiserver's MaxRequestBodyBytes, 3 MiB; no flag sets
+# it): past it the server closes the connection and the client sees only a TLS or connection error. etcd's own
+# limit (1.5 MiB by default, its --max-request-bytes) is per cluster and the server names it when it is hit.
+MAX_REQUEST_BYTES = 3 * 1024 * 1024
 
 SERVER_BOOKKEEPING = ("managedFields", "resourceVersion", "generation")
 
@@ -201,6 +206,7 @@ class ApplyRun:
         if self.options.prune and not bundle:
             raise PhasekitError("the bundle has no objects: refusing to prune the whole ApplySet (as kubectl does)")
         planned = plan_objects(bundle, self.discovery, self.options.namespace)
+        check_request_sizes(planned)
         if self.options.applyset:
             self.parent = ApplySetParent(self.session, self.discovery, reference=self.options.applyset,
                                          tooling=self.options.applyset_tooling, namespace=self.options.namespace,
@@ -441,6 +447,17 @@ class ApplyRun:
 
 
 # ---------------------------------------------------------------- helpers
+
+def check_request_sizes(planned: list) -> None:
+    """Refuse, before anything is sent, an object larger than one request to the API server may be."""
+    for one in planned:
+        size = len(json.dumps(one.body, separators=(",", ":"), default=str).encode("utf-8"))
+        if size > MAX_REQUEST_BYTES:
+            raise PhasekitError(
+                f"{one.describe()} ({one.source.origin}): {size} bytes as JSON, more than the {MAX_REQUEST_BYTES} "
+                f"bytes (3 MiB) kube-apiserver reads in one request; nothing was sent. etcd keeps at most 1.5 MiB per "
+                f"object by default: split the data over several objects, or keep it out of the cluster")
+
 
 def apply_bundle(session, bundle: list, options: ApplyOptions, discovery: Discovery | None = None,
                  pool=None) -> ApplyReport:

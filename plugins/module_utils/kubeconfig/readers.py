@@ -201,7 +201,9 @@ def fetch_https(url: str, *, ca_path: str | None = None, headers: dict | None = 
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=context), _HttpsOnlyRedirects())
-    request = urllib.request.Request(url, headers=dict(headers or {}), method="GET")
+    # str(): a vault-encrypted header value is decrypted here, when it is sent, not before
+    request = urllib.request.Request(url, headers={name: str(value) for name, value in (headers or {}).items()},
+                                     method="GET")
     try:
         with opener.open(request, timeout=timeout) as response:
             body = response.read(MAX_FETCH_BYTES + 1)

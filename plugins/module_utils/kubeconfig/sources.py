@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
 
+from ansible_collections.phasekit.kube.plugins.module_utils.compat import is_vaulted
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.model import Origin
 
@@ -197,9 +198,14 @@ def _check_options(kind: str, item: dict, here: str) -> dict:
         if item.get("ca_path") is not None:
             options["ca_path"] = _nonempty_string(item["ca_path"], f"{here} ca_path", "a CA bundle file path")
         headers = item.get("headers") or {}
-        if not isinstance(headers, dict) or not all(
-                isinstance(key, str) and isinstance(header, str) for key, header in headers.items()):
-            raise PhasekitError(f"{here} headers: expected a mapping of header names to strings")
+        if not isinstance(headers, dict):
+            raise PhasekitError(f"{here} headers: expected a mapping of header names to strings, "
+                                f"got {type(headers).__name__}")
+        for key, header in headers.items():
+            # a vault-encrypted value (!vault) is a string too: decrypted when the request is sent
+            if not isinstance(key, str) or not (isinstance(header, str) or is_vaulted(header)):
+                raise PhasekitError(f"{here} headers.{key}: expected a string (or a vault-encrypted string), "
+                                    f"got {type(header).__name__}")
         if headers:
             options["headers"] = dict(headers)
     if kind == "sops" and item.get("input_type") is not None:

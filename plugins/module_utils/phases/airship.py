@@ -261,6 +261,14 @@ def _named(document: RawDocument) -> RawDocument:
     return document
 
 
+def _outside(entry_point: str, target_dir: str) -> bool:
+    """Whether ``entry_point`` (relative to ``target_dir``, as airshipctl reads it) names a directory outside it."""
+    if os.path.isabs(entry_point) or "\0" in entry_point:
+        return True
+    resolved = os.path.normpath(os.path.join(target_dir, entry_point))
+    return os.path.commonpath([resolved, os.path.normpath(target_dir)]) != os.path.normpath(target_dir)
+
+
 def _target_dir(document: RawDocument, target_path: str | None) -> str:
     if target_path:
         return target_path
@@ -336,6 +344,10 @@ def _read_phase(document: RawDocument, executors: dict, mapped: dict, target_dir
     if entry_point is not None and not (isinstance(entry_point, str) and entry_point):
         problems.add(phase.where("source"), f"expected a directory (relative to the target path {target_dir}), "
                                             f"got {type_name(entry_point)}")
+        entry_point = None
+    elif entry_point is not None and _outside(entry_point, target_dir):
+        problems.add(phase.where("source"), f"expected a directory inside the target path {target_dir}, got "
+                                            f"{entry_point!r}, which leads outside it")
         entry_point = None
     phase.source = entry_point
     reference = _executor_reference(config, phase, executors, problems)

@@ -23,10 +23,13 @@ from contextlib import contextmanager
 from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.bundle import is_kustomization, render_bundle
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.private_files import private_directory, write_private_file
+from ansible_collections.phasekit.kube.plugins.module_utils.private_files import (
+    make_private_subdirectories, private_directory, write_private_file)
 
 OPTION = "env_dirs"
 FILE_FIELDS = ("kustomize", "kind", "exclude_kinds", "exclude_labels", "about")
+MAX_NAME_BYTES = 255  # one file or directory name (NAME_MAX of Linux and macOS file systems)
+MAX_PATH_BYTES = 1024  # a whole relative path: the private directory's own path comes before it (PATH_MAX 4096)
 
 
 def check_env_dirs(env_dirs: dict) -> None:
@@ -37,14 +40,21 @@ def check_env_dirs(env_dirs: dict) -> None:
             raise PhasekitError(f"{where}: expected a mapping of relative file paths to {{kustomize: DIR}}, "
                                 f"got {type(files).__name__}")
         for path, spec in files.items():
-            _check_file(f"{where}.{path}", path, spec)
+            shown = path if isinstance(path, str) and path.isprintable() and path else repr(path)
+            _check_file(f"{where}.{shown}", path, spec)
 
 
 def _check_file(where: str, path, spec) -> None:
-    if not isinstance(path, str) or not path or os.path.isabs(path) or \
-            os.path.normpath(path) != path or path.split("/")[0] == "..":
-        raise PhasekitError(f"{where}: expected a relative file path inside the directory (no '..', no leading "
-                            f"'/')")
+    if not isinstance(path, str) or not path or "\0" in path or os.path.isabs(path) or \
+            os.path.normpath(path) != path or path == "." or path.split("/")[0] == "..":
+        raise PhasekitError(f"{where}: expected a relative file path inside the directory (a file name, or names "
+                            f"joined by '/'; not '.', no '..', no leading '/', no NUL character)")
+    size = len(path.encode("utf-8", "surrogatepass"))
+    longest = max(len(name.encode("utf-8", "surrogatepass")) for name in path.split("/"))
+    if longest > MAX_NAME_BYTES or size > MAX_PATH_BYTES:
+        raise PhasekitError(f"{where}: the path is too long for a file system: expected names of at most "
+                            f"{MAX_NAME_BYTES} bytes and a path of at most {MAX_PATH_BYTES}, got a name of {longest} "
+                            f"bytes in {size}")
     if not isinstance(spec, dict):
         raise PhasekitError(f"{where}: expected a mapping with kustomize (a directory), got {type(spec).__name__}")
     unknown = sorted(str(key) for key in spec if key not in FILE_FIELDS)
@@ -148,7 +158,7 @@ def written_env_dirs(built: dict[str, dict[str, str]]):
             directory = directories[variable] = os.path.join(top, str(number))
             for path, text in files.items():
                 target = os.path.join(directory, path)
-                os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
+                make_private_subdirectories(top, os.path.relpath(os.path.dirname(target), top))
                 write_private_file(target, text)
         yield directories
 

@@ -20,7 +20,8 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.phasekit.kube.plugins.module_utils import compat
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import HELM_OPTIONS_SPEC, check_helm_options
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import (
+    HELM_OPTIONS_SPEC, check_helm_options, check_values_files)
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import SECRET_OPTIONS as HELM_SECRET_OPTIONS
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import HIDDEN
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import (
@@ -60,6 +61,7 @@ class Executor:
     runs_on_controller: bool = True        # False: a task file the role includes on each host (tasks)
     nested_paths: Callable[[dict, str], dict] | None = None  # options with the paths inside them made absolute
     programs: tuple = ()                   # programs it needs on the controller's PATH (a tuple: any one of them)
+    check_files: object = None             # options, paths absolute -> None; raises PhasekitError for a bad file
 
     def shown_options(self, options: dict) -> dict:
         """The options as plans show them: values that may hold secrets (a command's env and stdin, the free-form
@@ -110,6 +112,11 @@ class Executor:
             checked[key] = absolute_paths(argument_spec[key], value, base_dir)
         if self.nested_paths is not None:
             checked = self.nested_paths(checked, base_dir)
+        if not errors and self.check_files is not None:
+            try:
+                self.check_files(checked)
+            except PhasekitError as err:
+                errors.append(str(err))
         return checked, errors
 
 
@@ -157,7 +164,7 @@ def executor_registry(apply_spec: dict | None = None, wait_spec: dict | None = N
         Executor("command", SOURCE_OPTIONAL, False, COMMAND_PHASE_SPEC, secret_options=("env", "stdin", "env_files"),
                  check=check_command_phase_options, nested_paths=command_phase_paths),
         Executor("helm", SOURCE_OPTIONAL, False, {"argument_spec": HELM_OPTIONS_SPEC}, check=check_helm_options,
-                 secret_options=HELM_SECRET_OPTIONS, source_option="chart_ref"),
+                 secret_options=HELM_SECRET_OPTIONS, source_option="chart_ref", check_files=check_values_files),
         # an image run with podman or docker as a KRM function: the source's documents on its standard input
         Executor("container", SOURCE_OPTIONAL, True, CONTAINER_SPEC, check=check_container_options,
                  secret_options=("env",), nested_paths=container_mount_paths, programs=(ENGINES,)),

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from ansible.parsing.dataloader import DataLoader
-from ansible.parsing.vault import VaultLib, VaultSecret
 from ansible.template import Templar
+from vaulted import vaulted
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.masking import scrub_secrets
@@ -39,27 +39,35 @@ def test_errors_name_the_file_line_and_what_failed(templar, text, message):
     assert "acme" not in str(error.value)
 
 
+LINES_BEFORE = "a: 1\nb: 2\n{# a comment #}\nc: {{ tenant }}\n{% set doubled = size * 2 %}\nd: |\n"
+
+
+@pytest.mark.parametrize("line_7", [
+    "  {{ region }}",
+    "  {{ tenant.missing.deeper }}",
+    "  {% for item in [1] %}{{ item.nope }}{% endfor %}",
+    "  {{ tenant | nofilter }}",
+    "  {% if %}",
+    "  {{ 'not json' | from_json }}",
+    "  {{ 1 // 0 }}",
+    "  {{ unset_variable | mandatory }}",
+], ids=["undefined-variable", "undefined-attribute", "attribute-in-a-loop", "unknown-filter", "syntax-error",
+        "filter-that-fails-with-a-json-error", "python-error", "mandatory-variable"])
+def test_the_error_names_the_line_of_the_template_file(templar, tmp_path, line_7):
+    """Line 7 of the .j2 file, whatever failed there: not the line of a JSON text a filter parsed, not none."""
+    path = tmp_path / "cm.yaml.j2"
+    path.write_text(LINES_BEFORE + line_7 + "\ne: 3\n")
+    with pytest.raises(PhasekitError) as error:
+        render_template_file(templar, str(path), VARIABLES)
+    assert str(error.value).startswith(f"template {path} line 7: "), error.value
+    assert "Traceback" not in str(error.value)
+
+
 def test_only_strings_holding_templates_are_rendered(templar):
     options = {"namespace": "{{ tenant }}", "replicas": 2, "labels": ["{{ tenant }}-x", "plain {x}"]}
     assert has_template_strings(options) and not has_template_strings({"a": ["plain", 1]})
     assert render_strings(templar, options, VARIABLES, "options") == {
         "namespace": "acme", "replicas": 2, "labels": ["acme-x", "plain {x}"]}
-
-
-def vaulted(text: str):
-    """``text`` as a vault-encrypted variable's value, as inventory and vars files give it."""
-    vault = VaultLib([("default", VaultSecret(b"pass"))])
-    try:
-        from ansible.parsing.vault import EncryptedString
-    except ImportError:  # ansible-core < 2.19
-        from ansible.parsing.yaml.objects import AnsibleVaultEncryptedUnicode
-        secret = AnsibleVaultEncryptedUnicode(vault.encrypt(text))
-        secret.vault = vault
-        return secret
-    from ansible.parsing.vault import VaultSecretsContext
-    if VaultSecretsContext.current(optional=True) is None:  # the process-wide secrets, as the CLI sets them
-        VaultSecretsContext.initialize(VaultSecretsContext(secrets=[("default", VaultSecret(b"pass"))]))
-    return EncryptedString(ciphertext=vault.encrypt(text).decode())
 
 
 def test_vault_values_are_found_and_scrubbed():

@@ -9,7 +9,7 @@ import pytest
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import ChartCache, ChartSource, local_chart
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import (
-    HELM_OPTIONS_SPEC, check_helm_options, duration_seconds, helm_request, merge_values)
+    HELM_OPTIONS_SPEC, check_helm_options, duration_seconds, helm_request, merge_values, plain_values_file)
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.release import (
     ensure_release, helm_timeout, manifest_diffs, release_changes, release_description, scrub_values, split_manifest,
     upgrade_argv)
@@ -78,6 +78,18 @@ def test_a_values_file_must_be_one_mapping(tmp_path):
         helm_request(options(values_files=["v.yaml"]), namespace="d", read_values_file=lambda _p: "- a\n")
     with pytest.raises(PhasekitError, match="values file v.yaml line 2 column 1: invalid YAML"):
         helm_request(options(values_files=["v.yaml"]), namespace="d", read_values_file=lambda _p: "a: [\n")
+
+
+@pytest.mark.parametrize("name, message", [
+    ("missing.yaml", "cannot read: No such file or directory"),
+    ("directory", "cannot read: Is a directory"),
+], ids=["missing-file", "directory"])
+def test_a_values_file_that_cannot_be_read_is_named(tmp_path, name, message):
+    """As the helm action reads it: the file named, not a raw [Errno 2] or IsADirectoryError."""
+    (tmp_path / "directory").mkdir()
+    with pytest.raises(PhasekitError) as error:
+        helm_request(options(values_files=[str(tmp_path / name)]), namespace="d", read_values_file=plain_values_file)
+    assert str(error.value) == f"{tmp_path / name}: {message}"
 
 
 def test_chart_digest_covers_content_and_is_the_same_packaged(tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from vaulted import vaulted
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.source_refs import (
@@ -57,6 +58,23 @@ def test_refusal_never_echoes_the_secret():
     with pytest.raises(PhasekitError) as err:
         check_source_refs({"url": "https://x", "headers": {"Authorization": "Bearer s3cr3t"}}, base_dir=BASE, where="w")
     assert "s3cr3t" not in str(err.value)
+
+
+@pytest.mark.parametrize("headers, message", [
+    ({"Authorization": "vaulted"}, None),
+    ({"Authorization": 42}, "headers.Authorization: expected a string (or a vault-encrypted string), got int"),
+    (["Authorization: x"], "headers: expected a mapping of header names to strings, got list"),
+], ids=["vault-encrypted-header-allowed", "non-string-header-names-the-header", "headers-not-a-mapping"])
+def test_url_source_headers(headers, message):
+    """A !vault header value in a site file is what ansible-inventory --list shows encrypted: accepted."""
+    if headers == {"Authorization": "vaulted"}:
+        headers = {"Authorization": vaulted("Bearer s3cr3t-token")}
+    value = {"url": "https://x/kc", "headers": headers}
+    if message is None:
+        assert check_source_refs(value, base_dir=BASE, where="w")["headers"] == headers
+        return
+    with pytest.raises(PhasekitError, match=re.escape(message)):
+        check_source_refs(value, base_dir=BASE, where="w")
 
 
 @pytest.mark.parametrize("anchored, written", [

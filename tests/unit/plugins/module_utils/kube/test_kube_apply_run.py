@@ -330,3 +330,21 @@ def test_a_member_that_cannot_be_deleted_fails_the_prune_and_keeps_the_parent_li
     assert report.failure == 'prune: ConfigMap apps/d: forbidden: configmaps "d" is forbidden'
     assert report.counts()["failed"] == 1
     assert api.objects[PARENT]["metadata"] == recorded
+
+
+@pytest.mark.parametrize("size, refused", [
+    (3 * 1024 * 1024 - 200, False), (3 * 1024 * 1024 + 1, True), (100 * 1024 * 1024, True),
+], ids=["just-under-the-request-limit", "just-over-the-request-limit", "a-100-mib-object"])
+def test_an_object_larger_than_one_api_request_is_refused_before_anything_is_sent(size, refused):
+    """kube-apiserver reads at most 3 MiB in a write and drops the connection past it (a TLS EOF for the client)."""
+    api = FakeApi()
+    big = config_maps("big", value="x" * size)
+    if not refused:
+        assert apply(api, config_maps("small") + big, applyset=None, prune=False).failure is None
+        return
+    with pytest.raises(PhasekitError) as error:
+        apply(api, config_maps("small") + big)
+    assert str(error.value).startswith("ConfigMap apps/big (definition item 2): ")
+    assert "bytes as JSON, more than the 3145728 bytes (3 MiB) kube-apiserver reads in one request; nothing was " \
+           "sent" in str(error.value)
+    assert [request for request in api.log if request[0] not in ("GET", "LIST")] == []  # nothing written

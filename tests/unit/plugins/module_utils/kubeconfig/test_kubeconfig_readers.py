@@ -11,6 +11,7 @@ import threading
 import time
 
 import pytest
+from vaulted import vaulted
 from pki import make_pki
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
@@ -114,6 +115,13 @@ def server(pki):
 def test_fetch_with_ca_bundle_and_headers(server, pki):
     body = fetch_https(f"{server}/kubeconfig", ca_path=str(pki / "ca.crt"),
                        headers={"Authorization": "Bearer let-me-in"}, timeout=5)
+    assert body == KUBECONFIG
+
+
+def test_fetch_with_a_vault_encrypted_header(server, pki):
+    """A !vault header value from a site file is decrypted when the request is sent."""
+    body = fetch_https(f"{server}/kubeconfig", ca_path=str(pki / "ca.crt"),
+                       headers={"Authorization": vaulted("Bearer let-me-in")}, timeout=5)
     assert body == KUBECONFIG
 
 

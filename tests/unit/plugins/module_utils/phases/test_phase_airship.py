@@ -311,6 +311,22 @@ def test_bad_documents_name_the_document_and_field(tmp_path, documents, where, m
     assert f"plan {where}: {message}" in str(error.value)
 
 
+@pytest.mark.parametrize("entry", ["../../..", "apps/../../elsewhere", "/etc"],
+                         ids=["parent-directories", "down-then-up-past-the-target", "absolute-path"])
+def test_entry_point_outside_the_target_path_is_refused(tmp_path, entry):
+    (tmp_path / "apps").mkdir()
+    with pytest.raises(PhasekitError) as error:
+        inline_plan([airship_phase("apps", entry=entry), apply_executor()], tmp_path)
+    assert (f"plan document 1 (Phase apps) field config.documentEntryPoint: expected a directory inside the target "
+            f"path {tmp_path}, got {entry!r}, which leads outside it") in str(error.value)
+
+
+def test_entry_point_that_stays_inside_the_target_path_is_accepted(tmp_path):
+    (tmp_path / "apps").mkdir()
+    plan = inline_plan([airship_phase("apps", entry="apps/../apps"), apply_executor()], tmp_path)
+    assert planned(plan, "apps").phase.source == "apps/../apps"
+
+
 def test_bad_document_in_a_file_names_the_file(tmp_path):
     (tmp_path / "phases").mkdir()
     (tmp_path / "phases" / "phases.yaml").write_text(

@@ -169,6 +169,28 @@ def test_invalid_documents(tmp_path, documents, expected):
     assert expected in str(error.value)
 
 
+def env_dir_file(path):
+    return cmd(options={"argv": ["true"], "env_dirs": {"DIRS": {path: {"kustomize": "kust"}}}})
+
+
+@pytest.mark.parametrize("path, expected", [
+    (".", "field spec.options: env_dirs.DIRS..: expected a relative file path inside the directory"),
+    ("a\0b", "field spec.options: env_dirs.DIRS.'a\\x00b': expected a relative file path inside the directory"),
+    ("x" * 300, "the path is too long for a file system: expected names of at most 255 bytes and a path of at most "
+                "1024, got a name of 300 bytes in 300"),
+    ("/".join(["d" * 200] * 6) + "/f", "got a name of 200 bytes in 1207"),
+    ("a/../../b", "expected a relative file path inside the directory"),
+    ("", "env_dirs.DIRS.'': expected a relative file path"),
+], ids=["dot-is-the-directory-itself", "nul-character", "name-over-255-bytes", "path-over-1024-bytes",
+        "dot-dot-escapes", "empty-path"])
+def test_env_dirs_paths_refused_at_validation(tmp_path, path, expected):
+    """What the file system would refuse when the command runs is refused when the documents are read."""
+    (tmp_path / "kust").mkdir()
+    with pytest.raises(PhasekitError) as error:
+        build([env_dir_file(path)], tmp_path, with_kubeconfig={"target"})
+    assert expected in str(error.value)
+
+
 def test_every_problem_is_reported_at_once(tmp_path):
     documents = [cmd(executor="aply"), phase("q", cluster="nowhere", executor="command", options={})]
     with pytest.raises(PhasekitError) as error:
@@ -229,6 +251,8 @@ def test_kubeconfig_single_parent_cluster_is_the_parent(tmp_path):
 
 def test_a_helm_phase_takes_its_chart_as_source_and_kubernetes_core_names(tmp_path):
     (tmp_path / "charts" / "hello").mkdir(parents=True)
+    (tmp_path / "v").mkdir()
+    (tmp_path / "v" / "hello.yaml").write_text("a: 2\n")
     planned = build([phase("hello", cluster="target", executor="helm", source="charts/hello",
                            options={"namespace": "apps", "values": {"a": 1}, "values_files": ["v/hello.yaml"],
                                     "state": "present"})], tmp_path)
@@ -246,9 +270,20 @@ def test_a_helm_phase_takes_its_chart_as_source_and_kubernetes_core_names(tmp_pa
      "(executor helm)"),
     ({"options": {"chart_ref": "hello", "wait_timeout": "5"}},
      "field spec.options: wait_timeout '5': expected a duration such as 300s, 5m or 1h30m (executor helm)"),
-])
+    ({"source": "charts/hello", "options": {"values_files": ["values.yaml", "missing.yaml"]}},
+     "field spec.options: values_files[1] {tmp}/missing.yaml: no such file (relative paths are relative to the "
+     "phase's document) (executor helm)"),
+    ({"source": "charts/hello", "options": {"values_files": ["charts"]}},
+     "field spec.options: values_files[0] {tmp}/charts: expected a YAML file of values, got a directory"),
+    ({"source": "charts/hello", "options": {"values_files": ["missing.yaml.j2"]}},
+     "field spec.options: values_files[0] {tmp}/missing.yaml.j2: no such file"),
+], ids=["chart-twice", "no-chart", "timeout-not-a-duration", "values-file-missing", "values-file-a-directory",
+        "values-template-missing"])
 def test_helm_phase_problems(tmp_path, spec, expected):
+    """Found when the documents are read (validate too), not as an OS error when the release is installed."""
     (tmp_path / "charts" / "hello").mkdir(parents=True)
+    (tmp_path / "values.yaml").write_text("a: 1\n")
+    expected = expected.format(tmp=tmp_path)
     with pytest.raises(PhasekitError) as caught:
         build([phase("hello", cluster="target", executor="helm", **spec)], tmp_path)
     assert expected in str(caught.value)
