@@ -245,7 +245,7 @@ def test_run_stopped_by_an_api_server_outage_then_resumed(fault_cluster, cluster
     # the faults cluster kept what finished before its API server went: the failure could not be written there
     assert sorted(on_faults) == ["first"] and on_faults["first"][0]["result"] == "changed"
     first = on_faults["first"][0]
-    assert first["plan"] == "records" and first["digest"].startswith("sha256:") and "@" in first["by"]
+    assert first["plan"] == "records" and first["digest"].startswith("hmac-sha256:") and "@" in first["by"]
     assert first["version"] == "0.1.0" and first["action"] == "run" and first["started"].endswith("Z")
 
     code, output = run_records_plan(root, collections_path, "-e", "plan_resume=true")
