@@ -356,10 +356,11 @@ class RunRecords:
         data = found.get("data")
         if not isinstance(data, dict):
             data = {}
+        read_from = f"cluster {host}: run record ConfigMap {cluster.namespace}/{cluster.legacy_name or cluster.name}"
         for key, text in data.items():
             entries, problems, unkeyed = _entries(text)
             cluster.entries[key] = entries
-            where = f"cluster {host}: run record {self.where(host)}, key {key}"
+            where = f"{read_from}, key {key}"
             cluster.problems.extend(f"{where}: {problem}" for problem in problems)
             if unkeyed or cluster.legacy_name:  # plain digests are testable offline: gone with the next write
                 cluster.pending[key] = json.dumps(entries, separators=(",", ":"))
