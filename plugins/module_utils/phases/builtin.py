@@ -198,6 +198,8 @@ class BuiltinExecutors:
     def digest(self, phase: dict, host: str) -> str | None:
         """What the phase does on this host, as the digest its run record keeps (keyed with the cluster's record
         key, see ``RunRecords.digest``). None for tasks phases (not recorded), or without the cluster's key."""
+        if self.records is None:
+            return None
         return self.records.digest(host, self.content_digest(phase, host))
 
     def content_digest(self, phase: dict, host: str) -> str | None:

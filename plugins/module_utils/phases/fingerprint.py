@@ -26,6 +26,7 @@ import threading
 MAX_FILES = 10000
 MAX_BYTES = 256 * 1024 * 1024
 CHUNK = 1024 * 1024
+SHELLS = ("sh", "bash", "dash", "ash", "ksh", "zsh")   # ``-c TEXT`` of these is a command line (python's is code)
 
 
 class TooLarge(Exception):
@@ -79,7 +80,7 @@ def command_words(argv: list[str], env: dict | None) -> list[str]:
     """The words of a command that may name files: its arguments (a shell command's words too) and ``env``
     values; a program found on PATH (no ``/`` in it) is left out."""
     words = list(argv[1:]) if argv and "/" not in argv[0] else list(argv)
-    if len(argv) == 3 and argv[1] == "-c":  # /bin/sh -c 'text': the words of the text
+    if len(argv) == 3 and argv[1] == "-c" and os.path.basename(argv[0]) in SHELLS:  # sh -c 'text': its words
         try:
             words += shlex.split(argv[2])
         except ValueError:

@@ -130,7 +130,9 @@ def test_each_input_a_phase_depends_on_changes_its_digest(site, phase, change):
 @pytest.mark.parametrize("phase, change", [
     (command(argv=["./scripts/deploy.sh"]), append("scripts/lib.sh")),
     (helm(), append("values/site.yaml")),
-], ids=["a-file-the-command-does-not-name", "a-values-file-the-release-does-not-use"])
+    (command(argv=["python3", "-c", "print(open('config/site.yaml').read())"]), append("config/site.yaml")),
+], ids=["a-file-the-command-does-not-name", "a-values-file-the-release-does-not-use",
+        "an-interpreters-code-is-not-a-command-line"])
 def test_what_a_phase_does_not_depend_on_leaves_its_digest(site, phase, change):
     access = Access()
     before = BuiltinExecutors(access).content_digest(phase, "c1")
