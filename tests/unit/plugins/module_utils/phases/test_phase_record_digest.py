@@ -28,7 +28,7 @@ class Access:
         raise AssertionError("a digest reaches no cluster")
 
     def render_template(self, host, path):
-        return Path(path).read_text().replace("{{ greeting }}", self.greeting)
+        return Path(path).read_text(encoding="utf-8").replace("{{ greeting }}", self.greeting)
 
     def secrets(self, host):
         return frozenset()
