@@ -172,12 +172,18 @@ class BuiltinExecutors:
     def __call__(self, phase: dict, host: str) -> Outcome:
         try:
             phase = self._for_host(phase, host)
-            digest = self.digest(phase, host) if self.records is not None and self.mode != DESTROY else None
-            key_problem = self.records.key_problem(host) if self.records is not None else None
+            content = self.content_digest(phase, host) if self.records is not None and self.mode != DESTROY else None
+            # keyed before the phase only when it is compared now; else after it, so that a cluster not up yet
+            # (a phase brings it up) is not asked for its key first, and a failed phase's gets one try
+            compared = self.resume or self.mode == STATUS
+            digest = self.records.digest(host, content) if compared and content else None
             outcome = self._resumed_outcome(phase, host, digest) if self.resume else None
             if outcome is None:
                 outcome = self._destroy(phase, host) if self.mode == DESTROY else \
                     getattr(self, f"_{phase['executor']}")(phase, host)
+            if content and not compared:
+                digest = self.records.digest(host, content, attempts=1 if outcome.failed else None)
+            key_problem = self.records.key_problem(host) if self.records is not None else None
             if digest is not None:
                 outcome.details = {**outcome.details, "digest": digest}
             if key_problem:

@@ -227,14 +227,14 @@ class RunRecords:
             self._read(host, cluster)
             return list(cluster.problems)
 
-    def digest(self, host: str, digest: str | None) -> str | None:
+    def digest(self, host: str, digest: str | None, attempts: int | None = None) -> str | None:
         """``digest`` (``bundle_digest``) keyed with the host's cluster key, or None when there is no key (its
-        Secret cannot be read or made: ``key_problem`` says why, once)."""
+        Secret cannot be read or made: ``key_problem`` says why, once). ``attempts``: as for ``write``."""
         if digest is None:
             return None
         cluster = self._cluster(host)
         with cluster.lock:
-            self._read_key(host, cluster)
+            self._read_key(host, cluster, attempts)
             return keyed_digest(cluster.key, digest) if cluster.key else None
 
     def key_problem(self, host: str) -> str | None:
@@ -379,7 +379,7 @@ class RunRecords:
         annotations = (found.get("metadata") or {}).get("annotations") or {}
         return annotations.get(PLAN_ANNOTATION) == self.run.plan and annotations.get(HOST_ANNOTATION) == host
 
-    def _read_key(self, host: str, cluster: _ClusterRecord) -> None:
+    def _read_key(self, host: str, cluster: _ClusterRecord, attempts: int | None = None) -> None:
         """The cluster's digest key from its Secret, read once; made when missing (``create_key``)."""
         if cluster.key_read:
             return
@@ -391,11 +391,11 @@ class RunRecords:
         session = self._session_for(host)
         try:
             try:
-                found = session.request("GET", f"{path}/{KEY_SECRET}").body
+                found = session.request("GET", f"{path}/{KEY_SECRET}", attempts=attempts).body
             except ApiError as err:
                 if err.status != 404 or not self._create_key:
                     raise
-                found = self._make_key(session, path, cluster.namespace)
+                found = self._make_key(session, path, cluster.namespace, attempts)
             cluster.key = _key_of(found)
             if cluster.key is None:
                 cluster.key_problem = f"{where} holds no {KEY_FIELD} key of {KEY_BYTES} bytes (base64)"
@@ -403,26 +403,28 @@ class RunRecords:
             if err.status == 404:
                 return  # a dry run, and no run wrote a keyed digest here yet: nothing to compare with
             cluster.key_problem = f"{where} cannot be read{' or made' if self._create_key else ''}: {_reason(err)}"
-        except PhasekitError as err:
+            if err.status in (401, 403):
+                cluster.key_problem += f" (the run's user needs get and create on Secrets in namespace " \
+                                       f"{cluster.namespace})"
+        except PhasekitError as err:  # the cluster cannot be reached: its record cannot be written either
             cluster.key_problem = f"{where} cannot be read: {err}"
         if cluster.key_problem:
             cluster.key_problem = (f"run record of cluster {host}: no digest key, so its phases are recorded and "
                                    f"compared without a digest (plan_resume runs them again there): "
-                                   f"{cluster.key_problem} (the run's user needs get and create on Secrets in "
-                                   f"namespace {cluster.namespace})")
+                                   f"{cluster.key_problem}")
 
     @staticmethod
-    def _make_key(session, path: str, namespace: str) -> dict:
+    def _make_key(session, path: str, namespace: str, attempts: int | None) -> dict:
         """A new random key, in an immutable Secret; a key another run made meanwhile is the one used."""
         body = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "immutable": True,
                 "metadata": {"name": KEY_SECRET, "namespace": namespace, "labels": dict(LABELS)},
                 "data": {KEY_FIELD: base64.b64encode(os.urandom(KEY_BYTES)).decode()}}
         try:
-            return session.request("POST", path, body=body).body
+            return session.request("POST", path, body=body, attempts=attempts).body
         except ApiError as err:
             if err.status != 409:
                 raise
-        return session.request("GET", f"{path}/{KEY_SECRET}").body
+        return session.request("GET", f"{path}/{KEY_SECRET}", attempts=attempts).body
 
     def _store(self, host: str, cluster: _ClusterRecord, data: dict, attempts: int | None) -> None:
         session = self._session_for(host)

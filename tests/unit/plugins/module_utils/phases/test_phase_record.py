@@ -513,3 +513,23 @@ def test_history_names_a_hand_edited_entry_and_shows_the_rest(text, problem):
     shown = "\n".join(history_lines([("c1", runs, "; ".join(found))], ["p", "q"]))
     assert "q changed" in shown and "ConfigMap ns/phasekit-run-site.c1" in shown and "Error" not in shown
     assert ("p ok" in shown) is (text.startswith("[") and "r1" in text)
+
+
+def test_a_run_asks_for_the_key_after_the_phase_and_a_failed_phase_once():
+    """A phase may bring its cluster up: a run that compares nothing asks for the key when the phase ended."""
+    store = Store()
+
+    class Failing(Recorded):
+        def _apply(self, phase, host):
+            store.calls.append(("APPLY", phase["name"], None))
+            return Outcome(changed=True, failed=phase["name"] == "bad")
+
+    run_phases(plan("bad"), Failing(store), hosts_in_play=["a"])
+    assert store.calls[0][0] == "APPLY" and store.calls[1] == ("GET", KEY, 1)
+
+
+def test_an_unreachable_cluster_is_no_rbac_problem():
+    kept = records(Store(down=True))
+    assert kept.digest("c1", "sha256:plain") is None
+    problem = kept.key_problem("c1")
+    assert "cannot reach the API server" in problem and "needs get and create" not in problem
