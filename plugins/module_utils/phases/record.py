@@ -486,8 +486,7 @@ ENTRY_FIELDS = {
     "version": ((str,), "the collection's version"),
     "by": ((str,), "user@controller"),
     "rollout": ((dict,), "an object {phase, batch, of}"),
-    "msg": ((str,), "a message"),
-}
+}  # msg is not checked: how it is stored is the masking's
 REQUIRED_FIELDS = ("run", "result", "started")
 
 
