@@ -157,7 +157,8 @@ class ActionModule(PhasekitAction):
                       action=DESTROY_ACTION if mode == DESTROY else RUN_ACTION)
         namespace = args["record_namespace"]
         return RunRecords(run, session_for=lambda host: fleet.session(host, REQUEST_BUDGET + EXTRA_CONNECTIONS),
-                          namespace_for=lambda host: namespace or fleet.resolution(host).namespace or "default")
+                          namespace_for=lambda host: namespace or fleet.resolution(host).namespace or "default",
+                          create_key=mode == RUN and not self._task.check_mode)
 
     def _history(self, records: RunRecords | None, planned: list[dict], in_play: list[str], concurrency: int) -> dict:
         """``history``: each cluster's recent runs of the plan, from its run record."""
@@ -168,12 +169,17 @@ class ActionModule(PhasekitAction):
 
         def read(host: str):
             try:
-                return host, run_history({name: records.entries(host, name) for name in names}, names), ""
+                runs = run_history({name: records.entries(host, name) for name in names}, names)
             except PhasekitError as err:
                 return host, [], str(err)
+            # entries edited by hand: named, left out, and the rest shown
+            return host, runs, "; ".join(records.problems(host))
 
         with ThreadPoolExecutor(max(1, min(concurrency, len(hosts) or 1))) as pool:
             found = list(pool.map(read, hosts))
+        for _host, _runs, problem in found:
+            if problem:
+                display.warning(problem)
         history = {host: runs for host, runs, _problem in found}
         problems = {host: problem for host, _runs, problem in found if problem}
         return {"changed": False, "history": history, "unreadable": problems,

@@ -86,7 +86,13 @@ options:
       - Keep a run record in each cluster a phase touches; a ConfigMap C(phasekit-run-<plan>.<host>) per inventory
         host (plan C(all) without a PhasePlan) in O(record_namespace), one data key per phase (its full name, C(/) as C(.)) with the
         phase's last 10 runs as JSON, newest first (run id, action, result, start (UTC), duration, digest of what
-        the phase applied, plan, collection version, and who ran it, user@controller).
+        the phase depends on, plan, collection version, and who ran it, user@controller).
+      - A plan or host name that is not a DNS label itself (C(col.a), C(Col_A)) is slugged and followed by C(--)
+        and a hash of the exact name, so two plans never share a record.
+      - The digest is an HMAC-SHA256 keyed with a random key kept in the Secret C(phasekit-run-key) of the same
+        namespace (made on first need), so a reader of the ConfigMap cannot test guesses of secrets against it.
+        Without get and create on that Secret, phases are recorded without a digest (a warning, once per cluster)
+        and O(resume) runs them again.
       - Written after each phase on each cluster (one merge patch), so a plan that stops half way leaves every
         phase that finished recorded. Not in check mode, validate or status; C(tasks) phases are not recorded.
       - A record that cannot be read or written (no RBAC for ConfigMaps there) is a warning, never a failure.

@@ -28,7 +28,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import 
     ABSENT, HELM_OPTIONS_SPEC, MODE_APPLY, duration_seconds, helm_request, is_template, plain_values_file)
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.release import values_masks
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.run import (
-    release_apply_arguments, remove_rendered_release, render_release, run_release)
+    release_apply_arguments, remove_rendered_release, render_release, request_chart, run_release)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import APPLY_OPTIONS_SPEC, apply_bundle, apply_options
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import Discovery
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError
@@ -41,6 +41,8 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs im
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import COMMAND_PHASE_SPEC, command_argv
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import (
     command_failure_message, kubeconfig_in, run_command)
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.fingerprint import (
+    FileDigests, command_words, uncomparable)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.container import (
     CONTAINER_SPEC, container_failure_message, run_container, shown_items, write_output)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import RunRecords, bundle_digest, resumable
@@ -159,6 +161,8 @@ class BuiltinExecutors:
         self._bundle_locks: dict[tuple, threading.Lock] = {}
         self._has_templates: dict[str, bool] = {}
         self._digests: dict[tuple, str] = {}
+        self._built_dirs: dict[str, object] = {}
+        self.files = FileDigests()
         self._lock = threading.Lock()
         self.records = records
         self.resume = resume and mode == RUN and not check_mode
@@ -173,13 +177,23 @@ class BuiltinExecutors:
     def __call__(self, phase: dict, host: str) -> Outcome:
         try:
             phase = self._for_host(phase, host)
-            digest = self.digest(phase, host) if self.records is not None and self.mode != DESTROY else None
+            content = self.content_digest(phase, host) if self.records is not None and self.mode != DESTROY else None
+            # keyed before the phase only when it is compared now; else after it, so that a cluster not up yet
+            # (a phase brings it up) is not asked for its key first, and a failed phase's gets one try
+            compared = self.resume or self.mode == STATUS
+            digest = self.records.digest(host, content) if compared and content else None
             outcome = self._resumed_outcome(phase, host, digest) if self.resume else None
             if outcome is None:
                 outcome = self._destroy(phase, host) if self.mode == DESTROY else \
                     getattr(self, f"_{phase['executor']}")(phase, host)
+            if content and not compared:
+                digest = self.records.digest(host, content, attempts=1 if outcome.failed else None)
+            key_problem = self.records.key_problem(host) if self.records is not None else None
             if digest is not None:
                 outcome.details = {**outcome.details, "digest": digest}
+            if key_problem:
+                outcome.details = {**outcome.details,
+                                   "warnings": [*outcome.details.get("warnings", []), key_problem]}
             if self.mode == STATUS and self.records is not None:
                 outcome.details = {**outcome.details, "last_run": self._last_run(phase, host, digest)}
         except PhasekitError as err:
@@ -209,20 +223,81 @@ class BuiltinExecutors:
     # ------------------------------------------------------------ run records
 
     def digest(self, phase: dict, host: str) -> str | None:
-        """What the phase does on this host, as a digest: its executor and (host-rendered) options, and its
-        rendered bundle (apply, wait) or rendered values files (helm). None for tasks phases (not recorded)."""
+        """What the phase does on this host, as the digest its run record keeps (keyed with the cluster's record
+        key, see ``RunRecords.digest``). None for tasks phases (not recorded), or without the cluster's key."""
+        if self.records is None:
+            return None
+        return self.records.digest(host, self.content_digest(phase, host))
+
+    def content_digest(self, phase: dict, host: str) -> str | None:
+        """Everything the phase's outcome depends on, as a plain digest (kept in memory): its executor and
+        (host-rendered) options, and its rendered bundle (apply, wait, container), the files its command names
+        and the builds of its ``env_dirs`` (command), its merged values and its chart's every file (helm), the
+        directories a container mounts read-only, a command or kubeconfig phase's source."""
         executor = phase["executor"]
         if executor == TASKS_EXECUTOR:
             return None
-        parts = {"executor": executor, "options": phase.get("options") or {}}
-        if executor in ("apply", "wait"):
+        options = phase.get("options") or {}
+        parts = {"executor": executor, "options": options}
+        if executor in ("apply", "wait") or (executor == "container" and phase.get("source") is not None):
             parts["objects"] = self._bundle_digest(phase, host)
         elif executor == "helm":
-            files = (phase.get("options") or {}).get("values_files") or []
-            parts["values_files"] = [self._values_file(host, path) for path in files if isinstance(path, str)]
-        elif phase.get("source") is not None:
-            parts["source"] = phase.get("source")
+            parts.update(self._helm_content(phase, host))
+        elif isinstance(phase.get("source"), str):
+            parts["source"] = self.files.of(phase["source"]) or phase["source"]
+        if executor == "command":
+            parts.update(self._command_content(phase))
+        elif executor == "container":
+            parts["mounts"] = {mount["src"]: self.files.of(os.path.join(os.getcwd(), os.path.expanduser(mount["src"])))
+                               for mount in options.get("mounts") or [] if isinstance(mount, dict)
+                               and (mount.get("type") or "bind") == "bind" and not mount.get("rw")
+                               and isinstance(mount.get("src"), str)}
         return bundle_digest(parts)
+
+    def _command_content(self, phase: dict) -> dict:
+        """A command's files (the script, files named as arguments or in ``env``, relative to ``chdir``) and the
+        builds of its ``env_dirs``; an unbuildable ``env_dirs`` is left to the run to report."""
+        values = option_values(COMMAND_PHASE_SPEC["argument_spec"], phase.get("options"))
+        try:
+            argv = command_argv(values["argv"], values["cmd"], values["shell"])
+        except PhasekitError:
+            argv = []
+        words = command_words(argv, values["env"])
+        content = {"files": self.files.named(words, values["chdir"] or os.getcwd())}
+        if values["env_dirs"]:
+            try:
+                content["env_dirs"] = self._env_dirs(values["env_dirs"])
+            except PhasekitError:
+                content["env_dirs"] = uncomparable()
+        return content
+
+    def _env_dirs(self, env_dirs: dict) -> dict:
+        """``env_dirs`` built, once per run for each distinct option value (the digest and the run share it)."""
+        key = bundle_digest(env_dirs)
+        with self._lock:
+            lock = self._bundle_locks.setdefault(("env_dirs", key), threading.Lock())
+        with lock:
+            if key not in self._built_dirs:
+                try:
+                    self._built_dirs[key] = build_env_dirs(env_dirs)
+                except PhasekitError as err:
+                    self._built_dirs[key] = err
+            built = self._built_dirs[key]
+        if isinstance(built, PhasekitError):
+            raise PhasekitError(str(built))
+        return built
+
+    def _helm_content(self, phase: dict, host: str) -> dict:
+        """A release's merged values (values files rendered for the host) and its chart's digest (every file of
+        it: templates, dependencies, default values), the chart made local once per run."""
+        values = option_values(HELM_OPTIONS_SPEC, phase.get("options"))
+        values["name"] = values["name"] or phase["name"].rsplit("/", 1)[-1]
+        request = helm_request(values, namespace="", where=f"phase {phase['name']}",
+                               read_values_file=lambda path: self._values_file(host, path))
+        content = {"values": request.values}
+        if request.chart is not None and request.state != ABSENT:
+            content["chart"] = request_chart(request, self.charts).digest
+        return content
 
     def _bundle_digest(self, phase: dict, host: str) -> str:
         """The rendered bundle's digest, made once per rendering (a 1000-object bundle costs milliseconds)."""
@@ -375,7 +450,7 @@ class BuiltinExecutors:
         argv = command_argv(values["argv"], values["cmd"], values["shell"])
         if self.dry_run and self.mode == STATUS:
             return Outcome(skipped=True, msg="commands do not run in a dry run")
-        built = build_env_dirs(values["env_dirs"] or {})  # validate and check mode too: a broken build fails
+        built = self._env_dirs(values["env_dirs"] or {})  # validate and check mode too: a broken build fails
         if self.dry_run:
             # a command's effect cannot be predicted: not run by validate, status or check mode
             return Outcome(skipped=True, msg="commands do not run in a dry run")

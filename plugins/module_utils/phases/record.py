@@ -22,15 +22,31 @@ The ConfigMap is read once per cluster and run, before the first write (to
 keep the last ``keep`` entries), or before the first phase when resuming or
 showing status.
 
-Entries hold no secret: the digest is a SHA-256 of what the phase applies to
-that cluster (the cluster holds those objects anyway), messages are scrubbed
-and masked again (``recorded_message``) as they get here.
+Entries hold nothing a reader of the ConfigMap could test a guess of a secret
+against: the digest is an HMAC-SHA256, keyed with a random key the cluster
+keeps in a Secret of the record's namespace (``phasekit-run-key``, made on
+first need, read once per cluster and run), of everything the phase's outcome
+depends on; a ``view`` user reads ConfigMaps, not Secrets. Messages are scrubbed
+and masked again (``recorded_message``) as they get here. A run whose user
+cannot read (or make) that Secret records its phases without a digest, and
+says so once per cluster: they are not resumable there. Digests of records
+written before (plain ``sha256:``) are dropped when the record is next
+written, and never resume anything.
+
+Records are named so that two plans (two hosts) never share one: a name that
+is already a DNS label keeps its record's name as it always was; any other is
+slugged and followed by ``--`` and a hash of the exact name (a slug has no
+``--``). A record a former version named after the slug alone is taken over
+when its annotations name exactly this plan and host.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import hmac
 import json
+import os
 import re
 import threading
 import time
@@ -55,6 +71,11 @@ SUCCEEDED = ("ok", "changed")
 RUN_ACTION, DESTROY_ACTION = "run", "destroy"
 FLUSH_AFTER = 10.0              # seconds an unchanged phase's entry may wait for its cluster's next write
 FLUSH_CONCURRENCY = 32          # clusters written at once when a step ends
+KEY_SECRET = "phasekit-run-key"  # the Secret of the record's namespace that keys its digests
+KEY_FIELD = "hmac-sha256"
+KEY_BYTES = 32
+KEYED = "hmac-sha256:"          # what a digest made with the cluster's key starts with
+SLUG_HASH = 10                  # hex digits of the hash that follows a name that is not a DNS label itself
 
 
 @dataclass(frozen=True)
@@ -69,11 +90,29 @@ class RunInfo:
 
 
 def record_name(plan: str, host: str) -> str:
-    """The ConfigMap's name, a DNS subdomain: ``phasekit-run-<plan>.<host>`` (plan ``all`` without a PhasePlan)."""
-    name = f"{RECORD_PREFIX}{_slug(plan or 'all')}.{_slug(host)}"
+    """The ConfigMap's name, a DNS subdomain: ``phasekit-run-<plan>.<host>`` (plan ``all`` without a PhasePlan),
+    each part as it is when it is a DNS label, else its slug, ``--`` and a hash of it (``col.a`` and ``Col_A``
+    get records of their own)."""
+    return _bounded(f"{RECORD_PREFIX}{_name_part(plan or 'all')}.{_name_part(host)}", plan, host)
+
+
+def legacy_record_name(plan: str, host: str) -> str:
+    """The name a record had before names were kept apart (slugs only: ``col.a`` and ``Col_A`` shared one)."""
+    return _bounded(f"{RECORD_PREFIX}{_slug(plan or 'all')}.{_slug(host)}", plan, host)
+
+
+def _bounded(name: str, plan: str, host: str) -> str:
     if len(name) > 253:
         name = name[:240].rstrip("-.") + "-" + hashlib.sha256(f"{plan}/{host}".encode()).hexdigest()[:12]
     return name
+
+
+def _name_part(text: str) -> str:
+    """``text`` when it is its own slug; else the slug, ``--`` (no slug has it) and a hash of ``text``."""
+    slug = _slug(text)
+    if slug == text:
+        return slug
+    return f"{slug}--{hashlib.sha256(text.encode()).hexdigest()[:SLUG_HASH]}"
 
 
 def _slug(text: str) -> str:
@@ -91,9 +130,16 @@ def phase_key(phase: str) -> str:
 
 
 def bundle_digest(parts) -> str:
-    """``sha256:<hex>`` of plain data (objects, options, texts), independent of key order."""
+    """``sha256:<hex>`` of plain data (objects, options, texts), independent of key order. Kept in memory only:
+    a record holds it keyed (``keyed_digest``), never as is."""
     text = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def keyed_digest(key: bytes, digest: str) -> str:
+    """``hmac-sha256:<hex>``: ``digest`` keyed with a cluster's record key; without the key, a reader of the
+    record cannot test a guess of what went into it."""
+    return KEYED + hmac.new(key, digest.encode(), hashlib.sha256).hexdigest()
 
 
 def utc_stamp(epoch: float) -> str:
@@ -123,7 +169,7 @@ def recorded_message(msg: str, masks: Masks | None = None) -> str:
 
 def resumable(entry: dict | None, digest: str | None) -> bool:
     """Whether ``plan_resume`` may skip a phase: its last entry is a run that succeeded with this digest."""
-    return bool(entry and digest and entry.get("action", RUN_ACTION) == RUN_ACTION
+    return bool(entry and digest and digest.startswith(KEYED) and entry.get("action", RUN_ACTION) == RUN_ACTION
                 and entry.get("result") in SUCCEEDED and entry.get("digest") == digest)
 
 
@@ -140,6 +186,13 @@ class _ClusterRecord:
         self.pending: dict[str, str] = {}   # data keys not written yet, as they will be written
         self.pending_since: float | None = None
         self.warned = False
+        self.name = ""              # the ConfigMap's name
+        self.legacy_name = ""       # a former version's record of this plan and host, moved by the next write
+        self.problems: list[str] = []   # entries left out as read: edited by hand (history shows them)
+        self.key: bytes | None = None   # the digests' key, once read
+        self.key_read = False
+        self.key_problem = ""       # why there is no key (then entries have no digest)
+        self.key_warned = False
 
     def said_once(self, problem: str) -> str | None:
         """A cluster's record problem is a warning once per run, not once per phase."""
@@ -153,12 +206,15 @@ class RunRecords:
     """Reads and writes the run record of ``plan`` in each cluster, through ``session_for(host)``.
 
     ``namespace_for(host)``: where the host's ConfigMap lives. Every call is safe from the phase pool's threads;
-    one cluster's calls are serialised (its phases run one after the other anyway).
+    one cluster's calls are serialised (its phases run one after the other anyway). ``create_key``: the digests'
+    key Secret is made when missing (a run that writes records), else only read.
     """
 
     def __init__(self, run: RunInfo, session_for: Callable[[str], ApiSession], namespace_for: Callable[[str], str],
-                 *, keep: int = KEEP, flush_after: float = FLUSH_AFTER, clock: Callable[[], float] = time.monotonic):
+                 *, keep: int = KEEP, flush_after: float = FLUSH_AFTER, clock: Callable[[], float] = time.monotonic,
+                 create_key: bool = True):
         self.run = run
+        self._create_key = create_key   # dry runs read the key and make none
         self.keep = keep
         self.flush_after = flush_after
         self._clock = clock
@@ -169,7 +225,35 @@ class RunRecords:
 
     def where(self, host: str) -> str:
         """'ConfigMap ns/name' of the host's record (for messages and docs)."""
-        return f"ConfigMap {self._cluster(host).namespace}/{record_name(self.run.plan, host)}"
+        cluster = self._cluster(host)
+        return f"ConfigMap {cluster.namespace}/{cluster.name or record_name(self.run.plan, host)}"
+
+    def problems(self, host: str) -> list[str]:
+        """What the host's record holds that is not an entry as this version writes them (edited by hand), each
+        naming the cluster, the ConfigMap, the phase's key and entry, and what was expected; read once."""
+        cluster = self._cluster(host)
+        with cluster.lock:
+            self._read(host, cluster)
+            return list(cluster.problems)
+
+    def digest(self, host: str, digest: str | None, attempts: int | None = None) -> str | None:
+        """``digest`` (``bundle_digest``) keyed with the host's cluster key, or None when there is no key (its
+        Secret cannot be read or made: ``key_problem`` says why, once). ``attempts``: as for ``write``."""
+        if digest is None:
+            return None
+        cluster = self._cluster(host)
+        with cluster.lock:
+            self._read_key(host, cluster, attempts)
+            return keyed_digest(cluster.key, digest) if cluster.key else None
+
+    def key_problem(self, host: str) -> str | None:
+        """Why the host's digests are not recorded, as a warning once per cluster and run (None otherwise)."""
+        cluster = self._cluster(host)
+        with cluster.lock:
+            if not cluster.key_problem or cluster.key_warned:
+                return None
+            cluster.key_warned = True
+            return cluster.key_problem
 
     def entries(self, host: str, phase: str) -> list[dict]:
         """The phase's recorded entries on the host's cluster, newest first; raises PhasekitError if unreadable."""
@@ -262,47 +346,201 @@ class RunRecords:
         if cluster.read:
             return
         cluster.read = True
+        cluster.name = record_name(self.run.plan, host)
         try:
-            found = self._session_for(host).request("GET", self._path(cluster, record_name(self.run.plan, host)),
-                                                    attempts=attempts).body
+            found = self._get(host, cluster, cluster.name, attempts)
+            legacy = legacy_record_name(self.run.plan, host)
+            if found is None and legacy != cluster.name:
+                found = self._get(host, cluster, legacy, attempts)
+                if found is not None and not self._ours(found, host):
+                    found = None  # another plan's (or host's) record under a name they shared: not ours
+                if found is not None:  # taken over: the next write moves every entry to the new name
+                    cluster.legacy_name = legacy
+        except (ApiError, PhasekitError) as err:
+            cluster.problem = f"run record {self.where(host)} cannot be read: {_reason(err)}"
+            return
+        if found is None:
+            return
+        cluster.exists = not cluster.legacy_name
+        data = found.get("data")
+        if not isinstance(data, dict):
+            data = {}
+        read_from = f"cluster {host}: run record ConfigMap {cluster.namespace}/{cluster.legacy_name or cluster.name}"
+        for key, text in data.items():
+            entries, problems, unkeyed = _entries(text)
+            cluster.entries[key] = entries
+            where = f"{read_from}, key {key}"
+            cluster.problems.extend(f"{where}: {problem}" for problem in problems)
+            if unkeyed or cluster.legacy_name:  # plain digests are testable offline: gone with the next write
+                cluster.pending[key] = json.dumps(entries, separators=(",", ":"))
+
+    def _get(self, host: str, cluster: _ClusterRecord, name: str, attempts: int | None) -> dict | None:
+        """The ConfigMap ``name`` of the cluster's record namespace, or None when there is none."""
+        try:
+            found = self._session_for(host).request("GET", self._path(cluster, name), attempts=attempts).body
         except ApiError as err:
-            if err.status != 404:
-                cluster.problem = f"run record {self.where(host)} cannot be read: {_reason(err)}"
+            if err.status == 404:
+                return None
+            raise
+        return found if isinstance(found, dict) else {}
+
+    def _ours(self, found: dict, host: str) -> bool:
+        annotations = (found.get("metadata") or {}).get("annotations") or {}
+        return annotations.get(PLAN_ANNOTATION) == self.run.plan and annotations.get(HOST_ANNOTATION) == host
+
+    def _read_key(self, host: str, cluster: _ClusterRecord, attempts: int | None = None) -> None:
+        """The cluster's digest key from its Secret, read once; made when missing (``create_key``)."""
+        if cluster.key_read:
             return
-        except PhasekitError as err:
-            cluster.problem = f"run record {self.where(host)} cannot be read: {err}"
-            return
-        cluster.exists = True
-        for key, text in ((found or {}).get("data") or {}).items():
-            cluster.entries[key] = _entries(text)
+        cluster.key_read = True
+        if not cluster.namespace:
+            return  # no kubeconfig: nothing is recorded there
+        path = f"/api/v1/namespaces/{cluster.namespace}/secrets"
+        where = f"Secret {cluster.namespace}/{KEY_SECRET}"
+        session = self._session_for(host)
+        try:
+            try:
+                found = session.request("GET", f"{path}/{KEY_SECRET}", attempts=attempts).body
+            except ApiError as err:
+                if err.status != 404 or not self._create_key:
+                    raise
+                found = self._make_key(session, path, cluster.namespace, attempts)
+            cluster.key = _key_of(found)
+            if cluster.key is None:
+                cluster.key_problem = f"{where} holds no {KEY_FIELD} key of {KEY_BYTES} bytes (base64)"
+        except ApiError as err:
+            if err.status == 404:
+                return  # a dry run, and no run wrote a keyed digest here yet: nothing to compare with
+            cluster.key_problem = f"{where} cannot be read{' or made' if self._create_key else ''}: {_reason(err)}"
+            if err.status in (401, 403):
+                cluster.key_problem += f" (the run's user needs get and create on Secrets in namespace " \
+                                       f"{cluster.namespace})"
+        except PhasekitError as err:  # the cluster cannot be reached: its record cannot be written either
+            cluster.key_problem = f"{where} cannot be read: {err}"
+        if cluster.key_problem:
+            cluster.key_problem = (f"run record of cluster {host}: no digest key, so its phases are recorded and "
+                                   f"compared without a digest (plan_resume runs them again there): "
+                                   f"{cluster.key_problem}")
+
+    @staticmethod
+    def _make_key(session, path: str, namespace: str, attempts: int | None) -> dict:
+        """A new random key, in an immutable Secret; a key another run made meanwhile is the one used."""
+        body = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "immutable": True,
+                "metadata": {"name": KEY_SECRET, "namespace": namespace, "labels": dict(LABELS)},
+                "data": {KEY_FIELD: base64.b64encode(os.urandom(KEY_BYTES)).decode()}}
+        try:
+            return session.request("POST", path, body=body, attempts=attempts).body
+        except ApiError as err:
+            if err.status != 409:
+                raise
+        return session.request("GET", f"{path}/{KEY_SECRET}", attempts=attempts).body
 
     def _store(self, host: str, cluster: _ClusterRecord, data: dict, attempts: int | None) -> None:
         session = self._session_for(host)
-        name = record_name(self.run.plan, host)
-        if not cluster.exists:
-            body = {"apiVersion": "v1", "kind": "ConfigMap",
-                    "metadata": {"name": name, "namespace": cluster.namespace, "labels": dict(LABELS),
-                                 "annotations": {PLAN_ANNOTATION: self.run.plan, HOST_ANNOTATION: host}},
-                    "data": data}
+        name = cluster.name or record_name(self.run.plan, host)
+        if cluster.exists:
             try:
-                session.request("POST", self._path(cluster), body=body, attempts=attempts)
-                cluster.exists = True
+                session.request("PATCH", self._path(cluster, name), body={"data": data}, content_type=MERGE_PATCH,
+                                attempts=attempts)
                 return
             except ApiError as err:
-                if err.status != 409:  # another run created it meanwhile: add to it
+                if err.status != 404:
                     raise
+            cluster.exists = False  # deleted during the run: made again with every entry this run knows
+        body = {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": cluster.namespace, "labels": dict(LABELS),
+                             "annotations": {PLAN_ANNOTATION: self.run.plan, HOST_ANNOTATION: host}},
+                "data": {**{key: json.dumps(entries, separators=(",", ":"))
+                            for key, entries in cluster.entries.items()}, **data}}
+        try:
+            session.request("POST", self._path(cluster), body=body, attempts=attempts)
             cluster.exists = True
+            self._drop_legacy(session, cluster)
+            return
+        except ApiError as err:
+            if err.status != 409:  # another run created it meanwhile: add to it
+                raise
+        cluster.exists = True
         session.request("PATCH", self._path(cluster, name), body={"data": data}, content_type=MERGE_PATCH,
                         attempts=attempts)
 
+    def _drop_legacy(self, session, cluster: _ClusterRecord) -> None:
+        """The former version's record, now copied: deleted, best effort (left, it only costs its space)."""
+        if not cluster.legacy_name:
+            return
+        try:
+            session.request("DELETE", self._path(cluster, cluster.legacy_name), attempts=1)
+        except (ApiError, PhasekitError):
+            pass
+        cluster.legacy_name = ""
 
-def _entries(text) -> list[dict]:
-    """A key's entries; anything unreadable (edited by hand) counts as no record."""
+
+def _key_of(secret) -> bytes | None:
+    try:
+        key = base64.b64decode(((secret or {}).get("data") or {}).get(KEY_FIELD) or "", validate=True)
+    except (ValueError, TypeError, AttributeError):
+        return None
+    return key if len(key) >= KEY_BYTES else None
+
+
+# An entry's fields as this version writes them: (the types it may have, what a person should read as expected).
+ENTRY_FIELDS = {
+    "run": ((str,), "a run id such as 20261124T144501Z-3fa2"),
+    "result": ((str,), "ok, changed or failed"),
+    "started": ((str,), "a UTC time such as 2026-11-24T14:45:01Z"),
+    "action": ((str,), "run or destroy"),
+    "duration": ((int, float), "seconds, a number"),
+    "digest": ((str, type(None)), "a digest string or null"),
+    "plan": ((str,), "the plan's name"),
+    "version": ((str,), "the collection's version"),
+    "by": ((str,), "user@controller"),
+    "rollout": ((dict,), "an object {phase, batch, of}"),
+}  # msg is not checked: how it is stored is the masking's
+REQUIRED_FIELDS = ("run", "result", "started")
+
+
+def _entries(text) -> tuple[list[dict], list[str], bool]:
+    """A key's entries as read, what was left out of them and why (edited by hand), and whether one had a digest
+    this version does not trust (a former version's plain ``sha256:``, dropped here)."""
     try:
         value = json.loads(text)
+    except json.JSONDecodeError as err:
+        return [], [f"expected a JSON list of run entries, got text that is not JSON (line {err.lineno} column "
+                    f"{err.colno})"], False
     except (TypeError, ValueError):
-        return []
-    return [one for one in value if isinstance(one, dict)] if isinstance(value, list) else []
+        return [], [f"expected a JSON list of run entries, got {_json_type(text)}"], False
+    if not isinstance(value, list):
+        return [], [f"expected a JSON list of run entries, got {_json_type(value)}"], False
+    kept, problems, unkeyed = [], [], False
+    for number, entry in enumerate(value, start=1):
+        problem = _entry_problem(entry)
+        if problem:
+            problems.append(f"entry {number}: {problem}; left out")
+            continue
+        digest = entry.get("digest")
+        if digest is not None and not digest.startswith(KEYED):
+            entry = {**entry, "digest": None}
+            unkeyed = True
+        kept.append(entry)
+    return kept, problems, unkeyed
+
+
+def _entry_problem(entry) -> str:
+    if not isinstance(entry, dict):
+        return f"expected an object (a run entry), got {_json_type(entry)}"
+    missing = [field for field in REQUIRED_FIELDS if field not in entry]
+    if missing:
+        return f"missing field(s) {', '.join(missing)}"
+    for field, (types, expected) in ENTRY_FIELDS.items():
+        if field in entry and (not isinstance(entry[field], types) or isinstance(entry[field], bool)):
+            return f"field {field}: expected {expected}, got {_json_type(entry[field])}"
+    return ""
+
+
+def _json_type(value) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "a number",
+             float: "a number", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
 
 
 def _reason(err: Exception) -> str:

@@ -4,6 +4,7 @@ and the views of status and history (a session stand-in that keeps one ConfigMap
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -25,17 +26,23 @@ RUN = RunInfo(run="20261124T144501Z-3fa2", plan="site", version="0.1.0", by="ci@
 class Store:
     """An API session that keeps ConfigMaps by path, as the API server would for these verbs."""
 
-    def __init__(self, down=False, forbidden=False, read_only=False):
+    def __init__(self, down=False, forbidden=False, read_only=False, no_secrets=False):
         self.objects: dict[str, dict] = {}
         self.calls: list[tuple] = []
         self.down = down
         self.forbidden = forbidden
         self.read_only = read_only
+        self.no_secrets = no_secrets   # a user who may write ConfigMaps, not read Secrets (RBAC view + configmaps)
 
     def request(self, method, path, *, body=None, content_type="application/json", attempts=None, **_):
         self.calls.append((method, path, attempts))
         if self.down:
             raise TransportError("cannot reach the API server https://10.0.0.1:6443")
+        if self.no_secrets and "/secrets" in path:
+            raise ApiError(403, "Forbidden", 'secrets "phasekit-run-key" is forbidden: User "dev" cannot get resource')
+        if method == "DELETE":
+            self.objects.pop(path, None)
+            return Response(200, {})
         if self.forbidden:
             raise ApiError(403, "Forbidden", 'configmaps is forbidden: User "dev" cannot get resource "configmaps"')
         if self.read_only and method != "GET":
@@ -51,6 +58,8 @@ class Store:
             self.objects[where] = body
             return Response(201, body)
         assert method == "PATCH" and content_type == "application/merge-patch+json"
+        if path not in self.objects:
+            raise ApiError(404, "NotFound", "not found")
         self.objects[path]["data"].update(body["data"])
         return Response(200, self.objects[path])
 
@@ -71,11 +80,29 @@ def test_an_entry_names_the_run_who_and_when():
     assert len(failed["msg"]) == MAX_RECORD_MESSAGE + 3
 
 
-@pytest.mark.parametrize("plan, host, name", [("site", "c1", "phasekit-run-site.c1"), ("", "c1", "phasekit-run-all.c1"),
-                                              ("My Site_2", "prod_eu.1", "phasekit-run-my-site-2.prod-eu-1")])
+@pytest.mark.parametrize("plan, host, name", [
+    ("site", "c1", "phasekit-run-site.c1"),
+    ("", "c1", "phasekit-run-all.c1"),
+    ("col.a", "c1", "phasekit-run-col-a--392f9a7211.c1"),
+    ("Col_A", "c1", "phasekit-run-col-a--56e8b65676.c1"),
+    ("site", "prod.eu1", "phasekit-run-site.prod-eu1--65189fbd8e"),
+], ids=["a-dns-label-is-kept-as-it-was", "no-plan-is-all", "a-dotted-name-gets-its-hash",
+        "a-name-that-slugs-alike-gets-another-hash", "a-host-name-too"])
 def test_record_name_is_a_dns_subdomain_per_plan_and_host(plan, host, name):
     assert record_name(plan, host) == name
-    assert len(record_name("x" * 400, "h")) <= 253
+    assert re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", name)
+
+
+@pytest.mark.parametrize("names", [
+    [("col.a", "h"), ("Col_A", "h"), ("col-a", "h"), ("col_a", "h"), ("COL-A", "h")],
+    [("p", "c.1"), ("p", "c-1"), ("p", "C_1")],
+    [("a.b", "c"), ("a", "b.c"), ("a-b", "c"), ("a", "b-c")],
+    [("x" * 400, "h"), ("x" * 399 + "y", "h"), ("x" * 400, "h2")],
+], ids=["plans-that-slug-alike", "hosts-that-slug-alike", "plan-and-host-boundary", "names-too-long"])
+def test_two_plans_or_hosts_never_share_a_record(names):
+    made = [record_name(plan, host) for plan, host in names]
+    assert len(set(made)) == len(made), made
+    assert all(len(name) <= 253 for name in made)
 
 
 def test_phase_keys_are_configmap_keys():
@@ -196,15 +223,19 @@ def test_hand_edited_garbage_counts_as_no_record():
     assert kept.write("c1", "p", entry()) is None
 
 
+D = "hmac-sha256:d"
+
+
 @pytest.mark.parametrize("last, digest, expected", [
-    ({"result": "changed", "digest": "d"}, "d", True),
-    ({"result": "ok", "digest": "d", "action": "run"}, "d", True),
-    ({"result": "failed", "digest": "d"}, "d", False),
-    ({"result": "ok", "digest": "old"}, "d", False),
-    ({"result": "ok", "digest": "d", "action": "destroy"}, "d", False),
-    (None, "d", False),
+    ({"result": "changed", "digest": D}, D, True),
+    ({"result": "ok", "digest": D, "action": "run"}, D, True),
+    ({"result": "failed", "digest": D}, D, False),
+    ({"result": "ok", "digest": "hmac-sha256:old"}, D, False),
+    ({"result": "ok", "digest": D, "action": "destroy"}, D, False),
+    (None, D, False),
     ({"result": "ok", "digest": None}, None, False),
-])
+    ({"result": "ok", "digest": "sha256:d"}, "sha256:d", False),
+], ids=["changed", "ok", "failed", "other-digest", "destroyed", "no-entry", "no-digest", "unkeyed-digest"])
 def test_resume_skips_only_a_success_with_the_same_digest(last, digest, expected):
     assert resumable(last, digest) is expected
 
@@ -355,3 +386,150 @@ def test_history_groups_entries_by_run_newest_first():
 def test_the_recorded_version_is_the_collections():
     galaxy = yaml.safe_load((Path(__file__).resolve().parents[5] / "galaxy.yml").read_text())
     assert COLLECTION_VERSION == galaxy["version"]
+
+
+# ---------------------------------------------------------------- digests a reader cannot test guesses against
+
+RECORD = "/api/v1/namespaces/ns/configmaps/phasekit-run-site.c1"
+KEY = "/api/v1/namespaces/ns/secrets/phasekit-run-key"
+
+
+def test_digests_are_keyed_with_a_secret_made_once_and_read_once_per_cluster_and_run():
+    store = Store()
+    first = records(store)
+    digest = first.digest("c1", "sha256:plain")
+    assert digest.startswith("hmac-sha256:") and "plain" not in digest
+    assert first.digest("c1", "sha256:plain") == digest and first.digest("c1", "sha256:other") != digest
+    assert [call[:2] for call in store.calls] == [("GET", KEY), ("POST", KEY.rsplit("/", 1)[0])]
+    secret = store.objects[KEY]
+    assert secret["immutable"] is True and secret["type"] == "Opaque"
+    assert secret["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "phasekit.kube"
+    later = records(store)   # the next run reads the same key: the same content has the same digest
+    assert later.digest("c1", "sha256:plain") == digest
+    assert [call[0] for call in store.calls[2:]] == ["GET"]
+    assert first.key_problem("c1") is None
+
+
+def test_a_dry_run_reads_the_key_and_makes_none():
+    store = Store()
+    kept = RunRecords(RUN, session_for=lambda host: store, namespace_for=lambda host: "ns", create_key=False)
+    assert kept.digest("c1", "sha256:plain") is None and kept.key_problem("c1") is None
+    assert [call[0] for call in store.calls] == ["GET"] and KEY not in store.objects
+
+
+def test_without_access_to_the_key_phases_are_recorded_without_digest_and_said_once():
+    store = Store(no_secrets=True)
+    kept = records(store)
+    assert kept.digest("c1", "sha256:plain") is None and kept.digest("c1", "sha256:plain") is None
+    problem = kept.key_problem("c1")
+    assert "cluster c1" in problem and "Secret ns/phasekit-run-key cannot be read or made: 403 Forbidden" in problem
+    assert "plan_resume runs them again" in problem and "get and create on Secrets in namespace ns" in problem
+    assert kept.key_problem("c1") is None      # once per cluster and run
+    assert kept.write("c1", "p", entry(digest=None)) is None
+    assert json.loads(store.objects[RECORD]["data"]["p"])[0]["digest"] is None
+    assert not resumable(kept.last("c1", "p"), None)
+
+
+def test_the_executor_warns_once_when_a_clusters_digests_cannot_be_keyed():
+    store = Store(no_secrets=True)
+    executors = Recorded(store)
+    report = run_phases(plan("one", "two"), executors, hosts_in_play=["a"], recorded=phase_recorder(executors.records))
+    warnings = [warning for record in report.records for warning in record.details.get("warnings", [])]
+    assert len(warnings) == 1 and "no digest key" in warnings[0], warnings
+    assert all("digest" not in record.details for record in report.records)
+
+
+def test_plain_digests_of_a_former_version_are_not_resumable_and_dropped_by_the_next_write():
+    store = Store()
+    plain = [{"run": "r0", "result": "changed", "started": "2026-11-20T10:00:00Z", "digest": "sha256:" + "a" * 64}]
+    store.objects["/api/v1/namespaces/ns/configmaps/phasekit-run-site.a"] = {
+        "metadata": {"name": "phasekit-run-site.a"}, "data": {"one": json.dumps(plain), "two": json.dumps(plain)}}
+    executors = Recorded(store, resume=True)
+    run_phases(plan("one"), executors, hosts_in_play=["a"], recorded=phase_recorder(executors.records))
+    assert executors.applied == [("one", "a")]           # not skipped: run again
+    executors.records.flush()
+    data = store.objects["/api/v1/namespaces/ns/configmaps/phasekit-run-site.a"]["data"]
+    assert "sha256:" + "a" * 64 not in json.dumps(data)  # neither the phase run nor the one not run keep it
+    assert json.loads(data["two"]) == [{**plain[0], "digest": None}]
+    assert json.loads(data["one"])[0]["digest"].startswith("hmac-sha256:")
+
+
+@pytest.mark.parametrize("annotations, taken_over", [
+    ({"phasekit.kube/plan": "col.a", "phasekit.kube/host": "c1"}, True),
+    ({"phasekit.kube/plan": "Col_A", "phasekit.kube/host": "c1"}, False),
+    ({}, False),
+], ids=["its-own-record-is-moved-to-the-new-name", "another-plans-record-is-left-alone", "unannotated-left-alone"])
+def test_a_record_named_by_a_former_version_is_taken_over_only_when_it_names_this_plan(annotations, taken_over):
+    store = Store()
+    legacy = "/api/v1/namespaces/ns/configmaps/phasekit-run-col-a.c1"
+    old = [{"run": "r0", "result": "changed", "started": "2026-11-20T10:00:00Z", "digest": None}]
+    store.objects[legacy] = {"metadata": {"name": "phasekit-run-col-a.c1", "annotations": annotations},
+                             "data": {"p": json.dumps(old)}}
+    kept = records(store, run=RunInfo(run="r1", plan="col.a", version="0.1.0", by="me@here"))
+    assert [one["run"] for one in kept.entries("c1", "p")] == (["r0"] if taken_over else [])
+    kept.write("c1", "q", entry(digest=None))
+    moved = store.objects["/api/v1/namespaces/ns/configmaps/phasekit-run-col-a--392f9a7211.c1"]
+    assert sorted(moved["data"]) == (["p", "q"] if taken_over else ["q"])
+    assert (legacy in store.objects) is not taken_over       # moved: the old name is gone
+
+
+def test_a_record_deleted_during_the_run_is_made_again_with_this_runs_entries():
+    store = Store()
+    kept = records(store)
+    kept.write("c1", "one", entry())
+    del store.objects[RECORD]                 # kubectl delete configmap between two phases
+    assert kept.write("c1", "two", entry()) is None
+    assert sorted(store.objects[RECORD]["data"]) == ["one", "two"]
+    assert store.objects[RECORD]["metadata"]["annotations"]["phasekit.kube/plan"] == "site"
+
+
+# ---------------------------------------------------------------- entries edited by hand
+
+GOOD = {"run": "r1", "result": "ok", "started": "2026-11-24T10:00:00Z", "action": "run", "by": "me@here",
+        "version": "0.1.0", "duration": 1.5, "digest": None}
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("{not json", "key p: expected a JSON list of run entries, got text that is not JSON (line 1 column 2)"),
+    (json.dumps({"run": "r9"}), "key p: expected a JSON list of run entries, got an object"),
+    (json.dumps([GOOD, 7]), "key p: entry 2: expected an object (a run entry), got a number; left out"),
+    (json.dumps([GOOD, {**GOOD, "run": "r2", "started": 5}]),
+     "key p: entry 2: field started: expected a UTC time such as 2026-11-24T14:45:01Z, got a number; left out"),
+    (json.dumps([GOOD, {"run": "r2"}]), "key p: entry 2: missing field(s) result, started; left out"),
+    (json.dumps([GOOD, {**GOOD, "rollout": "cni"}]),
+     "key p: entry 2: field rollout: expected an object {phase, batch, of}, got a string; left out"),
+    (json.dumps([GOOD, {**GOOD, "duration": True}]),
+     "key p: entry 2: field duration: expected seconds, a number, got a boolean; left out"),
+], ids=["not-json", "not-a-list", "entry-not-an-object", "wrong-type", "missing-fields", "rollout-not-an-object",
+        "boolean-for-a-number"])
+def test_history_names_a_hand_edited_entry_and_shows_the_rest(text, problem):
+    store = Store()
+    store.objects[RECORD] = {"metadata": {"name": "phasekit-run-site.c1"},
+                             "data": {"p": text, "q": json.dumps([{**GOOD, "run": "r3", "result": "changed"}])}}
+    kept = records(store)
+    found = kept.problems("c1")
+    assert found == [f"cluster c1: run record ConfigMap ns/phasekit-run-site.c1, {problem}"]
+    runs = run_history({name: kept.entries("c1", name) for name in ("p", "q")}, ["p", "q"])
+    shown = "\n".join(history_lines([("c1", runs, "; ".join(found))], ["p", "q"]))
+    assert "q changed" in shown and "ConfigMap ns/phasekit-run-site.c1" in shown and "Error" not in shown
+    assert ("p ok" in shown) is (text.startswith("[") and "r1" in text)
+
+
+def test_a_run_asks_for_the_key_after_the_phase_and_a_failed_phase_once():
+    """A phase may bring its cluster up: a run that compares nothing asks for the key when the phase ended."""
+    store = Store()
+
+    class Failing(Recorded):
+        def _apply(self, phase, host):
+            store.calls.append(("APPLY", phase["name"], None))
+            return Outcome(changed=True, failed=phase["name"] == "bad")
+
+    run_phases(plan("bad"), Failing(store), hosts_in_play=["a"])
+    assert store.calls[0][0] == "APPLY" and store.calls[1] == ("GET", KEY, 1)
+
+
+def test_an_unreachable_cluster_is_no_rbac_problem():
+    kept = records(Store(down=True))
+    assert kept.digest("c1", "sha256:plain") is None
+    problem = kept.key_problem("c1")
+    assert "cannot reach the API server" in problem and "needs get and create" not in problem
