@@ -127,15 +127,21 @@ def test_an_airshipctl_site_runs_as_it_is(airship_site, clusters, run_playbook):
     assert set(summary(status.output).values()) == {"in sync"}, status
 
 
-def test_a_phase_without_an_equivalent_stops_validate_naming_it(airship_site, run_playbook):
+def test_a_generic_container_phase_validates_where_an_engine_is_and_names_what_is_missing_where_none_is(
+        airship_site, run_playbook):
+    """GenericContainer runs as a container phase: validate passes with podman on PATH; without podman or docker
+    it fails naming the phase and what is missing (it was refused outright before containers were supported)."""
     root, _namespace = airship_site
-    result = run_playbook("- ansible.builtin.import_playbook: phasekit.kube.run\n", root / "inventory.yml",
-                          "-e", f"plan_src={root}/manifests/site/test-site/phases", "-e", "plan_name=with-secrets",
-                          "-e", "plan_action=validate")
-    assert result.rc != 0, result
-    assert "Phase secret-generate" in result.output and "GenericContainer" in result.output, result
-    assert "migrating-from-airshipctl.md#genericcontainer" in result.output, result
-    assert "Traceback" not in result.output
+    playbook = "- ansible.builtin.import_playbook: phasekit.kube.run\n"
+    args = ("-e", f"plan_src={root}/manifests/site/test-site/phases", "-e", "plan_name=with-secrets",
+            "-e", "plan_action=validate", "-e", "plan_offline=true")
+    with_engine = run_playbook(playbook, root / "inventory.yml", *args)
+    assert with_engine.rc == 0, with_engine
+    no_engine = run_playbook(playbook, root / "inventory.yml", *args,
+                             env={"PATH": f"{Path(__file__).parent}:/usr/sbin:/sbin"})
+    assert no_engine.rc != 0, no_engine
+    assert "Phase secret-generate" in no_engine.output and "needs podman or docker" in no_engine.output, no_engine
+    assert "Traceback" not in with_engine.output + no_engine.output
 
 
 def test_a_kustomized_phase_bundle_is_listed_as_kubectl_kustomize_builds_it(airship_site, run_playbook):
