@@ -114,7 +114,12 @@ def _cert(subject_cn, key, issuer_cert=None, issuer_key=None, org=None, ca=False
                .serial_number(x509.random_serial_number())
                .not_valid_before(now - datetime.timedelta(minutes=5))
                .not_valid_after(now + datetime.timedelta(days=3650))
-               .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+               .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+               # key identifiers, as kubeadm's certificates have them: Python 3.13's TLS verification
+               # (VERIFY_X509_STRICT) refuses a chain without them
+               .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+               .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(
+                   (issuer_key or key).public_key()), critical=False))
     if ca:
         builder = builder.add_extension(x509.KeyUsage(True, False, False, False, False, True, True, False, False),
                                         critical=True)

@@ -28,6 +28,13 @@ def make_pki(directory: Path) -> Path:
                    .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
                    .not_valid_after(now + datetime.timedelta(hours=1))
                    .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+        # key identifiers: Python 3.13 verifies strictly (VERIFY_X509_STRICT) and refuses a chain without them
+        builder = (builder.add_extension(x509.SubjectKeyIdentifier.from_public_key(public_key), critical=False)
+                   .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
+                                  critical=False))
+        if ca:
+            builder = builder.add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False),
+                                            critical=True)
         if san:
             builder = builder.add_extension(x509.SubjectAlternativeName(san), critical=False)
         return builder.sign(ca_key, hashes.SHA256())

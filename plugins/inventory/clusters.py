@@ -203,55 +203,54 @@ kubeconfigs:
     host_names: {prod-eu-admin@prod-eu: prod-eu}
     labels: {env: prod}
 
----
-# site.clusters.yml: a hand-written cluster map, plus the clusters Cluster API
-# created on the management cluster, grouped by parent, label and version
-plugin: phasekit.kube.clusters
-site:
-  - clusters.yml
-cluster_api:
-  - host: mgmt
-    namespaces: [fleet]
-    label_selector: phasekit.io/managed=true
-    labels: {provisioner: capi}
-keyed_groups:
-  - key: kube_cluster_api.version | default(None)
-    prefix: k8s
-compose:
-  kube_context: "inventory_hostname ~ '-admin@' ~ inventory_hostname if kube_cluster_api is defined else kube_context"
-groups:
-  production: kube_labels.env | default('') == 'prod'
+# Each configuration is a file of its own, one YAML document. More of them, commented out:
 
-# clusters.yml (the site file named above)
-# clusters:
-#   mgmt:
-#     kubeconfig: kubeconfigs/mgmt.yaml
-#     context: mgmt-admin
-#     labels: {env: prod}
-#   edge01:
-#     parent: mgmt
-#     kubeconfig:
-#       - sops: secrets/edge01.enc.yaml
-#     labels: {env: prod, site: edge}
+# # site.clusters.yml: a hand-written cluster map, plus the clusters Cluster API
+# # created on the management cluster, grouped by parent, label and version
+# plugin: phasekit.kube.clusters
+# site:
+#   - clusters.yml
+# cluster_api:
+#   - host: mgmt
+#     namespaces: [fleet]
+#     label_selector: phasekit.io/managed=true
+#     labels: {provisioner: capi}
+# keyed_groups:
+#   - key: kube_cluster_api.version | default(None)
+#     prefix: k8s
+# compose:
+#   kube_context: "inventory_hostname ~ '-admin@' ~ inventory_hostname if kube_cluster_api is defined else kube_context"
+# groups:
+#   production: kube_labels.env | default('') == 'prod'
+#
+# # clusters.yml (the site file named above)
+# # clusters:
+# #   mgmt:
+# #     kubeconfig: kubeconfigs/mgmt.yaml
+# #     context: mgmt-admin
+# #     labels: {env: prod}
+# #   edge01:
+# #     parent: mgmt
+# #     kubeconfig:
+# #       - sops: secrets/edge01.enc.yaml
+# #     labels: {env: prod, site: edge}
 
----
-# airship.clusters.yml: an airshipctl site's ClusterMap as it is; its bundle sources read the site's
-# KubeConfig document in that directory (decrypted with sops when a play needs the cluster)
-plugin: phasekit.kube.clusters
-airship_cluster_map:
-  - path: ../manifests/site/test-site/phases
-  # or, with the kubeconfig kept in a file of its own:
-  # - path: ../manifests/site/test-site/phases
-  #   bundle: {sops: secrets/site-kubeconfig.enc.yaml}
+# # airship.clusters.yml: an airshipctl site's ClusterMap as it is; its bundle sources read the site's
+# # KubeConfig document in that directory (decrypted with sops when a play needs the cluster)
+# plugin: phasekit.kube.clusters
+# airship_cluster_map:
+#   - path: ../manifests/site/test-site/phases
+#   # or, with the kubeconfig kept in a file of its own:
+#   # - path: ../manifests/site/test-site/phases
+#   #   bundle: {sops: secrets/site-kubeconfig.enc.yaml}
 
----
-# cached.clusters.yml: discovery results kept for an hour between runs
-plugin: phasekit.kube.clusters
-site: [clusters.yml]
-cache: true
-cache_plugin: ansible.builtin.jsonfile
-cache_connection: ~/.cache/phasekit/inventory
-cache_timeout: 3600
+# # cached.clusters.yml: discovery results kept for an hour between runs
+# plugin: phasekit.kube.clusters
+# site: [clusters.yml]
+# cache: true
+# cache_plugin: ansible.builtin.jsonfile
+# cache_connection: ~/.cache/phasekit/inventory
+# cache_timeout: 3600
 """
 
 import os
@@ -259,7 +258,7 @@ import os
 from ansible.errors import AnsibleParserError
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 
-from ansible_collections.phasekit.kube.plugins.module_utils import compat
+from ansible_collections.phasekit.kube.plugins.plugin_utils import compat
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.airship_cluster_map import (
     hosts_from_cluster_map,

@@ -1,24 +1,19 @@
 # Copyright: phasekit.kube contributors
 # Apache License 2.0 (see LICENSE)
-"""What differs between the ansible-core lines phasekit.kube supports (2.16 to the newest), in one place.
+"""What differs between the ansible-core lines phasekit.kube supports (2.16 to the newest): the part that needs
+only ``ansible.module_utils``.
 
-ansible-core 2.19 replaced the "unsafe" string types with data tags. Since then a
-file's text must be marked trusted before it is templated, vault-encrypted values
-are tagged strings, a templar takes its variables when copied, DataLoader caches
-by a mode name and loads inventory files as trusted templates, and template and
-argument errors are worded afresh. Everything else in the collection calls the
-functions below and never asks which line it runs on. Each function says what it
-does on each side of 2.19; ``tests/unit/plugins/module_utils/test_compat.py``
-pins both behaviours on the line it runs on.
-
-Only ``ansible.module_utils`` is imported at the top (so that this file imports
-wherever module_utils do); the controller's parts are imported where used.
+ansible-core 2.19 replaced the "unsafe" string types with data tags and worded argument errors afresh. The
+controller's differences (trusted templates, templar variables, vault values, template errors) are in
+``plugins/plugin_utils/compat.py``: a module_utils file may import nothing of Ansible but ``ansible.module_utils``
+(ansible-test's pylint rule, which ansible-lint's production profile does not let a collection ignore). Between
+them the two files hold every version-specific line; the rest of the collection calls them and never asks which
+line it runs on. ``tests/unit/plugins/module_utils/test_compat.py`` pins both behaviours on the line it runs on.
 """
 
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 
 from ansible.module_utils.ansible_release import __version__ as ANSIBLE_VERSION
 
@@ -27,44 +22,6 @@ ANSIBLE_CORE = tuple(int(part) for part in re.findall(r"\d+", ANSIBLE_VERSION)[:
 DATA_TAGGING = ANSIBLE_CORE >= (2, 19)
 
 _PYTHON_TYPE = re.compile(r"<class '([A-Za-z_][\w.]*)'>")
-# ansible-core < 2.19 wraps Jinja's errors: "template error while templating string: ERROR. String: TEMPLATE".
-_UNLOADABLE_PLUGIN = re.compile(r"""Could not load "([A-Za-z_][\w.]*)\"""")
-_UNKNOWN_FILTER_OR_TEST = re.compile(r"No (?:filter|test) named '([A-Za-z_][\w.]*)'")
-
-
-def load_trusted_file(loader, path: str):
-    """A YAML/JSON file read by Ansible's DataLoader as an inventory file is: templates in it trusted, vault-encrypted
-    values allowed, not cached (the file may change between two inventory parses)."""
-    if DATA_TAGGING:
-        return loader.load_from_file(path, cache="none", trusted_as_template=True)
-    return loader.load_from_file(path, cache=False)  # before 2.19 every string is a template
-
-
-def trust_as_template(text: str):
-    """``text`` (read from a template file) as a string Ansible will template; before 2.19 every string is one."""
-    if DATA_TAGGING:
-        from ansible.template import trust_as_template as trust  # pylint: disable=import-outside-toplevel
-        return trust(text)
-    return text
-
-
-def templar_with_variables(templar, variables):
-    """A copy of ``templar`` that renders with ``variables`` (2.19 takes them when copying; earlier lines have
-    them set on the copy)."""
-    if DATA_TAGGING:
-        return templar.copy_with_new_env(available_variables=variables)
-    rendering = templar.copy_with_new_env()
-    rendering.available_variables = variables
-    return rendering
-
-
-def is_vaulted(value) -> bool:
-    """Whether ``value`` is a vault-encrypted variable's value (2.19: a string tagged with its ciphertext; earlier:
-    an ``AnsibleVaultEncryptedUnicode``)."""
-    if DATA_TAGGING:
-        from ansible.parsing.vault import VaultHelper  # pylint: disable=import-outside-toplevel
-        return VaultHelper.get_ciphertext(value, with_tags=False) is not None
-    return type(value).__name__ == "AnsibleVaultEncryptedUnicode"
 
 
 def plain_str(value: str) -> str:
@@ -73,33 +30,17 @@ def plain_str(value: str) -> str:
     return str.__str__(value)
 
 
-class TemplateFailure(NamedTuple):
-    """What a template error says, the same way on every line: ``message`` without Ansible's wrapping (and so
-    without the template's text), and the filter or test ``name`` it is about if the message names one (to find
-    its line when Jinja gave none)."""
-
-    message: str
-    name: str | None
-
-
-def template_failure(exc: BaseException) -> TemplateFailure:
-    """The Jinja error under Ansible's ``AnsibleError`` (before 2.19 the wrapper repeats it and appends the whole
-    template; 2.19 words it itself)."""
-    inner = exc
-    if not DATA_TAGGING:
-        inner = getattr(exc, "orig_exc", None) or exc.__cause__ or exc.__context__ or exc
-    message = _first_line(inner)
-    if not DATA_TAGGING and type(inner).__name__ in ("TemplateSyntaxError", "TemplateAssertionError"):
-        message = f"Syntax error in template: {message}"
-    match = _UNLOADABLE_PLUGIN.search(message) or _UNKNOWN_FILTER_OR_TEST.search(message)
-    return TemplateFailure(message, match.group(1) if match else None)
-
-
 def argument_error(message: str) -> str:
     """An argument-spec validation message worded as 2.19 words it ("is of type str", not "<class 'str'>")."""
     return message if DATA_TAGGING else _PYTHON_TYPE.sub(r"\1", message)
 
 
-def _first_line(exc: BaseException) -> str:
-    message = str(getattr(exc, "message", None) or exc).strip()
-    return message.splitlines()[0] if message else type(exc).__name__
+# An ansible-vault value as the controller's loader returns it, not yet decrypted: named, not imported (a
+# module_utils file may not import the controller's vault). A value decrypted by a template is a string.
+_VAULT_OBJECT_TYPES = ("AnsibleVaultEncryptedUnicode",  # before 2.19
+                       "EncryptedString")               # 2.19 and later
+
+
+def is_vault_object(value) -> bool:
+    """Whether ``value`` is a ``!vault`` value as Ansible loaded it from YAML (still encrypted)."""
+    return type(value).__name__ in _VAULT_OBJECT_TYPES

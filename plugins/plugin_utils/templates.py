@@ -2,7 +2,7 @@
 # Apache License 2.0 (see LICENSE)
 """Jinja template files rendered with a cluster host's variables, as ``ansible.builtin.template`` renders them.
 
-Works with ansible-core 2.16 to the newest (what differs is in ``module_utils/compat.py``).
+Works with ansible-core 2.16 to the newest (what differs is in the two ``compat.py``: plugin_utils, module_utils).
 Errors name the file; a variable's value is never part of them.
 """
 
@@ -16,6 +16,7 @@ from ansible.errors import AnsibleError
 from jinja2.exceptions import TemplateSyntaxError
 
 from ansible_collections.phasekit.kube.plugins.module_utils import compat, yaml_io
+from ansible_collections.phasekit.kube.plugins.plugin_utils import compat as controller_compat
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.templating import is_template_text
 
@@ -41,11 +42,11 @@ def render_template_text(templar, text: str, variables, where: str) -> str:
     """``text`` rendered with ``variables``; an error names ``where``, the template's line and what failed (an
     undefined variable by name), never a value."""
     with TEMPLATE_LOCK:
-        rendering = compat.templar_with_variables(templar, variables)
+        rendering = controller_compat.templar_with_variables(templar, variables)
         try:
-            rendered = rendering.template(compat.trust_as_template(text), escape_backslashes=False)
+            rendered = rendering.template(controller_compat.trust_as_template(text), escape_backslashes=False)
         except AnsibleError as exc:
-            failure = compat.template_failure(exc)
+            failure = controller_compat.template_failure(exc)
             line = _template_line(exc) or _line_using(text, failure.name, failure.message)
             raise PhasekitError(f"{where}{f' line {line}' if line else ''}: {failure.message}") from None
         except Exception as exc:  # pylint: disable=broad-exception-caught
@@ -83,7 +84,7 @@ def vault_values(variables) -> set[str]:
     stack = [variables]
     while stack:
         value = stack.pop()
-        if compat.is_vaulted(value):
+        if controller_compat.is_vaulted(value):
             try:
                 plain = str(value)
             except AnsibleError:  # not decryptable here: then no template could have used it either

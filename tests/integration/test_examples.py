@@ -139,6 +139,22 @@ def _construct_unique_mapping(loader, node, deep=False):
 UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping)
 
 
+COMMENTED_CONFIGURATIONS = "# Each configuration is a file of its own, one YAML document. More of them, commented out:"
+
+
+def uncommented_configurations(examples: str) -> str:
+    """An inventory plugin's EXAMPLES with the configurations shown commented out (ansible-core 2.16's yamllint
+    reads EXAMPLES as one document) made documents of their own: each paragraph after the marker, one '# ' less."""
+    shown, marker, commented = examples.partition(COMMENTED_CONFIGURATIONS)
+    if not marker:
+        return examples
+    documents = [shown]
+    for paragraph in commented.strip("\n").split("\n\n"):
+        documents.append("\n".join(line[2:] if line.startswith("# ") else line.lstrip("#")
+                                   for line in paragraph.splitlines()))
+    return "\n---\n".join(documents)
+
+
 def load_examples(doc: PluginDoc) -> list:
     """The EXAMPLES as YAML documents (several for inventory configurations separated by ``---``).
 
@@ -148,8 +164,8 @@ def load_examples(doc: PluginDoc) -> list:
     if not doc.examples:
         pytest.fail(f"{where}: missing")
     try:
-        return [item for item in yaml.load_all(doc.examples, Loader=UniqueKeyLoader)  # nosec B506
-                if item is not None]
+        return [item for item in yaml.load_all(uncommented_configurations(doc.examples),  # nosec B506
+                                               Loader=UniqueKeyLoader) if item is not None]
     except yaml.YAMLError as err:
         problem = str(err)
     pytest.fail(f"{where} is not valid YAML (lines count from the first line of EXAMPLES; separate several "

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from urllib.parse import urlsplit
 
-from ansible_collections.phasekit.kube.plugins.module_utils.compat import is_vaulted
+from ansible_collections.phasekit.kube.plugins.module_utils.compat import is_vault_object
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.sources import FILE_KINDS, normalize_sources
 
@@ -51,7 +51,7 @@ def _refuse_inline_secrets(spec, where: str):
                                 "'KUBECONFIG_TOKEN') }}\"}")
     headers = spec.options.get("headers") or {} if spec.kind == "url" else {}
     # a vault-encrypted value (!vault) is shown encrypted by ansible-inventory --list: not a literal secret
-    literal = sorted(str(name) for name, text in headers.items() if not is_vaulted(text) and "{{" not in str(text))
+    literal = sorted(str(name) for name, text in headers.items() if not is_vault_object(text) and "{{" not in str(text))
     if literal:
         raise PhasekitError(f"{here}: url source header(s) {', '.join(literal)} hold a literal value, which "
                             "ansible-inventory --list would show; use a template such as "

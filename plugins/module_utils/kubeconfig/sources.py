@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
 
-from ansible_collections.phasekit.kube.plugins.module_utils.compat import is_vaulted
+from ansible_collections.phasekit.kube.plugins.module_utils.compat import is_vault_object
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.model import Origin
 
@@ -203,7 +203,7 @@ def _check_options(kind: str, item: dict, here: str) -> dict:
                                 f"got {type(headers).__name__}")
         for key, header in headers.items():
             # a vault-encrypted value (!vault) is a string too: decrypted when the request is sent
-            if not isinstance(key, str) or not (isinstance(header, str) or is_vaulted(header)):
+            if not isinstance(key, str) or not (isinstance(header, str) or is_vault_object(header)):
                 raise PhasekitError(f"{here} headers.{key}: expected a string (or a vault-encrypted string), "
                                     f"got {type(header).__name__}")
         if headers:

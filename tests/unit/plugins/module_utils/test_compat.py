@@ -1,6 +1,6 @@
 # Copyright: phasekit.kube contributors
 # Apache License 2.0 (see LICENSE)
-"""The compatibility module: the same results on every ansible-core line (2.16 to the newest) it runs on.
+"""The compatibility modules (module_utils/compat.py and plugin_utils/compat.py): the same results on every ansible-core line (2.16 to the newest) it runs on.
 
 CI runs this file on each line of the matrix; every row states what the collection relies on, whichever
 side of 2.19 (data tagging) the line is.
@@ -16,6 +16,7 @@ from ansible.template import Templar
 from ansible.utils.unsafe_proxy import wrap_var
 
 from ansible_collections.phasekit.kube.plugins.module_utils import compat
+from ansible_collections.phasekit.kube.plugins.plugin_utils import compat as controller_compat
 
 
 def test_the_line_is_read_from_ansible_core():
@@ -27,16 +28,16 @@ def test_a_trusted_file_renders_its_templates_and_is_read_again_when_it_changes(
     path = tmp_path / "site.yml"
     path.write_text("clusters:\n  a:\n    kube_context: '{{ prefix }}-a'\n")
     loader = DataLoader()
-    data = compat.load_trusted_file(loader, str(path))
+    data = controller_compat.load_trusted_file(loader, str(path))
     rendered = Templar(loader=loader, variables={"prefix": "eu"}).template(data)
     assert rendered == {"clusters": {"a": {"kube_context": "eu-a"}}}
     path.write_text("clusters: {}\n")
-    assert compat.load_trusted_file(loader, str(path)) == {"clusters": {}}
+    assert controller_compat.load_trusted_file(loader, str(path)) == {"clusters": {}}
 
 
 def test_templar_with_variables_and_trusted_text_render():
-    templar = compat.templar_with_variables(Templar(loader=DataLoader()), {"tenant": "acme"})
-    assert templar.template(compat.trust_as_template("x: {{ tenant }}"), escape_backslashes=False) == "x: acme"
+    templar = controller_compat.templar_with_variables(Templar(loader=DataLoader()), {"tenant": "acme"})
+    assert templar.template(controller_compat.trust_as_template("x: {{ tenant }}"), escape_backslashes=False) == "x: acme"
 
 
 @pytest.mark.parametrize("value", [wrap_var("a"), wrap_var("ü"), "plain"], ids=["unsafe", "unsafe-unicode", "str"])
@@ -57,11 +58,11 @@ def test_argument_errors_are_worded_as_2_19_words_them(message, expected):
     assert compat.argument_error(message) == (message if compat.DATA_TAGGING else expected)
 
 
-def _failure(text: str) -> compat.TemplateFailure:
-    templar = compat.templar_with_variables(Templar(loader=DataLoader()), {"tenant": "acme"})
+def _failure(text: str) -> controller_compat.TemplateFailure:
+    templar = controller_compat.templar_with_variables(Templar(loader=DataLoader()), {"tenant": "acme"})
     with pytest.raises(AnsibleError) as error:
-        templar.template(compat.trust_as_template(text), escape_backslashes=False)
-    return compat.template_failure(error.value)
+        templar.template(controller_compat.trust_as_template(text), escape_backslashes=False)
+    return controller_compat.template_failure(error.value)
 
 
 @pytest.mark.parametrize("text, message, name", [
@@ -74,3 +75,16 @@ def test_template_failures_say_what_failed_once_and_never_the_template(text, mes
     assert failure.message.startswith(message) and failure.name == name
     assert "String:" not in failure.message and "acme" not in failure.message
     assert failure.message.count("is undefined") <= 1
+
+
+def test_a_vault_value_as_the_loader_returns_it_is_a_vault_object(tmp_path):
+    from ansible.parsing.vault import VaultLib, VaultSecret  # pylint: disable=import-outside-toplevel
+    secret = VaultSecret(b"pw")
+    ciphertext = VaultLib([("default", secret)]).encrypt("s3cr3t").decode()
+    path = tmp_path / "vars.yml"
+    path.write_text("header: !vault |\n" + "".join(f"  {line}\n" for line in ciphertext.splitlines()))
+    loader = DataLoader()
+    loader.set_vault_secrets([("default", secret)])
+    value = loader.load_from_file(str(path))["header"]
+    assert compat.is_vault_object(value)
+    assert not compat.is_vault_object("s3cr3t") and not compat.is_vault_object({"a": 1})
