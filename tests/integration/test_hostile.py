@@ -107,6 +107,8 @@ def inventory(id_: str, config, **kwargs) -> Hostile:
     return Hostile(id_, "inventory", "inventory", config, **kwargs)
 
 
+# the non-ASCII vault value as a YAML scalar (ASCII JSON escapes its emoji as a surrogate pair, which YAML refuses)
+UNICODE_JSON = "{{ hostile_unicode | to_json(ensure_ascii=False) }}"
 LEAK_SCRIPT = 'set -x; cat "$KUBECONFIG"; K=$(cat "$KUBECONFIG"); echo "$K" >&2; exit 3'
 DECODE_KEY = ('set -x; grep client-key-data "$KUBECONFIG" | sed "s/.*: //" | base64 -d; '
               'grep client-certificate-data "$KUBECONFIG" | sed "s/.*: //" | base64 -d >&2; exit 4')
@@ -236,7 +238,7 @@ def helm_inputs() -> list[Hostile]:
              files={**CHART, "v.yaml.j2": "password: {{ hostile_multiline | to_json }}\n"}, fails=False,
              block={"diff": True}),
         plan("helm-values-j2-vault-unicode", h, helm_phase("reluni", values_files=["v.yaml.j2"]),
-             files={**CHART, "v.yaml.j2": "password: {{ hostile_unicode | to_json }}\n"}, fails=False,
+             files={**CHART, "v.yaml.j2": "password: " + UNICODE_JSON + "\n"}, fails=False,
              block={"diff": True}),
         plan("helm-release-values-vault-check-diff", h, helm_phase(
             "relck", release_values={"password": "{{ hostile_password }}"}), files=CHART, fails=False,
@@ -350,11 +352,11 @@ def template_inputs() -> list[Hostile]:
                                                              "  pw: {{ hostile_multiline | to_json }}\n"),
              fails=False, block={"diff": True}),
         plan("j2-vault-unicode-ok", t, apply_dir, files=j2(head.format(name="j2-uni") + "data:\n"
-                                                           "  pw: {{ hostile_unicode | to_json }}\n"),
+                                                           "  pw: " + UNICODE_JSON + "\n"),
              fails=False, block={"diff": True}),
         plan("j2-vault-changed-diff", t, apply_dir, files={
             **j2(head.format(name="j2-diff") + "data:\n  pw: {{ hostile_password | to_json }}\n"),
-            "m2/obj.yaml.j2": head.format(name="j2-diff") + "data:\n  pw: {{ hostile_unicode | to_json }}\n",
+            "m2/obj.yaml.j2": head.format(name="j2-diff") + "data:\n  pw: " + UNICODE_JSON + "\n",
             "phases2.yaml": yaml.safe_dump_all([
                 phase("m", "apply", source="m2", options={"namespace": "@NS@"}),
                 {"apiVersion": API, "kind": "PhasePlan", "metadata": {"name": "hostile-j2-vault-changed-diff"},
@@ -369,12 +371,12 @@ def template_inputs() -> list[Hostile]:
         plan("j2-vault-unicode-breaks-yaml", t, apply_dir, files=j2(head.format(name="x") + "data:\n"
                                                                     "  a: [{{ hostile_unicode }}\n"),
              expect=("obj.yaml.j2",)),
-        plan("j2-vault-as-object-name", t, apply_dir, files=j2(head.format(name="{{ hostile_password }}")),
+        plan("j2-vault-as-object-name", t, apply_dir, files=j2(head.format(name="'{{ hostile_password }}_Not!Valid'")),
              expect=("ConfigMap",)),
         plan("j2-vault-as-kind", t, apply_dir, files=j2("apiVersion: v1\nkind: '{{ hostile_password }}'\n"
                                                         "metadata:\n  name: x\n"), expect=("obj.yaml.j2",)),
         plan("j2-vault-as-label", t, apply_dir, files=j2(head.format(name="x") + "  labels:\n"
-                                                         "    a: {{ hostile_unicode | to_json }}\n"),
+                                                         "    a: " + UNICODE_JSON + "\n"),
              expect=("ConfigMap",)),
         plan("j2-render-action-vault", t, apply_dir, files=j2(head.format(name="j2-render") + "data:\n"
                                                               "  pw: {{ hostile_multiline | to_json }}\n"),
@@ -497,7 +499,10 @@ def kubeconfig_inputs() -> list[Hostile]:
         return task(id_, k, {"ansible.builtin.debug": {"msg": expression}}, expect=expect, **kwargs)
 
     def content(id_: str, file: str, expect) -> Hostile:
-        return action(id_, {"content": "{{ lookup('ansible.builtin.file', '@KC@/" + file + "') }}"}, expect)
+        """The apply action with a careless kubeconfig: it must reach the cluster (or not) without echoing it."""
+        source = {"content": "{{ lookup('ansible.builtin.file', '@KC@/" + file + "') }}"}
+        return task(id_, k, {"phasekit.kube.apply": {"definition": cm("kc-content"), "kubeconfig": source}},
+                    expect=expect)
 
     return [
         on("kc-broken-yaml", ("broken.yaml",)),
@@ -517,9 +522,9 @@ def kubeconfig_inputs() -> list[Hostile]:
         action("kc-action-sops-malformed", {"sops": "@KC@/malformed.enc.yaml"}, ("malformed.enc.yaml",)),
         action("kc-action-vault-wrong-password", {"vault": "@KC@/wrong-pass.vault.yaml"}, ("wrong-pass.vault.yaml",)),
         action("kc-action-exec-dest-ok", "@KC@/exec.yaml", (), fails=False),
-        content("kc-content-key-as-token", "key-as-token.yaml", ("token",)),
+        content("kc-content-key-as-token", "key-as-token.yaml", ("401",)),
         content("kc-content-key-not-base64", "key-not-base64.yaml", ("client-key-data",)),
-        content("kc-content-cert-key-swapped", "swapped.yaml", ("client",)),
+        content("kc-content-cert-key-swapped", "swapped.yaml", ("client-",)),
         content("kc-content-bad-ca", "bad-ca.yaml", ("certificate-authority-data",)),
         content("kc-content-key-in-server", "key-in-server.yaml", ("server",)),
         content("kc-content-token-in-context-name", "token-context.yaml", ("context",)),
@@ -542,8 +547,8 @@ def apply_inputs() -> list[Hostile]:
                     fails=fails, **kwargs)
 
     huge = cm("huge", {"a": "x" * 3_300_000})
-    vault_huge = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: huge-vault\ndata:\n  pw: {{ hostile_password }}\n" \
-        "  pad: '" + "y" * 3_300_000 + "'\n"
+    vault_huge = ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: huge-vault\ndata:\n"
+                  "  pw: {{ hostile_password }}\n  pad: '" + "y" * 3_300_000 + "'\n")
     return [
         bundle("apply-huge-object", "huge.yaml", ("huge",), files={"huge.yaml": yaml.safe_dump(huge)}),
         bundle("apply-huge-object-vault", "m", ("huge-vault",), files={"m/huge.yaml.j2": vault_huge}),
@@ -566,15 +571,17 @@ def apply_inputs() -> list[Hostile]:
         bundle("apply-deep-nesting", "deep.yaml", ("deep.yaml",), files={"deep.yaml": "a: " + "[" * 3000
                                                                          + "]" * 3000 + "\n"}),
         bundle("apply-secret-bad-base64-vault", "m", ("Secret",), files={"m/s.yaml.j2": (
-            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: badb64\ndata:\n  pw: {{ hostile_password | to_json }}\n")}),
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: badb64\ndata:\n"
+            "  pw: {{ hostile_password | to_json }}\n")}),
         bundle("apply-secret-vault-diff", "m", (), fails=False, block={"diff": True}, files={"m/s.yaml.j2": (
             "apiVersion: v1\nkind: Secret\nmetadata:\n  name: vaulted\nstringData:\n"
-            "  pw: {{ hostile_multiline | to_json }}\n  uni: {{ hostile_unicode | to_json }}\n")}),
-        plan("apply-namespace-invalid", b, phase("a", "apply", source=[cm("x")], options={"namespace": "Bad_NS!"}),
+            "  pw: {{ hostile_multiline | to_json }}\n  uni: " + UNICODE_JSON + "\n")}),
+        plan("apply-namespace-invalid", b, phase("a", "apply", source=[
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}], options={"namespace": "Bad_NS!"}),
              expect=("Bad_NS!",)),
         plan("apply-check-mode-diff-vault", b, phase("a", "apply", source="m", options={"namespace": "@NS@"}),
              files={"m/c.yaml.j2": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: checked\ndata:\n"
-                                   "  pw: {{ hostile_unicode | to_json }}\n"},
+                                   "  pw: " + UNICODE_JSON + "\n"},
              fails=False, block={"diff": True, "check_mode": True}),
         task("apply-action-huge-definition", b, {"phasekit.kube.apply": {
             "definition": "{{ lookup('ansible.builtin.file', '@DIR@/huge.yaml') | from_yaml }}"}},
@@ -931,6 +938,9 @@ FILES_LEFT = ("{{ lookup('ansible.builtin.pipe', 'cd \"$TMPDIR\" && for f in pha
               "printf \"%s \" \"$f\"; done; rm -rf phasekit*; true') }}")
 
 
+CLOCK = "{{ now().timestamp() }}"
+
+
 def role_vars(world: World, one: Hostile, extra: dict) -> dict:
     directory = world.input_dir(one)
     values = {"plan_src": str(directory / "phases.yaml"), "plan_name": plan_name(one) if one.with_plan else "",
@@ -964,7 +974,7 @@ HOSTILE_HOSTS = ("kc-limited", "kc-broken-yaml", "kc-missing-user", "kc-exec-fai
 def play_hosts(one: Hostile) -> list[str]:
     """The clusters and the hostile hosts the input names (the first runs the run_once tasks)."""
     text = json.dumps([one.body, one.role_vars, one.steps])
-    return ["ephemeral", "target"] + [host for host in HOSTILE_HOSTS if re.search(f'"{host}"', text)]
+    return ["ephemeral"] + [host for host in ("target",) + HOSTILE_HOSTS if re.search(f'"{host}"', text)]
 
 
 def playbook(world: World) -> list[dict]:
@@ -974,14 +984,16 @@ def playbook(world: World) -> list[dict]:
     for one in INPUTS:
         if one.kind == "inventory":
             continue
-        tasks = [{"name": f"hostile {one.id}", "ansible.builtin.debug": {"msg": f"input {one.id}"}, "run_once": True},
+        tasks = [{"name": f"hostile {one.id}", "ansible.builtin.debug": {"msg": f"input {one.id} at " + CLOCK},
+                  "run_once": True},
                  {"block": body_tasks(world, one), **one.block,
                   "rescue": [{"name": f"hostile rescued {one.id}", "ansible.builtin.debug": {"msg": "rescued"},
                               "run_once": True},
                              # a failed run_once task failed every host: the next input's play needs them all
                              {"name": "Clear the errors", "ansible.builtin.meta": "clear_host_errors"}],
                   "always": [{"name": f"hostile files {one.id}",
-                              "ansible.builtin.debug": {"msg": "HOSTILE-FILES: " + FILES_LEFT}, "run_once": True}]}]
+                              "ansible.builtin.debug": {"msg": f"HOSTILE-END {CLOCK} HOSTILE-FILES: " + FILES_LEFT},
+                              "run_once": True}]}]
         plays.append({"name": f"Input {one.id}", "hosts": ":".join(play_hosts(one)), "gather_facts": False,
                       "tasks": tasks})
     return plays
@@ -1030,9 +1042,12 @@ def run_playbook_inputs(world: World, collections_path: Path) -> dict:
         part = parts.get(one.id, "")
         body = part.split(f"TASK [hostile files {one.id}]")[0]
         files = re.search(r"HOSTILE-FILES: ([^\"\n]*)", part)
+        clock = re.search(r"input \S+ at ([\d.]+)", part), re.search(r"HOSTILE-END ([\d.]+)", part)
         results[one.id] = {"output": body, "failed": f"TASK [hostile rescued {one.id}]" in part,
                            "files": files.group(1).split() if files else ["(no files check ran)"],
-                           "ran": bool(part)}
+                           "ran": bool(part),
+                           "seconds": round(float(clock[1].group(1)) - float(clock[0].group(1)), 2)
+                           if all(clock) else None}
     return {"results": results, "rc": done.returncode, "seconds": round(time.monotonic() - started, 1),
             "tail": done.stdout[-3000:]}
 
@@ -1070,7 +1085,7 @@ def seed_records(world: World) -> None:
             body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
                 "name": f"phasekit-run-{plan_name(one)}.{host}", "namespace": world.namespace,
                 "labels": {"app.kubernetes.io/managed-by": "phasekit.kube"}}, "data": data}
-            cluster.kubectl("apply", "-f", "-", stdin=json.dumps(body))
+            cluster.kubectl("apply", "--server-side", "--field-manager=hand-edited", "-f", "-", stdin=json.dumps(body))
 
 
 def run_everything(root: Path, clusters, bin_dir: Path, collections_path: Path) -> dict:
@@ -1146,14 +1161,29 @@ def report(results: dict) -> str:
             first = [problems[0] for problems in per_input[one.id].values()]
             lines.append(f"- `{one.id}` ({one.category}): " + "; ".join(line[:260] for line in first))
     seconds = ", ".join(f"-{'v' * int(v)}: playbook {run['seconds']}s rc {run['rc']}" for v, run in results.items())
-    return "\n".join(lines + ["", f"Run: {seconds}"]) + "\n"
+    lines += ["", f"Run: {seconds}", "", "Slowest inputs (seconds, per verbosity):"]
+    for verbosity, run in results.items():
+        timed = sorted(((result.get("seconds") or 0, name) for name, result in run["results"].items()), reverse=True)
+        lines.append(f"-{'v' * int(verbosity)}: " + ", ".join(f"{name} {took}" for took, name in timed[:12]))
+    return "\n".join(lines) + "\n"
 
 
 # ------------------------------------------------------------------------------------------------- the checks
 
 def failure_text(output: str) -> str:
-    """The lines of an input's output that report what went wrong (not the task headers)."""
-    return "\n".join(line for line in output.splitlines() if not line.startswith(("TASK [", "task path:")))
+    """The lines of an input's output that report what went wrong (not the task headers, not the markers)."""
+    return "\n".join(line for line in output.splitlines()
+                     if not line.startswith(("TASK [", "task path:", "PLAY [")) and '"msg": "input ' not in line)
+
+
+def first_failure(output: str) -> str:
+    """The line that says best why the input failed."""
+    lines = output.splitlines()
+    for wanted in (r"^\[ERROR\]", r": failed: ", r"^fatal: .*msg", r'^\s+"msg": "(?!input |rescued)', r"^fatal:"):
+        for line in lines:
+            if re.search(wanted, line):
+                return line.strip()
+    return ""
 
 
 def problems_of(one: Hostile, result: dict, records: dict, canaries: list[Canary]) -> list[str]:
@@ -1181,13 +1211,11 @@ def problems_of(one: Hostile, result: dict, records: dict, canaries: list[Canary
     if one.fails is True and not result["failed"]:
         problems.append("wrong: did not fail")
     elif one.fails is False and result["failed"]:
-        reason = next((line.strip() for line in output.splitlines() if "fatal:" in line or "failed:" in line), "")
-        problems.append(f"wrong: failed: {reason[:300]}")
+        problems.append(f"wrong: failed: {first_failure(output)[:300]}")
     if result["failed"] and one.expect:
         missing = [fragment for fragment in one.expect if fragment.lower() not in text]
         if missing:
-            reason = next((line.strip() for line in output.splitlines() if "fatal:" in line or "msg" in line), "")
-            problems.append(f"unclear: message lacks {missing}: {reason[:300]}")
+            problems.append(f"unclear: message lacks {missing}: {first_failure(output)[:300]}")
     for fragment in one.shows:
         if fragment.lower() not in text:
             problems.append(f"wrong: output lacks {fragment!r}")
