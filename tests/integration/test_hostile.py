@@ -522,7 +522,7 @@ def kubeconfig_inputs() -> list[Hostile]:
         action("kc-action-sops-malformed", {"sops": "@KC@/malformed.enc.yaml"}, ("malformed.enc.yaml",)),
         action("kc-action-vault-wrong-password", {"vault": "@KC@/wrong-pass.vault.yaml"}, ("wrong-pass.vault.yaml",)),
         action("kc-action-exec-dest-ok", "@KC@/exec.yaml", (), fails=False),
-        content("kc-content-key-as-token", "key-as-token.yaml", ("401",)),
+        content("kc-content-key-as-token", "key-as-token.yaml", ("token",)),
         content("kc-content-key-not-base64", "key-not-base64.yaml", ("client-key-data",)),
         content("kc-content-cert-key-swapped", "swapped.yaml", ("client-",)),
         content("kc-content-bad-ca", "bad-ca.yaml", ("certificate-authority-data",)),
