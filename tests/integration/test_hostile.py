@@ -210,8 +210,8 @@ CHART = {
 }
 
 
-def helm_phase(name: str = "rel", source="chart", **options) -> dict:
-    return phase(name, "helm", source=source, options={"release_namespace": "@NS@", **options})
+def helm_phase(name: str = "rel", source="chart", cluster: str = "ephemeral", **options) -> dict:
+    return phase(name, "helm", cluster, source=source, options={"release_namespace": "@NS@", **options})
 
 
 def helm_inputs() -> list[Hostile]:
@@ -265,9 +265,8 @@ def helm_inputs() -> list[Hostile]:
             "https://user:{{ hostile_password }}@127.0.0.1:9/charts")), expect=("chart",)),
         plan("helm-namespace-invalid", h, helm_phase(release_namespace="Bad_NS!"), files=CHART,
              expect=("Bad_NS!",)),
-        plan("helm-exec-kubeconfig-host", h, {**helm_phase(), "spec": {**helm_phase()["spec"],
-                                                                     "cluster": "kc-exec-fail"}},
-             files=CHART, expect=("kc-exec-fail",)),
+        plan("helm-exec-kubeconfig-host", h, helm_phase(cluster="kc-exec-fail"), files=CHART,
+             expect=("kc-exec-fail",)),
         task("helm-action-values-missing", h, {"phasekit.kube.helm": {
             "name": "act", "chart_ref": "@DIR@/chart", "release_namespace": "@NS@",
             "values_files": ["@DIR@/missing.yaml"]}}, files=CHART, expect=("missing.yaml",)),
@@ -398,12 +397,11 @@ def template_inputs() -> list[Hostile]:
     ]
 
 
-def airship_site(phases: list | str, entry: str = "ep", extra: dict | None = None) -> dict:
+def airship_site(phases: list | str, extra: dict | None = None) -> dict:
     """Files of an airshipctl site under site/: an entry point ep/ and the phases file site/phases/all.yaml."""
     files = {"site/ep/kustomization.yaml": yaml.safe_dump({**KUSTOMIZATION}),
              "site/ep/objects.yaml": yaml.safe_dump(cm("airship-obj")),
              "site/phases/all.yaml": phases if isinstance(phases, str) else yaml.safe_dump_all(phases)}
-    del entry
     files.update(extra or {})
     return files
 
@@ -678,8 +676,8 @@ BY_ID = {one.id: one for one in INPUTS}
 def test_the_hostile_set_has_at_least_150_distinct_inputs():
     assert len(BY_ID) == len(INPUTS), "duplicate input ids"
     assert len(INPUTS) >= 150, len(INPUTS)
-    assert {one.category for one in INPUTS} >= {"command", "helm", "records", "j2", "airshipctl", "inventory",
-                                                 "kubeconfig", "apply"}
+    surfaces = {"command", "helm", "records", "j2", "airshipctl", "inventory", "kubeconfig", "apply"}
+    assert {one.category for one in INPUTS} >= surfaces
 
 
 # ------------------------------------------------------------------------------------------------- canaries
@@ -770,6 +768,8 @@ class World:
         self.kc = root / "kc"
         self.tmpdir = root / "tmp"
         self.canaries: list[Canary] = []
+        self.age_file = root / "age.txt"
+        self.inventory = root / "inventory" / "hosts.yml"
 
     @property
     def ephemeral(self) -> Cluster:
@@ -793,7 +793,7 @@ class World:
         self.root.mkdir(parents=True, exist_ok=True)
         self.tmpdir.mkdir()
         (self.root / "vault-pass").write_text(VAULT_PASS)
-        age_file = self.root / "age.txt"
+        age_file = self.age_file
         subprocess.run([str(self.bin_dir / "age-keygen"), "-o", str(age_file)], check=True, capture_output=True)
         other_age = self.root / "other-age.txt"
         subprocess.run([str(self.bin_dir / "age-keygen"), "-o", str(other_age)], check=True, capture_output=True)
@@ -802,7 +802,6 @@ class World:
         self.canaries += [Canary("vault password value", self.password),
                           Canary("vault multi-line value", self.multiline),
                           Canary("vault non-ASCII value", self.unicode), Canary("age key", age_key)]
-        self.age_file = age_file
         self._kubeconfigs(age_file, other_age)
         self._inventory()
         for one in INPUTS:
@@ -881,7 +880,6 @@ class World:
                                                               "hosts": hosts}}))
         write_file(inv / "group_vars" / "all.yml", vault_block("hostile_password", self.password)
                    + vault_block("hostile_multiline", self.multiline) + vault_block("hostile_unicode", self.unicode))
-        self.inventory = inv / "hosts.yml"
 
     def input_dir(self, one: Hostile) -> Path:
         return self.root / "inputs" / one.id
@@ -1188,10 +1186,15 @@ def first_failure(output: str) -> str:
 
 def problems_of(one: Hostile, result: dict, records: dict, canaries: list[Canary]) -> list[str]:
     """Everything wrong with one input's run, each as a line starting with its class."""
-    output = result["output"]
-    problems = []
     if not result["ran"]:
         return ["wrong: the input did not run (the batch stopped before it)"]
+    return unsafe(one, result, records, canaries) + unexpected(one, result)
+
+
+def unsafe(one: Hostile, result: dict, records: dict, canaries: list[Canary]) -> list[str]:
+    """Tracebacks, leaks (output and the input's run records) and files left."""
+    output = result["output"]
+    problems = []
     for mark in TRACEBACK_MARKS:
         if mark in output.lower():
             line = next(line for line in output.splitlines() if mark in line.lower())
@@ -1207,6 +1210,13 @@ def problems_of(one: Hostile, result: dict, records: dict, canaries: list[Canary
                     problems.append(f"leak: run record {name} holds {leak}")
     if result["files"]:
         problems.append(f"files: left in TMPDIR: {' '.join(result['files'])[:200]}")
+    return problems
+
+
+def unexpected(one: Hostile, result: dict) -> list[str]:
+    """Failures that should not be, successes that should not be, messages that do not say what is wrong."""
+    output = result["output"]
+    problems = []
     text = failure_text(output).lower()
     if one.fails is True and not result["failed"]:
         problems.append("wrong: did not fail")
