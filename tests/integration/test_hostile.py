@@ -790,6 +790,7 @@ class World:
         return value
 
     def build(self) -> None:
+        """Write the files, the kubeconfigs, the inventory; create the run's namespace on every cluster."""
         self.root.mkdir(parents=True, exist_ok=True)
         self.tmpdir.mkdir()
         (self.root / "vault-pass").write_text(VAULT_PASS)
@@ -1087,11 +1088,12 @@ def seed_records(world: World) -> None:
 
 
 def run_everything(root: Path, clusters, bin_dir: Path, collections_path: Path) -> dict:
+    """Both verbosities' playbooks at once, the inventory inputs beside them; then each run's records."""
     worlds = {v: World(root / f"v{v}", clusters, bin_dir, v) for v in VERBOSITIES}
-    for world in worlds.values():
-        world.build()
-        seed_records(world)
     try:
+        for world in worlds.values():
+            world.build()
+            seed_records(world)
         with ThreadPoolExecutor(3) as pool:
             playbooks = {v: pool.submit(run_playbook_inputs, world, collections_path) for v, world in worlds.items()}
             inventories = {(v, one.id): pool.submit(run_inventory_input, world, collections_path, one)
