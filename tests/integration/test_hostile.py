@@ -75,12 +75,14 @@ class Hostile:
 
 
 def cm(name: str, data: dict | None = None) -> dict:
+    """A ConfigMap in the run's namespace."""
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "@NS@"},
             "data": data or {"a": "b"}}
 
 
 def phase(name: str, executor: str | None, cluster: str = "ephemeral", source=None, options=None,
           **spec) -> dict:
+    """A phasekit Phase document."""
     content = {"cluster": cluster, **spec}
     if executor:
         content["executor"] = executor
@@ -92,18 +94,22 @@ def phase(name: str, executor: str | None, cluster: str = "ephemeral", source=No
 
 
 def command(script: str, cluster: str = "ephemeral", **options) -> dict:
+    """A command phase running ``script`` with /bin/sh."""
     return phase("cmd", "command", cluster, options={"shell": True, "cmd": script, **options})
 
 
 def plan(id_: str, category: str, *documents, **kwargs) -> Hostile:
+    """An input run through the role over ``documents``."""
     return Hostile(id_, category, "plan", list(documents), **kwargs)
 
 
 def task(id_: str, category: str, body: dict, **kwargs) -> Hostile:
+    """An input that is one task."""
     return Hostile(id_, category, "task", body, **kwargs)
 
 
 def inventory(id_: str, config, **kwargs) -> Hostile:
+    """An input that is an inventory configuration, read by ansible-inventory."""
     return Hostile(id_, "inventory", "inventory", config, **kwargs)
 
 
@@ -211,6 +217,7 @@ CHART = {
 
 
 def helm_phase(name: str = "rel", source="chart", cluster: str = "ephemeral", **options) -> dict:
+    """A helm phase installing into the run's namespace."""
     return phase(name, "helm", cluster, source=source, options={"release_namespace": "@NS@", **options})
 
 
@@ -420,6 +427,7 @@ APPLY_EXECUTOR = {"apiVersion": AIRSHIP, "kind": "KubernetesApply", "metadata": 
 
 
 def airship_plan(*phases: str) -> dict:
+    """airshipctl's PhasePlan hostile-airship."""
     return {"apiVersion": AIRSHIP, "kind": "PhasePlan", "metadata": {"name": "hostile-airship"},
             "phases": [{"name": name} for name in phases]}
 
@@ -928,6 +936,7 @@ SPECIALS = ("@VAULT_OTHER@", "@VAULT_PATH@", "@CONTENT_KEY@", "@URL_TOKEN@", "@H
 
 
 def plan_name(one: Hostile) -> str:
+    """The PhasePlan an input runs (its run records are named after it)."""
     return f"hostile-{one.id}"
 
 
@@ -941,6 +950,7 @@ CLOCK = "{{ now().timestamp() }}"
 
 
 def role_vars(world: World, one: Hostile, extra: dict) -> dict:
+    """The role's variables for one run of an input."""
     directory = world.input_dir(one)
     values = {"plan_src": str(directory / "phases.yaml"), "plan_name": plan_name(one) if one.with_plan else "",
               "plan_record_namespace": world.namespace, **one.role_vars, **extra}
@@ -957,6 +967,7 @@ def role_run(values: dict) -> list[dict]:
 
 
 def body_tasks(world: World, one: Hostile) -> list[dict]:
+    """The tasks of an input's block."""
     if one.kind == "plan":
         tasks = role_run(role_vars(world, one, {}))
         for step in one.steps:
@@ -999,6 +1010,7 @@ def playbook(world: World) -> list[dict]:
 
 
 def environment(world: World, collections_path: Path) -> dict:
+    """The environment of every run: the private TMPDIR, the vault password, the age key."""
     env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(collections_path), "ANSIBLE_NOCOLOR": "1",
            "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_RETRY_FILES_ENABLED": "0", "ANSIBLE_HOST_KEY_CHECKING": "0",
            "ANSIBLE_LOCALHOST_WARNING": "0", "ANSIBLE_PYTHON_INTERPRETER": sys.executable,
