@@ -27,7 +27,6 @@ from __future__ import annotations
 import calendar
 import copy
 import email.utils
-import json
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -48,7 +47,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.parent import A
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.prune import Prune
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.selectors import LabelSelector, parse_label_selector
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import (
-    ApiError, TransportError, conflicting_fields, describe_api_error)
+    ApiError, TransportError, conflicting_fields, describe_api_error, request_body)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.status import Status, compute_status
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import (
     WAIT_OPTIONS_SPEC, WaitRules, explained_not_ready, wait_for, wait_rules)
@@ -451,7 +450,7 @@ class ApplyRun:
 def check_request_sizes(planned: list) -> None:
     """Refuse, before anything is sent, an object larger than one request to the API server may be."""
     for one in planned:
-        size = len(json.dumps(one.body, separators=(",", ":"), default=str).encode("utf-8"))
+        size = len(request_body(one.body))
         if size > MAX_REQUEST_BYTES:
             raise PhasekitError(
                 f"{one.describe()} ({one.source.origin}): {size} bytes as JSON, more than the {MAX_REQUEST_BYTES} "

@@ -9,6 +9,7 @@ import urllib3
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import ResourceType
+from ansible_collections.phasekit.kube.plugins.module_utils.kube import session
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import (
     ApiError, ApiSession, TransportError, conflicting_fields, describe_api_error, object_path)
 
@@ -232,3 +233,11 @@ def test_every_request_sends_the_impersonation_headers_one_line_each():
 def test_conflicting_fields_name_field_and_manager(status, causes, fields):
     err = ApiError(status, "Conflict", "Apply failed", {"causes": causes})
     assert conflicting_fields(err) == fields
+
+
+@pytest.mark.parametrize("value", ["plain", "Grüße", "😀 outside the BMP", "漢字"],
+                         ids=["ascii", "latin", "emoji", "cjk"])
+def test_a_request_body_keeps_characters_as_utf8(value):
+    """kube-apiserver reads an apply patch as YAML, which refuses JSON's surrogate-pair escapes of an emoji."""
+    body = session.request_body({"data": {"k": value}})
+    assert b"\\u" not in body and json.loads(body.decode("utf-8")) == {"data": {"k": value}}
