@@ -281,6 +281,12 @@ def test_bad_input_through_the_actions(run_playbook, tmp_path):
     assert not (tmp_path / "written").exists()               # nothing was written
 
 
+def unwrapped(text: str) -> str:
+    """``text`` as one line: ansible-core before 2.19 wraps a warning at the terminal's width (at spaces, and after
+    a hyphen)."""
+    return re.sub(r"\s+", " ", re.sub(r"-\n\s*", "-", text))
+
+
 def test_bad_inventory_configurations(collections_path, tmp_path):
     for name, content in SITE_FILES.items():
         (tmp_path / name).write_text(yaml.safe_dump(content))
@@ -295,7 +301,7 @@ def test_bad_inventory_configurations(collections_path, tmp_path):
         output = done.stdout + done.stderr
         if done.returncode == 0:
             problems.append(f"config {number}: accepted")
-        elif expected.lower() not in output.lower():
+        elif expected.lower() not in unwrapped(output).lower():
             problems.append(f"config {number}: expected {expected!r} in {output[-600:]!r}")
         if "Traceback (most recent call last)" in output and "phasekit" in output.split("Traceback")[-1][:2000]:
             problems.append(f"config {number}: a traceback through phasekit code")

@@ -943,8 +943,9 @@ def plan_name(one: Hostile) -> str:
 
 # ------------------------------------------------------------------------------------------------- the playbook
 
-FILES_LEFT = ("{{ lookup('ansible.builtin.pipe', 'cd \"$TMPDIR\" && for f in phasekit*; do [ -e \"$f\" ] && "
-              "printf \"%s \" \"$f\"; done; rm -rf phasekit*; true') }}")
+# Files, not directories: the private base directory (TMPDIR/phasekit-UID, 0700) stays for the next run, empty.
+FILES_LEFT = ("{{ lookup('ansible.builtin.pipe', 'cd \"$TMPDIR\" && find phasekit* -type f -printf \"%p \" "
+              "2>/dev/null; rm -rf phasekit*; true') }}")
 
 
 CLOCK = "{{ now().timestamp() }}"
@@ -1072,7 +1073,8 @@ def run_inventory_input(world: World, collections_path: Path, one: Hostile) -> d
     done = subprocess.run([str(VENV_BIN / "ansible-inventory"), "-i", str(directory / "hostile.clusters.yml"),
                            "--list", "-" + "v" * world.verbosity], env=env, cwd=directory, capture_output=True,
                           text=True, check=False)
-    left = [path.name for path in (directory / "tmp").iterdir() if path.name.startswith("phasekit")]
+    left = [str(path.relative_to(directory / "tmp")) for path in (directory / "tmp").glob("phasekit*/**/*")
+            if path.is_file()] + [path.name for path in (directory / "tmp").glob("phasekit*") if path.is_file()]
     return {"output": done.stdout + done.stderr, "failed": done.returncode != 0, "files": left, "ran": True}
 
 
