@@ -203,10 +203,11 @@ def remembered_resolution(host_vars: HostVars, host: str | None = None):
     registered = host_vars(REMEMBERED_VAR)
     if not isinstance(registered, Mapping):
         return None
+    # plain data: a registered result's strings are Ansible's unsafe text before 2.19, which YAML cannot write
     if RESOLUTION_KEY in registered:
-        return registered.get(RESOLUTION_KEY)
+        return to_plain(registered.get(RESOLUTION_KEY))
     by_host = registered.get(RESOLUTIONS_KEY)
-    return by_host.get(host) if isinstance(by_host, Mapping) and host else None
+    return to_plain(by_host.get(host)) if isinstance(by_host, Mapping) and host else None
 
 
 def _check_expected_cluster(resolution: Resolution, expected: str | None) -> None:

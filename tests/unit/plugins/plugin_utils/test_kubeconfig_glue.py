@@ -184,3 +184,14 @@ def test_action_argument_spec_matches_its_documentation():
 def test_default_source_follows_the_environment(monkeypatch):
     monkeypatch.setenv("KUBECONFIG", "x:y")
     assert glue.kubectl_default_sources(os.environ)[0][0].to_dict() == {"env": "KUBECONFIG"}
+
+
+@pytest.mark.parametrize("registered", [
+    {glue.RESOLUTION_KEY: {"config": {"apiVersion": "v1", "kind": "Config"}}},
+    {glue.RESOLUTIONS_KEY: {"h": {"config": {"apiVersion": "v1", "kind": "Config"}}}},
+], ids=["one-host", "by-host"])
+def test_a_remembered_resolution_is_plain_data(registered):
+    """A registered result holds Ansible's unsafe text before 2.19; what is reused is written as YAML later."""
+    from ansible.utils.unsafe_proxy import wrap_var  # pylint: disable=import-outside-toplevel
+    remembered = glue.remembered_resolution(lambda name: wrap_var(registered), "h")
+    assert yaml.safe_dump(remembered) and type(next(iter(remembered["config"]))) is str
