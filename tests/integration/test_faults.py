@@ -137,8 +137,14 @@ def test_two_plans_with_different_field_managers_conflict_without_corruption(fau
         text = (root / "manifests" / "many.yaml").read_text()
         (root / "manifests" / "many.yaml").write_text(text.replace("i: '", f"i: '{root.name}-"))
         # one ApplySet each: the parent would otherwise be the contested object
-        phases = (root / "phases" / "site.yaml").read_text().replace("applyset: many", f"applyset: many-{root.name}")
-        (root / "phases" / "site.yaml").write_text(phases)
+        # applyset_adopt: all: the second may take the objects into its set (decided before anything is written),
+        # so what stops it is the field managers' conflict, whichever plan gets there first
+        documents = list(yaml.safe_load_all((root / "phases" / "site.yaml").read_text()))
+        for document in documents:
+            options = document.get("spec", {}).get("options", {})
+            if options.get("applyset") == "many":
+                options.update(applyset=f"many-{root.name}", applyset_adopt="all")
+        (root / "phases" / "site.yaml").write_text(yaml.safe_dump_all(documents))
     outputs = {}
 
     def run(root):
