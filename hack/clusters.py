@@ -33,6 +33,7 @@ import fcntl
 import ipaddress
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -62,11 +63,14 @@ COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-schedul
 
 def cluster_index(name: str) -> int:
     """The cluster's slot, kept in its state directory: ports stay the same whatever else runs. Slots are unique
-    across ROOT and its siblings that start with its name (the clusters of another Kubernetes version)."""
+    across ROOT and its siblings that start with its name less a version suffix (the clusters of another
+    Kubernetes version, ROOT-v1.30.14, and ROOT itself seen from there)."""
     slot_file = ROOT / name / "slot"
     if slot_file.exists():
         return int(slot_file.read_text())
-    taken = {int(p.read_text()) for p in ROOT.parent.glob(f"{glob_escape(ROOT.name)}*/*/slot")}
+    # the clusters of another version live in a sibling named ROOT-vX.Y.Z: ROOT's name without the suffix
+    family = re.sub(r"-v\d+\.\d+\.\d+$", "", ROOT.name)
+    taken = {int(p.read_text()) for p in ROOT.parent.glob(f"{glob_escape(family)}*/*/slot")}
     slot = next(i for i in range(100) if i not in taken)
     slot_file.parent.mkdir(parents=True, exist_ok=True)
     slot_file.write_text(str(slot))
