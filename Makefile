@@ -163,9 +163,13 @@ docs-lint: venv collection-link
 units: venv tools
 	python -m pytest tests/unit -q -p no:cacheprovider -n $(UNIT_WORKERS) $(PYTEST_ARGS)
 
+# The smoke lines run the smoke set; the first full line everything; the other full lines everything but the
+# slowest files (marker first_full_line: CI's time). --durations: what each part of CI costs, in its log.
+FIRST_FULL := $(firstword $(CORE_FULL))
+INTEGRATION_MARKS := $(if $(filter smoke,$(LEVEL)),smoke and )$(if $(filter-out $(FIRST_FULL),$(CORE)),not first_full_line and )not ee
 integration: venv tools collection-link clusters
 	python -m pytest tests/integration -q -p no:cacheprovider -n $(INTEGRATION_WORKERS) --dist loadfile \
-	  -m "$(if $(filter smoke,$(LEVEL)),smoke and )not ee" $(PYTEST_ARGS)
+	  --durations=15 -m "$(INTEGRATION_MARKS)" $(PYTEST_ARGS)
 
 # The tests marked k8s_matrix, against clusters of the oldest Kubernetes version,
 # with that version's kubectl (its own directory and ports beside the newest's).

@@ -24,6 +24,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+pytestmark = [pytest.mark.first_full_line]
+
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures"
 SITE = "airshipctl/manifests/site/test-site/metadata.yaml"
 HOSTS = {"ephemeral-cluster": "ephemeral", "target-cluster": "target"}

@@ -40,6 +40,8 @@ import yaml
 
 from conftest import Cluster, VENV_BIN
 
+pytestmark = [pytest.mark.first_full_line]
+
 API = "phasekit.dev/v1alpha1"
 AIRSHIP = "airshipit.org/v1alpha1"
 VAULT_PASS = "phasekit-hostile-vault-pass"

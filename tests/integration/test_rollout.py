@@ -24,6 +24,8 @@ import pytest
 import yaml
 from fleet_site import fleet_kubeconfig, recap
 
+pytestmark = [pytest.mark.first_full_line]
+
 API = "phasekit.dev/v1alpha1"
 HOSTS = [f"roll{i:02d}" for i in range(24)]
 LATE = "late"           # the last cluster of the rollout: its kubeconfig is vault-encrypted for someone else
