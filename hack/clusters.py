@@ -405,7 +405,7 @@ def seed(name: str, admin_kc: Path):
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
          "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "limited-user"}]},
     ]
-    text = "\n---\n".join(json.dumps(d) for d in docs)
+    text = yaml.safe_dump_all(docs)  # YAML: kubectl 1.30 reads a stream that starts with JSON as JSON only
     for attempt in range(60):  # RBAC bootstrap roles appear shortly after /readyz
         res = kubectl(admin_kc, "apply", "--server-side", "--field-manager=phasekit-clusters", "-f", "-",
                       stdin=text, check=False)

@@ -252,7 +252,7 @@ def helm_inputs() -> list[Hostile]:
              block={"diff": True}),
         plan("helm-release-values-vault-check-diff", h, helm_phase(
             "relck", release_values={"password": "{{ hostile_password }}"}), files=CHART, fails=False,
-             block={"diff": True, "check_mode": True}),
+            block={"diff": True, "check_mode": True}),
         plan("helm-template-fail-echoes-vault", h, helm_phase(release_values={"password": "{{ hostile_password }}"}),
              files=bad_template, expect=("fail.yaml",)),
         plan("helm-template-fail-echoes-vault-multiline", h, helm_phase(
@@ -283,7 +283,7 @@ def helm_inputs() -> list[Hostile]:
         task("helm-action-values-vault-diff", h, {"phasekit.kube.helm": {
             "name": "actv", "chart_ref": "@DIR@/chart", "release_namespace": "@NS@",
             "release_values": {"password": "{{ hostile_multiline }}"}}}, files=CHART, fails=False,
-             block={"diff": True}),
+            block={"diff": True}),
     ]
 
 
@@ -298,13 +298,13 @@ def records_inputs() -> list[Hostile]:
              role_vars={"plan_resume": True}),
         plan("rec-hand-edited-wrong-types", r, ok, records={"ephemeral": {
             "p": '[{"result": 5, "digest": [], "started": null, "run": {}}]'}}, fails=False,
-             role_vars={"plan_resume": True}),
+            role_vars={"plan_resume": True}),
         plan("rec-hand-edited-forged-success", r, ok, records={"ephemeral": {
             "p": '[{"run": "x", "action": "run", "result": "ok", "digest": "sha256:00", "plan": "x"}]'}},
-             fails=False, role_vars={"plan_resume": True}, shows=("1 changed",)),
+            fails=False, role_vars={"plan_resume": True}, shows=("1 changed",)),
         plan("rec-hand-edited-huge", r, ok, records={"ephemeral": {
             "p": json.dumps([{"run": str(i), "result": "ok", "msg": "x" * 200} for i in range(2000)])}},
-             fails=False, role_vars={"plan_resume": True}),
+            fails=False, role_vars={"plan_resume": True}),
         plan("rec-hand-edited-history", r, ok, records={"ephemeral": {
             "p": '[{"result": 5}, "text", null, {"run": ["x"]}]'}}, fails=False, role_vars=hist),
         plan("rec-hand-edited-bad-key", r, ok, records={"ephemeral": {"no.such.phase": "[]", "p": "[]"}},
@@ -373,7 +373,7 @@ def template_inputs() -> list[Hostile]:
              fails=False, block={"diff": True}, steps=[{"plan_src": "@DIR@/phases2.yaml"}]),
         plan("j2-vault-then-undefined", t, apply_dir, files=j2(head.format(
             name="x") + "data:\n  a: {{ hostile_password ~ hostile_undefined_after }}\n"),
-             expect=("obj.yaml.j2", "hostile_undefined_after")),
+            expect=("obj.yaml.j2", "hostile_undefined_after")),
         plan("j2-vault-breaks-yaml", t, apply_dir, files=j2(head.format(name="x") + "data:\n"
                                                             "  a: {{ hostile_multiline }}\n"),
              expect=("obj.yaml.j2",)),
@@ -587,14 +587,14 @@ def apply_inputs() -> list[Hostile]:
             "  pw: {{ hostile_multiline | to_json }}\n  uni: " + UNICODE_JSON + "\n")}),
         plan("apply-namespace-invalid", b, phase("a", "apply", source=[
             {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}], options={"namespace": "Bad_NS!"}),
-             expect=("Bad_NS!",)),
+            expect=("Bad_NS!",)),
         plan("apply-check-mode-diff-vault", b, phase("a", "apply", source="m", options={"namespace": "@NS@"}),
              files={"m/c.yaml.j2": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: checked\ndata:\n"
                                    "  pw: " + UNICODE_JSON + "\n"},
              fails=False, block={"diff": True, "check_mode": True}),
         task("apply-action-huge-definition", b, {"phasekit.kube.apply": {
             "definition": "{{ lookup('ansible.builtin.file', '@DIR@/huge.yaml') | from_yaml }}"}},
-             files={"huge.yaml": yaml.safe_dump({**huge, "metadata": {"name": "huge-act", "namespace": "@NS@"}})},
+            files={"huge.yaml": yaml.safe_dump({**huge, "metadata": {"name": "huge-act", "namespace": "@NS@"}})},
              expect=("huge-act",)),
         task("apply-action-invalid-yaml-src", b, {"phasekit.kube.apply": {"src": "@DIR@/bad.yaml"}},
              files={"bad.yaml": "a: [\n"}, expect=("bad.yaml",)),

@@ -49,11 +49,11 @@ class Response:
     headers: dict = field(default_factory=dict)
 
 
-
 def request_body(body) -> bytes:
     """``body`` as the request's bytes: JSON in UTF-8. Characters stay themselves: an apply patch is read as YAML,
     whose parser refuses the surrogate pairs JSON would escape a character outside the BMP (an emoji) into."""
     return json.dumps(body, separators=(",", ":"), default=str, ensure_ascii=False).encode("utf-8")
+
 
 class ApiError(Exception):
     """A non-2xx answer from the API server, with the parts of its Status that matter."""
