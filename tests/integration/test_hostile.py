@@ -595,7 +595,7 @@ def apply_inputs() -> list[Hostile]:
         task("apply-action-huge-definition", b, {"phasekit.kube.apply": {
             "definition": "{{ lookup('ansible.builtin.file', '@DIR@/huge.yaml') | from_yaml }}"}},
             files={"huge.yaml": yaml.safe_dump({**huge, "metadata": {"name": "huge-act", "namespace": "@NS@"}})},
-             expect=("huge-act",)),
+            expect=("huge-act",)),
         task("apply-action-invalid-yaml-src", b, {"phasekit.kube.apply": {"src": "@DIR@/bad.yaml"}},
              files={"bad.yaml": "a: [\n"}, expect=("bad.yaml",)),
     ]
