@@ -12,7 +12,11 @@ from __future__ import annotations
 import fnmatch
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.inventory.checks import check_fields, check_host_name, check_labels
+from ansible_collections.phasekit.kube.plugins.module_utils.inventory.checks import (
+    check_fields,
+    check_host_name,
+    check_labels,
+)
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.cluster_map import ClusterHost
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.source_refs import anchor_path_list
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.readers import SourceHooks
