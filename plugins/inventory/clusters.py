@@ -63,7 +63,10 @@ options:
           - Exactly one of O(kubeconfigs[].path) and O(kubeconfigs[].env) is required.
         type: str
       contexts:
-        description: Shell patterns of the context names that become hosts.
+        description:
+          - Shell patterns of the context names that become hosts.
+          - A name without C(*), C(?) or C([) that matches no context fails, listing the contexts that exist;
+            a pattern that matches none is a warning.
         type: list
         elements: str
         default: ['*']
@@ -275,6 +278,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.inventory.kubeconfig
     context_names,
     hosts_from_contexts,
     parse_kubeconfigs_entry,
+    unmatched_patterns,
 )
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.site_file import clusters_from_site
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
@@ -324,6 +328,8 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             contexts = context_names(entry["source"], where=where)
             if not contexts:
                 self.display.warning(f"{where}: no contexts found")
+            for warning in unmatched_patterns(contexts, entry, where=where):
+                self.display.warning(warning)
             for host in hosts_from_contexts(contexts, entry, origin=where):
                 cluster_map.add(host)
         for index, raw in enumerate(self.get_option("airship_cluster_map"), start=1):

@@ -44,3 +44,9 @@ _VAULT_OBJECT_TYPES = ("AnsibleVaultEncryptedUnicode",  # before 2.19
 def is_vault_object(value) -> bool:
     """Whether ``value`` is a ``!vault`` value as Ansible loaded it from YAML (still encrypted)."""
     return type(value).__name__ in _VAULT_OBJECT_TYPES
+
+
+def vault_plaintext(value) -> str:
+    """The plaintext of a ``!vault`` value (``is_vault_object``), decrypted with the run's vault secrets: ``str()``
+    decrypts on every line. Raises the controller's error (not importable here) when it cannot decrypt."""
+    return plain_str(str(value))

@@ -25,7 +25,11 @@ import os
 
 from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.inventory.checks import check_fields, checked_mapping
+from ansible_collections.phasekit.kube.plugins.module_utils.inventory.checks import (
+    check_fields,
+    check_host_name,
+    checked_mapping,
+)
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.cluster_map import ClusterHost
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.source_refs import anchor_path, check_source_refs
 
@@ -106,9 +110,8 @@ def hosts_from_cluster_map(document: dict, *, label: str, base_dir: str, bundle=
                             where=f"{label} field map")
     hosts = []
     for name, spec in clusters.items():
+        check_host_name(name, where=f"{label} field map")
         where = f"{label} field map.{name}"
-        if not isinstance(name, str) or not name:
-            raise PhasekitError(f"cluster names must be non-empty strings, got {name!r}", where=f"{label} field map")
         hosts.append(_host(name, spec, where=where, base_dir=base_dir, bundle=bundle))
     return hosts
 

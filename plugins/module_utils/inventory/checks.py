@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.yaml_io import kind_of
 
@@ -16,6 +18,22 @@ def checked_mapping(spec, allowed: tuple, where: str) -> dict:
         raise PhasekitError(f"expected a mapping with {', '.join(allowed)}, got {kind_of(spec)}", where=where)
     check_fields(spec, allowed, where)
     return spec
+
+
+# control characters (NUL, newline, escape, ...) and line separators: no inventory host name, output line or file
+# name carries them intact
+_UNUSABLE_IN_NAMES = ("Cc", "Zl", "Zp")
+
+
+def check_host_name(name, where: str) -> str:
+    """A cluster's inventory host name: a non-blank string without control characters; fails naming it
+    repr-escaped (the name itself may hold a NUL or an escape sequence)."""
+    if not isinstance(name, str) or not name.strip():
+        raise PhasekitError(f"cluster names must be non-empty strings, got {name!r}", where=where)
+    if any(unicodedata.category(char) in _UNUSABLE_IN_NAMES for char in name):
+        raise PhasekitError(f"cluster name {name!r} is not a usable inventory host name: it holds control "
+                            "characters (NUL, newline, tab, escape, ...)", where=where)
+    return name
 
 
 def check_fields(entry: dict, allowed: tuple, where: str):

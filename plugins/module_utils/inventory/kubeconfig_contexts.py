@@ -12,12 +12,19 @@ from __future__ import annotations
 import fnmatch
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.inventory.checks import check_fields, check_labels
+from ansible_collections.phasekit.kube.plugins.module_utils.inventory.checks import (
+    check_fields,
+    check_host_name,
+    check_labels,
+)
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.cluster_map import ClusterHost
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.source_refs import anchor_path_list
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.readers import SourceHooks
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import SourceReader
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.sources import normalize_sources
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.transform import known
+
+GLOB_CHARACTERS = "*?["
 
 ENTRY_FIELDS = ("path", "env", "contexts", "host_names", "parent", "labels")
 
@@ -68,6 +75,22 @@ def context_names(sources, *, where: str, environ=None) -> list[str]:
     return list(merged.contexts)
 
 
+def unmatched_patterns(contexts: list[str], entry: dict, *, where: str) -> list[str]:
+    """Warnings for the entry's shell patterns that match no context; fails on an exact context name that
+    matches none (a typo would otherwise silently drop that cluster), naming the contexts that exist."""
+    warnings = []
+    for pattern in entry["contexts"]:
+        if any(fnmatch.fnmatchcase(context, pattern) for context in contexts):
+            continue
+        if not any(char in pattern for char in GLOB_CHARACTERS):
+            raise PhasekitError(f"field contexts: unknown context {pattern!r}; contexts: {known(contexts)}",
+                                where=where)
+        if contexts:  # no contexts at all is warned about once, by the caller
+            warnings.append(f"{where}: field contexts: pattern {pattern!r} matches no context; contexts: "
+                            f"{known(contexts)}")
+    return warnings
+
+
 def hosts_from_contexts(contexts: list[str], entry: dict, *, origin: str) -> list[ClusterHost]:
     """One host per context matching the entry's patterns, named by ``host_names`` or the context."""
     hosts = []
@@ -75,7 +98,7 @@ def hosts_from_contexts(contexts: list[str], entry: dict, *, origin: str) -> lis
         if not any(fnmatch.fnmatchcase(context, pattern) for pattern in entry["contexts"]):
             continue
         hosts.append(ClusterHost(
-            name=entry["host_names"].get(context, context),
+            name=check_host_name(entry["host_names"].get(context, context), f"{origin}, context {context!r}"),
             kubeconfig=entry["source"],
             context=context,
             parent=entry["parent"],

@@ -18,7 +18,11 @@ from __future__ import annotations
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.yaml_io import kind_of
-from ansible_collections.phasekit.kube.plugins.module_utils.inventory.checks import check_labels, checked_mapping
+from ansible_collections.phasekit.kube.plugins.module_utils.inventory.checks import (
+    check_host_name,
+    check_labels,
+    checked_mapping,
+)
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.cluster_map import ClusterHost
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.source_refs import (
     check_source_refs,
@@ -79,8 +83,7 @@ def clusters_from_site(data, *, path: str, base_dir: str) -> list[ClusterHost]:
                             where=path)
     hosts = []
     for name, spec in clusters.items():
-        if not isinstance(name, str) or not name:
-            raise PhasekitError(f"cluster names must be non-empty strings, got {name!r}", where=f"{path}: clusters")
+        check_host_name(name, where=f"{path}: clusters")
         hosts.append(cluster_from_spec(name, spec, base_dir=base_dir, where=f"{path}: clusters.{name}"))
     return hosts
 

@@ -17,7 +17,11 @@ from urllib.parse import urlsplit
 
 from ansible_collections.phasekit.kube.plugins.module_utils.compat import is_vault_object
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.sources import FILE_KINDS, normalize_sources
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.sources import (
+    FILE_KINDS,
+    decrypted_path,
+    normalize_sources,
+)
 
 _KEPT_OUT = ("a file (path, sops, vault or bundle source), an environment variable (env source) "
              "or a Secret on the parent cluster (secret source)")
@@ -72,17 +76,36 @@ def relative_path(path: str, base_dir: str) -> str:
     return os.path.relpath(path, base_dir)
 
 
-def _with_paths(source, one_path, path_list):
-    """A source (string or mapping) with its file paths passed through ``one_path`` / ``path_list``."""
-    if isinstance(source, str):
+def _with_paths(source, one_path, path_list, *, is_path=lambda value: isinstance(value, str)):
+    """A source (string or mapping) with its file paths (the values ``is_path`` accepts, by default strings)
+    passed through ``one_path`` / ``path_list``; anything else (a ``!vault`` value) is kept."""
+    if is_path(source):
         return path_list(source)
+    if not isinstance(source, dict):
+        return source
     source = dict(source)
-    if isinstance(source.get("path"), str):
+    if is_path(source.get("path")):
         source["path"] = path_list(source["path"])
     for key in FILE_KINDS + ("ca_path",):  # one file each (a url source's ca_path too)
-        if isinstance(source.get(key), str):
+        if is_path(source.get(key)):
             source[key] = one_path(source[key])
     return source
+
+
+def _decrypted_paths(source, base_dir: str, where: str):
+    """A source with its ``!vault`` paths decrypted for the checks, each checked to need no anchoring: the host
+    keeps the encrypted value (``ansible-inventory --list`` shows it encrypted), so its path cannot be rewritten."""
+    def decrypt(anchor):
+        def checked(value):
+            plain = decrypted_path(value, where)
+            if anchor(plain, base_dir) != plain:
+                raise PhasekitError(f"{where}: a vault-encrypted path must be absolute (or start with ~ or be a "
+                                    "template): a relative one cannot be made relative to this file without "
+                                    "storing it in clear")
+            return plain
+        return checked
+
+    return _with_paths(source, decrypt(anchor_path), decrypt(anchor_path_list), is_path=is_vault_object)
 
 
 def _anchored(source, base_dir: str):
@@ -111,9 +134,13 @@ def check_source_refs(value, *, base_dir: str, where: str):
 
     Accepts a path string (``KUBECONFIG``-style list), one source mapping, or a list of them.
     """
-    if value in ("", [], {}):
+    if not is_vault_object(value) and value in ("", [], {}):  # comparing a !vault value would decrypt it
         raise PhasekitError(f"{where}: kubeconfig sources must not be empty")
-    for spec in normalize_sources(value, where):
+    if isinstance(value, list):
+        checked = [_decrypted_paths(item, base_dir, where) for item in value]
+    else:
+        checked = _decrypted_paths(value, base_dir, where)
+    for spec in normalize_sources(checked, where):
         _refuse_inline_secrets(spec, where)
     if isinstance(value, list):
         return [_anchored(item, base_dir) for item in value]

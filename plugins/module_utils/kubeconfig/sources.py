@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
 
-from ansible_collections.phasekit.kube.plugins.module_utils.compat import is_vault_object
+from ansible_collections.phasekit.kube.plugins.module_utils.compat import is_vault_object, vault_plaintext
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.model import Origin
 
@@ -88,8 +88,22 @@ def normalize_sources(value, where: str) -> list[SourceSpec]:
     return [_normalize_source(item, index, where) for index, item in enumerate(items, start=1)]
 
 
+def decrypted_path(value, here: str):
+    """A ``!vault`` path (a whole source or a file kind's value) decrypted, now that it is used; anything else as
+    it is. Before 2.19 templating a host variable leaves a vault-encrypted value encrypted."""
+    if not is_vault_object(value):
+        return value
+    try:
+        return vault_plaintext(value)
+    except Exception as exc:  # pylint: disable=broad-exception-caught  # the controller's vault errors
+        reason = str(getattr(exc, "message", None) or exc).strip().splitlines()
+        raise PhasekitError(f"{here}: cannot decrypt the vault-encrypted value (!vault): "
+                            f"{reason[0] if reason else type(exc).__name__}") from None
+
+
 def _normalize_source(item, index: int, where: str) -> SourceSpec:
     here = f"{where}, source {index}"
+    item = decrypted_path(item, here)
     if isinstance(item, str):
         item = {"path": item}
     if not isinstance(item, dict):
@@ -111,7 +125,10 @@ def _normalize_source(item, index: int, where: str) -> SourceSpec:
     optional = item.get("optional", False)
     if not isinstance(optional, bool):
         raise PhasekitError(f"{here} ({kind}): optional must be true or false")
-    value = _CHECK_VALUE[kind](item[kind], f"{here} ({kind})")
+    value = item[kind]
+    if kind in ("path",) + FILE_KINDS:
+        value = decrypted_path(value, f"{here} ({kind})")
+    value = _CHECK_VALUE[kind](value, f"{here} ({kind})")
     options = _check_options(kind, item, f"{here} ({kind})")
     return SourceSpec(index=index, kind=kind, value=value, options=options, optional=optional)
 
@@ -196,7 +213,8 @@ def _check_options(kind: str, item: dict, here: str) -> dict:
             raise PhasekitError(f"{here} validate_certs: must be true or false")
         options["validate_certs"] = validate_certs
         if item.get("ca_path") is not None:
-            options["ca_path"] = _nonempty_string(item["ca_path"], f"{here} ca_path", "a CA bundle file path")
+            options["ca_path"] = _nonempty_string(decrypted_path(item["ca_path"], f"{here} ca_path"),
+                                                  f"{here} ca_path", "a CA bundle file path")
         headers = item.get("headers") or {}
         if not isinstance(headers, dict):
             raise PhasekitError(f"{here} headers: expected a mapping of header names to strings, "

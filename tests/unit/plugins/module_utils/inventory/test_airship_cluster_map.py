@@ -107,9 +107,10 @@ def test_cluster_map_rules(clusters, bundle, expected):
                                                "filesystem": {"path": "k", "contextName": "other"}}]}},
      "field map.a.kubeconfigSources: the sources name different contexts \\(a, other\\)"),
     ({"a": {"parent": 3}}, "field map.a.parent: expected the name of another cluster"),
+    ({"a\0b": {}}, r"field map: cluster name 'a\\x00b' is not a usable inventory host name"),
 ], ids=["cluster-not-a-mapping", "unknown-cluster-field", "sources-not-a-list", "unknown-type", "filesystem-no-path",
         "cluster-api-without-parent", "cluster-api-without-name", "contexts-disagree",
-        "parent-not-a-name"])
+        "parent-not-a-name", "name-nul"])
 def test_bad_cluster_map_names_file_document_field(clusters, message):
     with pytest.raises(PhasekitError, match=f"^{re.escape(LABEL)} {message}"):
         read(cluster_map(**clusters))

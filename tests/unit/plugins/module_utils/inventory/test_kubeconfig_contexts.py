@@ -10,6 +10,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.inventory.kubeconfig
     context_names,
     hosts_from_contexts,
     parse_kubeconfigs_entry,
+    unmatched_patterns,
 )
 
 
@@ -44,6 +45,36 @@ def test_one_host_per_matching_context():
         ("mgmt", "mgmt", "/inv/kc.yaml", "mgmt"),
         ("prod-eu", "prod-eu-admin@prod-eu", "/inv/kc.yaml", "mgmt"),
     ]
+
+
+@pytest.mark.parametrize("patterns, contexts, warnings", [
+    (["prod-*", "mgmt"], ["mgmt", "prod-eu"], []),
+    (["stage-*"], ["mgmt", "prod-eu"], ["w: field contexts: pattern 'stage-*' matches no context; contexts: "
+                                        "'mgmt', 'prod-eu'"]),
+    (["prod-?", "*"], ["mgmt"], ["w: field contexts: pattern 'prod-?' matches no context; contexts: 'mgmt'"]),
+    (["*"], [], []),
+], ids=["all-match", "glob-matching-nothing-warns", "question-mark-glob-warns", "no-contexts-warned-by-caller"])
+def test_patterns_matching_no_context_warn(patterns, contexts, warnings):
+    entry = parse_kubeconfigs_entry({"path": "kc.yaml", "contexts": patterns}, base_dir="/inv", where="w")
+    assert unmatched_patterns(contexts, entry, where="w") == warnings
+
+
+@pytest.mark.parametrize("patterns, contexts, message", [
+    (["no-such-context"], ["a", "b"], "w: field contexts: unknown context 'no-such-context'; contexts: 'a', 'b'"),
+    (["prod-*", "mgmt"], ["prod-eu"], "w: field contexts: unknown context 'mgmt'; contexts: 'prod-eu'"),
+    (["mgmt"], [], "w: field contexts: unknown context 'mgmt'; contexts: none"),
+], ids=["exact-name-unknown", "exact-name-beside-glob", "no-contexts-at-all"])
+def test_exact_context_name_matching_nothing_fails(patterns, contexts, message):
+    entry = parse_kubeconfigs_entry({"path": "kc.yaml", "contexts": patterns}, base_dir="/inv", where="w")
+    with pytest.raises(PhasekitError) as err:
+        unmatched_patterns(contexts, entry, where="w")
+    assert str(err.value) == message
+
+
+def test_context_unusable_as_host_name_refused():
+    entry = parse_kubeconfigs_entry({"path": "kc.yaml"}, base_dir="/inv", where="w")
+    with pytest.raises(PhasekitError, match=r"^w, context 'a\\x00b': cluster name 'a\\x00b' is not a usable"):
+        hosts_from_contexts(["a\0b"], entry, origin="w")
 
 
 def kubeconfig(*contexts):

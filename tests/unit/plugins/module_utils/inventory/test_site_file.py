@@ -46,9 +46,14 @@ def test_site_file_becomes_hosts_in_order():
     ({"clusters": {"a": {"vars": {"kube_context": "x"}}}}, "'vars' must not set kube_context: use the field 'context'"),
     ({"clusters": {"a": {"kubeconfig": {"content": "x"}}}}, "clusters.a, field kubeconfig, source 1: inline kubeconfig content"),
     ({"clusters": {1: {}}}, "cluster names must be non-empty strings"),
+    ({"clusters": {"a\0b": {}}}, r"clusters: cluster name 'a\\x00b' is not a usable inventory host name"),
+    ({"clusters": {"a\nb": {}}}, r"clusters: cluster name 'a\\nb' is not a usable inventory host name"),
+    ({"clusters": {"a\x1b[31mb": {}}}, r"clusters: cluster name 'a\\x1b\[31mb' is not a usable"),
+    ({"clusters": {"": {}}}, "clusters: cluster names must be non-empty strings, got ''"),
+    ({"clusters": {"  ": {}}}, "clusters: cluster names must be non-empty strings, got '  '"),
 ], ids=["wrong-top-key", "not-a-mapping", "clusters-not-mapping", "entry-not-mapping", "unknown-field",
         "empty-parent", "labels-not-mapping", "label-value-not-text", "contract-var-in-vars", "content-refused",
-        "name-not-string"])
+        "name-not-string", "name-nul", "name-newline", "name-escape-sequence", "name-empty", "name-blank"])
 def test_bad_site_files_name_file_and_field(data, message):
     with pytest.raises(PhasekitError, match=f"^{SITE}: .*{message}"):
         clusters_from_site(data, path=SITE, base_dir="/site")

@@ -77,6 +77,39 @@ def test_url_source_headers(headers, message):
         check_source_refs(value, base_dir=BASE, where="w")
 
 
+BAD_ENVELOPE = "$ANSIBLE_VAULT;9.9;AES256\nzz\n"
+
+
+@pytest.mark.parametrize("value, vaulted_at", [
+    (vaulted("/kc/a.yaml"), ()),
+    ([vaulted("~/kc/a.yaml"), "b.yaml"], (0,)),
+    ({"vault": vaulted("/kc/a.vault.yaml")}, ("vault",)),
+    ({"path": vaulted("/kc/a.yaml:/kc/b.yaml"), "optional": True}, ("path",)),
+], ids=["whole-value-absolute", "list-item-home", "vault-source-file", "path-source-list"])
+def test_vault_encrypted_paths_kept_encrypted(value, vaulted_at):
+    """A !vault path is decrypted to be checked, and kept encrypted: ansible-inventory --list shows it so."""
+    checked = check_source_refs(value, base_dir=BASE, where="w")
+    if not vaulted_at:
+        assert checked is value
+    elif isinstance(value, list):
+        assert checked[0] is value[0] and checked[1] == "/site/inventory/b.yaml"
+    else:
+        assert checked[vaulted_at[0]] is value[vaulted_at[0]]
+
+
+@pytest.mark.parametrize("value, message", [
+    (vaulted("kc/a.yaml"), "w: a vault-encrypted path must be absolute"),
+    ({"path": vaulted("/kc/a.yaml:b.yaml")}, "w: a vault-encrypted path must be absolute"),
+    (vaulted("", BAD_ENVELOPE), "w: cannot decrypt the vault-encrypted value (!vault): "),
+    ([{"vault": vaulted("", BAD_ENVELOPE)}], "w: cannot decrypt the vault-encrypted value (!vault): "),
+], ids=["relative-path-refused", "relative-entry-of-list-refused", "malformed-envelope-names-where",
+        "malformed-file-value-names-where"])
+def test_vault_encrypted_paths_refused(value, message):
+    with pytest.raises(PhasekitError, match=re.escape(message)) as err:
+        check_source_refs(value, base_dir=BASE, where="w")
+    assert "zz" not in str(err.value) and "ANSIBLE_VAULT" not in str(err.value)
+
+
 @pytest.mark.parametrize("anchored, written", [
     ("/site/inventory/kubeconfigs/a.yaml", "kubeconfigs/a.yaml"),
     ("/site/inventory/a.yaml:/site/b.yaml", "a.yaml:../b.yaml"),

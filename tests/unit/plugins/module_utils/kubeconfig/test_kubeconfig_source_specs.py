@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from vaulted import vaulted
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.sources import expand_source
@@ -108,3 +109,19 @@ def test_unset_env_source_is_an_error():
     with pytest.raises(PhasekitError, match=r"kubeconfig source 1 \(env: \$UNSET_FOR_TEST\): the environment "
                                             "variable UNSET_FOR_TEST is not set"):
         expand_source(spec, {})
+
+
+@pytest.mark.parametrize("written, expected", [
+    (lambda: vaulted("/kc/a.yaml"), {"path": "/kc/a.yaml"}),
+    (lambda: {"vault": vaulted("/kc/a.vault.yaml")}, {"vault": "/kc/a.vault.yaml"}),
+    (lambda: {"url": "https://x/kc", "ca_path": vaulted("/kc/ca.pem")},
+     {"url": "https://x/kc", "ca_path": "/kc/ca.pem", "timeout": 30, "validate_certs": True}),
+], ids=["whole-source", "file-kind-value", "url-ca-path"])
+def test_vault_encrypted_paths_decrypted_when_used(written, expected):
+    """Before 2.19 templating a host variable leaves a !vault value encrypted: the source check decrypts it."""
+    assert normalize_sources(written(), "host var")[0].to_dict() == expected
+
+
+def test_undecryptable_vault_path_names_the_source():
+    with pytest.raises(PhasekitError, match=r"^host var, source 1: cannot decrypt the vault-encrypted value"):
+        normalize_sources(vaulted("", "$ANSIBLE_VAULT;9.9;AES256\nzz\n"), "host var")
