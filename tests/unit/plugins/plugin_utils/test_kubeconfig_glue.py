@@ -194,4 +194,4 @@ def test_a_remembered_resolution_is_plain_data(registered):
     """A registered result holds Ansible's unsafe text before 2.19; what is reused is written as YAML later."""
     from ansible.utils.unsafe_proxy import wrap_var  # pylint: disable=import-outside-toplevel
     remembered = glue.remembered_resolution(lambda name: wrap_var(registered), "h")
-    assert yaml.safe_dump(remembered) and type(next(iter(remembered["config"]))) is str
+    assert yaml.safe_dump(remembered) and next(iter(remembered["config"])).__class__ is str
