@@ -191,6 +191,26 @@ def test_env_dirs_paths_refused_at_validation(tmp_path, path, expected):
     assert expected in str(error.value)
 
 
+@pytest.mark.parametrize("paths, expected", [
+    (["a", "a/b.yaml"], "env_dirs.DIRS: a is a file, but a/b.yaml needs it to be a directory"),
+    (["x/y/z.yaml", "x/y"], "env_dirs.DIRS: x/y is a file, but x/y/z.yaml needs it to be a directory"),
+], ids=["file-and-its-subpath", "file-and-deeper-subpath"])
+def test_env_dirs_file_also_a_directory_refused_at_validation(tmp_path, paths, expected):
+    """Two files of one directory, one where the other needs a directory: refused before anything is written."""
+    (tmp_path / "kust").mkdir()
+    document = cmd(options={"argv": ["true"], "env_dirs": {"DIRS": {path: {"kustomize": "kust"} for path in paths}}})
+    with pytest.raises(PhasekitError) as error:
+        build([document], tmp_path, with_kubeconfig={"target"})
+    assert "plan document 1 (Phase p) field spec.options: " + expected in str(error.value)
+
+
+def test_env_dirs_sibling_paths_accepted(tmp_path):
+    (tmp_path / "kust").mkdir()
+    document = cmd(options={"argv": ["true"], "env_dirs": {"DIRS": {path: {"kustomize": "kust"}
+                                                                    for path in ("a.yaml", "ab/c.yaml", "a2/c")}}})
+    build([document], tmp_path, with_kubeconfig={"target"})
+
+
 def test_every_problem_is_reported_at_once(tmp_path):
     documents = [cmd(executor="aply"), phase("q", cluster="nowhere", executor="command", options={})]
     with pytest.raises(PhasekitError) as error:
