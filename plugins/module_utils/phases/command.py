@@ -172,7 +172,9 @@ def run_command(argv: list[str], *, kubeconfig: dict, env: dict | None = None, c
         environment.update(files)
         environment["KUBECONFIG"] = path  # last: the phase's cluster, whatever env says
         try:
-            done = subprocess.run(argv, cwd=chdir, env=environment, input=stdin, capture_output=True, text=True,  # pylint: disable=ansible-bad-function
+            # output is decoded leniently: a program printing binary still fails with its rc
+            done = subprocess.run(argv, cwd=chdir, env=environment, input=stdin, capture_output=True,  # pylint: disable=ansible-bad-function
+                                  encoding="utf-8", errors="replace",
                                   timeout=timeout, check=False)
         except FileNotFoundError:
             raise PhasekitError(f"command not found: {argv[0]}") from None
