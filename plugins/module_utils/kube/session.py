@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from urllib.parse import quote, urlencode
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import is_header_value
 
 try:
     import urllib3
@@ -200,6 +201,11 @@ class ApiSession:
                 headers[setting["key"]] = setting["value"]
         for name, value in self.impersonation:
             headers.add(name, value)  # one header line per group and extra value, as client-go sends them
+        for name, value in headers.iteritems():
+            if not is_header_value(value):
+                # http.client would refuse it with a message holding the value (a token an exec plugin returned)
+                raise TransportError(f"cannot send the {name} header to {self.server}: its value holds a line "
+                                     "break or a character an HTTP header cannot carry (the value is not shown)")
         return headers
 
     def _collect_warnings(self, headers):
