@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import ipaddress
 import os
 import re
 import shutil
@@ -23,7 +24,7 @@ import sys
 import threading
 import weakref
 from contextlib import contextmanager
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.private_files import private_directory
@@ -104,6 +105,40 @@ def check_header_fields(kubeconfig: dict) -> None:
                                     "ASCII; the value is not shown)")
 
 
+# a host name's labels (RFC 1123, and "_" that internal names use); at most 253 characters in all
+_HOST_LABEL = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
+_SHOWN_PREFIX = 16  # what an unusable server URL shows of itself: it may be a credential pasted in the wrong field
+
+
+def check_servers(kubeconfig: dict) -> None:
+    """Refuse a cluster whose server is not an http(s) URL with a valid host name or IP address; the message names
+    the cluster and the field, and shows only the start of the value."""
+    for entry in kubeconfig.get("clusters") or []:
+        cluster = entry.get("cluster") if isinstance(entry, dict) else None
+        server = cluster.get("server") if isinstance(cluster, dict) else None
+        if not isinstance(server, str) or not server or is_server_url(server):
+            continue
+        shown = server if len(server) <= _SHOWN_PREFIX else server[:_SHOWN_PREFIX] + "..."
+        raise PhasekitError(f"cannot use kubeconfig: clusters[{entry.get('name')}].cluster.server: expected an "
+                            f"https:// URL with a host name or IP address, got {shown!r} ({len(server)} characters)")
+
+
+def is_server_url(server: str) -> bool:
+    """Whether ``server`` is an http or https URL (or a bare host[:port]) whose host is a valid name or address."""
+    try:
+        parts = urlsplit(server if "://" in server else f"https://{server}")
+        host, _port = parts.hostname, parts.port  # port: ValueError when it is not a number from 0 to 65535
+    except ValueError:
+        return False
+    if parts.scheme not in ("http", "https") or not host or not server.isprintable():
+        return False
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return len(host) <= 253 and all(_HOST_LABEL.fullmatch(label) for label in host.rstrip(".").split("."))
+
+
 def _items(value) -> list:
     """The single values of a field: itself, a list's items, or a mapping's lists' items (as-user-extra)."""
     if isinstance(value, dict):
@@ -130,6 +165,7 @@ def api_client(kubeconfig: dict, context: str | None = None, *, pool_maxsize: in
 
 
 def _client_in(material_dir: str, kubeconfig: dict, context: str | None, pool_maxsize: int | None):
+    check_servers(kubeconfig)
     check_header_fields(kubeconfig)
     configuration = k8s_client.Configuration()
     _install_private_temp_files()

@@ -163,7 +163,7 @@ class ApiSession:
                     self._sleep(self._backoff(attempt))
                     continue
                 raise TransportError(f"cannot reach the API server {self.server} after {attempt} attempt(s): "
-                                     f"{type(exc).__name__}: {exc}") from None
+                                     f"{type(exc).__name__}: {unreachable_reason(exc)}") from None
             with self._lock:
                 self.requests += 1
             self._collect_warnings(raw.headers)
@@ -228,6 +228,19 @@ class ApiSession:
         if retry_after and retry_after.isdigit():
             return min(RETRY_AFTER_CAP, max(float(retry_after), 0.1))
         return self._backoff(attempt)
+
+
+_CONNECTION_PREFIX = re.compile(r"^\w*Connection\w*\(host='[^']*', port=[^)]*\): ")
+_RESOLVE_FAILURE = re.compile(r"Failed to resolve '[^']*'")
+_ERRNO = re.compile(r"\[Errno -?\d+\] ")
+
+
+def unreachable_reason(exc: Exception) -> str:
+    """Why a connection failed, for people: without the host again (the message names the server once) and
+    without the OS error number ('Connection refused', not '[Errno 111] Connection refused')."""
+    text = _CONNECTION_PREFIX.sub("", str(exc))
+    text = _RESOLVE_FAILURE.sub("failed to resolve the host name", text)
+    return _ERRNO.sub("", text)
 
 
 def _split_warnings(value: str) -> list:

@@ -293,3 +293,43 @@ def test_a_header_value_an_exec_plugin_returns_is_refused_without_echoing_it():
         ApiSession(client).get("/api/v1/namespaces")
     assert str(err.value).startswith("cannot send the authorization header to https://127.0.0.1:6443: its value holds")
     assert "secret-line2" not in str(err.value)
+
+
+KEY_BASE64 = base64.b64encode(b"-----BEGIN RSA PRIVATE KEY-----\nMIIEsecretsecretsecret+/==\n").decode()
+
+
+@pytest.mark.parametrize("server", [
+    "https://" + KEY_BASE64,
+    "https://" + "a" * 300,
+    "https://" + "a" * 64 + ".example",
+    "ftp://example.com",
+    "https://",
+    "https://exa mple.com",
+    "https://example.com:99999",
+    "https://example.com\n" + KEY_BASE64,
+], ids=["base64-key-as-host", "host-over-253", "label-over-63", "not-http", "no-host", "space-in-host",
+        "port-out-of-range", "line-break"])
+def test_an_unusable_server_url_is_refused_showing_only_its_start(tls_kubeconfig, server):
+    import copy
+    from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
+    config = copy.deepcopy(tls_kubeconfig[0])
+    config["clusters"][0]["cluster"]["server"] = server
+    with pytest.raises(PhasekitError) as err:
+        with api_client(config):
+            pass
+    message = str(err.value)
+    assert message.startswith("cannot use kubeconfig: clusters[k].cluster.server: expected an https:// URL with a "
+                              f"host name or IP address, got {server[:16]!r}"[:-1])
+    assert KEY_BASE64[10:30] not in message and "a" * 20 not in message
+
+
+@pytest.mark.parametrize("server", ["https://127.0.0.1:6443", "https://[::1]:6443", "http://localhost:8080",
+                                    "https://api.my_cluster.example.com", "127.0.0.1:6443", "https://k8s.example./"],
+                         ids=["ipv4", "ipv6", "http-name", "underscore", "no-scheme", "trailing-dot"])
+def test_usable_server_urls_are_accepted(tls_kubeconfig, server):
+    import copy
+    from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
+    config = copy.deepcopy(tls_kubeconfig[0])
+    config["clusters"][0]["cluster"]["server"] = server
+    with api_client(config):
+        pass
