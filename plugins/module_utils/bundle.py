@@ -293,7 +293,8 @@ def build_in_listed_order(path: str, label: str) -> str:
 def _run_kustomize(path: str, label: str) -> str:
     command = kustomize_command(path, label)
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=KUSTOMIZE_TIMEOUT, check=False)  # pylint: disable=ansible-bad-function
+        done = subprocess.run(command, capture_output=True, timeout=KUSTOMIZE_TIMEOUT, check=False,  # pylint: disable=ansible-bad-function
+                              encoding="utf-8", errors="replace")
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise PhasekitError(f"kustomization {label}: {' '.join(command[:2])} failed: {exc}") from None
     if done.returncode != 0:

@@ -507,11 +507,11 @@ def kubeconfig_inputs() -> list[Hostile]:
                       + ", minify=true, flatten=true) | length }}")
         return task(id_, k, {"ansible.builtin.debug": {"msg": expression}}, expect=expect, **kwargs)
 
-    def content(id_: str, file: str, expect) -> Hostile:
+    def content(id_: str, file: str, expect, **kwargs) -> Hostile:
         """The apply action with a careless kubeconfig: it must reach the cluster (or not) without echoing it."""
         source = {"content": "{{ lookup('ansible.builtin.file', '@KC@/" + file + "') }}"}
         return task(id_, k, {"phasekit.kube.apply": {"definition": cm("kc-content"), "kubeconfig": source}},
-                    expect=expect)
+                    expect=expect, **kwargs)
 
     return [
         on("kc-broken-yaml", ("broken.yaml",)),
@@ -536,11 +536,14 @@ def kubeconfig_inputs() -> list[Hostile]:
         content("kc-content-cert-key-swapped", "swapped.yaml", ("client-",)),
         content("kc-content-bad-ca", "bad-ca.yaml", ("certificate-authority-data",)),
         content("kc-content-key-in-server", "key-in-server.yaml", ("server",)),
-        content("kc-content-token-in-context-name", "token-context.yaml", ("context",)),
+        # the play's host sets kube_context, which a task's kubeconfig follows (as kubectl --context would): the
+        # current-context holding a token is never used and must not show; the lookup below does use it
+        content("kc-content-token-in-context-name", "token-context.yaml", (), fails=False),
         lookup("kc-lookup-broken-yaml", [{"path": "@KC@/broken.yaml"}], ("broken.yaml",)),
         lookup("kc-lookup-missing-user", [{"path": "@KC@/missing-user.yaml"}], ("user",)),
         lookup("kc-lookup-sops-wrong-key", [{"sops": "@KC@/wrong-key.enc.yaml"}], ("wrong-key.enc.yaml",)),
         lookup("kc-lookup-key-not-base64", [{"path": "@KC@/key-not-base64.yaml"}], ("client-key-data",)),
+        lookup("kc-lookup-token-in-context-name", [{"path": "@KC@/token-context.yaml"}], ("current-context",)),
         task("kc-apply-action-exec-fail", k, {"phasekit.kube.apply": {
             "definition": cm("kc-exec-act"), "kubeconfig": "@KC@/exec.yaml"}}, expect=("exec",)),
         task("kc-command-action-exec-fail", k, {"phasekit.kube.kube_command": {

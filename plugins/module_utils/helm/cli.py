@@ -131,7 +131,7 @@ class HelmCli:
 
 def _run(argv: list[str], *, env: dict, what: str, timeout: int | None = None) -> str:
     try:
-        done = subprocess.run(argv, env=env, capture_output=True, text=True,  # pylint: disable=ansible-bad-function
+        done = subprocess.run(argv, env=env, capture_output=True, encoding="utf-8", errors="replace",  # pylint: disable=ansible-bad-function
                               timeout=timeout or DEFAULT_TIMEOUT, check=False)
     except FileNotFoundError:
         raise PhasekitError(f"{what}: helm not found ({argv[0]}); install helm 3.13 or later, "

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import ipaddress
 import os
+import re
 import shutil
 import ssl
 import string
@@ -22,7 +24,7 @@ import sys
 import threading
 import weakref
 from contextlib import contextmanager
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.private_files import private_directory
@@ -77,6 +79,73 @@ def impersonation_headers(kubeconfig: dict) -> list[tuple[str, str]]:
     return headers
 
 
+# What an HTTP header value may hold (Go's httpguts.ValidHeaderFieldValue, ASCII only as Python's http.client
+# sends latin-1): tab and visible ASCII; a line break would end the header, and Python's refusal echoes the value.
+_HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")
+# user fields the client sends as HTTP header values (the token as "Authorization: Bearer ...")
+_HEADER_FIELDS = ("token", "as", "as-uid", "as-groups", "as-user-extra")
+
+
+def is_header_value(value) -> bool:
+    """Whether ``value`` can be sent as an HTTP header value as it is."""
+    return isinstance(value, str) and _HEADER_VALUE.fullmatch(value) is not None
+
+
+def check_header_fields(kubeconfig: dict) -> None:
+    """Refuse a user whose token or impersonation fields cannot be sent as HTTP header values (a PEM key pasted as a
+    token); the message names the user and the field, never the value."""
+    for entry in kubeconfig.get("users") or []:
+        user = entry.get("user") if isinstance(entry, dict) else None
+        if not isinstance(user, dict):
+            continue
+        for key in _HEADER_FIELDS:
+            if user.get(key) not in (None, "") and not all(is_header_value(item) for item in _items(user[key])):
+                raise PhasekitError(f"cannot use kubeconfig: users[{entry.get('name')}].user.{key} holds a line "
+                                    "break or a character an HTTP header cannot carry (expected one line of printable "
+                                    "ASCII; the value is not shown)")
+
+
+# a host name's labels (RFC 1123, and "_" that internal names use); at most 253 characters in all
+_HOST_LABEL = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
+_SHOWN_PREFIX = 16  # what an unusable server URL shows of itself: it may be a credential pasted in the wrong field
+
+
+def check_servers(kubeconfig: dict) -> None:
+    """Refuse a cluster whose server is not an http(s) URL with a valid host name or IP address; the message names
+    the cluster and the field, and shows only the start of the value."""
+    for entry in kubeconfig.get("clusters") or []:
+        cluster = entry.get("cluster") if isinstance(entry, dict) else None
+        server = cluster.get("server") if isinstance(cluster, dict) else None
+        if not isinstance(server, str) or not server or is_server_url(server):
+            continue
+        shown = server if len(server) <= _SHOWN_PREFIX else server[:_SHOWN_PREFIX] + "..."
+        raise PhasekitError(f"cannot use kubeconfig: clusters[{entry.get('name')}].cluster.server: expected an "
+                            f"https:// URL with a host name or IP address, got {shown!r} ({len(server)} characters)")
+
+
+def is_server_url(server: str) -> bool:
+    """Whether ``server`` is an http or https URL (or a bare host[:port]) whose host is a valid name or address."""
+    try:
+        parts = urlsplit(server if "://" in server else f"https://{server}")
+        host, _port = parts.hostname, parts.port  # port: ValueError when it is not a number from 0 to 65535
+    except ValueError:
+        return False
+    if parts.scheme not in ("http", "https") or not host or not server.isprintable():
+        return False
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        return len(host) <= 253 and all(_HOST_LABEL.fullmatch(label) for label in host.rstrip(".").split("."))
+
+
+def _items(value) -> list:
+    """The single values of a field: itself, a list's items, or a mapping's lists' items (as-user-extra)."""
+    if isinstance(value, dict):
+        return [item for items in value.values() for item in _items(items)]
+    return list(value) if isinstance(value, list) else [value]
+
+
 @contextmanager
 def api_client(kubeconfig: dict, context: str | None = None, *, pool_maxsize: int | None = None):
     """Yield a ``kubernetes.client.ApiClient`` for the kubeconfig dict and context.
@@ -96,6 +165,8 @@ def api_client(kubeconfig: dict, context: str | None = None, *, pool_maxsize: in
 
 
 def _client_in(material_dir: str, kubeconfig: dict, context: str | None, pool_maxsize: int | None):
+    check_servers(kubeconfig)
+    check_header_fields(kubeconfig)
     configuration = k8s_client.Configuration()
     _install_private_temp_files()
     try:
@@ -186,6 +257,11 @@ def session_reusing_context(cert_reqs=None) -> SessionReusingContext:
 _EMBEDDED_MATERIAL = (("clusters", "cluster", "certificate-authority-data", "certificate-authority"),
                       ("users", "user", "client-certificate-data", "client-certificate"),
                       ("users", "user", "client-key-data", "client-key"))
+# what each holds once decoded: PEM blocks of this type (client-go reads PEM only); "PRIVATE KEY" ends the
+# type of every key block (RSA, EC, PKCS#8)
+_PEM_TYPE = {"certificate-authority-data": ("-----BEGIN CERTIFICATE-----", "a PEM certificate"),
+             "client-certificate-data": ("-----BEGIN CERTIFICATE-----", "a PEM certificate"),
+             "client-key-data": ("PRIVATE KEY-----", "a PEM private key")}
 
 
 def with_material_files(kubeconfig: dict, material_dir: str) -> dict:
@@ -205,7 +281,7 @@ def with_material_files(kubeconfig: dict, material_dir: str) -> dict:
                 body = {k: v for k, v in body.items() if k != data_key}
                 body[file_key] = _write_material(material_dir, f"{section}-{index}-{file_key}",
                                                  entry[inner][data_key], f"{section[:-1]} {entry.get('name')!r}",
-                                                 data_key)
+                                                 f"{section}[{entry.get('name')}].{inner}.{data_key}")
                 entry = {**entry, inner: body}
             entries.append(entry)
         if section in out:
@@ -213,11 +289,17 @@ def with_material_files(kubeconfig: dict, material_dir: str) -> dict:
     return out
 
 
-def _write_material(material_dir: str, name: str, encoded, owner: str, key: str) -> str:
+def _write_material(material_dir: str, name: str, encoded, owner: str, field_path: str) -> str:
+    key = field_path.rsplit(".", 1)[-1]
     try:
         content = base64.b64decode("".join(str(encoded).split()), validate=True)  # line breaks allowed, as in Go
     except (binascii.Error, ValueError):
         raise PhasekitError(f"cannot use kubeconfig: {owner}: {key} is not valid base64") from None
+    marker, expected = _PEM_TYPE[key]
+    if marker.encode() not in content:
+        # said here, by field: the TLS library's "PEM lib" would not say which (a certificate and key swapped)
+        raise PhasekitError(f"cannot use kubeconfig: {field_path}: expected the base64 of {expected}, got something "
+                            "else (the value is not shown)")
     path = os.path.join(material_dir, name)
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(descriptor, "wb") as target:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from urllib.parse import quote, urlencode
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import is_header_value
 
 try:
     import urllib3
@@ -162,7 +163,7 @@ class ApiSession:
                     self._sleep(self._backoff(attempt))
                     continue
                 raise TransportError(f"cannot reach the API server {self.server} after {attempt} attempt(s): "
-                                     f"{type(exc).__name__}: {exc}") from None
+                                     f"{type(exc).__name__}: {unreachable_reason(exc)}") from None
             with self._lock:
                 self.requests += 1
             self._collect_warnings(raw.headers)
@@ -200,6 +201,11 @@ class ApiSession:
                 headers[setting["key"]] = setting["value"]
         for name, value in self.impersonation:
             headers.add(name, value)  # one header line per group and extra value, as client-go sends them
+        for name, value in headers.iteritems():
+            if not is_header_value(value):
+                # http.client would refuse it with a message holding the value (a token an exec plugin returned)
+                raise TransportError(f"cannot send the {name} header to {self.server}: its value holds a line "
+                                     "break or a character an HTTP header cannot carry (the value is not shown)")
         return headers
 
     def _collect_warnings(self, headers):
@@ -222,6 +228,19 @@ class ApiSession:
         if retry_after and retry_after.isdigit():
             return min(RETRY_AFTER_CAP, max(float(retry_after), 0.1))
         return self._backoff(attempt)
+
+
+_CONNECTION_PREFIX = re.compile(r"^\w*Connection\w*\(host='[^']*', port=[^)]*\): ")
+_RESOLVE_FAILURE = re.compile(r"Failed to resolve '[^']*'")
+_ERRNO = re.compile(r"\[Errno -?\d+\] ")
+
+
+def unreachable_reason(exc: Exception) -> str:
+    """Why a connection failed, for people: without the host again (the message names the server once) and
+    without the OS error number ('Connection refused', not '[Errno 111] Connection refused')."""
+    text = _CONNECTION_PREFIX.sub("", str(exc))
+    text = _RESOLVE_FAILURE.sub("failed to resolve the host name", text)
+    return _ERRNO.sub("", text)
 
 
 def _split_warnings(value: str) -> list:

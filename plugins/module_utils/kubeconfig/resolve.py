@@ -31,6 +31,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.transform
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.transform import known
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.transform import minify_kubeconfig
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.transform import resolve_local_paths
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.transform import undefined_context
 
 MEMORY_FORMAT = 1
 READ, MISSING, SKIPPED, UNREAD = "read", "missing", "skipped", "unread"
@@ -210,7 +211,7 @@ def resolve_kubeconfig(sources: list[SourceSpec], context: str | None = None, *,
     reader = SourceReader(sources, hooks)
     documents = reader.read_documents(context, lazy=not keep_merged)
     chosen = context or documents.current_context
-    _check_context(reader, chosen, expected_cluster)
+    _check_context(reader, chosen, expected_cluster, from_current_context=not context)
     merged = documents.picked(chosen)
     minified = minify_kubeconfig(merged, chosen)
     minified.extensions, minified.colors, minified.preference_extensions = {}, False, {}
@@ -253,7 +254,8 @@ def _connectable(config: Kubeconfig) -> dict:
     return kubeconfig_to_v1(config)
 
 
-def _check_context(reader: SourceReader, chosen: str, expected_cluster: str | None) -> None:
+def _check_context(reader: SourceReader, chosen: str, expected_cluster: str | None, *,
+                   from_current_context: bool = False) -> None:
     """The chosen context, its cluster and user exist; only a message that lists what exists merges it all."""
     documents = reader.documents
     if not chosen:
@@ -262,7 +264,8 @@ def _check_context(reader: SourceReader, chosen: str, expected_cluster: str | No
             f"in a kubeconfig source; known contexts: {known(reader.merged.contexts)}; {reader.describe()}")
     entry, origin = documents.entry("contexts", chosen)
     if entry is None:
-        raise PhasekitError(f"context {chosen!r} is not defined by any kubeconfig source; known contexts: "
+        raise PhasekitError(f"{undefined_context(chosen, from_current_context)} is not defined by any kubeconfig "
+                            f"source; known contexts: "
                             f"{known(reader.merged.contexts)}; {reader.describe()}")
     source = f"from {origin.label()}" if origin else "inline"
     if not entry["cluster"]:

@@ -36,14 +36,25 @@ def known(names) -> str:
     return ", ".join(repr(name) for name in names) if names else "none"
 
 
+def undefined_context(name: str, from_current_context: bool) -> str:
+    """How a message names a context no source defines: in full when a setting named it; by its start only when it is
+    a kubeconfig's current-context, a field of a file of credentials that may hold one pasted in the wrong place."""
+    if not from_current_context:
+        return f"context {name!r}"
+    start = f"{name[:4]!r}..., " if len(name) > 8 else ""
+    return f"the current-context ({start}{len(name)} characters)"
+
+
 def minify_kubeconfig(config: Kubeconfig, context: str | None) -> Kubeconfig:
     """Keep only ``context`` (default: current-context) with its cluster and user, like ``--minify``."""
+    from_current_context = not context
     context = context or config.current_context
     if not context:
         raise PhasekitError("no context selected and the kubeconfig has no current-context; "
                             f"known contexts: {known(config.contexts)}")
     if context not in config.contexts:
-        raise PhasekitError(f"context {context!r} is not defined; known contexts: {known(config.contexts)}")
+        raise PhasekitError(f"{undefined_context(context, from_current_context)} is not defined; "
+                            f"known contexts: {known(config.contexts)}")
     entry = config.contexts[context]
     minified = Kubeconfig(
         current_context=context,

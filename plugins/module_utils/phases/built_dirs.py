@@ -42,6 +42,16 @@ def check_env_dirs(env_dirs: dict) -> None:
         for path, spec in files.items():
             shown = path if isinstance(path, str) and path.isprintable() and path else repr(path)
             _check_file(f"{where}.{shown}", path, spec)
+        _check_no_file_is_a_directory(where, files)
+
+
+def _check_no_file_is_a_directory(where: str, files: dict) -> None:
+    """A path that is a file cannot also be a directory of another path (a/b.yaml needs a to be a directory)."""
+    directories = {"/".join(path.split("/")[:end]): path for path in files for end in range(1, path.count("/") + 1)}
+    for path in sorted(files):
+        if path in directories:
+            raise PhasekitError(f"{where}: {path} is a file, but {directories[path]} needs it to be a directory; "
+                                f"expected each path to be either a file or a directory of other files")
 
 
 def _check_file(where: str, path, spec) -> None:

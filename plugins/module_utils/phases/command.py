@@ -14,8 +14,11 @@ import os
 import re
 import shlex
 import subprocess
+from collections.abc import Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+
+from ansible.module_utils.common.validation import check_type_str
 
 from ansible_collections.phasekit.kube.plugins.module_utils import compat, yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
@@ -41,6 +44,16 @@ COMMAND_SPEC = {
     "required_one_of": [["argv", "cmd"]],
 }
 
+
+
+def scalar_text(value):
+    """A string option of a phase that refuses a list or a mapping (Ansible's str type would turn one into the text
+    of a Python value and run the command with it)."""
+    if isinstance(value, (Mapping, list, tuple, set)):
+        raise TypeError(f"expected a string, got {type(value).__name__}")
+    return check_type_str(value, allow_conversion=True)
+
+
 # Command phases also take files only a run on the controller can give: other hosts' kubeconfigs, texts
 # (a tool's configuration file) that must be files, and directories of files kustomize builds (built_dirs);
 # each is private and lives as long as the command.
@@ -48,6 +61,7 @@ COMMAND_PHASE_SPEC = {
     **COMMAND_SPEC,
     "argument_spec": {
         **COMMAND_SPEC["argument_spec"],
+        "stdin": {"type": scalar_text},
         "kubeconfigs": {"type": "dict", "default": {}},
         "env_files": {"type": "dict", "default": {}},
         "env_dirs": {"type": "dict", "default": {}},
@@ -59,8 +73,11 @@ ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def check_command_phase_options(options: dict) -> None:
-    """``kubeconfigs``, ``env_files`` and ``env_dirs``: environment variable names to an inventory host, to a text
-    and to the files of a directory."""
+    """``env``: values that are strings, numbers or booleans. ``kubeconfigs``, ``env_files`` and ``env_dirs``:
+    environment variable names to an inventory host, to a text and to the files of a directory."""
+    for name, value in (options.get("env") or {}).items():
+        if isinstance(value, (Mapping, list, tuple, set)):
+            raise PhasekitError(f"env.{name}: expected a string, number or boolean, got {type(value).__name__}")
     seen: dict[str, str] = {}
     for option in ("kubeconfigs", "env_files", ENV_DIRS):
         for name, value in (options.get(option) or {}).items():
@@ -172,7 +189,9 @@ def run_command(argv: list[str], *, kubeconfig: dict, env: dict | None = None, c
         environment.update(files)
         environment["KUBECONFIG"] = path  # last: the phase's cluster, whatever env says
         try:
-            done = subprocess.run(argv, cwd=chdir, env=environment, input=stdin, capture_output=True, text=True,  # pylint: disable=ansible-bad-function
+            # output is decoded leniently: a program printing binary still fails with its rc
+            done = subprocess.run(argv, cwd=chdir, env=environment, input=stdin, capture_output=True,  # pylint: disable=ansible-bad-function
+                                  encoding="utf-8", errors="replace",
                                   timeout=timeout, check=False)
         except FileNotFoundError:
             raise PhasekitError(f"command not found: {argv[0]}") from None

@@ -188,7 +188,8 @@ def run_container(options: dict, items: list[dict], *, kubeconfig: dict | None, 
         path = stack.enter_context(kubeconfig_file(kubeconfig)) if kubeconfig is not None else None
         argv = container_argv(engine, options, name=name, kubeconfig=path, context=context, mounts_base=mounts_base)
         try:
-            done = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=timeout,  # pylint: disable=ansible-bad-function
+            done = subprocess.run(argv, input=stdin, capture_output=True, timeout=timeout,  # pylint: disable=ansible-bad-function
+                                  encoding="utf-8", errors="replace",
                                   check=False)
         except subprocess.TimeoutExpired as exc:
             subprocess.run([engine, "rm", "-f", name], capture_output=True, check=False)  # pylint: disable=ansible-bad-function

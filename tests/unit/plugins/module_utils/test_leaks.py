@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import base64
 import ssl
 
 import pytest
@@ -240,3 +241,95 @@ def test_broken_tls_material_is_refused_when_the_client_is_made_without_echoing_
     message = str(err.value)
     assert message.startswith("cannot use kubeconfig: its TLS certificate or key: ")
     assert "c2VjcmV0" not in message and "bm90IGEg" not in message and section[field] not in message
+
+
+def _swap_certificate_and_key(user):
+    user["client-certificate-data"], user["client-key-data"] = user["client-key-data"], user["client-certificate-data"]
+
+
+@pytest.mark.parametrize("change, expected", [
+    (_swap_certificate_and_key,
+     "cannot use kubeconfig: users[u].user.client-certificate-data: expected the base64 of a PEM certificate"),
+    (lambda user: user.__setitem__("client-key-data", user["client-certificate-data"]),
+     "cannot use kubeconfig: users[u].user.client-key-data: expected the base64 of a PEM private key"),
+    (lambda user: user.__setitem__("token", base64.b64decode(user["client-key-data"]).decode()),
+     "cannot use kubeconfig: users[u].user.token holds a line break or a character an HTTP header cannot carry"),
+    (lambda user: user.__setitem__("token", "abc\r\nX-Injected: 1"), "users[u].user.token holds a line break"),
+    (lambda user: user.update({"as": "jane", "as-groups": ["dev\nops"]}), "users[u].user.as-groups holds a line"),
+], ids=["certificate-and-key-swapped", "certificate-as-key", "pem-key-as-token", "token-with-crlf",
+        "impersonated-group-with-line-break"])
+def test_misplaced_credentials_are_refused_by_field_without_echoing_them(tls_kubeconfig, change, expected):
+    """A credential in the wrong field is refused naming the user and the field; the TLS library would only say
+    'PEM lib', and Python's HTTP client would echo a header value with the key in it."""
+    import copy
+    from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
+    config = copy.deepcopy(tls_kubeconfig[0])
+    user = config["users"][0]["user"]
+    secrets = [base64.b64decode(user[key]).decode() for key in ("client-key-data", "client-certificate-data")]
+    change(user)
+    with pytest.raises(PhasekitError) as err:
+        with api_client(config):
+            pass
+    message = str(err.value)
+    assert message.startswith("cannot use kubeconfig: ") and expected in message
+    assert not any(line in message for secret in secrets for line in secret.splitlines()[1:-1])
+    assert "X-Injected" not in message
+
+
+def test_a_header_value_an_exec_plugin_returns_is_refused_without_echoing_it():
+    """An exec plugin's token reaches the header only when a request is sent: refused there, by header name."""
+    from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiSession, TransportError
+
+    class Configuration:
+        host = "https://127.0.0.1:6443"
+
+        @staticmethod
+        def auth_settings():
+            return {"BearerToken": {"in": "header", "key": "authorization", "value": "Bearer line1\nsecret-line2"}}
+
+    client = type("Client", (), {"configuration": Configuration(),
+                                 "rest_client": type("Rest", (), {"pool_manager": None})()})()
+    with pytest.raises(TransportError) as err:
+        ApiSession(client).get("/api/v1/namespaces")
+    assert str(err.value).startswith("cannot send the authorization header to https://127.0.0.1:6443: its value holds")
+    assert "secret-line2" not in str(err.value)
+
+
+KEY_BASE64 = base64.b64encode(b"-----BEGIN RSA PRIVATE KEY-----\nMIIEsecretsecretsecret+/==\n").decode()
+
+
+@pytest.mark.parametrize("server", [
+    "https://" + KEY_BASE64,
+    "https://" + "a" * 300,
+    "https://" + "a" * 64 + ".example",
+    "ftp://example.com",
+    "https://",
+    "https://exa mple.com",
+    "https://example.com:99999",
+    "https://example.com\n" + KEY_BASE64,
+], ids=["base64-key-as-host", "host-over-253", "label-over-63", "not-http", "no-host", "space-in-host",
+        "port-out-of-range", "line-break"])
+def test_an_unusable_server_url_is_refused_showing_only_its_start(tls_kubeconfig, server):
+    import copy
+    from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
+    config = copy.deepcopy(tls_kubeconfig[0])
+    config["clusters"][0]["cluster"]["server"] = server
+    with pytest.raises(PhasekitError) as err:
+        with api_client(config):
+            pass
+    message = str(err.value)
+    assert message.startswith("cannot use kubeconfig: clusters[k].cluster.server: expected an https:// URL with a "
+                              f"host name or IP address, got {server[:16]!r}"[:-1])
+    assert KEY_BASE64[10:30] not in message and "a" * 20 not in message
+
+
+@pytest.mark.parametrize("server", ["https://127.0.0.1:6443", "https://[::1]:6443", "http://localhost:8080",
+                                    "https://api.my_cluster.example.com", "127.0.0.1:6443", "https://k8s.example./"],
+                         ids=["ipv4", "ipv6", "http-name", "underscore", "no-scheme", "trailing-dot"])
+def test_usable_server_urls_are_accepted(tls_kubeconfig, server):
+    import copy
+    from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
+    config = copy.deepcopy(tls_kubeconfig[0])
+    config["clusters"][0]["cluster"]["server"] = server
+    with api_client(config):
+        pass

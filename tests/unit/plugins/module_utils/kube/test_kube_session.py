@@ -241,3 +241,25 @@ def test_a_request_body_keeps_characters_as_utf8(value):
     """kube-apiserver reads an apply patch as YAML, which refuses JSON's surrogate-pair escapes of an emoji."""
     body = session.request_body({"data": {"k": value}})
     assert b"\\u" not in body and json.loads(body.decode("utf-8")) == {"data": {"k": value}}
+
+
+def _failure(url):
+    try:
+        urllib3.PoolManager().request("GET", url, retries=False, timeout=5)
+    except urllib3.exceptions.HTTPError as exc:
+        return exc
+    raise AssertionError(f"{url} answered")
+
+
+@pytest.mark.parametrize("url, expected", [
+    ("https://no-such-host.invalid/", "NameResolutionError: failed to resolve the host name ("),
+    ("https://127.0.0.1:1/", "NewConnectionError: Failed to establish a new connection: Connection refused"),
+], ids=["unresolvable-host", "connection-refused"])
+def test_unreachable_server_reason_without_host_echo_or_errno(url, expected):
+    session, _pool, _sleeps = session_with(_failure(url))
+    session.max_attempts = 1
+    with pytest.raises(TransportError) as err:
+        session.get("/api")
+    message = str(err.value)
+    assert message.startswith("cannot reach the API server https://127.0.0.1:6443 after 1 attempt(s): " + expected)
+    assert "[Errno" not in message and "host=" not in message and "no-such-host" not in message

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import random
+import re
 
 import pytest
 import yaml
@@ -15,6 +16,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.readers i
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import Resolution
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import request_fingerprint
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import resolve_kubeconfig
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import view_kubeconfig
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.sources import normalize_sources
 
 TOKEN = "tok-s3cr3t-value"
@@ -106,6 +108,29 @@ def test_context_first_errors(context, expected_cluster, message):
     with pytest.raises(PhasekitError, match=message) as caught:
         resolve_kubeconfig(sources({"content": config}), context, expected_cluster=expected_cluster)
     assert "s3cr3t" not in str(caught.value)
+
+
+PASTED = "9f3b2c7d1e0a4b6c8d2e5f7a9b1c3d5e7f9a0b2c4d6e8f0a"  # a token pasted as the current-context
+
+
+@pytest.mark.parametrize("context, current, message", [
+    (None, PASTED, "the current-context ('9f3b'..., 48 characters) is not defined by any kubeconfig source; "
+                   "known contexts: 'ok'"),
+    (None, "short", "the current-context (5 characters) is not defined"),
+    ("no-such-context", PASTED, "context 'no-such-context' is not defined by any kubeconfig source"),
+], ids=["current-context-shown-by-its-start", "short-current-context-not-shown", "named-context-shown-in-full"])
+def test_an_undefined_current_context_is_not_echoed(context, current, message):
+    """A kubeconfig is a file of credentials: a current-context naming no context may be one pasted in the wrong
+    field. A context a setting names (kube_context, the context parameter) is shown as given."""
+    config = kubeconfig([("ok", "c", "u")], clusters=["c"], users=["u"], current=current)
+    for resolve in (lambda: resolve_kubeconfig(sources({"content": config}), context),
+                    lambda: view_kubeconfig(sources({"content": config}), context, minify=True)):
+        with pytest.raises(PhasekitError) as caught:
+            resolve()
+        assert message.split(" by any")[0] in str(caught.value)
+        assert PASTED[4:] not in str(caught.value) and "hort" not in str(caught.value)
+    with pytest.raises(PhasekitError, match=re.escape(message)):
+        resolve_kubeconfig(sources({"content": config}), context)
 
 
 def test_anonymous_context_has_no_user():

@@ -102,6 +102,16 @@ def test_failure_message_shows_last_stderr_lines():
     assert command_failure_message(result).endswith("exited with rc 2: a | b | error: no")
 
 
+@pytest.mark.parametrize("stream", ["stdout", "stderr"], ids=["binary-stdout", "binary-stderr"])
+def test_binary_output_still_fails_with_its_rc(stream):
+    """Bytes that are not UTF-8 are shown replaced; the failure keeps its rc."""
+    script = f"import sys; sys.{stream}.buffer.write(bytes([0xa5, 0xff, 0x41, 0x0a])); sys.exit(13)"
+    result = run_command([sys.executable, "-c", script], kubeconfig=CONFIG)
+    assert result.rc == 13
+    assert getattr(result, stream) == "\ufffd\ufffdA\n"
+    assert command_failure_message(result).endswith("exited with rc 13: \ufffd\ufffdA")
+
+
 def test_other_kubeconfigs_and_env_files_are_private_and_removed_afterwards():
     probe = ("import os, stat; print(os.environ['OTHER']); print(os.environ['TEXT']); "
              "print(oct(stat.S_IMODE(os.stat(os.environ['TEXT']).st_mode))); print(open(os.environ['TEXT']).read())")

@@ -191,6 +191,45 @@ def test_env_dirs_paths_refused_at_validation(tmp_path, path, expected):
     assert expected in str(error.value)
 
 
+@pytest.mark.parametrize("paths, expected", [
+    (["a", "a/b.yaml"], "env_dirs.DIRS: a is a file, but a/b.yaml needs it to be a directory"),
+    (["x/y/z.yaml", "x/y"], "env_dirs.DIRS: x/y is a file, but x/y/z.yaml needs it to be a directory"),
+], ids=["file-and-its-subpath", "file-and-deeper-subpath"])
+def test_env_dirs_file_also_a_directory_refused_at_validation(tmp_path, paths, expected):
+    """Two files of one directory, one where the other needs a directory: refused before anything is written."""
+    (tmp_path / "kust").mkdir()
+    document = cmd(options={"argv": ["true"], "env_dirs": {"DIRS": {path: {"kustomize": "kust"} for path in paths}}})
+    with pytest.raises(PhasekitError) as error:
+        build([document], tmp_path, with_kubeconfig={"target"})
+    assert "plan document 1 (Phase p) field spec.options: " + expected in str(error.value)
+
+
+def test_env_dirs_sibling_paths_accepted(tmp_path):
+    (tmp_path / "kust").mkdir()
+    document = cmd(options={"argv": ["true"], "env_dirs": {"DIRS": {path: {"kustomize": "kust"}
+                                                                    for path in ("a.yaml", "ab/c.yaml", "a2/c")}}})
+    build([document], tmp_path, with_kubeconfig={"target"})
+
+
+@pytest.mark.parametrize("options, expected", [
+    ({"env": {"A": {"b": 1}}}, "field spec.options: env.A: expected a string, number or boolean, got dict"),
+    ({"env": {"A": [1, 2]}}, "field spec.options: env.A: expected a string, number or boolean, got list"),
+    ({"stdin": [1, 2]}, "field spec.options: argument 'stdin' is of type list and we were unable to convert to "
+                        "scalar_text: expected a string, got list"),
+    ({"stdin": {"a": 1}}, "field spec.options: argument 'stdin' is of type dict"),
+], ids=["env-value-mapping", "env-value-list", "stdin-list", "stdin-mapping"])
+def test_command_values_that_are_not_scalars_refused(tmp_path, options, expected):
+    with pytest.raises(PhasekitError) as error:
+        build([cmd(options={"argv": ["true"], **options})], tmp_path, with_kubeconfig={"target"})
+    assert "plan document 1 (Phase p) " + expected in str(error.value)
+
+
+@pytest.mark.parametrize("options", [{"env": {"A": "x", "B": 2, "C": True, "D": None}}, {"stdin": "text"},
+                                     {"stdin": 42}], ids=["env-scalars", "stdin-string", "stdin-number"])
+def test_command_scalar_values_accepted(tmp_path, options):
+    build([cmd(options={"argv": ["true"], **options})], tmp_path, with_kubeconfig={"target"})
+
+
 def test_every_problem_is_reported_at_once(tmp_path):
     documents = [cmd(executor="aply"), phase("q", cluster="nowhere", executor="command", options={})]
     with pytest.raises(PhasekitError) as error:
