@@ -201,7 +201,7 @@ class ApiSession:
                 headers[setting["key"]] = setting["value"]
         for name, value in self.impersonation:
             headers.add(name, value)  # one header line per group and extra value, as client-go sends them
-        for name, value in headers.iteritems():
+        for name, value in headers.items():  # every value of a repeated header
             if not is_header_value(value):
                 # http.client would refuse it with a message holding the value (a token an exec plugin returned)
                 raise TransportError(f"cannot send the {name} header to {self.server}: its value holds a line "

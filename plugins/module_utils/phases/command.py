@@ -45,7 +45,6 @@ COMMAND_SPEC = {
 }
 
 
-
 def scalar_text(value):
     """A string option of a phase that refuses a list or a mapping (Ansible's str type would turn one into the text
     of a Python value and run the command with it)."""
