@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -112,7 +113,7 @@ def run_job(private_data_dir: Path, tmp_path: Path, *runner_args: str) -> Job:
     worker = ["podman", "run", "--rm", "-i", "--network", "host", IMAGE,
               "ansible-runner", "worker", f"--private-data-dir={RUNNER_DIR}"]
     process = [str(VENV_BIN / "ansible-runner"), "process", str(out)]
-    script = " | ".join(subprocess.list2cmdline(argv) for argv in (transmit, worker, process))
+    script = " | ".join(shlex.join(argv) for argv in (transmit, worker, process))
     pipe = subprocess.run(["bash", "-o", "pipefail", "-c", script], capture_output=True, text=True, check=False,
                           timeout=900)
     return Job(pipe, out / "artifacts" / ident)
@@ -159,7 +160,7 @@ def synced_inventory(ee_image, site_clusters, tmp_path_factory) -> dict:
     (root / "project/inventory/clusters.yml").write_text(yaml.safe_dump(SITE_FILE))
     credential(root, site_clusters, tmp_path)
     job = run_job(root, tmp_path, "--binary", "ansible-inventory",
-                  "--cmdline", f"-i {RUNNER_DIR}/project/inventory/site.clusters.yml --list --export")
+                  f"--cmdline=-i {RUNNER_DIR}/project/inventory/site.clusters.yml --list --export")  # '=': the value starts with '-'
     assert job.pipe.returncode == 0 and job.status == "successful" and job.rc == "0", job
     return json.loads(job.stdout[job.stdout.index("{"):])
 
