@@ -141,10 +141,21 @@ def _cert(subject_cn, key, issuer_cert=None, issuer_key=None, org=None, ca=False
     return builder.sign(issuer_key or key, hashes.SHA256())
 
 
+# The PKI's layout version, kept in pki/done: a cluster whose PKI is older is given a new one (2: certificates
+# with key identifiers, which Python 3.13's strict verification requires).
+PKI_VERSION = "2"
+
+
+def pki_current(pki: Path) -> bool:
+    done = pki / "done"
+    return done.exists() and done.read_text().strip() == PKI_VERSION
+
+
 def make_pki(pki: Path):
     """CA, apiserver serving cert, admin and component client certs, service-account key."""
-    if (pki / "done").exists():
+    if pki_current(pki):
         return
+    shutil.rmtree(pki, ignore_errors=True)
     pki.mkdir(parents=True, exist_ok=True)
     ca_key = _key()
     ca = _cert("phasekit-local-ca", ca_key, ca=True)
@@ -168,7 +179,7 @@ def make_pki(pki: Path):
     (pki / "limited.token").write_text(secrets.token_hex(24))
     (pki / "tokens.csv").write_text(f"{(pki / 'limited.token').read_text()},limited-user,limited-user-uid\n")
     (pki / "tokens.csv").chmod(0o600)
-    (pki / "done").write_text("")
+    (pki / "done").write_text(PKI_VERSION)
 
 
 def kubeconfig(name, server, pki: Path, user: str, auth: dict, context: str) -> dict:
@@ -305,6 +316,8 @@ def up_one(name: str, index: int, version: str = ""):
     pki = state / "pki"
     state.mkdir(parents=True, exist_ok=True)
     claim_version(state, name, version)
+    if not pki_current(pki):
+        stop(state)  # components running on an older PKI start again on the new one
     make_pki(pki)
     p = ports_for(index)
     server = f"https://127.0.0.1:{p['apiserver']}"
