@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -137,3 +139,12 @@ def run_playbook(collections_path, tmp_path, bin_dir):
         return PlaybookResult(proc)
 
     return run
+
+
+@pytest.fixture
+def short_tmp():
+    """A private TMPDIR with a short path: ansible-core 2.21 starts a multiprocessing manager whose Unix socket
+    lives in TMPDIR, and a socket's path holds at most 107 bytes (pytest's tmp_path is longer)."""
+    path = Path(tempfile.mkdtemp(prefix="pk-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)

@@ -319,7 +319,7 @@ def test_a_chart_from_an_oci_registry(clusters, run_playbook, tmp_path, oci_regi
         target.kubectl("delete", "namespace", namespace, "--ignore-not-found", "--wait=false")
 
 
-def test_helm_talks_to_the_hosts_cluster_whatever_helm_variables_say(clusters, run_playbook, tmp_path):
+def test_helm_talks_to_the_hosts_cluster_whatever_helm_variables_say(clusters, run_playbook, tmp_path, short_tmp):
     """HELM_KUBEAPISERVER and HELM_KUBECONTEXT in the environment would send helm elsewhere; they are removed.
     The private kubeconfig and values files helm was given are gone afterwards."""
     target = clusters[CLUSTER]
@@ -328,8 +328,7 @@ def test_helm_talks_to_the_hosts_cluster_whatever_helm_variables_say(clusters, r
     release = {"name": "env", "chart_ref": str(chart), "release_namespace": namespace, "create_namespace": True,
                "release_values": {"password": PASSWORD}}
     play = [{"hosts": "localhost", "gather_facts": False, "tasks": [task("helm", target, **release)]}]
-    private_tmp = tmp_path / "tmp"
-    private_tmp.mkdir()
+    private_tmp = short_tmp
     try:
         result = run_playbook(play, None, env={"HELM_KUBEAPISERVER": "https://127.0.0.1:1", "TMPDIR": str(private_tmp),
                                                "HELM_KUBECONTEXT": "nowhere", "HELM_NAMESPACE": "elsewhere"})

@@ -111,10 +111,9 @@ CASES = [(moment, signum, target) for moment in MOMENTS for signum in (signal.SI
 @pytest.mark.parametrize("moment, signum, target", CASES,
                          ids=[f"{moment}-{signal.Signals(signum).name.lower()}-to-{target}"
                               for moment, signum, target in CASES])
-def test_interrupted_run_leaves_no_credential_file(clusters, collections_path, site, tmp_path, moment, signum,
+def test_interrupted_run_leaves_no_credential_file(clusters, collections_path, site, short_tmp, moment, signum,
                                                    target):
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
+    scratch = short_tmp
     phase, expected = MOMENTS[moment]
     proc = start_run(collections_path, site, scratch, "-e", f"only={phase}")
     try:
@@ -136,11 +135,10 @@ def test_interrupted_run_leaves_no_credential_file(clusters, collections_path, s
         end(proc)
 
 
-def test_what_sigkill_leaves_the_next_run_removes(clusters, collections_path, site, tmp_path):
+def test_what_sigkill_leaves_the_next_run_removes(clusters, collections_path, site, short_tmp):
     """SIGKILL to ansible-playbook and to the worker holding the files: nothing can remove them then; the next run
     does, when it starts (their run directory is named after a process that no longer exists)."""
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
+    scratch = short_tmp
     proc = start_run(collections_path, site, scratch, "-e", "only=hold")
     try:
         held = wait_for_credentials(proc, site, scratch)

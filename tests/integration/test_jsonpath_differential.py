@@ -198,8 +198,9 @@ def objects(clusters):
 
 def kubectl_jsonpath(cluster, name: str, template: str, strict: bool = False):
     """What kubectl prints (or None when it fails)."""
-    what = {"alpha": ["widgets", "alpha"], "beta": ["widgets", "beta"], "settings": ["configmap", "settings"],
-            "list": ["widgets", "-l", "set=diff"]}[name]
+    widgets = f"widgets.{GROUP}"  # by group: the example site's CRD has the plural 'widgets' too
+    what = {"alpha": [widgets, "alpha"], "beta": [widgets, "beta"], "settings": ["configmap", "settings"],
+            "list": [widgets, "-l", "set=diff"]}[name]
     flags = ["--allow-missing-template-keys=false"] if strict else []
     done = cluster.kubectl("get", "-n", NAMESPACE, *what, *flags, "-o", f"jsonpath={template}", check=False)
     return done.stdout if done.returncode == 0 else None
