@@ -57,6 +57,7 @@ class Masks:
         self.hidden = hidden
         self._secrets: set[str] = set()
         self._forms: dict[str, object] = {}  # printed form -> a compiled pattern (foldable) or None (plain text)
+        self._longest_first: list | None = None  # the forms in the order scrub_text tries them, made once
         self.add(*secrets)
 
     def __bool__(self) -> bool:
@@ -71,6 +72,7 @@ class Masks:
             if isinstance(secret, str) and secret not in self._secrets and is_maskable(secret):
                 self._secrets.add(secret)
                 self._forms.update(printed_forms(secret))
+                self._longest_first = None
         return self
 
     def update(self, other: Masks) -> Masks:
@@ -100,8 +102,9 @@ class Masks:
 
     def scrub_text(self, text: str) -> str:
         """One text with every form of every secret hidden (longest forms first)."""
-        for form in sorted(self._forms, key=len, reverse=True):
-            pattern = self._forms[form]
+        if self._longest_first is None:  # sorted once, not for every text of every outcome
+            self._longest_first = sorted(self._forms.items(), key=lambda item: len(item[0]), reverse=True)
+        for form, pattern in self._longest_first:
             if pattern is None:
                 if form in text:
                     text = text.replace(form, self.hidden)
