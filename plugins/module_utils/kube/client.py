@@ -228,9 +228,19 @@ class SessionReusingContext(ssl.SSLContext):
         session = getattr(latest, "session", None)
         if session is not None and session.has_ticket:
             self._session = session  # the ticket comes after the handshake: taken once the socket has been read
-        if self._session is not None and kwargs.get("session") is None:
+        offered = self._session is not None and kwargs.get("session") is None
+        if offered:
             kwargs["session"] = self._session
-        wrapped = super().wrap_socket(sock, *args, **kwargs)
+        try:
+            wrapped = super().wrap_socket(sock, *args, **kwargs)
+        except ValueError as exc:
+            if not offered:
+                raise
+            # the ssl module copies an offered session and cannot copy one whose connection broke off (a server
+            # killed mid-handshake: "i2d() failed"); the socket is closed by then, so the caller connects again,
+            # with a full handshake
+            self._session = self._latest = None
+            raise ConnectionAbortedError(f"the TLS session to resume was unusable ({exc}): connect again") from None
         self._latest = weakref.ref(wrapped)
         return wrapped
 

@@ -106,3 +106,23 @@ def test_a_server_the_ca_does_not_vouch_for_is_refused(pki, tls_server, tmp_path
     context.load_verify_locations(other / "ca.crt")
     with pytest.raises(ssl.SSLCertVerificationError):
         talk(context, tls_server).close()
+
+
+def test_a_session_the_ssl_module_cannot_copy_is_dropped(pki, tls_server, monkeypatch):
+    """Python refuses to offer a session it cannot copy (a connection cut off mid-handshake: ValueError "i2d()
+    failed"); the context forgets it and says the connection failed, so that the client connects again, afresh."""
+    context = client_context(pki)
+    first = talk(context, tls_server)   # open, as a pool keeps it: its session is the one offered next
+    wrap = ssl.SSLContext.wrap_socket
+
+    def refuse_sessions(self, sock, *args, **kwargs):
+        if kwargs.get("session") is not None:
+            sock.close()
+            raise ValueError("i2d() failed")
+        return wrap(self, sock, *args, **kwargs)
+
+    monkeypatch.setattr(ssl.SSLContext, "wrap_socket", refuse_sessions)
+    with pytest.raises(ConnectionAbortedError, match="unusable"):
+        talk(context, tls_server)
+    first.close()
+    talk(context, tls_server).close()   # the next connection offers no session and succeeds
