@@ -76,7 +76,12 @@ def start_run(collections_path, site: Path, scratch: Path, *args) -> subprocess.
     env.pop("KUBECONFIG", None)
     return subprocess.Popen([str(VENV_BIN / "ansible-playbook"), "phasekit.kube.run", "-i", "inventory.yml", *args],
                             cwd=site, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_default_hangup)
+
+
+def _default_hangup():
+    """SIGHUP acted on as a terminal's hang-up is, even when the tests run under nohup (which ignores it)."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def wait_for_credentials(proc: subprocess.Popen, site: Path, scratch: Path) -> list:

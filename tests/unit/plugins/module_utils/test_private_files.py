@@ -128,14 +128,19 @@ WORKER = textwrap.dedent("""
 """)
 
 
+def _default_hangup():
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGHUP], ids=["parent-killed", "parent-hung-up"])
 def test_worker_whose_parent_is_gone_removes_its_files(scratch, signum):
     """Ansible's main process ended by a signal it does not pass on: its worker removes the files and ends."""
     script = scratch / "run.py"
     script.write_text(WORKER.format(tests=str(TESTS)))
     marker = scratch / "marker"
+    # SIGHUP as a terminal sends it: acted on by default even when this test runs under nohup (which ignores it)
     parent = subprocess.Popen([sys.executable, str(script), str(marker)], env={**os.environ, "TMPDIR": str(scratch)},
-                              start_new_session=True)
+                              start_new_session=True, preexec_fn=_default_hangup)
     try:
         deadline = time.monotonic() + 30
         while not (marker.exists() and marker.read_text()) and time.monotonic() < deadline:
