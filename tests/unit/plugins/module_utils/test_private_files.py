@@ -150,7 +150,7 @@ def test_worker_whose_parent_is_gone_removes_its_files(scratch, signum):
         parent.send_signal(signum)
         parent.wait(timeout=10)
         gone_by = time.monotonic() + 5
-        while directory.exists() and time.monotonic() < gone_by:
+        while directory.parent.exists() and time.monotonic() < gone_by:   # the files, then their run's directory
             time.sleep(0.05)
         assert not directory.exists() and not directory.parent.exists()
     finally:
