@@ -88,7 +88,7 @@ class ActionModule(PhasekitAction):
                                            f"number of batches, got {args['rollout_stop_after']}"}
         reports = {option: args[option] for option in REPORT_OPTIONS if args[option] and mode != HISTORY}
         for option, path in reports.items():
-            check_report_path(path, option)   # before any cluster is touched: a typo costs no run
+            check_report_path(path, _role_named(option))   # before any cluster is touched: a typo costs no run
         # history reads records only: a phase that could not run here still has a history to show
         plan = plan_for_task(self, args, task_vars, runnable=args["mode"] != HISTORY)
         planned = selected_phases(plan, args["phases"])
@@ -170,7 +170,7 @@ class ActionModule(PhasekitAction):
                                                      stopped_by=stopped_by),
                   "report_junit": lambda: junit_report(entries, plan=plan_name, mode=mode)}
         for option, path in reports.items():
-            write_report(path, makers[option](), option)
+            write_report(path, makers[option](), _role_named(option))
             display.vvv(f"phasekit.kube.run_phases: {option} written to {path}")
 
     def _run_records(self, args: dict, fleet: Fleet, plan_name: str, mode: str) -> RunRecords | None:
@@ -280,6 +280,11 @@ def _seconds_from_env(name: str, default: float) -> float:
     except ValueError:
         return default
     return value if value > 0 else default
+
+
+def _role_named(option: str) -> str:
+    """An option as errors name it: also as the plan role's variable that sets it."""
+    return f"{option} (plan_{option})"
 
 
 def _show_soak(batch, seconds: float) -> None:
