@@ -135,7 +135,7 @@ class ActionModule(PhasekitAction):
                     display.warning(problem)
             memory = fleet.memory() if args["remember"] else None
             records = [record.to_dict() for record in report.records]
-            if reports:
+            if reports and args["phases"] is None:   # one step of a run: only checked (plan_summary writes them)
                 play_hosts = list(task_vars.get("ansible_play_hosts_all") or in_play)
                 entries = report_entries(planned, records, play_hosts, mode,
                                          masks_for=lambda host: Masks(fleet.secrets(host)))

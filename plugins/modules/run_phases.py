@@ -141,7 +141,9 @@ options:
         C(stopped_by), C(plan), C(mode), C(check_mode).
       - Messages are masked as in the task output - no credential, no Secret value.
       - Written atomically (a temporary file, then one rename); its directory must exist. Empty, no file.
-      - Only when the task runs the whole run list (O(phases) not set), in every mode but C(history).
+      - Written when the task runs the whole run list (O(phases) not set), in every mode but C(history). With
+        O(phases) (one step of a run) the path is only checked, before anything runs;
+        M(phasekit.kube.plan_summary) writes the report of a run made in steps.
     type: path
     default: ""
   report_junit:

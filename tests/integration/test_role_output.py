@@ -74,9 +74,12 @@ DOCUMENTS = [
     phase("boom", cluster="management", executor="command",
           options=command(f'if [ "$PHASEKIT_HOST" = target ]; then {PRINT_TOKEN}; fi')),
     phase("after", cluster="management", executor="command", options=command("true")),
+    phase("look", cluster="management", executor="tasks", source="../tasks/look.yml"),
     plan("diffs", "app"),
     plan("long", "slow", "quick", "boom", "after"),
+    plan("stepped", "quick", "look", "boom", "after"),   # a tasks phase: the role runs the plan in steps
 ]
+LOOK_TASKS = [{"name": "Look", "ansible.builtin.debug": {"msg": "looking at {{ inventory_hostname }}"}}]
 
 
 @pytest.fixture(scope="module")
@@ -86,6 +89,8 @@ def site(clusters, tmp_path_factory):
     (root / "phases" / "site.yaml").write_text(yaml.safe_dump_all(DOCUMENTS, sort_keys=False))
     (root / "manifests" / "app").mkdir(parents=True)
     (root / "site.yml").write_text(SITE_YML)
+    (root / "tasks").mkdir()
+    (root / "tasks" / "look.yml").write_text(yaml.safe_dump(LOOK_TASKS, sort_keys=False))
     yield root
     for cluster in clusters.values():
         cluster.kubectl("delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait=false")
@@ -222,14 +227,33 @@ def test_reports_for_ci_name_every_phase_and_cluster(long_run):
     assert not list(reports.glob(".*"))   # no temporary file left
 
 
-@pytest.mark.parametrize("option", ["plan_report_json", "plan_report_junit"])
+def test_reports_of_a_run_in_steps_hold_its_tasks_phases(site, clusters, collections_path, tmp_path):
+    proc = run_site(site, collections_path, inventory(clusters), "-e", "plan_name=stepped", "-e", "plan_record=false",
+                    "-e", f"plan_report_json={tmp_path}/plan.json", "-e", f"plan_report_junit={tmp_path}/plan.xml")
+    assert proc.returncode != 0 and "looking at ephemeral" in proc.stdout, proc.stdout[-4000:]
+    report = json.loads((tmp_path / "plan.json").read_text())
+    results = {(entry["phase"], entry["cluster"]): entry["result"] for entry in report["results"]}
+    assert results == {("quick", "ephemeral"): "changed", ("quick", "target"): "changed",
+                       ("look", "ephemeral"): "ok", ("look", "target"): "ok",
+                       ("boom", "ephemeral"): "changed", ("boom", "target"): "failed",
+                       ("after", "ephemeral"): "not run", ("after", "target"): "not run"}
+    assert (report["plan"], report["stopped_by"], report["failed"]) == ("stepped", "boom", True)
+    root = ET.parse(tmp_path / "plan.xml").getroot()
+    assert [suite.get("name") for suite in root] == ["quick", "look", "boom", "after"]
+    assert (root.get("tests"), root.get("failures"), root.get("skipped")) == ("8", "1", "2")
+
+
+@pytest.mark.parametrize("option, plan_name", [
+    ("plan_report_json", "long"),
+    ("plan_report_junit", "stepped"),
+], ids=["json-run-in-one-task", "junit-run-in-steps"])
 def test_a_report_in_a_missing_directory_is_refused_before_anything_runs(site, clusters, collections_path,
-                                                                         tmp_path, option):
-    proc = run_site(site, collections_path, inventory(clusters), "-e", "plan_name=long",
+                                                                         tmp_path, option, plan_name):
+    proc = run_site(site, collections_path, inventory(clusters), "-e", f"plan_name={plan_name}",
                     "-e", f"{option}={tmp_path}/missing/report")
     assert proc.returncode != 0
     expected = textwrap.dedent(f"""\
         {option.replace('plan_', '')} ({option}): cannot write the report {tmp_path}/missing/report: its directory
         {tmp_path}/missing does not exist""").replace("\n", " ")
     assert expected in " ".join(proc.stdout.split()), proc.stdout[-3000:]
-    assert "[slow]" not in proc.stdout and "Traceback" not in proc.stdout + proc.stderr
+    assert not re.search(r"^\[(slow|quick)\]", proc.stdout, re.M) and "Traceback" not in proc.stdout + proc.stderr
