@@ -106,4 +106,3 @@ def _count(element, entries: list[dict]) -> None:
     element.set("errors", "0")
     element.set("skipped", str(sum(1 for entry in entries if entry["result"] in SKIPPED_RESULTS)))
     element.set("time", f"{sum(entry['duration'] or 0 for entry in entries):.3f}")
-

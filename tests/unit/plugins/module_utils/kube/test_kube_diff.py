@@ -127,4 +127,3 @@ DRY_RUN_DEPLOY = {"kind": "Deployment", "apiVersion": "apps/v1",
 ], ids=["key-order-and-server-fields-ignored", "status-and-generation-ignored", "unchanged-no-lines"])
 def test_diff_shows_only_the_changed_lines(before, after, lines):
     assert unified(object_diff(before, after, "X n/x", "dry run")) == lines
-
