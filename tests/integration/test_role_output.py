@@ -18,6 +18,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
 import uuid
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -109,13 +110,32 @@ def inventory(clusters, target_kubeconfig: str = "admin") -> str:
                                    "hosts": hosts, "children": {"management": {"hosts": {"ephemeral": {}, "target": {}}}}}})
 
 
-def run_site(site: Path, collections_path: Path, inventory_text: str, *args: str, env: dict | None = None):
+class TimedRun:
+    """A finished ansible-playbook run read line by line: when each line of its output arrived."""
+
+    def __init__(self, returncode: int, lines: list[tuple[float, str]]):
+        self.returncode, self.lines = returncode, lines
+        self.stdout, self.stderr = "".join(line for _at, line in lines), ""
+
+    def arrived(self, pattern: str) -> list[float]:
+        """Seconds after the start at which lines matching ``pattern`` arrived."""
+        return [at for at, line in self.lines if re.search(pattern, line)]
+
+
+def run_site(site: Path, collections_path: Path, inventory_text: str, *args: str, timed: bool = False):
+    """ansible-playbook on the site; ``timed``: its output (stderr with it) read as it comes (``TimedRun``)."""
     (site / "inventory.yml").write_text(inventory_text)
     full_env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(collections_path), ANSIBLE_NOCOLOR="1",
-                    ANSIBLE_FORCE_COLOR="0", ANSIBLE_RETRY_FILES_ENABLED="0", **(env or {}))
+                    ANSIBLE_FORCE_COLOR="0", ANSIBLE_RETRY_FILES_ENABLED="0")
     full_env.pop("KUBECONFIG", None)
-    return subprocess.run([str(VENV_BIN / "ansible-playbook"), "-i", "inventory.yml", "site.yml", *args],
-                          cwd=site, env=full_env, capture_output=True, text=True, check=False, timeout=600)
+    argv = [str(VENV_BIN / "ansible-playbook"), "-i", "inventory.yml", "site.yml", *args]
+    if not timed:
+        return subprocess.run(argv, cwd=site, env=full_env, capture_output=True, text=True, check=False, timeout=600)
+    started = time.monotonic()
+    with subprocess.Popen(argv, cwd=site, env=full_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True) as proc:
+        lines = [(time.monotonic() - started, line) for line in proc.stdout]
+    return TimedRun(proc.returncode, lines)
 
 
 def write_app(site: Path, greeting: str, replicas: int) -> Path:
@@ -182,7 +202,8 @@ def long_run(site, clusters, collections_path, tmp_path_factory):
     reports = tmp_path_factory.mktemp("reports")
     proc = run_site(site, collections_path, inventory(clusters, target_kubeconfig="limited"),
                     "-e", "plan_name=long", "-e", "plan_record=false",
-                    "-e", f"plan_report_json={reports}/plan.json", "-e", f"plan_report_junit={reports}/plan.xml")
+                    "-e", f"plan_report_json={reports}/plan.json", "-e", f"plan_report_junit={reports}/plan.xml",
+                    timed=True)
     token = yaml.safe_load(clusters["target"].limited_kubeconfig.read_text())["users"][0]["user"]["token"]
     return proc, reports, token
 
@@ -198,6 +219,10 @@ def test_a_long_phase_prints_progress_while_it_runs(long_run):
     seconds = [float(elapsed) for _slowest, elapsed in lines]
     assert seconds[0] >= 4.9 and all(later - earlier >= 9.9 for earlier, later in zip(seconds, seconds[1:]))
     assert re.search(r"^\[slow\] command on 2 cluster\(s\): .*\((1[6-9]|[2-9]\d)\.\d\ds\)$", proc.stdout, re.M)
+    # live: the first progress line reached the output while the phase still ran, about 11 s before its end
+    first_progress, = proc.arrived(r"^\[slow\] .* still running")[:1]
+    phase_end, = proc.arrived(r"^\[slow\] command on 2 cluster\(s\): \d+ changed")
+    assert phase_end - first_progress >= 8, (first_progress, phase_end)
     # short phases: their line after the barrier only
     assert not re.search(r"^\[(quick|boom)\] .*still running", proc.stdout, re.M), proc.stdout[-4000:]
     assert "\x1b" not in proc.stdout   # plain lines (AWX job output)
@@ -227,6 +252,7 @@ def test_reports_for_ci_name_every_phase_and_cluster(long_run):
     assert not list(reports.glob(".*"))   # no temporary file left
 
 
+@pytest.mark.smoke   # the role's steps, its new summary action and the reports: cheap, on every ansible-core line
 def test_reports_of_a_run_in_steps_hold_its_tasks_phases(site, clusters, collections_path, tmp_path):
     proc = run_site(site, collections_path, inventory(clusters), "-e", "plan_name=stepped", "-e", "plan_record=false",
                     "-e", f"plan_report_json={tmp_path}/plan.json", "-e", f"plan_report_junit={tmp_path}/plan.xml")
