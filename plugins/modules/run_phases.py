@@ -140,7 +140,8 @@ options:
         C(duration) (seconds), C(objects_changed) and C(message); then C(totals) per result, C(failed),
         C(stopped_by), C(plan), C(mode), C(check_mode).
       - Messages are masked as in the task output - no credential, no Secret value.
-      - Written atomically (a temporary file, then one rename); its directory must exist. Empty, no file.
+      - Written atomically (a temporary file, then one rename); its directory must exist. A relative path is
+        relative to the controller's current directory. Empty, no file.
       - Written when the task runs the whole run list (O(phases) not set), in every mode but C(history). With
         O(phases) (one step of a run) the path is only checked, before anything runs;
         M(phasekit.kube.plan_summary) writes the report of a run made in steps.
