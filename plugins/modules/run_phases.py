@@ -140,7 +140,7 @@ options:
         C(duration) (seconds), C(objects_changed) and C(message); then C(totals) per result, C(failed),
         C(stopped_by), C(plan), C(mode), C(check_mode).
       - Messages are masked as in the task output - no credential, no Secret value.
-      - Written in check mode too (C(check_mode) says the run was one): the report of a drift check.
+      - Written in check mode too (C(check_mode) says the run was one), as the report of a drift check.
       - Written atomically (a temporary file, then one rename); its directory must exist. A relative path is
         relative to the controller's current directory. Empty, no file.
       - Written when the task runs the whole run list (O(phases) not set), in every mode but C(history). With
