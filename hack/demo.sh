@@ -35,11 +35,27 @@ playbook
 banner "resume at phase 'apps' (start_at): earlier phases do not run"
 playbook -e plan_start_at=apps
 
-banner "what the clusters hold now"
+banner "what the clusters hold now: the objects the plan applied (its ApplySets' members), on each cluster"
+# Every cluster gets its own kinds (only target serves the Widget CRD): the kinds and the set ids come from the
+# demo's ApplySet parents (Secrets demo-*), which record them, and the members carry the set's id as a label.
+held() {
+  local parents ids kinds
+  local columns='NAME:.metadata.name,ID:.metadata.labels.applyset\.kubernetes\.io/id'
+  columns+=',KINDS:.metadata.annotations.applyset\.kubernetes\.io/contains-group-kinds'
+  parents=$(kubectl get secrets -A -l applyset.kubernetes.io/id --no-headers -o custom-columns="$columns" \
+    | awk '$1 ~ /^demo-/') || true
+  ids=$(awk '{print $2}' <<<"$parents" | paste -sd, -)
+  kinds=$(awk '$3 != "<none>" {print $3}' <<<"$parents" | tr ',' '\n' | sort -u | paste -sd, -)
+  if [ -z "$ids" ] || [ -z "$kinds" ]; then
+    echo "nothing applied by the demo's plan"
+    return
+  fi
+  kubectl get "$kinds" -A -l "applyset.kubernetes.io/part-of in ($ids)" \
+    -o custom-columns='KIND:.kind,NAMESPACE:.metadata.namespace,NAME:.metadata.name' || true
+}
 for c in ephemeral target workload01; do
   echo "--- $c"
-  KUBECONFIG="$clusters_dir/$c/admin.kubeconfig" kubectl get deployments,services,widgets -n demo-apps 2>/dev/null \
-    | sed 's/^/    /' || true
+  KUBECONFIG="$clusters_dir/$c/admin.kubeconfig" held 2>&1 | sed 's/^/    /'
 done
 
 banner "the Helm release apps/settings: values rendered for each workload cluster"

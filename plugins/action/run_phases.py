@@ -26,12 +26,15 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin impor
     DESTROY, EXTRA_CONNECTIONS, REQUEST_BUDGET, RUN, STATUS, UNREACHABLE, VALIDATE, BuiltinExecutors, SharedRequests)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import (
     DESTROY_ACTION, RUN_ACTION, RunInfo, RunRecords, phase_recorder, run_history)
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.report import (
+    check_report_path, json_report, junit_report, report_entries, write_report)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import (
     history_lines, rollout_stop_message, summary_lines)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import hosts_label
 from ansible_collections.phasekit.kube.plugins.module_utils.version import COLLECTION_VERSION
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import (
-    CHANGED, DEFAULT_CLUSTER_CONCURRENCY, FAILED, OK, SKIPPED, TASKS_EXECUTOR, RolloutRun, run_phases)
+    CHANGED, DEFAULT_CLUSTER_CONCURRENCY, FAILED, LIVE_AFTER, LIVE_EVERY, OK, SKIPPED, TASKS_EXECUTOR, LiveProgress,
+    RolloutRun, run_phases)
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import ChartCache
 from ansible_collections.phasekit.kube.plugins.module_utils.masking import Masks
@@ -58,7 +61,10 @@ ARGUMENT_SPEC = {
     "resumed_hosts": {"type": "list", "elements": "str", "default": []},
     "rollout_stop_after": {"type": "int", "default": 0},
     "rollout_batches_before": {"type": "int", "default": 0},
+    "report_json": {"type": "path", "default": ""},
+    "report_junit": {"type": "path", "default": ""},
 }
+REPORT_OPTIONS = ("report_json", "report_junit")  # the summary for CI, written when asked
 MAX_CLUSTER_CONCURRENCY = 256
 MAX_NAMED = 20  # objects a destroy names per cluster and phase
 
@@ -80,6 +86,9 @@ class ActionModule(PhasekitAction):
         if args["rollout_stop_after"] < 0:
             return {"failed": True, "msg": f"rollout_stop_after (plan_rollout_stop_after) must be 0 (no stop) or a "
                                            f"number of batches, got {args['rollout_stop_after']}"}
+        reports = {option: args[option] for option in REPORT_OPTIONS if args[option] and mode != HISTORY}
+        for option, path in reports.items():
+            check_report_path(path, _role_named(option))   # before any cluster is touched: a typo costs no run
         # history reads records only: a phase that could not run here still has a history to show
         plan = plan_for_task(self, args, task_vars, runnable=args["mode"] != HISTORY)
         planned = selected_phases(plan, args["phases"])
@@ -119,13 +128,18 @@ class ActionModule(PhasekitAction):
                                     concurrency=concurrency, progress=self._progress(mode),
                                     recorded=phase_recorder(records, masks_for=lambda host: Masks(fleet.secrets(host)))
                                     if writes else None,
-                                    prepare=fleet.vars.prefetch, rollouts=rollouts)
+                                    prepare=fleet.vars.prefetch, rollouts=rollouts, live=live_progress())
             finally:
                 # entries the records held back, in one write per cluster (also when the step was interrupted)
                 for problem in records.flush() if writes else ():
                     display.warning(problem)
             memory = fleet.memory() if args["remember"] else None
-        records = [record.to_dict() for record in report.records]
+            records = [record.to_dict() for record in report.records]
+            if reports and args["phases"] is None:   # one step of a run: only checked (plan_summary writes them)
+                play_hosts = list(task_vars.get("ansible_play_hosts_all") or in_play)
+                entries = report_entries(planned, records, play_hosts, mode,
+                                         masks_for=lambda host: Masks(fleet.secrets(host)))
+                self._write_reports(reports, entries, plan.name or "", mode, report.stopped_by)
         for record in records:
             for warning in record.pop("warnings", []):
                 display.warning(warning)
@@ -148,6 +162,16 @@ class ActionModule(PhasekitAction):
                            "tasks_phases": {phase["name"]: phase for phase in phases
                                             if phase["executor"] == TASKS_EXECUTOR}})
         return result
+
+    def _write_reports(self, reports: dict, entries: list, plan_name: str, mode: str, stopped_by: str) -> None:
+        """The summary for CI, in the files asked for (``report_json``, ``report_junit``)."""
+        check_mode = bool(self._task.check_mode)
+        makers = {"report_json": lambda: json_report(entries, plan=plan_name, mode=mode, check_mode=check_mode,
+                                                     stopped_by=stopped_by),
+                  "report_junit": lambda: junit_report(entries, plan=plan_name, mode=mode)}
+        for option, path in reports.items():
+            write_report(path, makers[option](), _role_named(option))
+            display.vvv(f"phasekit.kube.run_phases: {option} written to {path}")
 
     def _run_records(self, args: dict, fleet: Fleet, plan_name: str, mode: str) -> RunRecords | None:
         """The clusters' run records of this plan (None with ``record: false``, or in validate mode)."""
@@ -211,10 +235,7 @@ class ActionModule(PhasekitAction):
         tally = ", ".join(f"{count} {result}" for result, count in sorted(counts.items())) or "no cluster in play"
         if phase["executor"] == TASKS_EXECUTOR and counts.get(OK):
             tally = tally.replace(f"{counts[OK]} {OK}", f"{counts[OK]} prepared (the task file runs on each host)")
-        batch = phase.get("batch")
-        where = f" (batch {batch['batch']}/{batch['of']} of {batch['phase']})" if batch else ""
-        display.display(f"[{phase['name']}] {phase['executor']} on {len(records)} cluster(s){where}: {tally} "
-                        f"({seconds:.2f}s)")
+        display.display(f"{_phase_head(phase, len(records))}: {tally} ({seconds:.2f}s)")
         for record in records:
             if record.result == FAILED:
                 display.display(f"  {record.host}: failed: {record.msg}", color="red")
@@ -229,6 +250,41 @@ class ActionModule(PhasekitAction):
                 changed = "" if record.objects_changed is None else f", {record.objects_changed} objects changed"
                 display.display(f"  {record.host}: {record.result}{changed} ({record.duration:.2f}s)",
                                 color="yellow" if record.result == CHANGED else None)
+
+
+def _phase_head(phase: dict, clusters: int) -> str:
+    """The start of a phase's lines: ``[name] executor on N cluster(s)``, and its batch in a rollout."""
+    batch = phase.get("batch")
+    where = f" (batch {batch['batch']}/{batch['of']} of {batch['phase']})" if batch else ""
+    return f"[{phase['name']}] {phase['executor']} on {clusters} cluster(s){where}"
+
+
+def _show_live(phase: dict, count) -> None:
+    """A long phase, while it runs: how many clusters are done, changed, failed and still running, and the
+    slowest so far (plain lines: they read the same in a terminal and in an AWX job's output)."""
+    state = "running" if count.slowest_running else "done"
+    slowest = f"; slowest so far: {count.slowest} ({count.slowest_seconds:.1f}s, {state})" if count.slowest else ""
+    display.display(f"{_phase_head(phase, count.clusters)}: {count.done} done ({count.changed} changed, "
+                    f"{count.failed} failed), {count.running} still running{slowest} ({count.seconds:.2f}s)")
+
+
+def live_progress() -> LiveProgress:
+    """Progress lines of long phases; PHASEKIT_PROGRESS_AFTER and PHASEKIT_PROGRESS_EVERY (seconds) are for tests."""
+    return LiveProgress(_show_live, after=_seconds_from_env("PHASEKIT_PROGRESS_AFTER", LIVE_AFTER),
+                        every=_seconds_from_env("PHASEKIT_PROGRESS_EVERY", LIVE_EVERY))
+
+
+def _seconds_from_env(name: str, default: float) -> float:
+    try:
+        value = float(os.environ.get(name, default))
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+def _role_named(option: str) -> str:
+    """An option as errors name it: also as the plan role's variable that sets it."""
+    return f"{option} (plan_{option})"
 
 
 def _show_soak(batch, seconds: float) -> None:

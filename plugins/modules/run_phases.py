@@ -132,6 +132,30 @@ options:
     description: Batches that earlier steps of the same run ran (counted against O(rollout_stop_after)).
     type: int
     default: 0
+  report_json:
+    description:
+      - Also write the run's summary to this file as JSON, for CI - one entry per phase and cluster of the run
+        list (C(results)) with C(phase), C(cluster), C(executor), C(result) (C(ok), C(changed), C(failed),
+        C(skipped), C(not ready), C(not run), C(not in play)), C(summary) (the summary table's word),
+        C(duration) (seconds), C(objects_changed) and C(message); then C(totals) per result, C(failed),
+        C(stopped_by), C(plan), C(mode), C(check_mode).
+      - Messages are masked as in the task output - no credential, no Secret value.
+      - Written in check mode too (C(check_mode) says the run was one), as the report of a drift check.
+      - Written atomically (a temporary file, then one rename); its directory must exist. A relative path is
+        relative to the controller's current directory. Empty, no file.
+      - Written when the task runs the whole run list (O(phases) not set), in every mode but C(history). With
+        O(phases) (one step of a run) the path is only checked, before anything runs;
+        M(phasekit.kube.plan_summary) writes the report of a run made in steps.
+    type: path
+    default: ""
+  report_junit:
+    description:
+      - Also write the run's summary to this file as JUnit XML, which CI systems render - a C(testsuite) per
+        phase, a C(testcase) per cluster (C(time) its duration), with a C(failure) element for a cluster whose
+        phase failed and a C(skipped) element for one skipped or not run.
+      - Same rules as O(report_json).
+    type: path
+    default: ""
 attributes:
   action:
     support: full

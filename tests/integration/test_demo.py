@@ -12,6 +12,21 @@ from conftest import REPO, VENV_BIN, Cluster
 DEMO_CLUSTERS = ["ephemeral", "target", "workload01"]
 
 
+def held_objects(output: str) -> dict[str, set]:
+    """The demo's "what the clusters hold now" section: per cluster, its (kind, name) rows."""
+    section = output[output.index("what the clusters hold now"):output.index("the Helm release apps/settings")]
+    held: dict[str, set] = {}
+    cluster = None
+    for line in section.splitlines():
+        if line.startswith("--- "):
+            cluster = line[4:].strip()
+            held[cluster] = set()
+        elif cluster and line.startswith("    ") and not line.strip().startswith("KIND"):
+            kind, *rest = line.split()
+            held[cluster].add((kind, rest[-1] if rest else ""))
+    return held
+
+
 def test_demo_runs_end_to_end(clusters, collections_path):
     subprocess.run([sys.executable, str(REPO / "hack/clusters.py"), "up", *DEMO_CLUSTERS], check=True,
                    capture_output=True, text=True)
@@ -31,6 +46,18 @@ def test_demo_runs_end_to_end(clusters, collections_path):
     assert ("apps/hello", "workload01") in ran
     assert ("infra/namespaces", "ephemeral") in ran
     assert not [row for row in summary_rows if row[2] in ("failed", "not run")], summary_rows
+    # "what the clusters hold now": each cluster lists what the plan applied there (its ApplySets' members)
+    held = held_objects(output)
+    expected = {
+        "ephemeral": {("Namespace", "demo-apps"), ("ServiceAccount", "deployer"), ("RoleBinding", "app-deployer")},
+        "target": {("Namespace", "demo-apps"), ("CustomResourceDefinition", "widgets.demo.phasekit.dev"),
+                   ("Widget", "small"), ("Widget", "large"), ("Deployment", "hello"), ("Service", "hello")},
+        "workload01": {("Namespace", "demo-apps"), ("Deployment", "hello"), ("Service", "hello"),
+                       ("ConfigMap", "hello-greeting")},
+    }
+    for cluster, objects in expected.items():
+        assert objects <= held[cluster], (cluster, held[cluster])
+    assert ("Widget", "small") not in held["ephemeral"] | held["workload01"]   # only target serves the CRD
     # The Mermaid graph and the resumed run are part of the demo.
     assert "flowchart TD" in output
     # history: the demo's runs, read back from each cluster's run record (the full run, then the start_at one)

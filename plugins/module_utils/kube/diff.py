@@ -6,8 +6,13 @@ Secret ``data``/``stringData`` values never leave: like ``kubectl diff``, a
 value is shown as ``***`` when unchanged and as ``*** (before)`` /
 ``*** (after)`` when it changed, so the diff still says *which* keys changed.
 The ``last-applied-configuration`` annotation of a Secret (which holds the
-whole Secret) is redacted the same way. Server bookkeeping (managedFields,
-resourceVersion, uid, timestamps) is left out as noise.
+whole Secret) is redacted the same way where an object is shown whole.
+
+A diff shows only what changes, as ``kubectl diff`` does: both sides are
+dumped with one key order (sorted: the live object and a dry run's answer
+list their keys in different orders), without what the server sets
+(managedFields, resourceVersion, uid, creationTimestamp, generation, status,
+the last-applied annotation).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.masking import HIDDE
 SECRET_FIELDS = ("data", "stringData")
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 NOISY_METADATA = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink")
+NOISY_TOP = ("status",)  # the server's report of the object, not what was applied
 
 
 def is_secret(obj: dict | None) -> bool:
@@ -37,14 +43,21 @@ def scrub_secret_values(text: str, obj: dict | None) -> str:
 
 
 def clean(obj: dict | None) -> dict:
-    """A copy without server bookkeeping."""
+    """A copy without what the server sets: bookkeeping metadata, status, the last-applied annotation."""
     if not obj:
         return {}
     out = copy.deepcopy(obj)
+    for key in NOISY_TOP:
+        out.pop(key, None)
     metadata = out.get("metadata")
     if isinstance(metadata, dict):
         for key in NOISY_METADATA:
             metadata.pop(key, None)
+        annotations = metadata.get("annotations")
+        if isinstance(annotations, dict) and LAST_APPLIED in annotations:
+            annotations.pop(LAST_APPLIED)
+            if not annotations:   # only the client's copy was there: no empty mapping left to differ
+                metadata.pop("annotations")
     return out
 
 
@@ -87,11 +100,11 @@ def object_diff(before: dict | None, after: dict | None, label: str, after_label
 
 
 def _yaml(obj: dict) -> str:
-    return yaml_io.safe_dump(obj, sort_keys=False)
+    # one key order for both sides (kubectl diff's too): only changed lines differ
+    return yaml_io.safe_dump(obj, sort_keys=True)
 
 
 MAX_FIELDS = 8  # fields named per drifted object; the rest are counted
-IGNORED_TOP = ("status",)  # the server's report, not desired state
 
 
 def changed_fields(before: dict | None, after: dict | None) -> list[str]:
@@ -101,8 +114,7 @@ def changed_fields(before: dict | None, after: dict | None) -> list[str]:
         return ["absent"]
     old, new = (clean(side) for side in (before, after))
     paths: list[str] = []
-    _differences({k: v for k, v in old.items() if k not in IGNORED_TOP},
-                 {k: v for k, v in new.items() if k not in IGNORED_TOP}, "", paths)
+    _differences(old, new, "", paths)
     if len(paths) > MAX_FIELDS:
         paths = paths[:MAX_FIELDS] + [f"and {len(paths) - MAX_FIELDS} more"]
     return paths

@@ -27,8 +27,9 @@ tested without a cluster.
 
 from __future__ import annotations
 
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -41,6 +42,8 @@ TASKS_EXECUTOR = "tasks"  # runs the user's task file per host: never on the con
 DEFAULT_CLUSTER_CONCURRENCY = 16
 MAX_MESSAGE = 2000  # one record's message is kept readable (a huge object name must not flood the output)
 SOAK_POLL = 5.0     # seconds between two looks at a batch's objects during its soak
+LIVE_AFTER = 5.0    # a phase still running after this many seconds says how far it got...
+LIVE_EVERY = 10.0   # ...and again at most this often, until its barrier
 
 
 @dataclass
@@ -131,6 +134,32 @@ BatchDone = Callable[[BatchReport], None]           # after a batch (and its soa
 
 
 @dataclass
+class LiveCount:
+    """How far a phase still running got: its clusters done (of which changed, failed), still running (queued
+    ones included), and the slowest so far (a running one counts its time until now)."""
+
+    clusters: int
+    done: int
+    changed: int
+    failed: int
+    running: int
+    slowest: str
+    slowest_seconds: float
+    slowest_running: bool
+    seconds: float                                  # since the phase started
+
+
+@dataclass
+class LiveProgress:
+    """Lines while a long phase runs: ``show`` is called after ``after`` seconds, then every ``every`` seconds,
+    until the phase's barrier (a phase done sooner shows nothing)."""
+
+    show: Callable[[dict, LiveCount], None]
+    after: float = LIVE_AFTER
+    every: float = LIVE_EVERY
+
+
+@dataclass
 class RolloutRun:
     """How this run treats rollouts: whether batches pause (a run, not a dry run), when to end the run
     (``stop_after`` batches, counting the ``batches_before`` earlier steps of the run ran), and the soak watch."""
@@ -149,7 +178,7 @@ def run_phases(phases: list[dict], work: HostWork, *, hosts_in_play: list[str], 
                status_mode: bool = False, stopped_by: str = "", concurrency: int = DEFAULT_CLUSTER_CONCURRENCY,
                progress: Progress | None = None, sleep: Callable[[float], None] = time.sleep,
                recorded: Recorded | None = None, prepare: Callable[[list], None] | None = None,
-               rollouts: RolloutRun | None = None) -> RunReport:
+               rollouts: RolloutRun | None = None, live: LiveProgress | None = None) -> RunReport:
     """Run ``phases`` (as ``phase_plan`` returns them) in order on their hosts that are in the play.
 
     ``dry_run`` (validate, status): a failure does not stop the plan, and nothing is retried. ``stopped_by``: a
@@ -158,12 +187,12 @@ def run_phases(phases: list[dict], work: HostWork, *, hosts_in_play: list[str], 
     run records get their entries there, so a plan that stops leaves every finished phase recorded).
     ``prepare``: called with the hosts a barrier is about to run on, in this thread, before it (hosts no phase
     reaches are never prepared). Phases under a rollout (``phase["rollout"]``) run batch by batch: see
-    ``rollout.py`` and ``RolloutRun``.
+    ``rollout.py`` and ``RolloutRun``. ``live``: progress lines while a long phase runs (``LiveProgress``).
     """
     report = RunReport(stopped_by=stopped_by)
     with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="phasekit-cluster") as pool:
         runner = _Runner(pool, work, report, set(hosts_in_play), dry_run, status_mode, progress, sleep, recorded,
-                         prepare, rollouts or RolloutRun(pause=not dry_run))
+                         prepare, rollouts or RolloutRun(pause=not dry_run), live)
         units = list(_units(phases))
         for position, unit in enumerate(units):
             if report.stopped_by:
@@ -197,11 +226,13 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
     """One run's state: the pool, the report, the clusters failed so far (they take no later phase)."""
 
     def __init__(self, pool, work, report, in_play, dry_run, status_mode, progress, sleep, recorded, prepare,
-                 rollouts: RolloutRun):
+                 rollouts: RolloutRun, live: LiveProgress | None = None):
         self.pool, self.work, self.report, self.in_play = pool, work, report, in_play
         self.dry_run, self.status_mode, self.progress, self.sleep = dry_run, status_mode, progress, sleep
-        self.recorded, self.prepare, self.rollouts = recorded, prepare, rollouts
+        self.recorded, self.prepare, self.rollouts, self.live = recorded, prepare, rollouts, live
         self.failed: set[str] = set()
+        self._started: dict[str, float] = {}    # host -> when its work on the current phase began (live lines)
+        self._lock = threading.Lock()
         report.batches_run = rollouts.batches_before
 
     def hosts_of(self, phase: dict) -> list[str]:
@@ -216,7 +247,11 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
         if batch is not None:
             planned["batch"] = {"phase": batch.rollout, "batch": batch.number, "of": batch.of}
         started = time.monotonic()
-        records = list(self.pool.map(lambda host: self._run_on(planned, host), hosts))
+        self._started = {}
+        futures = {host: self.pool.submit(self._run_on, planned, host) for host in hosts}
+        if self.live is not None:
+            self._watch_live(planned, futures, started)
+        records = [futures[host].result() for host in hosts]
         if self.progress is not None:
             self.progress(planned, records, time.monotonic() - started)
         if phase["executor"] == TASKS_EXECUTOR and not self.dry_run:
@@ -228,7 +263,36 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
                 self.report.stopped_by = phase["name"]
         return records
 
+    def _watch_live(self, planned: dict, futures: dict, started: float) -> None:
+        """Wait for the phase's clusters, saying how far they got once the phase is long (see ``LiveProgress``)."""
+        pending = set(futures.values())
+        next_line = started + self.live.after
+        while pending:
+            # one wake-up per line (not per cluster done): a phase over hundreds of clusters costs nothing more
+            _done, pending = wait(pending, timeout=max(0.0, next_line - time.monotonic()))
+            if pending:
+                self.live.show(planned, self._live_count(futures, started))
+                next_line = time.monotonic() + self.live.every
+
+    def _live_count(self, futures: dict, started: float) -> LiveCount:
+        now = time.monotonic()
+        finished = [future.result() for future in futures.values() if future.done()]
+        with self._lock:
+            running = {host: now - began for host, began in self._started.items() if not futures[host].done()}
+        times = {record.host: (record.duration, False) for record in finished}
+        times.update({host: (seconds, True) for host, seconds in running.items()})
+        slowest = max(times, key=lambda host: times[host][0], default="")
+        seconds, still = times.get(slowest, (0.0, False))
+        return LiveCount(clusters=len(futures), done=len(finished),
+                         changed=sum(1 for record in finished if record.result == CHANGED),
+                         failed=sum(1 for record in finished if record.result == FAILED),
+                         running=len(futures) - len(finished), slowest=slowest, slowest_seconds=seconds,
+                         slowest_running=still, seconds=now - started)
+
     def _run_on(self, planned: dict, host: str) -> PhaseRecord:
+        if self.live is not None:
+            with self._lock:
+                self._started[host] = time.monotonic()
         record = run_on_host(planned, host, self.work, self.status_mode, retry=not self.dry_run, sleep=self.sleep)
         if "batch" in planned:
             record.details = {**record.details, "rollout": planned["batch"]}

@@ -146,29 +146,43 @@ def summary_lines(phases: list[dict], records: list[dict], play_hosts: list[str]
 
 def phase_summary_lines(phases: list[dict], records: list[dict], play_hosts: list[str], mode: str = "run") -> list[str]:
     """The summary's table of phases and hosts."""
+    entries = summary_entries(phases, records, play_hosts, mode)
+    last_runs = mode == "status" and any("last_run" in entry["record"] for entry in entries)
+    rows = [["PHASE", "CLUSTER", "RESULT", "DURATION", "CHANGED"] + (["LAST RUN"] if last_runs else [])]
+    for entry in entries:
+        changed = entry["objects_changed"]
+        rows.append([entry["phase"], entry["cluster"], entry["label"], duration_label(entry["duration"]),
+                     "-" if changed is None else str(changed)]
+                    + ([last_run_label(entry["record"].get("last_run"))] if last_runs else []))
+    return table(rows)
+
+
+def summary_entries(phases: list[dict], records: list[dict], play_hosts: list[str], mode: str = "run") -> list[dict]:
+    """One entry per phase and host of the run list, in the summary's order: ``phase``, ``cluster``,
+    ``executor``, ``result`` (the record's word: ok, changed, failed, skipped, not ready, not run, not in play),
+    ``label`` (the summary's word for it in ``mode``), ``duration`` and ``objects_changed`` (None when not
+    run), ``msg``, and the ``record`` itself ({} when not run). The summary table and the CI reports read it."""
     play_hosts = set(play_hosts)  # a row per phase and host: a list here made the summary quadratic in the fleet
     results = {"status": STATUS_RESULTS, "destroy": DESTROY_RESULTS}.get(mode, {})
     if mode == "destroy":
         phases = list(reversed(phases))  # in the order destroy undid them
     recorded = {(record.get("phase"), record.get("host")): record for record in records}
-    last_runs = mode == "status" and any("last_run" in record for record in records)
-    rows = [["PHASE", "CLUSTER", "RESULT", "DURATION", "CHANGED"] + (["LAST RUN"] if last_runs else [])]
+    entries = []
     for phase in phases:
         if not phase.get("executor"):
             continue
         for host in phase.get("hosts") or []:
-            record = recorded.get((phase["name"], host))
-            if record is None:
-                rows.append([phase["name"], host, NOT_RUN if host in play_hosts else NOT_IN_PLAY, "-", "-"]
-                            + (["-"] if last_runs else []))
-                continue
-            changed = record.get("objects_changed")
-            result = str(record.get("result", "ok"))
-            label = "skipped (resumed)" if record.get("resumed") else results.get(result, result)
-            rows.append([phase["name"], host, label, duration_label(record.get("duration")),
-                         "-" if changed is None else str(changed)]
-                        + ([last_run_label(record.get("last_run"))] if last_runs else []))
-    return table(rows)
+            record = recorded.get((phase["name"], host)) or {}
+            if not record:
+                result = label = NOT_RUN if host in play_hosts else NOT_IN_PLAY
+            else:
+                result = str(record.get("result", "ok"))
+                label = "skipped (resumed)" if record.get("resumed") else results.get(result, result)
+            entries.append({"phase": phase["name"], "cluster": host, "executor": phase["executor"],
+                            "result": result, "label": label, "duration": record.get("duration"),
+                            "objects_changed": record.get("objects_changed"), "msg": str(record.get("msg") or ""),
+                            "record": record})
+    return entries
 
 
 def last_run_label(last: dict | None) -> str:

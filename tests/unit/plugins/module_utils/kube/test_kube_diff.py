@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import difflib
 
 import pytest
 import yaml
@@ -10,6 +11,7 @@ import yaml
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import changed_fields, object_diff, redact
 
 SECRET_VALUE = "c3VwZXJzZWNyZXQ="  # base64 of "supersecret"
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
 def secret(data=None, string_data=None, last_applied=None):
@@ -91,3 +93,37 @@ def edited(**changes):
 ], ids=["absent", "a-value", "added-keys", "bookkeeping-and-status-ignored", "removed-key", "capped"])
 def test_changed_fields_name_paths_not_values(before, after, fields):
     assert changed_fields(before, after) == fields
+
+
+def unified(diff: dict) -> list[str]:
+    """The changed lines of an object diff, as Ansible and the plan's step show it (+/- lines, no headers)."""
+    lines = difflib.unified_diff(diff["before"].splitlines(), diff["after"].splitlines(), lineterm="")
+    return [line for line in lines if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+
+
+LIVE_CM = {"metadata": {"name": "c", "namespace": "n", "uid": "u1", "resourceVersion": "7", "generation": 1,
+                        "creationTimestamp": "2026-11-27T00:00:00Z", "managedFields": [{"manager": "phasekit"}],
+                        "annotations": {LAST_APPLIED: '{"data":{"k":"1"}}'}},
+           "data": {"k": "1", "other": "x"}, "kind": "ConfigMap", "apiVersion": "v1"}
+DRY_RUN_CM = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"other": "x", "k": "2"},
+              "metadata": {"resourceVersion": "8", "name": "c", "namespace": "n", "uid": "u1", "generation": 2,
+                           "annotations": {LAST_APPLIED: '{"data":{"k":"2"}}'}}}
+LIVE_DEPLOY = {"apiVersion": "apps/v1", "kind": "Deployment",
+               "metadata": {"name": "d", "namespace": "n", "generation": 3,
+                            "annotations": {"deployment.kubernetes.io/revision": "1"}},
+               "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "d"}}},
+               "status": {"replicas": 1, "observedGeneration": 3}}
+DRY_RUN_DEPLOY = {"kind": "Deployment", "apiVersion": "apps/v1",
+                  "spec": {"selector": {"matchLabels": {"app": "d"}}, "replicas": 2},
+                  "metadata": {"namespace": "n", "name": "d", "generation": 4,
+                               "annotations": {"deployment.kubernetes.io/revision": "1"}},
+                  "status": {"replicas": 1, "observedGeneration": 3, "updatedReplicas": 1}}
+
+
+@pytest.mark.parametrize("before, after, lines", [
+    (LIVE_CM, DRY_RUN_CM, ["-  k: '1'", "+  k: '2'"]),
+    (LIVE_DEPLOY, DRY_RUN_DEPLOY, ["-  replicas: 1", "+  replicas: 2"]),
+    (LIVE_CM, copy.deepcopy(LIVE_CM), []),
+], ids=["key-order-and-server-fields-ignored", "status-and-generation-ignored", "unchanged-no-lines"])
+def test_diff_shows_only_the_changed_lines(before, after, lines):
+    assert unified(object_diff(before, after, "X n/x", "dry run")) == lines

@@ -12,7 +12,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin impor
     REQUEST_BUDGET, BuiltinExecutors, SharedRequests, apply_arguments, capped, command_timeout, option_values,
     phase_environment)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import (
-    MAX_MESSAGE, Outcome, plan_steps, result_of, retry_pause, run_on_host, run_phases, time_left)
+    MAX_MESSAGE, LiveProgress, Outcome, plan_steps, result_of, retry_pause, run_on_host, run_phases, time_left)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import APPLY_OPTIONS_SPEC
 
 
@@ -54,6 +54,45 @@ def test_a_phase_runs_its_hosts_concurrently():
     began = time.monotonic()
     run_phases([phase("one", hosts="abcd")], work, hosts_in_play=list("abcd"), concurrency=4)
     assert time.monotonic() - began < 0.6
+
+
+class SlowHosts:
+    """HostWork where each host takes its own time (seconds) and answers its own outcome."""
+
+    def __init__(self, seconds: dict, answers: dict | None = None):
+        self.seconds, self.answers = seconds, answers or {}
+
+    def __call__(self, planned, host):
+        time.sleep(self.seconds[host])
+        return self.answers.get(host, Outcome())
+
+
+@pytest.mark.parametrize("seconds, lines_at_least, lines_at_most", [
+    ({"a": 0.05, "b": 0.05}, 0, 0),
+    ({"a": 0.05, "b": 1.0}, 3, 5),
+], ids=["short-phase-says-nothing", "long-phase-says-how-far-it-got-at-most-every-interval"])
+def test_live_progress_of_a_long_phase(seconds, lines_at_least, lines_at_most):
+    shown = []
+    live = LiveProgress(lambda planned, count: shown.append((planned["name"], count)), after=0.3, every=0.2)
+    run_phases([phase("one", hosts="ab")], SlowHosts(seconds, {"a": Outcome(changed=True)}), hosts_in_play=["a", "b"],
+               concurrency=2, live=live)
+    assert lines_at_least <= len(shown) <= lines_at_most, shown
+    gaps = [later.seconds - earlier.seconds for (_n, earlier), (_m, later) in zip(shown, shown[1:])]
+    assert all(gap >= 0.19 for gap in gaps), gaps
+    for name, count in shown:
+        assert name == "one" and count.seconds >= 0.3
+        assert (count.clusters, count.done, count.changed, count.failed, count.running) == (2, 1, 1, 0, 1)
+        assert (count.slowest, count.slowest_running) == ("b", True)
+
+
+def test_live_progress_counts_failures_and_names_a_finished_slowest_cluster():
+    shown = []
+    live = LiveProgress(lambda planned, count: shown.append(count), after=0.3, every=10)
+    work = SlowHosts({"a": 0.45, "b": 0.05, "c": 0.8}, {"a": Outcome(failed=True, msg="boom")})
+    run_phases([phase("one", hosts="abc")], work, hosts_in_play=list("abc"), concurrency=2, live=live)
+    # two at once: c waits for b's place; at 0.3s a is running longest (0.3s), then c until the end
+    assert len(shown) == 1
+    assert (shown[0].done, shown[0].failed, shown[0].running, shown[0].slowest) == (1, 0, 2, "a")
 
 
 @pytest.mark.parametrize("dry_run, expected_phases", [

@@ -1,0 +1,47 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""Action phasekit.kube.plan_summary: a plan run's summary from its records, shown, and written for CI when asked.
+
+The plan role uses it after a run in steps (a plan with ``tasks`` phases), whose records come from several
+controller tasks and from each host's task files; a run in one task gets the same from ``run_phases``.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.report import (
+    json_report, junit_report, report_entries, write_report)
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import summary_lines
+from ansible_collections.phasekit.kube.plugins.plugin_utils.action import PhasekitAction
+
+ARGUMENT_SPEC = {
+    "records": {"type": "list", "elements": "dict", "default": []},
+    "phases": {"type": "list", "elements": "dict", "required": True},
+    "hosts": {"type": "list", "elements": "str", "default": []},
+    "mode": {"type": "str", "default": "run"},
+    "plan": {"type": "str", "default": ""},
+    "stopped_by": {"type": "str", "default": ""},
+    "report_json": {"type": "path", "default": ""},
+    "report_junit": {"type": "path", "default": ""},
+}
+
+
+class ActionModule(PhasekitAction):
+    ARGUMENT_SPEC = ARGUMENT_SPEC
+    PLAIN_ARGS = True
+
+    def execute(self, args, task_vars):
+        hosts = args["hosts"] or list(task_vars.get("ansible_play_hosts_all") or [])
+        records = [dict(record) for record in args["records"]]
+        result = {"changed": False, "msg": summary_lines(args["phases"], records, hosts, args["mode"]),
+                  "_ansible_verbose_always": True}   # shown at every verbosity, as a debug task's message
+        if args["report_json"] or args["report_junit"]:
+            entries = report_entries(args["phases"], records, hosts, args["mode"])
+            if args["report_json"]:
+                write_report(args["report_json"], json_report(entries, plan=args["plan"], mode=args["mode"],
+                                                              check_mode=bool(self._task.check_mode),
+                                                              stopped_by=args["stopped_by"]),
+                             "report_json (plan_report_json)")
+            if args["report_junit"]:
+                write_report(args["report_junit"], junit_report(entries, plan=args["plan"], mode=args["mode"]),
+                             "report_junit (plan_report_junit)")
+        return result

@@ -1,0 +1,108 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""The run summary for CI: JSON, and JUnit XML (a testsuite per phase, a testcase per cluster).
+
+Both carry one entry per phase and cluster of the run list, as the summary
+table shows them (``views.summary_entries``): result, duration, objects changed
+and message. Messages are the records' own, already masked by the executors;
+callers may scrub them once more (``masks_for``). Files are written atomically
+(a temporary file and one rename) into a directory that must exist.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import xml.etree.ElementTree as ET
+
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import NOT_IN_PLAY, NOT_RUN, summary_entries
+from ansible_collections.phasekit.kube.plugins.module_utils.private_files import write_atomically
+
+REPORT_VERSION = 1
+FAILED_RESULTS = ("failed",)
+SKIPPED_RESULTS = ("skipped", NOT_RUN, NOT_IN_PLAY)
+REPORT_MODE = 0o644  # a CI artefact: no secret in it, readable by the job's other steps
+
+
+def report_entries(phases: list[dict], records: list[dict], play_hosts: list[str], mode: str = "run",
+                   masks_for=None) -> list[dict]:
+    """One plain entry per phase and cluster: phase, cluster, executor, result, summary (the summary's word),
+    duration (seconds, None when not run), objects_changed, message. ``masks_for(host)``: a ``Masks`` whose
+    secrets are hidden from that cluster's message."""
+    entries = []
+    for entry in summary_entries(phases, records, play_hosts, mode):
+        message = entry["msg"]
+        if masks_for is not None and message:
+            message = masks_for(entry["cluster"]).scrub_text(message)
+        duration = entry["duration"]
+        entries.append({"phase": entry["phase"], "cluster": entry["cluster"], "executor": entry["executor"],
+                        "result": entry["result"], "summary": entry["label"],
+                        "duration": None if duration is None else round(float(duration), 3),
+                        "objects_changed": entry["objects_changed"], "message": message})
+    return entries
+
+
+def json_report(entries: list[dict], *, plan: str, mode: str, check_mode: bool, stopped_by: str = "") -> str:
+    """The report as JSON text: the run (plan, mode, check mode, what stopped it), totals per result, the entries."""
+    totals: dict[str, int] = {}
+    for entry in entries:
+        totals[entry["result"]] = totals.get(entry["result"], 0) + 1
+    document = {"version": REPORT_VERSION, "plan": plan, "mode": mode, "check_mode": check_mode,
+                "stopped_by": stopped_by, "failed": bool(totals.get("failed")), "totals": totals,
+                "results": entries}
+    return json.dumps(document, indent=2, sort_keys=False) + "\n"
+
+
+def junit_report(entries: list[dict], *, plan: str, mode: str) -> str:
+    """The report as JUnit XML: a testsuite per phase (plan order), a testcase per cluster; ``failure`` for a
+    failed cluster, ``skipped`` for one skipped or not run."""
+    suites = ET.Element("testsuites", name=f"phasekit plan {plan}".rstrip() + f" ({mode})")
+    by_phase: dict[str, list[dict]] = {}
+    for entry in entries:
+        by_phase.setdefault(entry["phase"], []).append(entry)
+    for phase, cases in by_phase.items():
+        suite = ET.SubElement(suites, "testsuite", name=phase)
+        for entry in cases:
+            case = ET.SubElement(suite, "testcase", name=entry["cluster"], classname=f"{plan or 'plan'}.{phase}",
+                                 time=f"{entry['duration'] or 0:.3f}")
+            summary = entry["summary"] + (f": {entry['message']}" if entry["message"] else "")
+            if entry["result"] in FAILED_RESULTS:
+                ET.SubElement(case, "failure", message=summary, type=entry["executor"]).text = entry["message"]
+            elif entry["result"] in SKIPPED_RESULTS:
+                ET.SubElement(case, "skipped", message=summary)
+            else:
+                changed = "" if entry["objects_changed"] is None else f", {entry['objects_changed']} objects changed"
+                ET.SubElement(case, "system-out").text = summary + changed
+        _count(suite, cases)
+    _count(suites, entries)
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
+
+
+def check_report_path(path: str, option: str) -> None:
+    """Refuse a report path whose directory does not exist, or that is a directory (``option`` names the
+    option that set it)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise PhasekitError(f"{option}: cannot write the report {path}: its directory {directory} does not exist "
+                            f"(create it first)")
+    if os.path.isdir(path):
+        raise PhasekitError(f"{option}: cannot write the report {path}: it is a directory (expected a file path)")
+
+
+def write_report(path: str, text: str, option: str) -> None:
+    """``text`` written to ``path`` atomically; the directory must exist (``option`` names what set the path)."""
+    check_report_path(path, option)
+    try:
+        write_atomically(path, text, mode=REPORT_MODE)
+    except OSError as err:
+        raise PhasekitError(f"{option}: cannot write the report {path}: {err.strerror or err}") from None
+
+
+def _count(element, entries: list[dict]) -> None:
+    element.set("tests", str(len(entries)))
+    element.set("failures", str(sum(1 for entry in entries if entry["result"] in FAILED_RESULTS)))
+    element.set("errors", "0")
+    element.set("skipped", str(sum(1 for entry in entries if entry["result"] in SKIPPED_RESULTS)))
+    element.set("time", f"{sum(entry['duration'] or 0 for entry in entries):.3f}")

@@ -1,0 +1,101 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""Documentation of the phasekit.kube.plan_summary action (the work is done in plugins/action/plan_summary.py)."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: plan_summary
+short_description: Show the summary of a plan run, and write it for CI as JSON and JUnit XML
+version_added: 0.1.0
+description:
+  - Makes the summary table of a plan run - one row per phase and cluster of the run list, with its result,
+    duration and objects changed - from the run's records, and returns it as RV(msg), shown at every
+    verbosity.
+  - With O(report_json) or O(report_junit), also writes the summary to those files, as
+    M(phasekit.kube.run_phases) does for a run in one task (same formats; see its options).
+  - The role C(phasekit.kube.plan) uses it at the end of a plan with C(tasks) phases, which runs in steps;
+    there is usually no reason to call it directly.
+  - Reads no kubeconfig and contacts no cluster. Messages are written as the records hold them (the
+    executors mask them).
+options:
+  records:
+    description: The run's records, as M(phasekit.kube.run_phases) returns them (C(phase), C(host), C(result), ...).
+    type: list
+    elements: dict
+    default: []
+  phases:
+    description: The run list, as M(phasekit.kube.phase_plan) returns it (RV(phasekit.kube.phase_plan#module:phases)).
+    type: list
+    elements: dict
+    required: true
+  hosts:
+    description: The play's hosts; a phase's host not among them is C(not in play). Empty, the play's hosts.
+    type: list
+    elements: str
+    default: []
+  mode:
+    description: What the run did (C(run), C(validate), C(status), C(destroy)); it names the results.
+    type: str
+    default: run
+  plan:
+    description: The plan's name, in the reports.
+    type: str
+    default: ""
+  stopped_by:
+    description: The phase that stopped the run, in the JSON report.
+    type: str
+    default: ""
+  report_json:
+    description:
+      - Write the summary to this file as JSON (see O(phasekit.kube.run_phases#module:report_json)). The
+        directory must exist; the file is replaced atomically. Empty, no file.
+    type: path
+    default: ""
+  report_junit:
+    description:
+      - Write the summary to this file as JUnit XML (see O(phasekit.kube.run_phases#module:report_junit)).
+        Same rules as O(report_json).
+    type: path
+    default: ""
+attributes:
+  action:
+    support: full
+  async:
+    support: none
+  bypass_host_loop:
+    support: none
+  check_mode:
+    support: full
+    details: The report files are written in check mode too (they say the run was one).
+  diff_mode:
+    support: none
+  platform:
+    platforms: all
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
+seealso:
+  - module: phasekit.kube.run_phases
+author:
+  - phasekit.kube contributors (@phasekit)
+"""
+
+EXAMPLES = r"""
+- name: Summary of a run made in steps, also for CI
+  phasekit.kube.plan_summary:
+    records: "{{ step_one.records + step_two.records }}"
+    phases: "{{ plan_result.phases }}"
+    plan: deploy
+    report_junit: "{{ playbook_dir }}/out/plan.xml"
+  run_once: true
+"""
+
+RETURN = r"""
+msg:
+  description: The summary table, one line per phase and cluster.
+  returned: always
+  type: list
+  elements: str
+  sample: ["PHASE  CLUSTER    RESULT   DURATION  CHANGED", "e1     ephemeral  changed  0.4s      -"]
+"""
