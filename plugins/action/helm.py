@@ -19,7 +19,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import 
     ABSENT, HELM_MUTUALLY_EXCLUSIVE, HELM_OPTIONS_SPEC, MODE_APPLY, helm_request, is_template, plain_values_file)
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.release import release_masks
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.run import (
-    release_apply_arguments, remove_rendered_release, render_release, run_release)
+    release_apply_arguments, remove_rendered_release, render_release, run_release, unresolved_kubeconfig_result)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import apply_bundle, apply_options
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiSession
@@ -44,9 +44,7 @@ class ActionModule(PhasekitAction):
         try:
             resolution = resolve_for_task(self, task_vars, args)
         except PhasekitError as err:
-            # kubernetes.core's failure shape: helm would have printed this on its standard error
-            return {"failed": True, "changed": False, "msg": str(err), "stderr": str(err), "stdout": "",
-                    "command": "", "status": None}
+            return unresolved_kubeconfig_result(err, args.get("context"))
         request = helm_request(args, namespace=resolution.namespace or "default",
                                read_values_file=lambda path: self._values_file(path, task_vars))
         self.hand_out(resolution.config, release_masks(request))

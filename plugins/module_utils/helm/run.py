@@ -120,3 +120,15 @@ def render_release(request: HelmRequest, *, kubeconfig: dict, charts: ChartCache
         namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": request.namespace}}
         objects.insert(0, BundleObject(obj=namespace, origin=NAMESPACE_ORIGIN))
     return objects
+
+
+def unresolved_kubeconfig_result(err: PhasekitError, context: str | None) -> dict:
+    """kubernetes.core.helm's failure shape when the cluster cannot be named: phasekit resolves the kubeconfig
+    before helm runs, so ``stderr`` says what helm would have said (a context that does not exist in helm's
+    words), then phasekit's message; no helm command was run."""
+    message = str(err)
+    stderr = message
+    if context and f"context {context!r}" in message and "not defined" in message:
+        stderr = f'Error: Kubernetes cluster unreachable: context "{context}" does not exist\n{message}'
+    return {"failed": True, "changed": False, "msg": message, "stderr": stderr, "stdout": "", "command": "",
+            "status": None}
