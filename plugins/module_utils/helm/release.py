@@ -332,10 +332,10 @@ def ensure_release(helm: HelmCli, request: HelmRequest, chart: Chart, *, check_m
         report.revision, report.status = live.get("revision"), live.get("status")
     installed = live is not None and not str(live.get("status") or "").startswith("uninstall")
     try:
-        check_helm_version(request, helm.version)
         values_path = helm.values_file(request.values)
         argv = upgrade_argv(request, chart, values_path, helm.version[0], installed=installed)
         report.command = helm.command(argv)
+        check_helm_version(request, helm.version)
         if installed and request.force and not report.reasons:
             report.reasons = ["force"]  # kubernetes.core: force reinstalls a release that is as asked
         if not report.reasons:
