@@ -10,7 +10,7 @@ including failures (stderr, command, changed: false), one release per test, on t
 
 from __future__ import annotations
 
-import functools
+import os
 import subprocess
 import uuid
 from pathlib import Path
@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from test_apply import CLUSTER
-from test_helm import QuietHandler, serve
+from test_helm import chart_repo, packaged_charts  # noqa: F401 - fixtures: a chart repository on 127.0.0.1
 
 pytestmark = [pytest.mark.k8s_matrix]
 
@@ -400,7 +400,8 @@ def test_kubernetes_cores_own_chart_tests_pass_with_only_the_module_name_changed
         "chart_source_upgrade": str(write_files(tmp_path / "test-chart-v2", TEST_CHART_V2)),
         "chart_test_version": "0.1.0", "chart_test_version_upgrade": "0.2.0",
         # kubernetes.core's defaults/main.yml has myValue: "changed"; phasekit hides every string release value of
-        # four characters or more (test_release_values_are_hidden), so the string here is shorter
+        # four characters or more (test_every_option_and_return_key_of_kubernetes_core_helm asserts it), so the
+        # string here is shorter
         "chart_test_values": {"revisionHistoryLimit": 0, "myValue": "new"},
     }
     vars_file = tmp_path / "vars.yml"
@@ -457,7 +458,8 @@ def kubectl(register: str, *args: str) -> dict:
 
 
 @pytest.mark.parametrize("binary", BINARIES)
-def test_every_option_and_return_key_of_kubernetes_core_helm(clusters, run_playbook, tmp_path, bin_dir, binary):
+def test_every_option_and_return_key_of_kubernetes_core_helm(clusters, run_playbook, tmp_path, bin_dir, binary,
+                                                            chart_repo):
     """Each documented option's effect on the release and on ``command``, each return key's shape, and failures
     (ownership refused, a schema violation, a broken template, an option this helm lacks) as kubernetes.core
     reports them: failed, changed: false, stderr and command."""
@@ -539,6 +541,12 @@ def test_every_option_and_return_key_of_kubernetes_core_helm(clusters, run_playb
                   "'--timeout 2m' in reset.command", "'--insecure-skip-tls-verify' in reset.command",
                   "'--plain-http' in reset.command", "reset.status.release_values.other == 2",
                   "reset.status.release_values.extra == 1"),
+        {"ansible.builtin.command": {"argv": [str(bin_dir / binary), "history", "opts", "-n", namespace, "-o", "json"]},
+         "register": "history", "changed_when": False},
+        asserting("history.stdout | from_json | length == 2"),  # history_max: 2, after four revisions
+        helm_task("update_repo_cache", "repo_update", base, release_name="dummy", state="absent",
+                  update_repo_cache=True),
+        asserting("repo_update is not failed", "repo_update is not changed", "repo_update.status is none"),
         helm_task("a values schema violated", "invalid", base, set_values=[{"value": "count=abc",
                                                                             "value_type": "string"}]),
         asserting("invalid is failed", "invalid is not changed", "'count' in invalid.stderr",
@@ -571,12 +579,18 @@ def test_every_option_and_return_key_of_kubernetes_core_helm(clusters, run_playb
         asserting("gone is not changed", "gone.status.status == 'uninstalled'"),
     ]
     play = [{"hosts": "localhost", "gather_facts": False, "tasks": tasks}]
+    repositories = {"HELM_REPOSITORY_CONFIG": str(tmp_path / "repositories.yaml"),
+                    "HELM_REPOSITORY_CACHE": str(tmp_path / "repository-cache")}
+    subprocess.run([str(bin_dir / binary), "repo", "add", "local", chart_repo], check=True, capture_output=True,
+                   env={**os.environ, **repositories})
+    index = tmp_path / "repository-cache" / "local-index.yaml"
+    os.utime(index, (0, 0))
     try:
-        result = run_playbook(play, None, env=helm_env(target))
-        Path("/tmp/hk/out.txt").write_text(result.output)  # DEBUG
+        result = run_playbook(play, None, env={**helm_env(target), **repositories})
         assert result.rc == 0, result
         assert "failed=0" in result.stdout, result.stdout[-600:]
         assert SECRET not in result.output
+        assert index.stat().st_mtime > 0  # update_repo_cache ran helm repo update
     finally:
         delete_namespace(target, namespace)
         target.kubectl("delete", "crd", f"widgets.{crd_group}", "--ignore-not-found")
