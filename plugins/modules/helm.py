@@ -217,11 +217,14 @@ options:
     default: false
     aliases: [skip_tls_certs_check]
   take_ownership:
-    description: Take over existing objects that carry no helm annotations (helm C(--take-ownership), helm 3.17 or later).
+    description:
+      - Take over existing objects that carry no helm annotations (helm C(--take-ownership), helm 3.17 or later).
     type: bool
     default: false
   skip_schema_validation:
-    description: Do not validate values against the chart's JSON schema (helm C(--skip-schema-validation), helm 3.16 or later).
+    description:
+      - Do not validate values against the chart's JSON schema (helm C(--skip-schema-validation), helm 3.16 or
+        later).
     type: bool
     default: false
   helm_mode:

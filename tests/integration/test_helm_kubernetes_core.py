@@ -19,7 +19,8 @@ import pytest
 import yaml
 
 from test_apply import CLUSTER
-from test_helm import chart_repo, packaged_charts  # noqa: F401 - fixtures: a chart repository on 127.0.0.1
+# fixtures: a chart repository on 127.0.0.1
+from test_helm import chart_repo, packaged_charts  # noqa: F401 pylint: disable=unused-import
 
 pytestmark = [pytest.mark.k8s_matrix]
 
@@ -459,7 +460,7 @@ def kubectl(register: str, *args: str) -> dict:
 
 @pytest.mark.parametrize("binary", BINARIES)
 def test_every_option_and_return_key_of_kubernetes_core_helm(clusters, run_playbook, tmp_path, bin_dir, binary,
-                                                            chart_repo):
+                                                            chart_repo):  # noqa: F811 - the fixture imported
     """Each documented option's effect on the release and on ``command``, each return key's shape, and failures
     (ownership refused, a schema violation, a broken template, an option this helm lacks) as kubernetes.core
     reports them: failed, changed: false, stderr and command."""
