@@ -10,13 +10,14 @@ import pytest
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import ChartCache, ChartSource, local_chart
-from ansible_collections.phasekit.kube.plugins.module_utils.helm.cli import HelmCommandError, HelmOutput
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.cli import HelmCli, HelmCommandError, HelmOutput
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import (
     HELM_OPTIONS_SPEC, check_helm_options, duration_seconds, helm_request, merge_values, plain_values_file)
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.release import (
-    check_helm_version, ensure_release, helm_timeout, manifest_diffs, release_changes, release_description,
-    release_masks, scrub_values, split_manifest, uninstall_argv, upgrade_argv)
-from ansible_collections.phasekit.kube.plugins.module_utils.helm.run import release_apply_arguments
+    HelmReport, check_helm_version, ensure_release, helm_timeout, manifest_diffs, read_status, release_changes,
+    release_description, release_masks, scrub_values, split_manifest, uninstall_argv, upgrade_argv)
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.run import (
+    _prepare, release_apply_arguments, unresolved_kubeconfig_result)
 
 DEFAULTS = {name: rule.get("default") for name, rule in HELM_OPTIONS_SPEC.items()}
 
@@ -331,3 +332,79 @@ def test_set_values_change_the_values_digest_and_are_masked(tmp_path):
                             namespace="ns", read_values_file=str)
     assert plain.values_digest != with_set.values_digest
     assert release_masks(with_set).scrub("--set-string db.password=s3cr3t-value") == "--set-string db.password=***"
+
+
+class RecordingHelm:
+    """A helm that records its calls and answers ``helm list`` and ``helm get values`` like helm 3 or 4."""
+
+    def __init__(self, version):
+        self.version, self.calls = version, []
+
+    def run(self, argv, what, timeout=None):
+        self.calls.append(argv)
+        if argv[0] == "list":
+            return ('[{"name":"hello","namespace":"ns","revision":"2","updated":"2026-11-27 01:20:36 +0000 UTC",'
+                    '"status":"deployed","chart":"hello-1.0.0","app_version":""},{"name":"hello2"}]')
+        return '{"password": "p4ssw0rd-123", "replicas": 2}'
+
+    def call(self, argv, what, timeout=None):
+        self.calls.append(argv)
+        return HelmOutput(shlex.join(argv), "", "")
+
+    values = HelmCli.values
+    repo_update = HelmCli.repo_update
+    release_status = HelmCli.release_status
+
+
+@pytest.mark.parametrize("version, listed_with_all", [((3, 22), True), ((4, 3), False)],
+                         ids=["helm3-lists-every-status-with-all", "helm4-lists-every-status-by-default"])
+def test_status_is_helm_lists_entry_with_its_values(version, listed_with_all):
+    helm = RecordingHelm(version)
+    status = helm.release_status("hello", "ns")
+    assert status["chart"] == "hello-1.0.0" and status["revision"] == "2" and status["appversion"] == ""
+    assert status["release_values"] == status["values"] == {"password": "p4ssw0rd-123", "replicas": 2}
+    assert ("--all" in helm.calls[0]) is listed_with_all and helm.calls[1][:2] == ["get", "values"]
+    assert helm.calls[0][helm.calls[0].index("--filter") + 1] == "^hello$"
+
+
+def test_status_values_are_hidden_in_the_result():
+    report = HelmReport("hello", "ns")
+    read_status(RecordingHelm((4, 3)), report)
+    result = report.result()
+    assert result["status"]["release_values"] == {"password": "***", "replicas": 2}
+    assert "p4ssw0rd" not in repr(result)
+
+
+@pytest.mark.parametrize("given, failure, warning", [
+    ({"chart_ref": "repo/hello", "dependency_update": True}, "Please use 'helm install' instead by adding 'replace'",
+     "This is a not stable feature with 'chart_repo_url'"),
+    ({"chart_ref": "repo/hello", "dependency_update": True, "replace": True}, None,
+     "This is a not stable feature with 'chart_repo_url'"),
+], ids=["repository-chart-needs-replace", "repository-chart-with-replace-installs-with-dependency-update"])
+def test_dependency_update_of_a_repository_chart_as_kubernetes_core(given, failure, warning):
+    request = helm_request(options(**given), namespace="ns", read_values_file=str)
+    report = HelmReport("hello", "ns")
+    done = _prepare(RecordingHelm((4, 3)), request, report)
+    if failure is None:
+        assert done is None
+    else:
+        assert failure in done.failure and done.changed is False
+    assert any(warning in text for text in report.warnings)
+
+
+def test_dependency_update_of_a_chart_directory_runs_helm_dependency_update(tmp_path):
+    chart = write_chart(tmp_path / "c")
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: hello\nversion: 1.0.0\ndependencies:\n"
+                                      "  - {name: sub, version: 0.1.0, repository: file://../sub}\n")
+    helm = RecordingHelm((3, 22))
+    request = helm_request(options(chart_ref=str(chart), dependency_update=True, update_repo_cache=True),
+                           namespace="ns", read_values_file=str)
+    assert _prepare(helm, request, HelmReport("hello", "ns")) is None
+    assert helm.calls == [["repo", "update"], ["dependency", "update", str(chart)]]
+
+
+def test_a_context_that_does_not_exist_says_so_in_helms_words():
+    err = PhasekitError("context 'nowhere' is not defined by any kubeconfig source; known contexts: target")
+    result = unresolved_kubeconfig_result(err, "nowhere")
+    assert 'context "nowhere" does not exist' in result["stderr"] and result["changed"] is False
+    assert result["msg"] == str(err) and result["command"] == "" and result["failed"]
