@@ -350,7 +350,7 @@ status:
     - The release as M(kubernetes.core.helm) returns it, from C(helm list) and C(helm get values) after the task
       (helm_mode release). C(None) when there is no release (uninstalled and purged, or never installed).
     - In check mode, C(values) and C(release_values) are each C({current, declared}) (see check mode).
-  returned: always (helm_mode release; None when there is no release or the request failed)
+  returned: always (helm_mode release; None when there is no release, outside check mode, or the request failed)
   type: complex
   contains:
     name:

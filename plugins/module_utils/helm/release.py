@@ -339,7 +339,10 @@ def ensure_release(helm: HelmCli, request: HelmRequest, chart: Chart, *, check_m
         if installed and request.force and not report.reasons:
             report.reasons = ["force"]  # kubernetes.core: force reinstalls a release that is as asked
         if not report.reasons:
-            read_status(helm, report)
+            if check_mode:
+                report.helm_status = check_mode_status(helm, report, request, live)
+            else:
+                read_status(helm, report)
             return report
         report.changed = True
         report.action = UPGRADED if installed else INSTALLED
@@ -365,8 +368,8 @@ def ensure_release(helm: HelmCli, request: HelmRequest, chart: Chart, *, check_m
 
 
 def check_mode_status(helm: HelmCli, report: HelmReport, request: HelmRequest, live: dict | None) -> dict:
-    """kubernetes.core's ``status`` in check mode: ``values`` and ``release_values`` as ``current`` (the live
-    release's) and ``declared`` (the request's); phasekit adds the live release's other keys beside them."""
+    """kubernetes.core's ``status`` in check mode, changed or not: ``values`` and ``release_values`` as ``current``
+    (the live release's) and ``declared`` (the request's); phasekit adds the live release's other keys beside them."""
     status = dict(read_status(helm, report) or {}) if live is not None else {}
     current = status.get("release_values") or {}
     compared = {"current": current, "declared": yaml_io.copy_data(request.values)}
@@ -382,7 +385,10 @@ def remove_release(helm: HelmCli, request: HelmRequest, *, check_mode: bool, dif
     try:
         live = helm.latest_revision(request.name, request.namespace)
         if live is None or str(live.get("status") or "").startswith("uninstall"):
-            report.helm_status = read_status(helm, report) if live is not None else None
+            if check_mode:  # kubernetes.core's check mode always answers with current and declared values
+                report.helm_status = check_mode_status(helm, report, request, live)
+            else:
+                report.helm_status = read_status(helm, report) if live is not None else None
             return report
         report.chart = live.get("chart") or ""
         report.revision, report.status = live.get("revision"), live.get("status")
