@@ -39,7 +39,9 @@ class ActionModule(PhasekitAction):
     def execute(self, args, task_vars):
         args = dict(args)
         if args["chart_ref"] and not args["chart_repo_url"]:
-            args["chart_ref"] = self._local_path(os.path.expanduser(args["chart_ref"]), task_vars, must_exist=False)
+            # kubernetes.core's chart_ref is of type path: ~ and $VARIABLES expanded
+            chart_ref = os.path.expanduser(os.path.expandvars(args["chart_ref"]))
+            args["chart_ref"] = self._local_path(chart_ref, task_vars, must_exist=False)
         args["values_files"] = [self._local_path(path, task_vars) for path in args["values_files"] or []]
         try:
             resolution = resolve_for_task(self, task_vars, args)
