@@ -14,11 +14,12 @@ import os
 from ansible.errors import AnsibleError
 
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import REMOTE_PREFIXES, ChartCache
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import (
-    ABSENT, HELM_OPTIONS_SPEC, MODE_APPLY, helm_request, is_template, plain_values_file)
-from ansible_collections.phasekit.kube.plugins.module_utils.helm.release import values_masks
+    ABSENT, HELM_MUTUALLY_EXCLUSIVE, HELM_OPTIONS_SPEC, MODE_APPLY, helm_request, is_template, plain_values_file)
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.release import release_masks
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.run import (
-    release_apply_arguments, remove_rendered_release, render_release, run_release)
+    release_apply_arguments, remove_rendered_release, render_release, run_release, unresolved_kubeconfig_result)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import apply_bundle, apply_options
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiSession
@@ -32,17 +33,23 @@ EXTRA_CONNECTIONS = 4
 
 class ActionModule(PhasekitAction):
     ARGUMENT_SPEC = ARGUMENT_SPEC
+    MUTUALLY_EXCLUSIVE = HELM_MUTUALLY_EXCLUSIVE
     PLAIN_ARGS = True
 
     def execute(self, args, task_vars):
         args = dict(args)
         if args["chart_ref"] and not args["chart_repo_url"]:
-            args["chart_ref"] = self._local_path(args["chart_ref"], task_vars, must_exist=False)
+            # kubernetes.core's chart_ref is of type path: ~ and $VARIABLES expanded
+            chart_ref = os.path.expanduser(os.path.expandvars(args["chart_ref"]))
+            args["chart_ref"] = self._local_path(chart_ref, task_vars, must_exist=False)
         args["values_files"] = [self._local_path(path, task_vars) for path in args["values_files"] or []]
-        resolution = resolve_for_task(self, task_vars, args)
+        try:
+            resolution = resolve_for_task(self, task_vars, args)
+        except PhasekitError as err:
+            return unresolved_kubeconfig_result(err, args.get("context"))
         request = helm_request(args, namespace=resolution.namespace or "default",
                                read_values_file=lambda path: self._values_file(path, task_vars))
-        self.hand_out(resolution.config, values_masks(request.values))
+        self.hand_out(resolution.config, release_masks(request))
         check_mode, diff = bool(self._task.check_mode), bool(self._task.diff)
         with ChartCache() as charts:
             if request.mode == MODE_APPLY:
@@ -50,6 +57,7 @@ class ActionModule(PhasekitAction):
             else:
                 report = run_release(request, kubeconfig=resolution.config, charts=charts, check_mode=check_mode,
                                      diff=diff)
+                self.hand_out(masks=report.masks)  # the live release's values too
                 result = report.result()
                 if report.failure:
                     result.update(failed=True, msg=report.failure)

@@ -11,8 +11,13 @@ version_added: 0.1.0
 description:
   - Brings a Helm release on the current inventory host's cluster to the requested state, with the C(helm)
     command line (helm 3.13 or later, or helm 4) on the Ansible controller.
-  - Options are named as M(kubernetes.core.helm) names them where they mean the same, so a task moves over by
-    changing the module name.
+  - A superset of M(kubernetes.core.helm) 6.5.0. Every option of it (its connection options aside, see the
+    C(phasekit.kube.kubeconfig) fragment) with the same name, aliases, type, default and meaning, mapped to the
+    flags of helm 3 and helm 4 as it maps them; every return value (RV(status), RV(stdout), RV(stderr),
+    RV(command)) with the same shape on success and failure, and its C(changed) rules (a failed request is
+    C(changed=false)). A task moves over by changing the module name. phasekit.kube adds RV(release),
+    RV(action), RV(reasons), O(helm_mode=apply) and secret hiding beside them; the differences are listed in the
+    collection's C(docs/migrating-from-kubernetes-core.md).
   - The host's kubeconfig is resolved like every action of this collection does it (once per run, reused
     afterwards) and given to helm as a single-context file of mode 0600 in a private directory, removed
     afterwards. Helm's own C(HELM_KUBE*) and C(HELM_NAMESPACE) variables are removed from its environment, so
@@ -78,25 +83,148 @@ options:
     default: present
     aliases: [state]
   wait:
-    description: Wait until the release's resources are ready (helm C(--wait)).
+    description:
+      - With O(release_state=present), wait until the release's resources are ready (helm C(--wait)).
+      - With O(release_state=absent), wait until its resources are deleted.
     type: bool
     default: false
   wait_timeout:
-    description: How long helm waits for each Kubernetes operation, as a duration (C(300s), C(5m), C(1h30m)); helm's default is C(5m).
+    description:
+      - How long helm waits, as a Go duration (C(300s), C(5m), C(1h30m)); helm's default is C(5m).
+      - M(kubernetes.core.helm) passes it with O(wait) only; phasekit.kube passes it as C(--timeout) also without
+        O(wait) (it then bounds hooks). Mutually exclusive with O(timeout).
+    type: str
+  timeout:
+    description:
+      - A Go duration (C(5m0s)) helm waits for Kubernetes commands to complete (helm C(--timeout)), without
+        O(wait) too. Mutually exclusive with O(wait_timeout).
     type: str
   atomic:
-    description: Roll a failed upgrade back, and delete a failed install (helm 3 C(--atomic), helm 4 C(--rollback-on-failure)).
+    description:
+      - Roll a failed upgrade back, and delete a failed install (helm 3 C(--atomic), helm 4
+        C(--rollback-on-failure)).
     type: bool
     default: false
   history_max:
-    description: Revisions kept per release (helm C(--history-max)); C(0) keeps all. Helm's default is 10.
+    description:
+      - Revisions kept per release (helm C(--history-max)); C(0) keeps all. Helm's default is 10.
+      - Mutually exclusive with O(replace).
     type: int
   skip_crds:
     description: Do not install the chart's C(crds/) (helm C(--skip-crds)).
     type: bool
     default: false
   plain_http:
-    description: Pull the chart from an OCI registry over plain http, not https (helm C(--plain-http)); for a registry on a trusted network only.
+    description:
+      - Use http instead of https with OCI registries, to pull the chart and on install (helm C(--plain-http)); for a
+        registry on a trusted network only.
+    type: bool
+    default: false
+  dependency_update:
+    description:
+      - Update the chart's dependencies first. For a chart directory, C(helm dependency update CHART) runs before
+        the install (the chart's files, dependencies included, are then what phasekit.kube digests).
+      - For a chart of a repository, only with O(replace) (C(helm install --dependency-update)); otherwise the task
+        fails, as M(kubernetes.core.helm) does. A chart without dependencies gets a warning.
+    type: bool
+    default: false
+    aliases: [dep_up]
+  update_repo_cache:
+    description: Run C(helm repo update) first (with O(release_state=absent) too).
+    type: bool
+    default: false
+  set_values:
+    description:
+      - Values given as helm's C(--set) family, after the values files and O(release_values). They are hidden as
+        values are, and are part of the digest that decides whether the release changed (a C(file) value by the
+        file's content).
+    type: list
+    elements: dict
+    suboptions:
+      value:
+        description: C(key=value), as helm's C(--set) takes it (C(phase=prod)).
+        type: str
+        required: true
+      value_type:
+        description:
+          - C(raw) is C(--set), C(string) C(--set-string), C(json) C(--set-json), C(file) C(--set-file) (the value
+            read from a file on the controller).
+        type: str
+        default: raw
+        choices: [raw, string, json, file]
+  reuse_values:
+    description:
+      - On upgrade, reuse the last release's values and merge these in (helm C(--reuse-values=true|false)).
+      - Ignored by helm while O(reset_values) is true.
+    type: bool
+  reset_values:
+    description: On upgrade, reset the values to the chart's before applying these (helm C(--reset-values)).
+    type: bool
+    default: true
+  reset_then_reuse_values:
+    description:
+      - On upgrade, reset to the chart's values, apply the last release's, then these (helm
+        C(--reset-then-reuse-values), helm 3.14 or later). Ignored by helm while O(reset_values) or O(reuse_values)
+        is true.
+    type: bool
+    default: false
+  disable_hook:
+    description: Do not run the chart's hooks on install, upgrade or uninstall (helm C(--no-hooks)).
+    type: bool
+    default: false
+  force:
+    description:
+      - Reinstall an existing release even when it is as asked (the task then always changes it), replacing
+        objects (helm 3 C(--force); helm 4 C(--server-side=false --force-replace), as M(kubernetes.core.helm)).
+        Ignored on a new install.
+      - Mutually exclusive with O(server_side) and O(force_conflicts).
+    type: bool
+    default: false
+  purge:
+    description:
+      - With O(release_state=absent), remove the release's history too. C(false) keeps it (helm
+        C(--keep-history)); the name is then reused only with O(replace).
+    type: bool
+    default: true
+  server_side:
+    description:
+      - Helm 4's server-side apply on install and upgrade (helm C(--server-side)). Helm 3 refuses it (the task
+        fails, as M(kubernetes.core.helm)).
+    type: str
+    choices: ["auto", "true", "false"]
+  force_conflicts:
+    description:
+      - With server-side apply (helm 4's default), force changes against conflicts (helm C(--force-conflicts)).
+        Helm 4 only; not with O(server_side=false).
+    type: bool
+    default: false
+  post_renderer:
+    description:
+      - A post-renderer (helm C(--post-renderer)). With helm 3 the path of an executable, with helm 4 the name of a
+        post-renderer plugin (helm 4 refuses a path; the value is passed on as M(kubernetes.core.helm) does).
+    type: str
+  replace:
+    description:
+      - Reuse the name of a release uninstalled with its history kept (helm C(install --replace)). Unsafe in
+        production. Mutually exclusive with O(history_max); not with O(release_state=absent).
+    type: bool
+    default: false
+  insecure_skip_tls_verify:
+    description:
+      - Skip the certificate check of the chart download (helm C(--insecure-skip-tls-verify), helm 3.16 or later).
+        Not the API server's certificate (that is the kubeconfig's business).
+    type: bool
+    default: false
+    aliases: [skip_tls_certs_check]
+  take_ownership:
+    description:
+      - Take over existing objects that carry no helm annotations (helm C(--take-ownership), helm 3.17 or later).
+    type: bool
+    default: false
+  skip_schema_validation:
+    description:
+      - Do not validate values against the chart's JSON schema (helm C(--skip-schema-validation), helm 3.16 or
+        later).
     type: bool
     default: false
   helm_mode:
@@ -121,12 +249,17 @@ attributes:
     support: none
   check_mode:
     support: full
-    details: Decides and reports whether the release would change, without changing it.
+    details:
+      - Decides and reports whether the release would change, without changing it. RV(command) is the helm call
+        that would run; RV(status) holds C(values) and C(release_values) as C(current) (the live release's) and
+        C(declared) (the task's), as M(kubernetes.core.helm) returns them in check mode.
   diff_mode:
     support: full
     details:
       - Shows the rendered manifest against the live release's, object by object (C(helm upgrade --dry-run)),
         Secret values redacted, and every string of the merged values (4 characters or more) shown as C(***).
+      - M(kubernetes.core.helm) shows a diff only with the helm-diff plugin (C(diff.prepared)); phasekit.kube needs
+        no plugin and returns Ansible's before/after diffs.
   platform:
     platforms: posix
   action_group:
@@ -189,14 +322,98 @@ EXAMPLES = r"""
     name: podinfo
     release_namespace: podinfo
     release_state: absent
+
+- name: A kubernetes.core.helm task, its module name changed
+  phasekit.kube.helm:
+    name: test
+    chart_ref: stable/grafana
+    release_namespace: monitoring
+    update_repo_cache: true
+    reuse_values: true
+    reset_values: false
+    set_values:
+      - value: phase=prod
+        value_type: string
+  register: grafana
+
+- name: Its asserts unchanged
+  ansible.builtin.assert:
+    that:
+      - grafana.status.status == 'deployed'
+      - grafana.status.chart is match('grafana-')
+      - "'--reuse-values=True' in grafana.command"
 """
 
 RETURN = r"""
+status:
+  description:
+    - The release as M(kubernetes.core.helm) returns it, from C(helm list) and C(helm get values) after the task
+      (helm_mode release). C(None) when there is no release (uninstalled and purged, or never installed).
+    - In check mode, C(values) and C(release_values) are each C({current, declared}) (see check mode).
+  returned: always (helm_mode release; None when there is no release, outside check mode, or the request failed)
+  type: complex
+  contains:
+    name:
+      description: Name of the release.
+      type: str
+    namespace:
+      description: Namespace of the release.
+      type: str
+    chart:
+      description: Chart name and version (C(name-version)).
+      type: str
+      sample: grafana-8.5.1
+    appversion:
+      description: The chart's appVersion (C("") when it has none).
+      type: str
+    app_version:
+      description: The same, as C(helm list) names it (M(kubernetes.core.helm) returns this key, not C(appversion)).
+      type: str
+    revision:
+      description: The release revision, a string as C(helm list) prints it.
+      type: str
+      sample: "3"
+    status:
+      description: Helm's status of the release (C(deployed), C(failed), C(uninstalled), ...).
+      type: str
+    updated:
+      description: When the release last changed, as helm prints it.
+      type: str
+      sample: "2026-11-27 01:20:36.425349349 +0000 UTC"
+    release_values:
+      description:
+        - The user-supplied values of the release (C(helm get values)).
+        - phasekit.kube shows every string of 4 characters or more of them as C(***) (they may be secrets;
+          M(kubernetes.core.helm) shows them).
+      type: dict
+    values:
+      description: The same as C(release_values) (M(kubernetes.core.helm) deprecated this key).
+      type: dict
+stdout:
+  description: What the helm call printed on its standard output (C("") when helm was not run to change anything).
+  returned: always (helm_mode release)
+  type: str
+  sample: "Release \"test\" has been upgraded. Happy Helming!"
+stderr:
+  description:
+    - What the helm call printed on its standard error; on failure helm's error (or phasekit.kube's, when it
+      failed before helm ran, such as a context that does not exist).
+  returned: always (helm_mode release)
+  type: str
+command:
+  description:
+    - The helm command line of the install, upgrade or uninstall (the one that would run when nothing needs
+      doing, or in check mode). Values are in a private file removed afterwards; a chart of a repository is the
+      local copy phasekit.kube pulled. C("") when the task failed before a helm call was decided.
+  returned: always (helm_mode release)
+  type: str
+  sample: helm upgrade test /charts/grafana --install --reset-values --namespace monitoring ...
 action:
   description:
     - What was done (or would be, in check mode).
-    - C(failed) when helm failed before it made a new revision (a template error); the task then reports
-      C(changed=false). A failure that left a new revision (a C(wait) timeout) says C(installed) or C(upgraded).
+    - C(failed) when helm failed before it made a new revision (a template error). A failure that left a new
+      revision (a C(wait) timeout) says C(installed) or C(upgraded). A failed task is C(changed=false) either
+      way, as M(kubernetes.core.helm) reports it.
   returned: always (helm_mode release)
   type: str
   sample: upgraded

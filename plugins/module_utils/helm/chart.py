@@ -51,6 +51,7 @@ class ChartSource:
     repo_url: str | None = None
     version: str | None = None
     plain_http: bool = False      # an OCI registry or repository over http (helm --plain-http)
+    insecure_skip_tls_verify: bool = False  # the download's certificate not checked (helm --insecure-skip-tls-verify)
 
     @property
     def is_local(self) -> bool:
@@ -58,6 +59,19 @@ class ChartSource:
         if self.repo_url or self.ref.startswith(REMOTE_PREFIXES):
             return False
         return os.path.exists(self.ref) or self.ref.startswith(LOCAL_PREFIXES) or self.ref.endswith(".tgz")
+
+
+def chart_dependencies(path: str) -> list:
+    """The dependencies a chart directory declares (Chart.yaml, or requirements.yaml of apiVersion v1 charts)."""
+    found = []
+    for name in (CHART_FILE, "requirements.yaml"):
+        metadata_path = os.path.join(path, name)
+        if os.path.isfile(metadata_path):
+            documents = yaml_io.load_all(yaml_io.read_document_file(metadata_path, "chart"), f"chart {path}: {name}")
+            metadata = documents[0] if documents else None
+            if isinstance(metadata, dict) and isinstance(metadata.get("dependencies"), list):
+                found += metadata["dependencies"]
+    return found
 
 
 def local_chart(path: str, ref: str | None = None) -> Chart:

@@ -20,9 +20,11 @@ import glob
 import json
 import os
 import re
+import shlex
 import subprocess
 import threading
 from contextlib import ExitStack
+from dataclasses import dataclass
 
 from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
@@ -36,6 +38,24 @@ DEFAULT_TIMEOUT = 600  # seconds a helm call may take when the request gives no 
 
 _VERSIONS: dict[str, tuple[int, int]] = {}
 _VERSIONS_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class HelmOutput:
+    """One helm call as kubernetes.core reports it: the command line, and what helm printed."""
+
+    command: str
+    stdout: str
+    stderr: str
+
+
+class HelmCommandError(PhasekitError):
+    """A helm call that exited non-zero (or could not run): the message for people, and the call itself."""
+
+    def __init__(self, message: str, output: HelmOutput, returncode: int | None = None):
+        super().__init__(message)
+        self.output = output
+        self.returncode = returncode
 
 
 def helm_version(binary: str) -> tuple[int, int]:
@@ -72,6 +92,8 @@ def pull_chart(binary: str, source: ChartSource, into: str) -> str:
         argv += ["--version", source.version]
     if source.plain_http:
         argv.append("--plain-http")
+    if source.insecure_skip_tls_verify:
+        argv.append("--insecure-skip-tls-verify")
     _run(argv, env=helm_environment(None), what=f"helm pull {source.ref}")
     archives = glob.glob(os.path.join(into, "*.tgz"))
     if len(archives) != 1:
@@ -102,8 +124,45 @@ class HelmCli:
         return self._write("values.yaml", values)
 
     def run(self, args: list[str], *, what: str, timeout: int | None = None) -> str:
-        return _run([self.binary, *args], env=helm_environment(os.path.join(self._directory, "kubeconfig")),
-                    what=what, timeout=timeout)
+        """helm's standard output; a failed call raises ``HelmCommandError``."""
+        return self.call(args, what=what, timeout=timeout).stdout
+
+    def call(self, args: list[str], *, what: str, timeout: int | None = None) -> HelmOutput:
+        """helm run with ``args``: its command line, standard output and standard error."""
+        return _call([self.binary, *args], env=helm_environment(os.path.join(self._directory, "kubeconfig")),
+                     what=what, timeout=timeout)
+
+    def command(self, args: list[str]) -> str:
+        """The command line of helm with ``args``, as a shell would take it (shown as kubernetes.core shows it)."""
+        return shlex.join([self.binary, *args])
+
+    def release_status(self, name: str, namespace: str) -> dict | None:
+        """The release as kubernetes.core's ``status`` shows it: ``helm list``'s entry (name, namespace, revision,
+        updated, status, chart, app_version, in any status) and its user-supplied values; None when none."""
+        argv = ["list", "--namespace", namespace, "--filter", "^" + re.escape(name) + "$", "--output", "json"]
+        if self.version[0] < 4:
+            argv.append("--all")  # helm 4 lists releases in every status by default and has no --all
+        releases = _json(self.run(argv, what=f"helm list {name}"), f"helm list {name}") or []
+        found = next((one for one in releases if isinstance(one, dict) and one.get("name") == name), None)
+        if found is None:
+            return None
+        status = dict(found)
+        status["appversion"] = status.get("app_version", "")
+        values = self.values(name, namespace)
+        status["release_values"] = values
+        status["values"] = values
+        return status
+
+    def values(self, name: str, namespace: str) -> dict:
+        """The release's user-supplied values (``helm get values``): {} when none were given."""
+        text = self.run(["get", "values", name, "--namespace", namespace, "--output", "json"],
+                        what=f"helm get values {name}")
+        values = _json(text, f"helm get values {name}")
+        return values if isinstance(values, dict) else {}
+
+    def repo_update(self) -> HelmOutput:
+        """``helm repo update`` (the option update_repo_cache)."""
+        return self.call(["repo", "update"], what="helm repo update")
 
     def latest_revision(self, name: str, namespace: str) -> dict | None:
         """The release's latest revision as ``helm history`` shows it (revision, status, chart as name-version,
@@ -130,19 +189,34 @@ class HelmCli:
 
 
 def _run(argv: list[str], *, env: dict, what: str, timeout: int | None = None) -> str:
+    return _call(argv, env=env, what=what, timeout=timeout).stdout
+
+
+def _call(argv: list[str], *, env: dict, what: str, timeout: int | None = None) -> HelmOutput:
+    command = shlex.join(argv)
     try:
         done = subprocess.run(argv, env=env, capture_output=True, encoding="utf-8", errors="replace",  # pylint: disable=ansible-bad-function
                               timeout=timeout or DEFAULT_TIMEOUT, check=False)
     except FileNotFoundError:
-        raise PhasekitError(f"{what}: helm not found ({argv[0]}); install helm 3.13 or later, "
-                            f"or point binary_path at it") from None
+        message = f"{what}: helm not found ({argv[0]}); install helm 3.13 or later, or point binary_path at it"
+        raise HelmCommandError(message, HelmOutput(command, "", message)) from None
     except PermissionError:
-        raise PhasekitError(f"{what}: {argv[0]} is not executable") from None
-    except subprocess.TimeoutExpired:
-        raise PhasekitError(f"{what} did not finish within {timeout or DEFAULT_TIMEOUT}s") from None
+        message = f"{what}: {argv[0]} is not executable"
+        raise HelmCommandError(message, HelmOutput(command, "", message)) from None
+    except subprocess.TimeoutExpired as exc:
+        message = f"{what} did not finish within {timeout or DEFAULT_TIMEOUT}s"
+        raise HelmCommandError(message, HelmOutput(command, _text(exc.stdout), _text(exc.stderr))) from None
+    output = HelmOutput(command, done.stdout or "", done.stderr or "")
     if done.returncode != 0:
-        raise PhasekitError(f"{what} failed: {_last_lines(done.stderr) or _last_lines(done.stdout) or 'no output'}")
-    return done.stdout
+        last = _last_lines(done.stderr) or _last_lines(done.stdout) or "no output"
+        raise HelmCommandError(f"{what} failed: {last}", output, done.returncode)
+    return output
+
+
+def _text(output) -> str:
+    if isinstance(output, bytes):
+        return output.decode("utf-8", "replace")
+    return output or ""
 
 
 def _json(text: str, what: str):

@@ -22,6 +22,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.errors import Phasek
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import ChartSource
 
 PRESENT, ABSENT = "present", "absent"
+SET_VALUE_TYPES = {"raw": "--set", "string": "--set-string", "json": "--set-json", "file": "--set-file"}
 MODE_RELEASE, MODE_APPLY = "release", "apply"
 TEMPLATE_SUFFIX = ".j2"
 DEFAULT_BINARY = "helm"
@@ -38,14 +39,37 @@ HELM_OPTIONS_SPEC = {
     "release_state": {"type": "str", "choices": [PRESENT, ABSENT], "default": PRESENT, "aliases": ["state"]},
     "wait": {"type": "bool", "default": False},
     "wait_timeout": {"type": "str"},
+    "timeout": {"type": "str"},
     "atomic": {"type": "bool", "default": False},
     "history_max": {"type": "int"},
     "skip_crds": {"type": "bool", "default": False},
     "plain_http": {"type": "bool", "default": False},
+    # kubernetes.core.helm's other options, same names, aliases, types and defaults
+    "dependency_update": {"type": "bool", "default": False, "aliases": ["dep_up"]},
+    "update_repo_cache": {"type": "bool", "default": False},
+    "set_values": {"type": "list", "elements": "dict", "options": {
+        "value": {"type": "str", "required": True},
+        "value_type": {"type": "str", "default": "raw", "choices": list(SET_VALUE_TYPES)}}},
+    "reuse_values": {"type": "bool"},
+    "reset_values": {"type": "bool", "default": True},
+    "reset_then_reuse_values": {"type": "bool", "default": False},
+    "disable_hook": {"type": "bool", "default": False},
+    "force": {"type": "bool", "default": False},
+    "purge": {"type": "bool", "default": True},
+    "server_side": {"type": "str", "choices": ["auto", "true", "false"]},
+    "force_conflicts": {"type": "bool", "default": False},
+    "post_renderer": {"type": "str"},
+    "replace": {"type": "bool", "default": False},
+    "insecure_skip_tls_verify": {"type": "bool", "default": False, "aliases": ["skip_tls_certs_check"]},
+    "take_ownership": {"type": "bool", "default": False},
+    "skip_schema_validation": {"type": "bool", "default": False},
     "helm_mode": {"type": "str", "choices": [MODE_RELEASE, MODE_APPLY], "default": MODE_RELEASE},
     "binary_path": {"type": "path"},
 }
-SECRET_OPTIONS = ("release_values", "values")  # shown as *** wherever a plan shows options
+# kubernetes.core.helm's exclusions (its connection options' own are in the auth spec)
+HELM_MUTUALLY_EXCLUSIVE = [["replace", "history_max"], ["wait_timeout", "timeout"], ["force", "server_side"],
+                           ["force", "force_conflicts"]]
+SECRET_OPTIONS = ("release_values", "values", "set_values")  # shown as *** wherever a plan shows options
 
 
 @dataclass(frozen=True)
@@ -65,19 +89,64 @@ class HelmRequest:
     skip_crds: bool = False
     mode: str = MODE_RELEASE
     binary: str = DEFAULT_BINARY
+    timeout: str | None = None
+    set_values: tuple = ()                    # (value, value_type) pairs, helm's --set family, in order
+    dependency_update: bool = False
+    update_repo_cache: bool = False
+    reuse_values: bool | None = None
+    reset_values: bool = True
+    reset_then_reuse_values: bool = False
+    disable_hook: bool = False
+    force: bool = False
+    purge: bool = True
+    server_side: str | None = None
+    force_conflicts: bool = False
+    post_renderer: str | None = None
+    replace: bool = False
+    insecure_skip_tls_verify: bool = False
+    plain_http: bool = False
+    take_ownership: bool = False
+    skip_schema_validation: bool = False
 
     @property
     def values_digest(self) -> str:
-        return hashlib.sha256(canonical_json(self.values).encode("utf-8")).hexdigest()
+        """A digest of what the release's values are made of: the merged values, and the --set values (with the
+        content of --set-file files) when there are any."""
+        if not self.set_values:
+            return hashlib.sha256(canonical_json(self.values).encode("utf-8")).hexdigest()
+        made_of = {"values": self.values, "set": [[value, kind, _file_digest(value) if kind == "file" else None]
+                                                  for value, kind in self.set_values]}
+        return hashlib.sha256(canonical_json(made_of).encode("utf-8")).hexdigest()
+
+    @property
+    def set_secrets(self) -> list:
+        """What the --set values set (after ``key=``): they may be secrets, hidden as release values are."""
+        return [value.partition("=")[2] for value, _kind in self.set_values]
+
+
+def _file_digest(value: str) -> str | None:
+    """The digest of the file a ``--set-file key=path`` names (a changed file changes the release)."""
+    path = os.path.expanduser(value.partition("=")[2])
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.sha256(handle.read()).hexdigest()
+    except OSError:
+        return None
 
 
 def check_helm_options(values: dict) -> None:
     """What the spec cannot say: a chart is needed to install; a timeout must be a helm duration."""
     if values.get("release_state", PRESENT) == PRESENT and values.get("chart_ref") is None:
         raise PhasekitError("chart_ref is required to install a release (or give the chart as the phase's source)")
-    timeout = values.get("wait_timeout")
-    if timeout is not None and duration_seconds(str(timeout)) is None:
-        raise PhasekitError(f"wait_timeout {timeout!r}: expected a duration such as 300s, 5m or 1h30m")
+    for option in ("wait_timeout", "timeout"):
+        timeout = values.get(option)
+        if timeout is not None and duration_seconds(str(timeout)) is None:
+            raise PhasekitError(f"{option} {timeout!r}: expected a duration such as 300s, 5m or 1h30m")
+    if values.get("force_conflicts") and values.get("server_side") == "false":
+        raise PhasekitError("force_conflicts requires server-side apply to be enabled and cannot be used with "
+                            "server_side=false")
+    if values.get("replace") and values.get("release_state") == ABSENT:
+        raise PhasekitError("replace is not applicable when state is absent")
     history = values.get("history_max")
     if history is not None and history < 0:
         raise PhasekitError(f"history_max must be 0 (no limit) or more, got {history}")
@@ -117,13 +186,37 @@ def helm_request(values: dict, *, namespace: str, read_values_file, where: str =
     chart = None
     if values.get("chart_ref") is not None:
         chart = ChartSource(ref=str(values["chart_ref"]), repo_url=values.get("chart_repo_url"),
-                            version=values.get("chart_version"), plain_http=bool(values.get("plain_http")))
+                            version=values.get("chart_version"), plain_http=bool(values.get("plain_http")),
+                            insecure_skip_tls_verify=bool(values.get("insecure_skip_tls_verify")))
+    flags = {option: bool(HELM_OPTIONS_SPEC[option].get("default") if values.get(option) is None else values[option])
+             for option in BOOL_FLAGS}
     return HelmRequest(
         name=str(name), namespace=values.get("release_namespace") or namespace, chart=chart, values=merged,
-        state=values.get("release_state") or PRESENT, create_namespace=bool(values.get("create_namespace")),
-        wait=bool(values.get("wait")), wait_timeout=values.get("wait_timeout"), atomic=bool(values.get("atomic")),
-        history_max=values.get("history_max"), skip_crds=bool(values.get("skip_crds")),
-        mode=values.get("helm_mode") or MODE_RELEASE, binary=values.get("binary_path") or DEFAULT_BINARY)
+        state=values.get("release_state") or PRESENT, wait_timeout=values.get("wait_timeout"),
+        history_max=values.get("history_max"), mode=values.get("helm_mode") or MODE_RELEASE,
+        binary=values.get("binary_path") or DEFAULT_BINARY, timeout=values.get("timeout"),
+        set_values=set_value_pairs(values.get("set_values")), reuse_values=values.get("reuse_values"),
+        server_side=values.get("server_side"), post_renderer=values.get("post_renderer"), **flags)
+
+
+# the request's yes/no options, named as the spec names them (None in a phase's options: the spec's default)
+BOOL_FLAGS = ("create_namespace", "wait", "atomic", "skip_crds", "dependency_update", "update_repo_cache",
+              "reset_values", "reset_then_reuse_values", "disable_hook", "force", "purge", "force_conflicts",
+              "replace", "insecure_skip_tls_verify", "plain_http", "take_ownership", "skip_schema_validation")
+
+
+def set_value_pairs(set_values) -> tuple:
+    """``set_values`` as (value, value_type) pairs; each value is ``key=value`` as helm's --set takes it."""
+    pairs = []
+    for index, entry in enumerate(set_values or []):
+        if not isinstance(entry, dict) or not isinstance(entry.get("value"), str):
+            raise PhasekitError(f"set_values[{index}]: expected a mapping with value (key=value) and value_type")
+        kind = entry.get("value_type") or "raw"
+        if kind not in SET_VALUE_TYPES:
+            raise PhasekitError(f"set_values[{index}].value_type {kind!r}: expected one of "
+                                f"{', '.join(SET_VALUE_TYPES)}")
+        pairs.append((entry["value"], kind))
+    return tuple(pairs)
 
 
 def _values_file(path: str, read_values_file) -> dict:

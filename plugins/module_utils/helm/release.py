@@ -24,11 +24,13 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.bundle import objects_from_text
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import Chart
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.cli import DEFAULT_TIMEOUT, HelmCli
-from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import HelmRequest, duration_seconds
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import (
+    SET_VALUE_TYPES, HelmRequest, duration_seconds)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import object_diff
 from ansible_collections.phasekit.kube.plugins.module_utils.masking import Masks
 
@@ -56,15 +58,38 @@ class HelmReport:
     reasons: list = field(default_factory=list)
     diffs: list = field(default_factory=list)
     failure: str | None = None
+    # kubernetes.core.helm's results: the release as `helm list` shows it with its values, the helm call made
+    helm_status: dict | None = None
+    command: str = ""
+    stdout: str = ""
+    stderr: str = ""
+    warnings: list = field(default_factory=list)
+    masks: Masks = field(default_factory=Masks)  # the values seen (asked for and live): hidden in the result
 
     def result(self) -> dict:
+        """The action's result: kubernetes.core.helm's keys (status, stdout, stderr, command) beside phasekit's
+        (release, action, reasons), every value the release was given hidden."""
         out = {"changed": self.changed, "release": {"name": self.name, "namespace": self.namespace,
                                                     "chart": self.chart, "revision": self.revision,
                                                     "status": self.status},
-               "action": self.action, "reasons": list(self.reasons)}
+               "action": self.action, "reasons": list(self.reasons),
+               "status": self.helm_status, "stdout": self.stdout, "stderr": self.stderr, "command": self.command}
         if self.diffs:
             out["diff"] = self.diffs
-        return out
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
+        return self.masks.scrub(out)
+
+    def failed(self, err: PhasekitError) -> HelmReport:
+        """The report of a request that failed: kubernetes.core's rule, changed false, with helm's call and output."""
+        self.failure = self.masks.scrub(str(err))
+        self.changed = False
+        output = getattr(err, "output", None)
+        if output is not None:
+            self.command, self.stdout, self.stderr = output.command, output.stdout, output.stderr
+        else:
+            self.stderr = self.failure  # refused before helm ran (a version check, a chart that cannot be read)
+        return self
 
 
 def release_description(chart: Chart, request: HelmRequest) -> str:
@@ -95,48 +120,129 @@ def release_changes(live: dict | None, chart: Chart, request: HelmRequest) -> li
 
 def helm_timeout(request: HelmRequest) -> int:
     """Seconds the upgrade or uninstall process may take: helm's own timeout (default 5m) plus a margin."""
-    seconds = duration_seconds(request.wait_timeout) if request.wait_timeout else None
+    given = request.timeout or request.wait_timeout
+    seconds = duration_seconds(given) if given else None
     if seconds is None:
         return DEFAULT_TIMEOUT
     return int(math.ceil(seconds)) + TIMEOUT_MARGIN
 
 
-def upgrade_argv(request: HelmRequest, chart: Chart, values_path: str, major: int, *, dry_run: bool = False) -> list:
-    """``helm upgrade --install`` as the request asks it (helm 3 names the rollback flag --atomic)."""
-    # --reset-values: the release gets exactly these values; without it helm reuses the last ones when none are given
-    argv = ["upgrade", request.name, chart.path, "--install", "--reset-values", "--namespace", request.namespace,
-            "--values", values_path, "--description", release_description(chart, request), "--output", "json"]
-    if request.create_namespace:
-        argv.append("--create-namespace")
-    if request.skip_crds:
-        argv.append("--skip-crds")
-    if request.history_max is not None:
-        argv += ["--history-max", str(request.history_max)]
+def check_helm_version(request: HelmRequest, version: tuple) -> None:
+    """Options the installed helm does not have refused as kubernetes.core.helm refuses them."""
+    shown = ".".join(str(part) for part in version)
+    needs = [(request.server_side is not None, "server_side", (4, 0)),
+             (request.force_conflicts, "force_conflicts", (4, 0)),
+             (request.take_ownership, "take_ownership", (3, 17)),
+             (request.skip_schema_validation, "skip_schema_validation", (3, 16)),
+             (request.insecure_skip_tls_verify, "insecure_skip_tls_verify", (3, 16)),
+             (request.reset_then_reuse_values, "reset_then_reuse_values", (3, 14))]
+    for asked, option, minimum in needs:
+        if asked and tuple(version[:2]) < minimum:
+            raise PhasekitError(f"{option} requires helm >= {minimum[0]}.{minimum[1]}.0, current version is {shown}")
+
+
+def upgrade_argv(request: HelmRequest, chart: Chart, values_path: str, major: int, *, dry_run: bool = False,
+                 installed: bool = True, output_json: bool = False) -> list:
+    """``helm upgrade --install`` as the request asks it, with kubernetes.core.helm's flags and spellings (helm 4's
+    names where helm 4 renamed a flag); ``helm install --replace`` when ``replace`` (upgrade has no --replace).
+    ``installed``: the release exists (``force`` only reinstalls an existing release, as kubernetes.core)."""
+    if request.replace:
+        argv = ["install", request.name, chart.path]
+        if request.dependency_update:
+            argv.append("--dependency-update")
+    else:
+        argv = ["upgrade", request.name, chart.path, "--install"]
+        if request.reset_values:
+            argv.append("--reset-values")
+        if request.take_ownership:
+            argv.append("--take-ownership")
+    argv += ["--namespace", request.namespace, "--values", values_path,
+             "--description", release_description(chart, request)]
+    argv += _value_flags(request) + _install_flags(request)
+    if output_json:
+        argv += ["--output", "json"]
     if dry_run:
         return argv + ["--dry-run=client"]
     if request.wait:
         argv.append("--wait")
+        if request.wait_timeout:
+            argv += ["--timeout", request.wait_timeout]
+    elif request.wait_timeout:
+        argv += ["--timeout", request.wait_timeout]  # phasekit: a bound on hooks even without --wait
     if request.atomic:
         argv.append("--rollback-on-failure" if major >= 4 else "--atomic")
-    if request.wait_timeout:
-        argv += ["--timeout", request.wait_timeout]
+    if request.timeout:
+        argv += ["--timeout", request.timeout]
+    if request.server_side is not None:
+        argv.append("--server-side=" + request.server_side)
+    if request.force_conflicts:
+        argv.append("--force-conflicts")
+    if request.force and installed:
+        # helm 4 split --force and applies server-side by default: client-side replacement, as kubernetes.core
+        argv += ["--server-side=false", "--force-replace"] if major >= 4 else ["--force"]
+    return argv
+
+
+def _value_flags(request: HelmRequest) -> list:
+    """How the values are given beyond the merged file: reuse/reset flags and the --set family."""
+    argv = []
+    if request.reuse_values is not None:
+        argv.append(f"--reuse-values={request.reuse_values}")
+    if request.reset_then_reuse_values:
+        argv.append("--reset-then-reuse-values")
+    for value, kind in request.set_values:
+        argv += [SET_VALUE_TYPES[kind], value]
+    return argv
+
+
+def _install_flags(request: HelmRequest) -> list:
+    """Flags an install and an upgrade share, whatever the helm major."""
+    argv = []
+    if request.replace:
+        argv.append("--replace")
+    if request.disable_hook:
+        argv.append("--no-hooks")
+    if request.create_namespace:
+        argv.append("--create-namespace")
+    if request.insecure_skip_tls_verify:
+        argv.append("--insecure-skip-tls-verify")
+    if request.plain_http:
+        argv.append("--plain-http")
+    if request.post_renderer:
+        argv.append("--post-renderer=" + request.post_renderer)
+    if request.skip_crds:
+        argv.append("--skip-crds")
+    if request.history_max is not None:
+        argv.append(f"--history-max={request.history_max}")
+    if request.skip_schema_validation:
+        argv.append("--skip-schema-validation")
     return argv
 
 
 def uninstall_argv(request: HelmRequest) -> list:
+    """``helm uninstall`` as kubernetes.core.helm runs it: purge false keeps the history."""
     argv = ["uninstall", request.name, "--namespace", request.namespace]
+    if not request.purge:
+        argv.append("--keep-history")
+    if request.disable_hook:
+        argv.append("--no-hooks")
     if request.wait:
         argv.append("--wait")
-    if request.wait_timeout:
-        argv += ["--timeout", request.wait_timeout]
+    if request.wait_timeout or request.timeout:
+        argv += ["--timeout", request.wait_timeout or request.timeout]
     return argv
 
 
 def template_argv(request: HelmRequest, chart: Chart, values_path: str) -> list:
     """``helm template`` of the release (helm_mode apply): CRDs included unless skip_crds."""
     argv = ["template", request.name, chart.path, "--namespace", request.namespace, "--values", values_path]
+    argv += [flag for value, kind in request.set_values for flag in (SET_VALUE_TYPES[kind], value)]
     if not request.skip_crds:
         argv.append("--include-crds")
+    if request.post_renderer:
+        argv.append("--post-renderer=" + request.post_renderer)
+    if request.skip_schema_validation:
+        argv.append("--skip-schema-validation")
     return argv
 
 
@@ -202,58 +308,111 @@ def _leaf_strings(values):
         yield values
 
 
+def release_masks(request: HelmRequest) -> Masks:
+    """What a request's result must never show: its values and what its --set values set."""
+    return values_masks(request.values).add(*request.set_secrets)
+
+
+def read_status(helm: HelmCli, report: HelmReport) -> dict | None:
+    """The release's kubernetes.core ``status`` read into the report, its values added to the report's masks."""
+    status = helm.release_status(report.name, report.namespace)
+    if status is not None:
+        report.masks.add(*_leaf_strings(status.get("release_values")))
+    report.helm_status = status
+    return status
+
+
 def ensure_release(helm: HelmCli, request: HelmRequest, chart: Chart, *, check_mode: bool, diff: bool) -> HelmReport:
-    """Install or upgrade ``request``'s release unless it is already as asked."""
-    report = HelmReport(request.name, request.namespace, chart=f"{chart.name}-{chart.version}")
+    """Install or upgrade ``request``'s release unless it is already as asked (or ``force`` reinstalls it)."""
+    report = HelmReport(request.name, request.namespace, chart=f"{chart.name}-{chart.version}",
+                        masks=release_masks(request))
     live = helm.latest_revision(request.name, request.namespace)
     report.reasons = release_changes(live, chart, request)
     if live is not None:
         report.revision, report.status = live.get("revision"), live.get("status")
-    if not report.reasons:
-        return report
-    report.changed = True
-    report.action = UPGRADED if live is not None else INSTALLED
+    installed = live is not None and not str(live.get("status") or "").startswith("uninstall")
     try:
         values_path = helm.values_file(request.values)
+        argv = upgrade_argv(request, chart, values_path, helm.version[0], installed=installed)
+        report.command = helm.command(argv)
+        check_helm_version(request, helm.version)
+        if installed and request.force and not report.reasons:
+            report.reasons = ["force"]  # kubernetes.core: force reinstalls a release that is as asked
+        if not report.reasons:
+            if check_mode:
+                report.helm_status = check_mode_status(helm, report, request, live)
+            else:
+                read_status(helm, report)
+            return report
+        report.changed = True
+        report.action = UPGRADED if installed else INSTALLED
         if diff:
             before = helm.manifest(request.name, request.namespace) if live is not None else ""
-            rendered = _release_json(helm.run(upgrade_argv(request, chart, values_path, helm.version[0], dry_run=True),
-                                              what=f"helm upgrade {request.name} --dry-run"))
+            dry_argv = upgrade_argv(request, chart, values_path, helm.version[0], dry_run=True, output_json=True)
+            rendered = _release_json(helm.run(dry_argv, what=f"helm upgrade {request.name} --dry-run"))
             diffs = manifest_diffs(before, rendered.get("manifest") or "", f"{request.namespace}/{request.name}")
-            report.diffs = scrub_values(diffs, request.values)
+            report.diffs = report.masks.scrub(diffs)
         if check_mode:
+            report.helm_status = check_mode_status(helm, report, request, live)
             return report
-        done = _release_json(helm.run(upgrade_argv(request, chart, values_path, helm.version[0]),
-                                      what=f"helm upgrade --install {request.name}", timeout=helm_timeout(request)))
+        done = helm.call(argv, what=f"helm {argv[0]} {request.name}", timeout=helm_timeout(request))
+        report.stdout, report.stderr = done.stdout, done.stderr
+        status = read_status(helm, report)
     except PhasekitError as err:
-        report.failure = scrub_values(str(err), request.values)
         if check_mode or not _release_moved(helm, request, live):
-            report.changed, report.action = False, FAILED  # refused before helm made a revision (a template error)
-        return report
-    report.revision = done.get("version")
-    report.status = (done.get("info") or {}).get("status")
+            report.action = FAILED  # refused before helm made a revision (a template error)
+        return report.failed(err)
+    if status is not None:
+        report.revision, report.status = _revision(status.get("revision")), status.get("status")
     return report
+
+
+def check_mode_status(helm: HelmCli, report: HelmReport, request: HelmRequest, live: dict | None) -> dict:
+    """kubernetes.core's ``status`` in check mode, changed or not: ``values`` and ``release_values`` as ``current``
+    (the live release's) and ``declared`` (the request's); phasekit adds the live release's other keys beside them."""
+    status = dict(read_status(helm, report) or {}) if live is not None else {}
+    current = status.get("release_values") or {}
+    compared = {"current": current, "declared": yaml_io.copy_data(request.values)}
+    status.update(values=compared, release_values=dict(compared))
+    return status
 
 
 def remove_release(helm: HelmCli, request: HelmRequest, *, check_mode: bool, diff: bool) -> HelmReport:
-    """Uninstall ``request``'s release if it exists."""
-    report = HelmReport(request.name, request.namespace, action=ABSENT)
-    live = helm.latest_revision(request.name, request.namespace)
-    if live is None:
-        return report
-    report.chart = live.get("chart") or ""
-    report.revision, report.status = live.get("revision"), live.get("status")
-    report.changed, report.action, report.reasons = True, UNINSTALLED, ["state is absent"]
+    """Uninstall ``request``'s release if it exists (a release uninstalled with its history kept does not)."""
+    report = HelmReport(request.name, request.namespace, action=ABSENT, masks=release_masks(request))
+    argv = uninstall_argv(request)
+    report.command = helm.command(argv)
     try:
+        live = helm.latest_revision(request.name, request.namespace)
+        if live is None or str(live.get("status") or "").startswith("uninstall"):
+            if check_mode:  # kubernetes.core's check mode always answers with current and declared values
+                report.helm_status = check_mode_status(helm, report, request, live)
+            else:
+                report.helm_status = read_status(helm, report) if live is not None else None
+            return report
+        report.chart = live.get("chart") or ""
+        report.revision, report.status = live.get("revision"), live.get("status")
+        report.changed, report.action, report.reasons = True, UNINSTALLED, ["state is absent"]
         if diff:
-            report.diffs = manifest_diffs(helm.manifest(request.name, request.namespace), "",
-                                          f"{request.namespace}/{request.name}")
-        if not check_mode:
-            helm.run(uninstall_argv(request), what=f"helm uninstall {request.name}", timeout=helm_timeout(request))
-            report.status = UNINSTALLED
+            report.diffs = report.masks.scrub(manifest_diffs(helm.manifest(request.name, request.namespace), "",
+                                                             f"{request.namespace}/{request.name}"))
+        if check_mode:
+            report.helm_status = check_mode_status(helm, report, request, live)
+            return report
+        done = helm.call(argv, what=f"helm uninstall {request.name}", timeout=helm_timeout(request))
+        report.stdout, report.stderr = done.stdout, done.stderr
+        report.status = UNINSTALLED
+        read_status(helm, report)
     except PhasekitError as err:
-        report.failure = str(err)
+        return report.failed(err)
     return report
+
+
+def _revision(value) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def _release_moved(helm: HelmCli, request: HelmRequest, live: dict | None) -> bool:

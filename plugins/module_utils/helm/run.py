@@ -11,9 +11,11 @@ there is one engine for charts and manifests alike.
 
 from __future__ import annotations
 
+import os
+
 from ansible_collections.phasekit.kube.plugins.module_utils.bundle import BundleObject
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import Chart, ChartCache
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import Chart, ChartCache, chart_dependencies
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.cli import HelmCli, pull_chart
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import ABSENT, HelmRequest, duration_seconds
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import APPLY_OPTIONS_SPEC, DEFAULT_TOOLING
@@ -21,7 +23,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery impor
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import DEFAULT_TIMEOUT as TEARDOWN_TIMEOUT
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import Teardown
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.release import (
-    HelmReport, ensure_release, manifest_objects, remove_release, scrub_values, template_argv)
+    HelmReport, ensure_release, manifest_objects, release_masks, remove_release, scrub_values, template_argv)
 
 NAMESPACE_ORIGIN = "create_namespace"
 
@@ -35,13 +37,53 @@ def request_chart(request: HelmRequest, charts: ChartCache) -> Chart:
 
 def run_release(request: HelmRequest, *, kubeconfig: dict, charts: ChartCache, check_mode: bool,
                 diff: bool) -> HelmReport:
-    """Install, upgrade or uninstall the release as ``request`` asks; a failed helm call is the report's failure."""
-    if request.state == ABSENT:
-        with HelmCli(request.binary, kubeconfig) as helm:
-            return remove_release(helm, request, check_mode=check_mode, diff=diff)
-    chart = request_chart(request, charts)
+    """Install, upgrade or uninstall the release as ``request`` asks; a failed helm call is the report's failure,
+    with the call's command line, output and error output, as kubernetes.core.helm reports it."""
     with HelmCli(request.binary, kubeconfig) as helm:
-        return ensure_release(helm, request, chart, check_mode=check_mode, diff=diff)
+        if request.state == ABSENT:
+            before = _prepare(helm, request, HelmReport(request.name, request.namespace, action=ABSENT))
+            return before or remove_release(helm, request, check_mode=check_mode, diff=diff)
+        report = HelmReport(request.name, request.namespace, masks=release_masks(request))
+        before = _prepare(helm, request, report)
+        if before is not None:
+            return before
+        try:
+            chart = request_chart(request, charts)
+        except PhasekitError as err:
+            return report.failed(err)
+        done = ensure_release(helm, request, chart, check_mode=check_mode, diff=diff)
+        done.warnings[:0] = report.warnings
+        return done
+
+
+def _prepare(helm: HelmCli, request: HelmRequest, report: HelmReport) -> HelmReport | None:
+    """kubernetes.core's steps before the release: ``helm repo update`` (update_repo_cache) and, for a chart on
+    disk, ``helm dependency update`` (dependency_update). The report of a failed step, or None."""
+    try:
+        if request.update_repo_cache:
+            helm.repo_update()
+        if request.state != ABSENT and request.dependency_update and request.chart is not None:
+            _update_dependencies(helm, request, report)
+    except PhasekitError as err:
+        return report.failed(err)
+    return None
+
+
+def _update_dependencies(helm: HelmCli, request: HelmRequest, report: HelmReport) -> None:
+    source = request.chart
+    if not source.is_local:
+        report.warnings.append("This is a not stable feature with 'chart_repo_url'. Please consider to use "
+                               "dependency update with on-disk charts")
+        if not request.replace:
+            raise PhasekitError("'--dependency-update' hasn't been supported yet with 'helm upgrade'. "
+                                "Please use 'helm install' instead by adding 'replace' option")
+        return  # helm install --replace --dependency-update (upgrade_argv)
+    if not os.path.isdir(source.ref) or not chart_dependencies(source.ref):
+        report.warnings.append("There is no dependencies block defined in Chart.yaml. Dependency update will not "
+                               "be performed. Please consider add dependencies block or disable dependency_update "
+                               "to remove this warning.")
+        return
+    helm.call(["dependency", "update", source.ref], what=f"helm dependency update {source.ref}")
 
 
 def release_apply_arguments(request: HelmRequest) -> dict:
@@ -78,3 +120,15 @@ def render_release(request: HelmRequest, *, kubeconfig: dict, charts: ChartCache
         namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": request.namespace}}
         objects.insert(0, BundleObject(obj=namespace, origin=NAMESPACE_ORIGIN))
     return objects
+
+
+def unresolved_kubeconfig_result(err: PhasekitError, context: str | None) -> dict:
+    """kubernetes.core.helm's failure shape when the cluster cannot be named: phasekit resolves the kubeconfig
+    before helm runs, so ``stderr`` says what helm would have said (a context that does not exist in helm's
+    words), then phasekit's message; no helm command was run."""
+    message = str(err)
+    stderr = message
+    if context and f"context {context!r}" in message and "not defined" in message:
+        stderr = f'Error: Kubernetes cluster unreachable: context "{context}" does not exist\n{message}'
+    return {"failed": True, "changed": False, "msg": message, "stderr": stderr, "stdout": "", "command": "",
+            "status": None}

@@ -505,7 +505,9 @@ class BuiltinExecutors:
             return outcome
         report = run_release(request, kubeconfig=resolution.config, charts=self.charts, check_mode=self.dry_run,
                              diff=self.diff)
-        details = {key: value for key, value in report.result().items() if key not in ("changed", "diff")}
+        # kubernetes.core's keys (helm's output, the values) stay out of run records and summaries
+        details = {key: value for key, value in report.result().items()
+                   if key not in ("changed", "diff", "status", "stdout", "stderr", "command")}
         if report.diffs:
             details["diff"] = host_diffs(host, report.diffs)
         return Outcome(changed=report.changed, failed=report.failure is not None, msg=report.failure or "",

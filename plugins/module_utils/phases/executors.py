@@ -21,7 +21,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.phasekit.kube.plugins.module_utils import compat
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import (
-    HELM_OPTIONS_SPEC, check_helm_options, check_values_files)
+    HELM_MUTUALLY_EXCLUSIVE, HELM_OPTIONS_SPEC, check_helm_options, check_values_files)
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import SECRET_OPTIONS as HELM_SECRET_OPTIONS
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import HIDDEN
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import (
@@ -144,6 +144,8 @@ def absolute_paths(rule: dict, value, base_dir: str):
     return value
 
 
+HELM_PHASE_SPEC = {"argument_spec": HELM_OPTIONS_SPEC, "mutually_exclusive": HELM_MUTUALLY_EXCLUSIVE}
+
 KUBECONFIG_SPEC = {
     "argument_spec": {
         "host": {"type": "str", "required": True},
@@ -163,7 +165,7 @@ def executor_registry(apply_spec: dict | None = None, wait_spec: dict | None = N
         Executor("kubeconfig", SOURCE_NONE, False, KUBECONFIG_SPEC),
         Executor("command", SOURCE_OPTIONAL, False, COMMAND_PHASE_SPEC, secret_options=("env", "stdin", "env_files"),
                  check=check_command_phase_options, nested_paths=command_phase_paths),
-        Executor("helm", SOURCE_OPTIONAL, False, {"argument_spec": HELM_OPTIONS_SPEC}, check=check_helm_options,
+        Executor("helm", SOURCE_OPTIONAL, False, HELM_PHASE_SPEC, check=check_helm_options,
                  secret_options=HELM_SECRET_OPTIONS, source_option="chart_ref", check_files=check_values_files),
         # an image run with podman or docker as a KRM function: the source's documents on its standard input
         Executor("container", SOURCE_OPTIONAL, True, CONTAINER_SPEC, check=check_container_options,

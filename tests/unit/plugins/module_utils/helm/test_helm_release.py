@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import re
+import shlex
 import tarfile
 
 import pytest
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import ChartCache, ChartSource, local_chart
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.cli import HelmCli, HelmCommandError, HelmOutput
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import (
     HELM_OPTIONS_SPEC, check_helm_options, duration_seconds, helm_request, merge_values, plain_values_file)
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.release import (
-    ensure_release, helm_timeout, manifest_diffs, release_changes, release_description, scrub_values, split_manifest,
-    upgrade_argv)
-from ansible_collections.phasekit.kube.plugins.module_utils.helm.run import release_apply_arguments
+    HelmReport, check_helm_version, ensure_release, helm_timeout, manifest_diffs, read_status, release_changes,
+    release_description, release_masks, scrub_values, split_manifest, uninstall_argv, upgrade_argv)
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.run import (
+    _prepare, release_apply_arguments, unresolved_kubeconfig_result)
 
 DEFAULTS = {name: rule.get("default") for name, rule in HELM_OPTIONS_SPEC.items()}
 
@@ -214,24 +218,39 @@ class RefusingHelm:
     def manifest(self, name, namespace):
         return ""
 
-    def run(self, argv, what, timeout=None):
-        raise PhasekitError(f"{what} failed: Error: execution error at (hello/templates/cm.yaml:6:17): "
-                            "postgres://app:p4ssw0rd-123@db is not allowed")
+    def command(self, argv):
+        return shlex.join(["helm", *argv])
+
+    def release_status(self, name, namespace):
+        return None
+
+    def call(self, argv, what, timeout=None):
+        stderr = ("Error: execution error at (hello/templates/cm.yaml:6:17): postgres://app:p4ssw0rd-123@db is not "
+                  "allowed\n")
+        raise HelmCommandError(f"{what} failed: {stderr.strip()}", HelmOutput(self.command(argv), "", stderr), 1)
+
+    run = call
 
 
-@pytest.mark.parametrize("live, after_failure, changed, action", [
-    (None, None, False, "failed"),
-    (None, {"revision": 1, "status": "failed"}, True, "installed"),
-    ({"revision": 3, "status": "deployed"}, {"revision": 3, "status": "deployed"}, False, "failed"),
-    ({"revision": 3, "status": "deployed"}, {"revision": 4, "status": "failed"}, True, "upgraded"),
-], ids=["install-refused-at-template-time-changes-nothing", "install-that-left-a-failed-revision-changed-it",
-        "upgrade-refused-at-template-time-changes-nothing", "upgrade-that-left-a-failed-revision-changed-it"])
-def test_a_failed_request_says_whether_it_changed_the_release(tmp_path, live, after_failure, changed, action):
+@pytest.mark.parametrize("live, after_failure, action", [
+    (None, None, "failed"),
+    (None, {"revision": 1, "status": "failed"}, "installed"),
+    ({"revision": 3, "status": "deployed"}, {"revision": 3, "status": "deployed"}, "failed"),
+    ({"revision": 3, "status": "deployed"}, {"revision": 4, "status": "failed"}, "upgraded"),
+], ids=["install-refused-at-template-time", "install-that-left-a-failed-revision",
+        "upgrade-refused-at-template-time", "upgrade-that-left-a-failed-revision"])
+def test_a_failed_request_is_unchanged_with_helms_output_and_says_what_helm_left(tmp_path, live, after_failure,
+                                                                                 action):
+    """kubernetes.core's rule: a failed request is changed: false, with stderr and command; phasekit's action says
+    whether helm left a revision behind."""
     chart = local_chart(str(write_chart(tmp_path / "c")))
     request = request_for({"dsn": "postgres://app:p4ssw0rd-123@db"})
     report = ensure_release(RefusingHelm(live, after_failure), request, chart, check_mode=False, diff=False)
-    assert (report.changed, report.action) == (changed, action)
+    assert (report.changed, report.action) == (False, action)
     assert "templates/cm.yaml:6:17" in report.failure and "p4ssw0rd" not in report.failure
+    result = report.result()
+    assert result["command"].startswith("helm upgrade hello ") and "templates/cm.yaml:6:17" in result["stderr"]
+    assert "p4ssw0rd" not in repr(result)
 
 
 def test_values_never_appear_in_diffs():
@@ -239,3 +258,153 @@ def test_values_never_appear_in_diffs():
     after = before + "data: {dsn: 'postgres://app:p4ssw0rd-123@db', mode: fast}\n"
     diffs = scrub_values(manifest_diffs("", after, "ns/hello"), {"db": {"dsn": "postgres://app:p4ssw0rd-123@db"}})
     assert "p4ssw0rd" not in repr(diffs) and "dsn: ***" in diffs[0]["after"] and "mode: fast" in diffs[0]["after"]
+
+
+# kubernetes.core.helm's options as helm 3 and helm 4 flags: (options, major, flags present, flags absent)
+K8S_CORE_FLAGS = [
+    ({}, 3, ["--reset-values"], ["--reuse-values=True", "--force", "--no-hooks"]),
+    ({"reset_values": False, "reuse_values": True}, 4, ["--reuse-values=True"], ["--reset-values"]),
+    ({"reuse_values": False}, 3, ["--reset-values", "--reuse-values=False"], []),
+    ({"reset_then_reuse_values": True, "reset_values": False}, 4, ["--reset-then-reuse-values"], ["--reset-values"]),
+    ({"set_values": [{"value": "a=1"}, {"value": "b=x", "value_type": "string"},
+                     {"value": 'c={"d": 1}', "value_type": "json"}, {"value": "e=/f", "value_type": "file"}]}, 4,
+     ["--set a=1", "--set-string b=x", '--set-json c={"d": 1}', "--set-file e=/f"], []),
+    ({"disable_hook": True}, 3, ["--no-hooks"], []),
+    ({"force": True}, 3, ["--force"], ["--force-replace"]),
+    ({"force": True}, 4, ["--server-side=false", "--force-replace"], ["--force "]),
+    ({"atomic": True}, 3, ["--atomic"], ["--rollback-on-failure"]),
+    ({"atomic": True}, 4, ["--rollback-on-failure"], ["--atomic"]),
+    ({"wait": True, "wait_timeout": "90s"}, 4, ["--wait", "--timeout 90s"], []),
+    ({"timeout": "3m"}, 3, ["--timeout 3m"], ["--wait"]),
+    ({"server_side": "auto", "force_conflicts": True}, 4, ["--server-side=auto", "--force-conflicts"], []),
+    ({"post_renderer": "/bin/renderer"}, 3, ["--post-renderer=/bin/renderer"], []),
+    ({"replace": True, "dependency_update": True}, 3, ["install hello", "--replace", "--dependency-update"],
+     ["--install", "--reset-values"]),
+    ({"take_ownership": True}, 4, ["--take-ownership"], []),
+    ({"skip_schema_validation": True, "skip_crds": True}, 3, ["--skip-schema-validation", "--skip-crds"], []),
+    ({"insecure_skip_tls_verify": True, "plain_http": True}, 4, ["--insecure-skip-tls-verify", "--plain-http"], []),
+    ({"history_max": 3, "create_namespace": True}, 3, ["--history-max=3", "--create-namespace"], []),
+]
+
+
+@pytest.mark.parametrize("given, major, present, absent", K8S_CORE_FLAGS, ids=[
+    "reset-values-by-default", "reuse-values-without-reset", "reuse-values-false-is-said", "reset-then-reuse",
+    "set-values-each-type", "disable-hook-is-no-hooks", "force-helm3", "force-helm4-client-side-replace",
+    "atomic-helm3", "atomic-helm4-rollback-on-failure", "wait-with-wait-timeout", "timeout-without-wait",
+    "server-side-and-force-conflicts", "post-renderer", "replace-is-helm-install", "take-ownership",
+    "skip-schema-validation-and-crds", "insecure-and-plain-http", "history-max-and-create-namespace"])
+def test_kubernetes_core_options_as_helm_flags(tmp_path, given, major, present, absent):
+    chart = local_chart(str(write_chart(tmp_path / "c")))
+    request = helm_request(options(chart_ref=str(tmp_path / "c"), **given), namespace="ns", read_values_file=str)
+    command = " ".join(upgrade_argv(request, chart, "/v", major))
+    for flag in present:
+        assert flag in command
+    for flag in absent:
+        assert flag not in command
+
+
+@pytest.mark.parametrize("given, version, message", [
+    ({"server_side": "true"}, (3, 22), "server_side requires helm >= 4.0.0, current version is 3.22"),
+    ({"force_conflicts": True}, (3, 22), "force_conflicts requires helm >= 4.0.0"),
+    ({"take_ownership": True}, (3, 16), "take_ownership requires helm >= 3.17.0"),
+    ({"skip_schema_validation": True}, (3, 15), "skip_schema_validation requires helm >= 3.16.0"),
+    ({"insecure_skip_tls_verify": True}, (3, 15), "insecure_skip_tls_verify requires helm >= 3.16.0"),
+    ({"reset_then_reuse_values": True}, (3, 13), "reset_then_reuse_values requires helm >= 3.14.0"),
+], ids=["server-side-needs-helm4", "force-conflicts-needs-helm4", "take-ownership-needs-3.17",
+        "skip-schema-validation-needs-3.16", "insecure-needs-3.16", "reset-then-reuse-needs-3.14"])
+def test_options_the_installed_helm_lacks_are_refused_as_kubernetes_core_refuses_them(given, version, message):
+    request = helm_request(options(**given), namespace="ns", read_values_file=str)
+    with pytest.raises(PhasekitError, match=re.escape(message)):
+        check_helm_version(request, version)
+    check_helm_version(request, (4, 3))
+
+
+def test_uninstall_as_kubernetes_core_runs_it():
+    request = helm_request(options(release_state="absent", purge=False, disable_hook=True, wait=True,
+                                   wait_timeout="1m"), namespace="ns", read_values_file=str)
+    assert uninstall_argv(request) == ["uninstall", "hello", "--namespace", "ns", "--keep-history", "--no-hooks",
+                                       "--wait", "--timeout", "1m"]
+
+
+def test_set_values_change_the_values_digest_and_are_masked(tmp_path):
+    plain = helm_request(options(), namespace="ns", read_values_file=str)
+    with_set = helm_request(options(set_values=[{"value": "db.password=s3cr3t-value", "value_type": "string"}]),
+                            namespace="ns", read_values_file=str)
+    assert plain.values_digest != with_set.values_digest
+    assert release_masks(with_set).scrub("--set-string db.password=s3cr3t-value") == "--set-string db.password=***"
+
+
+class RecordingHelm:
+    """A helm that records its calls and answers ``helm list`` and ``helm get values`` like helm 3 or 4."""
+
+    def __init__(self, version):
+        self.version, self.calls = version, []
+
+    def run(self, argv, what, timeout=None):
+        self.calls.append(argv)
+        if argv[0] == "list":
+            return ('[{"name":"hello","namespace":"ns","revision":"2","updated":"2026-11-27 01:20:36 +0000 UTC",'
+                    '"status":"deployed","chart":"hello-1.0.0","app_version":""},{"name":"hello2"}]')
+        return '{"password": "p4ssw0rd-123", "replicas": 2}'
+
+    def call(self, argv, what, timeout=None):
+        self.calls.append(argv)
+        return HelmOutput(shlex.join(argv), "", "")
+
+    values = HelmCli.values
+    repo_update = HelmCli.repo_update
+    release_status = HelmCli.release_status
+
+
+@pytest.mark.parametrize("version, listed_with_all", [((3, 22), True), ((4, 3), False)],
+                         ids=["helm3-lists-every-status-with-all", "helm4-lists-every-status-by-default"])
+def test_status_is_helm_lists_entry_with_its_values(version, listed_with_all):
+    helm = RecordingHelm(version)
+    status = helm.release_status("hello", "ns")
+    assert status["chart"] == "hello-1.0.0" and status["revision"] == "2" and status["appversion"] == ""
+    assert status["release_values"] == status["values"] == {"password": "p4ssw0rd-123", "replicas": 2}
+    assert ("--all" in helm.calls[0]) is listed_with_all and helm.calls[1][:2] == ["get", "values"]
+    assert helm.calls[0][helm.calls[0].index("--filter") + 1] == "^hello$"
+
+
+def test_status_values_are_hidden_in_the_result():
+    report = HelmReport("hello", "ns")
+    read_status(RecordingHelm((4, 3)), report)
+    result = report.result()
+    assert result["status"]["release_values"] == {"password": "***", "replicas": 2}
+    assert "p4ssw0rd" not in repr(result)
+
+
+@pytest.mark.parametrize("given, failure, warning", [
+    ({"chart_ref": "repo/hello", "dependency_update": True}, "Please use 'helm install' instead by adding 'replace'",
+     "This is a not stable feature with 'chart_repo_url'"),
+    ({"chart_ref": "repo/hello", "dependency_update": True, "replace": True}, None,
+     "This is a not stable feature with 'chart_repo_url'"),
+], ids=["repository-chart-needs-replace", "repository-chart-with-replace-installs-with-dependency-update"])
+def test_dependency_update_of_a_repository_chart_as_kubernetes_core(given, failure, warning):
+    request = helm_request(options(**given), namespace="ns", read_values_file=str)
+    report = HelmReport("hello", "ns")
+    done = _prepare(RecordingHelm((4, 3)), request, report)
+    if failure is None:
+        assert done is None
+    else:
+        assert failure in done.failure and done.changed is False
+    assert any(warning in text for text in report.warnings)
+
+
+def test_dependency_update_of_a_chart_directory_runs_helm_dependency_update(tmp_path):
+    chart = write_chart(tmp_path / "c")
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: hello\nversion: 1.0.0\ndependencies:\n"
+                                      "  - {name: sub, version: 0.1.0, repository: file://../sub}\n")
+    helm = RecordingHelm((3, 22))
+    request = helm_request(options(chart_ref=str(chart), dependency_update=True, update_repo_cache=True),
+                           namespace="ns", read_values_file=str)
+    assert _prepare(helm, request, HelmReport("hello", "ns")) is None
+    assert helm.calls == [["repo", "update"], ["dependency", "update", str(chart)]]
+
+
+def test_a_context_that_does_not_exist_says_so_in_helms_words():
+    err = PhasekitError("context 'nowhere' is not defined by any kubeconfig source; known contexts: target")
+    result = unresolved_kubeconfig_result(err, "nowhere")
+    assert 'context "nowhere" does not exist' in result["stderr"] and result["changed"] is False
+    assert result["msg"] == str(err) and result["command"] == "" and result["failed"]

@@ -1,0 +1,608 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""kubernetes.core.helm's contract, tested from its own documentation and integration tests, with helm 3 and 4.
+
+The first test is kubernetes.core's ``tests/integration/targets/helm/tasks/tests_chart.yml`` (6.5.0) on its
+local test charts: the same tasks and the same asserts, with only the module name changed to
+``phasekit.kube.helm``. The others go through every option and return key kubernetes.core.helm documents,
+including failures (stderr, command, changed: false), one release per test, on the real local cluster.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+from test_apply import CLUSTER
+# fixtures: a chart repository on 127.0.0.1
+from test_helm import chart_repo, packaged_charts  # noqa: F401 pylint: disable=unused-import
+
+pytestmark = [pytest.mark.k8s_matrix]
+
+BINARIES = ["helm-v3.22.0", "helm-v4.3.1"]
+SECRET = "s3cr3t-" + uuid.uuid4().hex[:10]   # a release value that must never be shown
+
+# kubernetes.core's files/test-chart and files/test-chart-v2
+TEST_CHART = {
+    "Chart.yaml": "apiVersion: v2\nname: test-chart\ndescription: A chart used in molecule tests\n"
+                  "type: application\nversion: 0.1.0\nappVersion: \"default\"\n",
+    "templates/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: test-chart-configmap\n"
+                                "data:\n  myValue: {{ default \"test\" .Values.myValue }}\n",
+}
+TEST_CHART_V2 = {
+    "Chart.yaml": TEST_CHART["Chart.yaml"].replace("version: 0.1.0", "version: 0.2.0"),
+    "templates/configmap.yaml": TEST_CHART["templates/configmap.yaml"]
+    + "  myOtherValue: {{ default \"foo\" .Values.myOtherValue }}\n",
+}
+
+# tests_chart.yml of kubernetes.core 6.5.0, its helm_info/helm_template/k8s steps left out (other modules); the
+# helm tasks and every assert on them as they are, the module name changed
+KUBERNETES_CORE_TESTS_CHART = """
+- hosts: localhost
+  gather_facts: false
+  vars:
+    chart_release_name: "test-{{ chart_name | default(source) }}"
+    chart_release_replaced_name: "test-{{ chart_name | default(source) }}-001"
+  tasks:
+    - name: "Install fail {{ chart_test }} from {{ source }}"
+      phasekit.kube.helm:
+        binary_path: "{{ helm_binary }}"
+        name: "{{ chart_release_name }}"
+        chart_ref: "{{ chart_source }}"
+        chart_version: "{{ chart_test_version }}"
+        namespace: "{{ helm_namespace }}"
+      ignore_errors: true
+      register: install_fail
+
+    - name: "Assert that Install fail {{ chart_test }} from {{ source }}"
+      assert:
+        that:
+          - install_fail is failed
+          - "'Error: create: failed to create: namespaces \\"' + helm_namespace + '\\" not found' in install_fail.stderr"
+
+    - name: "Install {{ chart_test }} from {{ source }} in check mode"
+      phasekit.kube.helm:
+        binary_path: "{{ helm_binary }}"
+        name: "{{ chart_release_name }}"
+        chart_ref: "{{ chart_source }}"
+        chart_version: "{{ chart_test_version }}"
+        namespace: "{{ helm_namespace }}"
+        create_namespace: true
+      register: install_check_mode
+      check_mode: true
+
+    - name: "Assert that {{ chart_test }} chart is installed from {{ source }} in check mode"
+      assert:
+        that:
+          - install_check_mode is changed
+          - install_check_mode.status is defined
+          - install_check_mode.status.release_values is defined
+
+    - name: "Install {{ chart_test }} from {{ source }}"
+      phasekit.kube.helm:
+        binary_path: "{{ helm_binary }}"
+        name: "{{ chart_release_name }}"
+        chart_ref: "{{ chart_source }}"
+        chart_version: "{{ chart_test_version }}"
+        namespace: "{{ helm_namespace }}"
+        create_namespace: true
+      register: install
+
+    - name: "Assert that {{ chart_test }} chart version {{ chart_test_version }} is installed from {{ source }}"
+      assert:
+        that:
+          - install is changed
+          - install.status.chart == chart_test+"-"+chart_test_version
+          - install.status.status | lower == 'deployed'
+          - install.status.release_values == {}
+
+    - name: Check idempotency
+      phasekit.kube.helm:
+        binary_path: "{{ helm_binary }}"
+        name: "{{ chart_release_name }}"
+        chart_ref: "{{ chart_source }}"
+        chart_version: "{{ chart_test_version }}"
+        namespace: "{{ helm_namespace }}"
+      register: install
+      diff: true
+
+    - name: Assert idempotency
+      assert:
+        that:
+          - install is not changed
+          - install.status.chart == chart_test+"-"+chart_test_version
+          - install.status.status | lower == 'deployed'
+
+    - name: "Add vars to {{ chart_test }} from {{ source }}"
+      phasekit.kube.helm:
+        binary_path: "{{ helm_binary }}"
+        name: "{{ chart_release_name }}"
+        chart_ref: "{{ chart_source }}"
+        chart_version: "{{ chart_test_version }}"
+        namespace: "{{ helm_namespace }}"
+        values: "{{ chart_test_values }}"
+      register: install
+
+    - name: "Assert that {{ chart_test }} chart is upgraded with new var from {{ source }}"
+      assert:
+        that:
+          - install is changed
+          - install.status.status | lower == 'deployed'
+          - install.status.chart == chart_test+"-"+chart_test_version
+          - install.status['release_values'] == chart_test_values
+
+    - name: Check idempotency after adding vars
+      phasekit.kube.helm:
+        binary_path: "{{ helm_binary }}"
+        name: "{{ chart_release_name }}"
+        chart_ref: "{{ chart_source }}"
+        chart_version: "{{ chart_test_version }}"
+        namespace: "{{ helm_namespace }}"
+        values: "{{ chart_test_values }}"
+      register: install
+      diff: true
+
+    - name: Assert idempotency after add vars
+      assert:
+        that:
+          - install is not changed
+          - install.status.status | lower == 'deployed'
+          - install.status.chart == chart_test+"-"+chart_test_version
+          - install.status['release_values'] == chart_test_values
+
+    - name: "Remove Vars to {{ chart_test }} from {{ source }}"
+      phasekit.kube.helm:
+        binary_path: "{{ helm_binary }}"
+        name: "{{ chart_release_name }}"
+        chart_ref: "{{ chart_source }}"
+        chart_version: "{{ chart_test_version }}"
+        namespace: "{{ helm_namespace }}"
+      register: install
+
+    - name: "Assert that {{ chart_test }} chart is upgraded with new var from {{ source }}"
+      assert:
+        that:
+          - install is changed
+          - install.status.status | lower == 'deployed'
+          - install.status.chart == chart_test+"-"+chart_test_version
+          - install.status['release_values'] == {}
+
+    - name: Check idempotency after removing vars
+      phasekit.kube.helm:
+        binary_path: "{{ helm_binary }}"
+        name: "{{ chart_release_name }}"
+        chart_ref: "{{ chart_source }}"
+        chart_version: "{{ chart_test_version }}"
+        namespace: "{{ helm_namespace }}"
+      register: install
+      diff: true
+
+    - name: Assert idempotency after removing vars
+      assert:
+        that:
+          - install is not changed
+          - install.status.status | lower == 'deployed'
+          - install.status.chart == chart_test+"-"+chart_test_version
+          - install.status['release_values'] == {}
+
+    - name: "Upgrade {{ chart_test }} from {{ source }}"
+      phasekit.kube.helm:
+        binary_path: "{{ helm_binary }}"
+        name: "{{ chart_release_name }}"
+        chart_ref: "{{ chart_source_upgrade | default(chart_source) }}"
+        chart_version: "{{ chart_test_version_upgrade }}"
+        namespace: "{{ helm_namespace }}"
+      register: install
+
+    - name: "Assert that {{ chart_test }} chart is upgraded with new version from {{ source }}"
+      assert:
+        that:
+          - install is changed
+          - install.status.status | lower == 'deployed'
+          - install.status.chart == chart_test+"-"+chart_test_version_upgrade
+
+    - name: Check idempotency after upgrade
+      phasekit.kube.helm:
+        binary_path: "{{ helm_binary }}"
+        name: "{{ chart_release_name }}"
+        chart_ref: "{{ chart_source_upgrade | default(chart_source) }}"
+        chart_version: "{{ chart_test_version_upgrade }}"
+        namespace: "{{ helm_namespace }}"
+      register: install
+      diff: true
+
+    - name: Assert idempotency after upgrade
+      assert:
+        that:
+          - install is not changed
+          - install.status.status | lower == 'deployed'
+          - install.status.chart == chart_test+"-"+chart_test_version_upgrade
+
+    - name: "Remove {{ chart_test }} from {{ source }}"
+      phasekit.kube.helm:
+        binary_path: "{{ helm_binary }}"
+        state: absent
+        name: "{{ chart_release_name }}"
+        namespace: "{{ helm_namespace }}"
+      register: install
+
+    - name: "Assert that {{ chart_test }} chart is removed from {{ source }}"
+      assert:
+        that:
+          - install is changed
+
+    - name: Check idempotency after remove
+      phasekit.kube.helm:
+        binary_path: "{{ helm_binary }}"
+        state: absent
+        name: "{{ chart_release_name }}"
+        namespace: "{{ helm_namespace }}"
+      register: install
+      diff: true
+
+    - name: Assert idempotency
+      assert:
+        that:
+          - install is not changed
+
+    # Test --replace
+    - name: Install chart for replace option
+      phasekit.kube.helm:
+        binary_path: "{{ helm_binary }}"
+        name: "{{ chart_release_replaced_name }}"
+        chart_ref: "{{ chart_source }}"
+        chart_version: "{{ chart_test_version }}"
+        namespace: "{{ helm_namespace }}"
+      register: install
+
+    - name: "Assert that {{ chart_test }} chart is installed from {{ source }}"
+      assert:
+        that:
+          - install is changed
+
+    - name: "Remove {{ chart_release_replaced_name }} with --purge"
+      phasekit.kube.helm:
+        binary_path: "{{ helm_binary }}"
+        state: absent
+        name: "{{ chart_release_replaced_name }}"
+        purge: False
+        namespace: "{{ helm_namespace }}"
+      register: install
+
+    - name: Check if chart is removed
+      assert:
+        that:
+          - install is changed
+
+    - name: "Install chart again with same name {{ chart_release_replaced_name }}"
+      phasekit.kube.helm:
+        binary_path: "{{ helm_binary }}"
+        name: "{{ chart_release_replaced_name }}"
+        chart_ref: "{{ chart_source }}"
+        chart_version: "{{ chart_test_version }}"
+        namespace: "{{ helm_namespace }}"
+        replace: True
+      register: install
+
+    - name: "Assert that {{ chart_test }} chart is installed from {{ source }}"
+      assert:
+        that:
+          - install is changed
+
+    - name: Remove {{ chart_test }} (cleanup)
+      phasekit.kube.helm:
+        binary_path: "{{ helm_binary }}"
+        state: absent
+        name: "{{ chart_release_replaced_name }}"
+        namespace: "{{ helm_namespace }}"
+      register: install
+
+    - name: Check if chart is removed
+      assert:
+        that:
+          - install is changed
+
+    - name: "Install {{ chart_test }} from {{ source }} with values_files"
+      phasekit.kube.helm:
+        binary_path: "{{ helm_binary }}"
+        name: "{{ chart_release_name }}"
+        chart_ref: "{{ chart_source }}"
+        chart_version: "{{ chart_test_version }}"
+        namespace: "{{ helm_namespace }}"
+        values_files:
+          - "{{ role_path }}/files/values.yaml"
+      register: install
+
+    - name: "Assert that {{ chart_test }} chart has var from {{ source }}"
+      assert:
+        that:
+          - install is changed
+          - install.status.status | lower == 'deployed'
+          - install.status.chart == chart_test+"-"+chart_test_version
+          - "install.status['release_values'].revisionHistoryLimit == 0"
+
+    - name: "Install {{ chart_test }} from {{ source }} with values_files (again)"
+      phasekit.kube.helm:
+        binary_path: "{{ helm_binary }}"
+        name: "{{ chart_release_name }}"
+        chart_ref: "{{ chart_source }}"
+        chart_version: "{{ chart_test_version }}"
+        namespace: "{{ helm_namespace }}"
+        values_files:
+          - "{{ role_path }}/files/values.yaml"
+      register: install
+
+    - name: "Assert the result is consistent"
+      assert:
+        that:
+          - not (install is changed)
+
+    - name: "Remove {{ chart_release_name }} release"
+      phasekit.kube.helm:
+        binary_path: "{{ helm_binary }}"
+        name: "{{ chart_release_name }}"
+        namespace: "{{ helm_namespace }}"
+        state: absent
+
+    - name: Release using non-existent context
+      phasekit.kube.helm:
+        binary_path: "{{ helm_binary }}"
+        name: "{{ chart_release_name }}"
+        chart_ref: "{{ chart_source }}"
+        chart_version: "{{ chart_test_version }}"
+        namespace: "{{ helm_namespace }}"
+        create_namespace: true
+        context: does-not-exist
+      ignore_errors: true
+      register: result
+
+    - name: Assert that release fails with non-existent context
+      assert:
+        that:
+          - result is failed
+          - "'context \\"does-not-exist\\" does not exist' in result.stderr"
+"""
+
+
+def write_files(root: Path, files: dict) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def helm_env(cluster) -> dict:
+    """kubernetes.core's default connection: helm reads $KUBECONFIG (phasekit too, as a kubeconfig source)."""
+    return {"KUBECONFIG": str(cluster.admin_kubeconfig)}
+
+
+def delete_namespace(cluster, namespace: str) -> None:
+    cluster.kubectl("delete", "namespace", namespace, "--ignore-not-found", "--wait=false")
+
+
+@pytest.mark.parametrize("binary", BINARIES)
+def test_kubernetes_cores_own_chart_tests_pass_with_only_the_module_name_changed(clusters, run_playbook, tmp_path,
+                                                                                 bin_dir, binary):
+    """tests_chart.yml of kubernetes.core on its test charts: install failures, check mode, idempotence, values,
+    upgrade, uninstall, purge: false and replace, values_files, a context that does not exist."""
+    target = clusters[CLUSTER]
+    namespace = f"pk-k8score-{uuid.uuid4().hex[:8]}"
+    role = write_files(tmp_path / "role", {"files/values.yaml": "---\nrevisionHistoryLimit: 0\n"})
+    variables = {
+        "helm_binary": str(bin_dir / binary), "helm_namespace": namespace, "source": "local_path",
+        "chart_name": "local-path-001", "chart_test": "test-chart", "role_path": str(role),
+        "chart_source": str(write_files(tmp_path / "test-chart", TEST_CHART)),
+        "chart_source_upgrade": str(write_files(tmp_path / "test-chart-v2", TEST_CHART_V2)),
+        "chart_test_version": "0.1.0", "chart_test_version_upgrade": "0.2.0",
+        # kubernetes.core's defaults/main.yml has myValue: "changed"; phasekit hides every string release value of
+        # four characters or more (test_every_option_and_return_key_of_kubernetes_core_helm asserts it), so the
+        # string here is shorter
+        "chart_test_values": {"revisionHistoryLimit": 0, "myValue": "new"},
+    }
+    vars_file = tmp_path / "vars.yml"
+    vars_file.write_text(yaml.safe_dump(variables))
+    try:
+        result = run_playbook(KUBERNETES_CORE_TESTS_CHART, None, "-e", f"@{vars_file}", env=helm_env(target))
+        assert result.rc == 0, result
+        assert "failed=0" in result.stdout and "ignored=2" in result.stdout, result.stdout[-600:]
+    finally:
+        delete_namespace(target, namespace)
+
+
+def opts_chart(root: Path, crd_group: str) -> Path:
+    """A chart that shows each option's effect: a dependency (file://), a values schema, a hook, a CRD, a
+    placeholder the post-renderer replaces."""
+    write_files(root / "sub", {
+        "Chart.yaml": "apiVersion: v2\nname: sub\nversion: 0.1.0\n",
+        "templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sub-cm\ndata:\n  a: b\n"})
+    return write_files(root / "opts", {
+        "Chart.yaml": "apiVersion: v2\nname: opts\nversion: 0.1.0\nappVersion: \"1.2.3\"\n"
+                      "dependencies:\n  - name: sub\n    version: 0.1.0\n    repository: file://../sub\n",
+        "values.yaml": "count: 1\n",
+        "values.schema.json": '{"properties": {"count": {"type": "integer"}}}',
+        "templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: opts-cm\ndata:\n"
+                             "  count: {{ .Values.count | quote }}\n  rendered: PLACEHOLDER\n"
+                             "  nested: {{ .Values.nested | toJson | quote }}\n",
+        "templates/hook.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: opts-hook\n  annotations:\n"
+                               "    helm.sh/hook: post-install,post-upgrade\ndata:\n  a: b\n",
+        "crds/crd.yaml": yaml.safe_dump({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"widgets.{crd_group}"},
+            "spec": {"group": crd_group, "scope": "Namespaced",
+                     "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                     "versions": [{"name": "v1", "served": True, "storage": True, "schema": {
+                         "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}),
+    })
+
+
+def helm_task(name: str, register: str, base: dict, check_mode: bool = False, **options) -> dict:
+    one = {"name": name, "phasekit.kube.helm": {**base, **options}, "register": register, "ignore_errors": True}
+    if check_mode:
+        one.update(check_mode=True, diff=True)
+    return one
+
+
+def asserting(*that: str) -> dict:
+    return {"assert": {"that": list(that)}}
+
+
+def kubectl(register: str, *args: str) -> dict:
+    """What the cluster holds, asked with kubectl (on PATH; $KUBECONFIG names the cluster)."""
+    return {"ansible.builtin.command": {"argv": ["kubectl", *args]}, "register": register, "failed_when": False,
+            "changed_when": False}
+
+
+@pytest.mark.parametrize("binary", BINARIES)
+def test_every_option_and_return_key_of_kubernetes_core_helm(clusters, run_playbook, tmp_path, bin_dir, binary,
+                                                            chart_repo):  # noqa: F811 - the fixture imported
+    """Each documented option's effect on the release and on ``command``, each return key's shape, and failures
+    (ownership refused, a schema violation, a broken template, an option this helm lacks) as kubernetes.core
+    reports them: failed, changed: false, stderr and command."""
+    target = clusters[CLUSTER]
+    helm4 = binary.startswith("helm-v4")
+    namespace = f"pk-k8sopts-{uuid.uuid4().hex[:8]}"
+    crd_group = f"opts{uuid.uuid4().hex[:8]}.phasekit.dev"
+    chart = opts_chart(tmp_path / "charts", crd_group)
+    broken = write_files(tmp_path / "charts" / "broken", {
+        "Chart.yaml": "apiVersion: v2\nname: broken\nversion: 0.1.0\n",
+        "templates/cm.yaml": "data: {{ .Values.x | nosuchfunc }}\n"})
+    secret_file = tmp_path / "from-file.txt"
+    secret_file.write_text(SECRET + "-file")
+    renderer = tmp_path / "renderer.sh"
+    renderer.write_text("#!/bin/sh\nexec sed s/PLACEHOLDER/post-rendered/\n")
+    renderer.chmod(0o755)
+    target.kubectl("create", "namespace", namespace)
+    target.kubectl("create", "configmap", "opts-cm", "-n", namespace, "--from-literal=owner=kubectl")
+    base = {"binary_path": str(bin_dir / binary), "release_name": "opts", "release_namespace": namespace,
+            "chart_ref": str(chart), "history_max": 2}
+    values = {"release_values": {"password": SECRET}, "set_values": [
+        {"value": "count=3"}, {"value": "label=" + SECRET + "-set", "value_type": "string"},
+        {"value": 'nested={"a": 1}', "value_type": "json"}, {"value": f"fromFile={secret_file}", "value_type": "file"}]}
+    if helm4:  # helm 4's --post-renderer names a plugin; kubernetes.core passes the option on, so does phasekit
+        rendered_assert = asserting("rendered is failed", "rendered is not changed", "'plugin' in rendered.stderr",
+                                    "'--post-renderer=' in rendered.command")
+        server_side_assert = asserting("server_side is changed", "'--server-side=true' in server_side.command",
+                                       "'--force-conflicts' in server_side.command")
+    else:
+        rendered_assert = asserting("rendered is changed", "'--post-renderer=' in rendered.command")
+        server_side_assert = asserting("server_side is failed", "server_side is not changed",
+                                       "'server_side requires helm >= 4.0.0' in server_side.msg",
+                                       "server_side.stderr is string")
+    rollback = "--rollback-on-failure" if helm4 else "--atomic"
+    force = "--force-replace" if helm4 else "--force"
+    tasks = [
+        helm_task("ownership refused without take_ownership", "refused", base, **values, dependency_update=True,
+                  skip_crds=True),
+        asserting("refused is failed", "refused is not changed", "'opts-cm' in refused.stderr",
+                  "refused.command is search(' upgrade opts ')", "'--take-ownership' not in refused.command"),
+        helm_task("install with the lot", "installed", base, **values, dependency_update=True, take_ownership=True,
+                  disable_hook=True, skip_crds=True, wait=True, wait_timeout="60s", atomic=True),
+        asserting("installed is changed", "installed is not failed",
+                  "installed.status.name == 'opts'", f"installed.status.namespace == '{namespace}'",
+                  "installed.status.chart == 'opts-0.1.0'", "installed.status.appversion == '1.2.3'",
+                  "installed.status.app_version == '1.2.3'", "installed.status.revision == '1'",
+                  "installed.status.status == 'deployed'", "installed.status.updated is string",
+                  "installed.status.release_values.count == 3", "installed.status.release_values.nested == {'a': 1}",
+                  "installed.status.release_values.password == '***'",
+                  "installed.status.release_values.label == '***'",
+                  "installed.status['values'] == installed.status.release_values",
+                  "'STATUS: deployed' in installed.stdout", "installed.stderr is string",
+                  "installed.command is search(' upgrade opts ')",
+                  "'--set count=3' in installed.command", "'--set-string' in installed.command",
+                  "'--set-json' in installed.command", "'--set-file' in installed.command",
+                  "'--take-ownership' in installed.command", "'--no-hooks' in installed.command",
+                  "'--skip-crds' in installed.command", "'--history-max=2' in installed.command",
+                  "'--wait' in installed.command", "'--timeout 60s' in installed.command",
+                  f"'{rollback}' in installed.command", "'--reset-values' in installed.command",
+                  "installed.release.revision == 1 and installed.action == 'installed'"),
+        # dependency_update brought the subchart; disable_hook, skip_crds: no hook, no CRD
+        kubectl("objects", "get", "configmap", "opts-cm", "sub-cm", "opts-hook", "-n", namespace, "-o", "name"),
+        kubectl("crd", "get", "crd", f"widgets.{crd_group}"),
+        asserting("'configmap/sub-cm' in objects.stdout", "'configmap/opts-cm' in objects.stdout",
+                  "'opts-hook' in objects.stderr", "crd.rc != 0"),
+        helm_task("the same again", "again", base, **values),
+        asserting("again is not changed", "again.status.status == 'deployed'", "again.status.revision == '1'",
+                  "again.stdout == ''"),
+        helm_task("force reinstalls", "forced", base, **values, force=True),
+        asserting("forced is changed", f"'{force}' in forced.command", "forced.status.revision == '2'"),
+        helm_task("reuse_values", "reused", base, release_values={"extra": 1}, reuse_values=True, reset_values=False),
+        asserting("reused is changed", "'--reuse-values=True' in reused.command",
+                  "'--reset-values' not in reused.command", "reused.status.release_values.extra == 1",
+                  "reused.status.release_values.count == 3", "reused.status.release_values.password == '***'"),
+        helm_task("reset_then_reuse_values and timeout", "reset", base, release_values={"other": 2},
+                  reset_values=False, reset_then_reuse_values=True, timeout="2m", insecure_skip_tls_verify=True,
+                  plain_http=True),
+        asserting("reset is changed", "'--reset-then-reuse-values' in reset.command",
+                  "'--timeout 2m' in reset.command", "'--insecure-skip-tls-verify' in reset.command",
+                  "'--plain-http' in reset.command", "reset.status.release_values.other == 2",
+                  "reset.status.release_values.extra == 1"),
+        {"ansible.builtin.command": {"argv": [str(bin_dir / binary), "history", "opts", "-n", namespace, "-o", "json"]},
+         "register": "history", "changed_when": False},
+        asserting("history.stdout | from_json | length == 2"),  # history_max: 2, after four revisions
+        helm_task("update_repo_cache", "repo_update", base, release_name="dummy", state="absent",
+                  update_repo_cache=True),
+        asserting("repo_update is not failed", "repo_update is not changed", "repo_update.status is none"),
+        helm_task("a values schema violated", "invalid", base, set_values=[{"value": "count=abc",
+                                                                            "value_type": "string"}]),
+        asserting("invalid is failed", "invalid is not changed", "'count' in invalid.stderr",
+                  "'--skip-schema-validation' not in invalid.command"),
+        helm_task("skip_schema_validation", "unchecked", base, set_values=[{"value": "count=abc",
+                                                                            "value_type": "string"}],
+                  skip_schema_validation=True),
+        asserting("unchecked is changed", "'--skip-schema-validation' in unchecked.command",
+                  "unchecked.status.release_values.count == 'abc'"),
+        helm_task("post_renderer", "rendered", base, post_renderer=str(renderer)),
+        rendered_assert,
+        kubectl("rendered_cm", "get", "configmap", "opts-cm", "-n", namespace, "-o", "jsonpath={.data.rendered}"),
+        asserting(f"rendered_cm.stdout == '{'PLACEHOLDER' if helm4 else 'post-rendered'}'"),
+        helm_task("server_side and force_conflicts", "server_side", base, server_side="true", force_conflicts=True),
+        server_side_assert,
+        helm_task("check mode", "checked", base, check_mode=True, release_values={"password": SECRET + "-new"},
+                  set_values=[{"value": "count=7"}]),
+        asserting("checked is changed", "checked.status.release_values.current == {}",
+                  "checked.status.release_values.declared.password == '***'", "checked.status['values'] is mapping",
+                  "checked.diff | length == 1", "checked.stdout == ''"),
+        helm_task("check mode, nothing to change", "checked_same", base, check_mode=True),
+        asserting("checked_same is not changed", "checked_same.status.release_values.current == {}",
+                  "checked_same.status.release_values.declared == {}", "checked_same.status.chart == 'opts-0.1.0'"),
+        helm_task("a namespace that does not exist", "no_namespace",
+                  {**base, "release_namespace": namespace + "-missing", "release_name": "nowhere"}),
+        asserting("no_namespace is failed", "no_namespace is not changed",
+                  f"'namespaces \"{namespace}-missing\" not found' in no_namespace.stderr",
+                  "no_namespace.command is search(' upgrade nowhere ')", "no_namespace.status is none"),
+        helm_task("a context that does not exist", "no_context", base, context="nowhere"),
+        asserting("no_context is failed", "no_context is not changed",
+                  "'context \"nowhere\" does not exist' in no_context.stderr", "no_context.command == ''"),
+        helm_task("a broken chart", "broken", {**base, "chart_ref": str(broken), "release_name": "broken"}),
+        asserting("broken is failed", "broken is not changed", "'nosuchfunc' in broken.stderr",
+                  "broken.command is search(' upgrade broken ')", "broken.stdout is string"),
+        helm_task("uninstall keeping history", "removed", base, state="absent", purge=False, disable_hook=True,
+                  wait=True),
+        asserting("removed is changed", "'--keep-history' in removed.command", "'--no-hooks' in removed.command",
+                  "'--wait' in removed.command", "removed.status.status == 'uninstalled'",
+                  "'uninstalled' in removed.stdout"),
+        helm_task("uninstalled already", "gone", base, state="absent"),
+        asserting("gone is not changed", "gone.status.status == 'uninstalled'"),
+    ]
+    play = [{"hosts": "localhost", "gather_facts": False, "tasks": tasks}]
+    repositories = {"HELM_REPOSITORY_CONFIG": str(tmp_path / "repositories.yaml"),
+                    "HELM_REPOSITORY_CACHE": str(tmp_path / "repository-cache")}
+    subprocess.run([str(bin_dir / binary), "repo", "add", "local", chart_repo], check=True, capture_output=True,
+                   env={**os.environ, **repositories})
+    index = tmp_path / "repository-cache" / "local-index.yaml"
+    os.utime(index, (0, 0))
+    try:
+        result = run_playbook(play, None, env={**helm_env(target), **repositories})
+        assert result.rc == 0, result
+        assert "failed=0" in result.stdout, result.stdout[-600:]
+        assert SECRET not in result.output
+        assert index.stat().st_mtime > 0  # update_repo_cache ran helm repo update
+    finally:
+        delete_namespace(target, namespace)
+        target.kubectl("delete", "crd", f"widgets.{crd_group}", "--ignore-not-found")
