@@ -38,6 +38,9 @@ READ_TIMEOUT = 60.0
 # An attempt that failed after this long is the server's state, not a hiccup (etcd down: the API server answers
 # 504 after 30-60 s): it is not retried, so a dead cluster fails a run in about a minute, not after six.
 SLOW_FAILURE = 10.0
+# seconds after the API server failed to answer during which a best-effort request (attempts=1: run records, their
+# key) is not sent to it: a server whose etcd is gone holds each request for its whole request timeout (60 s)
+UNANSWERED_GRACE = 30.0
 TYPED_PATCH_REFUSAL = "failed to create typed patch object"
 APPLY_PATCH = "application/apply-patch+yaml"  # JSON is YAML: the body is sent as JSON
 _WARNING_HEADER = re.compile(r'^\s*\d{3}\s+\S+\s+"(?P<text>(?:[^"\\]|\\.)*)"')
@@ -95,6 +98,7 @@ class ApiSession:
         self._lock = threading.Lock()
         self.warnings: list[str] = []
         self.requests = 0
+        self._unanswered: tuple[float, str] | None = None  # (when, why) the server last failed to answer
 
     # ------------------------------------------------------------- verbs
 
@@ -145,6 +149,8 @@ class ApiSession:
         ``attempts``: at most that many tries instead of the session's ``max_attempts`` (1: a best-effort request
         that must not wait out a gone server's backoff)."""
         most = attempts or self.max_attempts
+        if most == 1:
+            self._refuse_if_unanswered(method, path)
         url = self.server + path + (("?" + urlencode(query)) if query else "")
         payload = None if body is None else request_body(body)
         attempt = 0
@@ -162,8 +168,8 @@ class ApiSession:
                 if attempt < most and not self._slow(began):
                     self._sleep(self._backoff(attempt))
                     continue
-                raise TransportError(f"cannot reach the API server {self.server} after {attempt} attempt(s): "
-                                     f"{type(exc).__name__}: {unreachable_reason(exc)}") from None
+                raise self._unanswered_error(f"cannot reach the API server {self.server} after {attempt} attempt(s): "
+                                             f"{type(exc).__name__}: {unreachable_reason(exc)}") from None
             with self._lock:
                 self.requests += 1
             self._collect_warnings(raw.headers)
@@ -173,14 +179,25 @@ class ApiSession:
                 self._sleep(self._retry_delay(raw, attempt))
                 continue
             if 200 <= raw.status < 300:
+                self._unanswered = None
                 return Response(raw.status, decoded, dict(raw.headers))
             error = _api_error(raw.status, raw.reason, decoded, raw.data, method, path)
             if raw.status == 504:
                 # the server could not finish in time (its storage is down or overloaded): like an unreachable
                 # server, the next requests would wait as long, so callers stop sending
-                raise TransportError(f"the API server {self.server} did not complete the request in time "
-                                     f"(after {attempt} attempt(s)): {error.reason}: {error.message}") from None
+                raise self._unanswered_error(f"the API server {self.server} did not complete the request in time "
+                                             f"(after {attempt} attempt(s)): {error.reason}: {error.message}") from None
             raise error
+
+    def _unanswered_error(self, message: str) -> TransportError:
+        self._unanswered = (self._clock(), message)
+        return TransportError(message)
+
+    def _refuse_if_unanswered(self, method: str, path: str) -> None:
+        """A best-effort request is not sent to a server that failed to answer a moment ago: it would wait as long."""
+        unanswered = self._unanswered
+        if unanswered is not None and self._clock() - unanswered[0] < UNANSWERED_GRACE:
+            raise TransportError(f"{method} {path} not sent: {unanswered[1]}")
 
     def _slow(self, began: float) -> bool:
         return self._clock() - began >= SLOW_FAILURE

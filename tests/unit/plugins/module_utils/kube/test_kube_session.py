@@ -125,6 +125,30 @@ def test_a_slow_failure_is_not_retried(answer, seconds, attempts, error):
         assert err.value.status == 503
 
 
+@pytest.mark.parametrize("later, attempts, sent", [
+    (1.0, 1, False),
+    (1.0, None, True),
+    (session.UNANSWERED_GRACE + 1, 1, True),
+], ids=["best-effort-right-after-skipped", "patient-request-sent", "best-effort-after-the-grace-sent"])
+def test_a_server_that_did_not_answer_gets_no_best_effort_request_for_a_while(later, attempts, sent):
+    """A server whose etcd is gone holds each request 60 s: the run records written after the phase failed would
+    keep the run waiting minutes more; requests the run needs are still sent."""
+    clock = [0.0]
+    timeout = Raw(504, {"kind": "Status", "reason": "Timeout", "message": "request did not complete"})
+    pool = SlowPool([timeout, Raw(200, {"ok": 1})], 40.0, clock)
+    api = ApiSession(FakeApiClient(pool), sleep=lambda _seconds: None, clock=lambda: clock[0])
+    with pytest.raises(TransportError):
+        api.get("/api")
+    pool.seconds, clock[0] = 0.0, clock[0] + later
+    if sent:
+        assert api.request("GET", "/api/v1/x", attempts=attempts).body == {"ok": 1}
+    else:
+        with pytest.raises(TransportError, match="GET /api/v1/x not sent: the API server https://127.0.0.1:6443 "
+                                                 "did not complete the request in time"):
+            api.request("GET", "/api/v1/x", attempts=attempts)
+    assert len(pool.requests) == (2 if sent else 1)
+
+
 def test_api_errors_are_not_retried_and_keep_the_status():
     session, pool, _rest = session_with(Raw(403, STATUS_403))
     with pytest.raises(ApiError) as err:
