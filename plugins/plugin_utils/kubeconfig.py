@@ -93,7 +93,9 @@ class KubeconfigRequest:
 
 def kubeconfig_request(host: str | None, host_vars: HostVars, task_args: Mapping, environ: Mapping) -> KubeconfigRequest:
     """Apply the precedence table: task parameter > K8S_AUTH_* environment > host vars > kubectl default."""
-    connection = connection_options(task_args, environ, lambda name: to_plain(host_vars(name)), host)
+    # plain data: a templated parameter is Ansible's tagged string on 2.19, which the kubeconfig YAML cannot hold
+    connection = connection_options({name: to_plain(task_args.get(name)) for name in CONNECTION_SPEC}, environ,
+                                    lambda name: to_plain(host_vars(name)), host)
     task_sources = to_plain(task_args.get("kubeconfig"))
     host_sources = to_plain(host_vars(HOST_VAR_KUBECONFIG))
     host_label = f"host var {HOST_VAR_KUBECONFIG}" + (f" of {host}" if host else "")

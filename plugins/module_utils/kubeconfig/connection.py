@@ -134,17 +134,6 @@ class ConnectionOptions:
         """Where each option came from; never a value."""
         return {name: {"from": setting.origin} for name, setting in self.settings.items()}
 
-    def secrets(self) -> set:
-        """The secret values among the options (to mask wherever they could be shown)."""
-        found = set()
-        for spec in OPTIONS:
-            value = self.get(spec.name)
-            if spec.secret and isinstance(value, str) and value:
-                found.add(value)
-            if spec.name == "proxy_headers" and isinstance(value, dict):
-                found.update(str(item) for key, item in value.items() if key != "user_agent" and item)
-        return found
-
 
 def connection_options(task_args: Mapping, environ: Mapping, host_vars: Callable[[str], object],
                        host: str | None = None) -> ConnectionOptions:
