@@ -62,7 +62,8 @@ def test_every_action_connects_with_host_api_key_and_ca_cert(clusters, run_playb
     chart = tmp_path / "chart"
     (chart / "templates").mkdir(parents=True)
     (chart / "Chart.yaml").write_text("apiVersion: v2\nname: conn\nversion: 0.1.0\n")
-    (chart / "templates/cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: '{{ .Release.Name }}'}\n")
+    (chart / "templates/cm.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: '{{ .Release.Name }}'}\n")
     connection = {"host": target.server, "api_key": "{{ target_token }}", "ca_cert": str(target.dir / "pki/ca.crt")}
     tasks = [
         {"name": "apply", "phasekit.kube.apply": {**connection, "definition": configmap(marker)},
@@ -130,8 +131,7 @@ def test_impersonation_options_act_as_that_user(clusters, run_playbook, tmp_path
     assert target.kubectl("get", "configmap", "-n", "default", marker, check=False).returncode != 0
 
 
-def test_k8s_auth_host_replaces_the_kubeconfig_server_in_actions_and_plans(clusters, run_playbook, tmp_path,
-                                                                          marker):
+def test_k8s_auth_host_replaces_the_kubeconfig_server_in_actions_and_plans(clusters, run_playbook, tmp_path, marker):
     """K8S_AUTH_HOST is honoured (not silently ignored) over a kubeconfig whose server is unreachable, keeping the
     kubeconfig's user; plan phases get kube_host from the host's variables the same way."""
     target = clusters["target"]

@@ -247,16 +247,18 @@ def test_awx_bearer_token_credential_attached(clusters, private_data_dir, secret
          "spec": {"phases": ["app"]}}]))
     (private_data_dir / "project/manifests").mkdir()
     (private_data_dir / "project/manifests/cm.yaml").write_text(yaml.safe_dump(
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{marker}-plan", "namespace": "phasekit-limited"}}))
+        {"apiVersion": "v1", "kind": "ConfigMap",
+         "metadata": {"name": f"{marker}-plan", "namespace": "phasekit-limited"}}))
     env = awx_bearer_token_env(target, private_data_dir / "env", verify)
     # the inventory's own kubeconfig is the other cluster's: a credential that was ignored would act there
-    runner = run(private_data_dir, BEARER_TOKEN_SITE, f"""\
+    inventory = f"""\
         plugin: phasekit.kube.clusters
         kubeconfigs:
           - path: {ephemeral.admin_kubeconfig}
             host_names: {{ephemeral: target}}
-        """, env=env, verbosity=3,
-        extravars={"marker": marker, "plan": "deploy", "phases": str(phases)})
+        """
+    runner = run(private_data_dir, BEARER_TOKEN_SITE, inventory, env=env, verbosity=3,
+                 extravars={"marker": marker, "plan": "deploy", "phases": str(phases)})
     text = events_text(runner)
     assert runner.status == "successful", text[-4000:]
     direct = [e["event_data"]["res"]["kubeconfig"] for e in runner.events

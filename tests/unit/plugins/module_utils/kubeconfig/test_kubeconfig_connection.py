@@ -114,8 +114,8 @@ def test_no_proxy_matches_as_the_kubernetes_client(server, no_proxy, bypassed):
 
 def kubeconfig_file(tmp_path, name="kc.yaml", **user):
     config = {"apiVersion": "v1", "kind": "Config", "current-context": "file",
-              "clusters": [{"name": "file-cluster", "cluster": {"server": "https://file.test:6443",
-                                                                 "proxy-url": "http://proxy.test:3128"}}],
+              "clusters": [{"name": "file-cluster",
+                            "cluster": {"server": "https://file.test:6443", "proxy-url": "http://proxy.test:3128"}}],
               "users": [{"name": "file-user", "user": user or {"token": "file-token"}}],
               "contexts": [{"name": "file", "context": {"cluster": "file-cluster", "user": "file-user"}}]}
     path = tmp_path / name
