@@ -103,30 +103,40 @@ def test_every_action_connects_with_host_api_key_and_ca_cert(clusters, run_playb
 
 
 def test_impersonation_options_act_as_that_user(clusters, run_playbook, tmp_path, marker):
-    """impersonate_user/impersonate_groups over the admin's kubeconfig: the server sees the limited user, who
-    may write in its namespace only."""
+    """impersonate_user/impersonate_groups over the admin's kubeconfig: the server sees the limited user and the
+    group, and the user may write in its namespace only. persist_config=true is refused with a message."""
     target = clusters["target"]
     impersonate = {"impersonate_user": "limited-user", "impersonate_groups": ["phasekit-testers"]}
     tasks = [
-        {"name": "whoami", "phasekit.kube.kube_command": {**impersonate, "argv": WHOAMI}, "register": "whoami"},
+        {"name": "whoami", "phasekit.kube.kube_command": {**impersonate, "argv": ["kubectl", "auth", "whoami",
+                                                                                  "-o", "json"]},
+         "register": "whoami"},
         {"name": "allowed", "phasekit.kube.apply": {**impersonate, "definition": configmap(f"{marker}-as")},
          "register": "allowed"},
         {"name": "refused", "phasekit.kube.apply": {**impersonate, "definition": configmap(marker, "default")},
          "register": "refused", "ignore_errors": True},
-        *save(tmp_path, "whoami", "allowed", "refused"),
+        {"name": "persist", "phasekit.kube.wait": {"persist_config": True, "definition": configmap(f"{marker}-as")},
+         "register": "persist", "ignore_errors": True},
+        *save(tmp_path, "whoami", "allowed", "refused", "persist"),
     ]
     playbook = [{"hosts": "cluster", "gather_facts": False, "tasks": tasks}]
     inventory = {"all": {"hosts": {"cluster": {"ansible_connection": "local",
                                                "kube_kubeconfig": str(target.admin_kubeconfig)}}}}
     result = run_playbook(yaml.safe_dump(playbook), yaml.safe_dump(inventory))
     assert result.rc == 0, result
-    found = {name: saved(tmp_path, name) for name in ("whoami", "allowed", "refused")}
-    assert found["whoami"]["stdout"] == "limited-user"
+    found = {name: saved(tmp_path, name) for name in ("whoami", "allowed", "refused", "persist")}
+    user = json.loads(found["whoami"]["stdout"])["status"]["userInfo"]
+    assert user["username"] == "limited-user" and "phasekit-testers" in user["groups"]
     assert found["allowed"]["kubeconfig"]["provenance"]["connection"] == {
         "impersonate_user": {"from": "task parameter impersonate_user"},
         "impersonate_groups": {"from": "task parameter impersonate_groups"}}
     assert found["refused"]["failed"] and "forbidden" in found["refused"]["msg"].lower()
     assert "limited-user" in found["refused"]["msg"]
+    # what phasekit cannot honour fails before any request, naming the option and where it came from
+    assert found["persist"]["failed"] and not found["persist"]["changed"]
+    assert found["persist"]["msg"].startswith("persist_config (from task parameter persist_config): phasekit.kube "
+                                              "never writes refreshed tokens back")
+    assert "Traceback" not in result.output
     assert target.kubectl("get", "configmap", "-n", LIMITED_NAMESPACE, f"{marker}-as", check=False).returncode == 0
     assert target.kubectl("get", "configmap", "-n", "default", marker, check=False).returncode != 0
 
