@@ -236,8 +236,9 @@ def test_awx_bearer_token_credential_attached(clusters, private_data_dir, secret
     inventory's hosts name the other cluster's kubeconfig; nothing shows the token, at -vvv."""
     target, ephemeral = clusters["target"], clusters["ephemeral"]
     marker = f"phasekit-awx-{uuid.uuid4().hex[:8]}"
+    record = "phasekit-run-deploy.target"  # the plan's run record, in the namespace the token may write to
     request.addfinalizer(lambda: target.kubectl("delete", "configmap", "-n", "phasekit-limited", f"{marker}-plan",
-                                                f"{marker}-direct", "--ignore-not-found", check=False))
+                                                f"{marker}-direct", record, "--ignore-not-found", check=False))
     phases = private_data_dir / "project/phases"
     phases.mkdir()
     (phases / "plan.yaml").write_text(yaml.safe_dump_all([
@@ -258,7 +259,8 @@ def test_awx_bearer_token_credential_attached(clusters, private_data_dir, secret
             host_names: {{ephemeral: target}}
         """
     runner = run(private_data_dir, BEARER_TOKEN_SITE, inventory, env=env, verbosity=3,
-                 extravars={"marker": marker, "plan": "deploy", "phases": str(phases)})
+                 extravars={"marker": marker, "plan": "deploy", "phases": str(phases),
+                            "plan_record_namespace": "phasekit-limited"})
     text = events_text(runner)
     assert runner.status == "successful", text[-4000:]
     direct = [e["event_data"]["res"]["kubeconfig"] for e in runner.events
@@ -270,6 +272,9 @@ def test_awx_bearer_token_credential_attached(clusters, private_data_dir, secret
         assert ephemeral.kubectl("get", "configmap", "-n", "phasekit-limited", name, check=False).returncode != 0
     assert leaked(text, secrets) == []
     assert env["K8S_AUTH_API_KEY"] not in text
+    recorded = target.kubectl("get", "configmap", "-n", "phasekit-limited", record, "-o", "json").stdout
+    assert "app" in json.loads(recorded)["data"]
+    assert leaked(recorded, secrets) == []
 
 
 def test_limit_slice_touches_only_its_clusters(clusters, private_data_dir, request):
