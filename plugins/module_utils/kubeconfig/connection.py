@@ -115,8 +115,9 @@ class ConnectionOptions:
 
     @property
     def credential(self) -> tuple:
-        """The options that, with ``host``, make a complete connection (kubernetes.core's order), or ()."""
-        for names in (("username", "password"), ("api_key",), ("client_cert", "client_key")):
+        """The options that, with ``host``, make a complete connection, or (): the token first, as it is the one
+        sent when several are set (client certificates are sent beside it)."""
+        for names in (("api_key",), ("username", "password"), ("client_cert", "client_key")):
             if all(self.get(name) for name in names):
                 return names
         return ()

@@ -68,8 +68,9 @@ def test_each_option_from_task_then_environment_then_host_vars(task, environ, ho
     ({"host": "h"}, False, ()),
     ({"api_key": TOKEN}, False, ("api_key",)),
     ({"host": "h", "ca_cert": "/ca", "validate_certs": True}, False, ()),
+    ({"host": "h", "api_key": TOKEN, "username": "u", "password": "p"}, True, ("api_key",)),
 ], ids=["host-and-api-key", "host-username-password", "host-client-certificate", "host-alone-overrides",
-        "api-key-alone-overrides", "tls-options-are-no-credential"])
+        "api-key-alone-overrides", "tls-options-are-no-credential", "token-wins-over-basic"])
 def test_complete_connection_rule(set_options, complete, credential):
     found = options(set_options)
     assert (found.complete, found.credential) == (complete, credential)
