@@ -22,6 +22,8 @@ options:
         encrypted; with C(name), its C(metadata.name)); and C(optional)."
       - Default, when neither this, C(K8S_AUTH_KUBECONFIG) nor C(kube_kubeconfig) is set, is kubectl's,
         C($KUBECONFIG) else C(~/.kube/config).
+      - Not read when O(host) and a credential (for example O(api_key)) make a complete connection, as in
+        kubernetes.core; then O(context) is not used either.
       - See the collection's C(docs/kubeconfig.md) for the precedence table and examples of every source.
     type: raw
   context:

@@ -22,6 +22,9 @@ description:
     context is complete), because C(kubectl config view) shows everything.
   - The result holds credentials. Do not print it; prefer the action's O(phasekit.kube.kubeconfig#module:dest)
     to hand a kubeconfig to other tools.
+  - kubernetes.core's connection options (E(K8S_AUTH_HOST), E(K8S_AUTH_API_KEY), ...) are not applied, as
+    C(kubectl config view) applies no connection flags; the P(phasekit.kube.kubeconfig#module) action returns and
+    writes the kubeconfig the actions connect with, options applied.
 options:
   _terms:
     description:

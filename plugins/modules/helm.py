@@ -268,6 +268,7 @@ attributes:
       - phasekit.kube.kube
 extends_documentation_fragment:
   - phasekit.kube.kubeconfig
+  - phasekit.kube.connection
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
   - ansible.builtin.action_common_attributes.actiongroups

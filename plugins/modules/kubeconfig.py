@@ -22,6 +22,7 @@ description:
   - Runs on the controller.
 extends_documentation_fragment:
   - phasekit.kube.kubeconfig
+  - phasekit.kube.connection
 options:
   dest:
     description:

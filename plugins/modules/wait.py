@@ -24,6 +24,7 @@ author:
   - phasekit.kube contributors (@phasekit)
 extends_documentation_fragment:
   - phasekit.kube.kubeconfig
+  - phasekit.kube.connection
 attributes:
   check_mode:
     support: full

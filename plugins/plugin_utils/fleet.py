@@ -22,6 +22,7 @@ from contextlib import ExitStack
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiSession
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.connection import HOST_VARS as CONNECTION_VARS
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.redact import kubeconfig_credentials
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import Resolution
 from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import (
@@ -30,7 +31,7 @@ from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import (
 from ansible_collections.phasekit.kube.plugins.plugin_utils.templates import (
     TEMPLATE_LOCK, host_variables, render_strings, render_template_file, vault_values)
 
-KUBECONFIG_VARS = (HOST_VAR_KUBECONFIG, HOST_VAR_CONTEXT, HOST_VAR_PARENT, HOST_VAR_CLUSTER)
+KUBECONFIG_VARS = (HOST_VAR_KUBECONFIG, HOST_VAR_CONTEXT, HOST_VAR_PARENT, HOST_VAR_CLUSTER) + CONNECTION_VARS
 MIN_CONNECTIONS = 20  # apply's default concurrency (16) plus its live-state readers
 
 

@@ -6,17 +6,21 @@ Every action plugin that talks to a cluster calls ``resolve_for_task`` and
 includes ``AUTH_ARGUMENT_SPEC`` in its argument spec (documented by the doc
 fragment ``phasekit.kube.kubeconfig``).
 
-Precedence, decided separately for the sources and for the context:
+Precedence, decided separately for the sources, the context and each of kubernetes.core's connection options
+(``host``, ``api_key``, ``ca_cert``, ... see ``module_utils.kubeconfig.connection``):
 
-=========================  ==========================  =====================
-                           kubeconfig sources          context
-=========================  ==========================  =====================
-1. task parameter          ``kubeconfig``              ``context``
-2. controller environment  ``K8S_AUTH_KUBECONFIG``     ``K8S_AUTH_CONTEXT``
-3. host/group vars         ``kube_kubeconfig``         ``kube_context``
-4. kubectl default         ``$KUBECONFIG``, else       merged current-context
+=========================  ==========================  =====================  =========================
+                           kubeconfig sources          context                connection option
+=========================  ==========================  =====================  =========================
+1. task parameter          ``kubeconfig``              ``context``            ``host``, ``api_key``, ...
+2. controller environment  ``K8S_AUTH_KUBECONFIG``     ``K8S_AUTH_CONTEXT``   ``K8S_AUTH_HOST``, ...
+3. host/group vars         ``kube_kubeconfig``         ``kube_context``       ``kube_host``, ...
+4. kubectl default         ``$KUBECONFIG``, else       merged current-context (none)
                            ``~/.kube/config``
-=========================  ==========================  =====================
+=========================  ==========================  =====================  =========================
+
+A ``host`` with a credential is a complete connection: no kubeconfig is read (kubernetes.core's rule);
+otherwise the options that are set override the resolved context's cluster and user.
 
 Once per run: the ``phasekit.kube.kubeconfig`` action with ``remember: true``
 returns the resolution (credentials included, the result marked no_log); when
@@ -33,10 +37,13 @@ from dataclasses import dataclass
 
 from ansible_collections.phasekit.kube.plugins.module_utils import compat
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.connection import ARGUMENT_SPEC as CONNECTION_SPEC
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.connection import ConnectionOptions
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.connection import connection_options
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.readers import SourceHooks
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import Resolution
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import request_fingerprint
-from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import resolve_kubeconfig
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import resolve_with_connection
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import view_kubeconfig
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.secret import read_kubeconfig_secret
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.sources import SourceSpec
@@ -50,6 +57,7 @@ except ImportError:  # pragma: no cover - always present where plugins run
 AUTH_ARGUMENT_SPEC = {
     "kubeconfig": {"type": "raw"},
     "context": {"type": "str"},
+    **CONNECTION_SPEC,
 }
 REMEMBERED_VAR = "phasekit_kube_resolved"
 RESOLUTION_KEY = "resolution"
@@ -76,14 +84,18 @@ class KubeconfigRequest:
     context: str | None
     context_from: str
     expected_cluster: str | None = None
+    connection: ConnectionOptions = ConnectionOptions({})
 
     @property
     def fingerprint(self) -> str:
-        return request_fingerprint(self.sources, self.context)
+        return request_fingerprint(self.sources, self.context, self.connection)
 
 
 def kubeconfig_request(host: str | None, host_vars: HostVars, task_args: Mapping, environ: Mapping) -> KubeconfigRequest:
     """Apply the precedence table: task parameter > K8S_AUTH_* environment > host vars > kubectl default."""
+    # plain data: a templated parameter is Ansible's tagged string on 2.19, which the kubeconfig YAML cannot hold
+    connection = connection_options({name: to_plain(task_args.get(name)) for name in CONNECTION_SPEC}, environ,
+                                    lambda name: to_plain(host_vars(name)), host)
     task_sources = to_plain(task_args.get("kubeconfig"))
     host_sources = to_plain(host_vars(HOST_VAR_KUBECONFIG))
     host_label = f"host var {HOST_VAR_KUBECONFIG}" + (f" of {host}" if host else "")
@@ -110,7 +122,7 @@ def kubeconfig_request(host: str | None, host_vars: HostVars, task_args: Mapping
     if expected is not None and not isinstance(expected, str):
         raise PhasekitError(f"host var {HOST_VAR_CLUSTER}: expected a cluster name (a string)")
     return KubeconfigRequest(host=host, sources=sources, sources_from=sources_from, context=context,
-                             context_from=context_from, expected_cluster=expected or None)
+                             context_from=context_from, expected_cluster=expected or None, connection=connection)
 
 
 def kubectl_default_sources(environ: Mapping) -> tuple[list[SourceSpec], str]:
@@ -160,14 +172,15 @@ class HostResolver:
         if not keep_merged:
             reused = Resolution.from_memory(remembered_resolution(host_vars, host), request.fingerprint)
             if reused is not None:
-                _check_expected_cluster(reused, request.expected_cluster)
+                if not request.connection.complete:  # a complete connection reads no kubeconfig: no cluster name
+                    _check_expected_cluster(reused, request.expected_cluster)
                 return reused
         hooks = ansible_source_hooks(self, host, host_vars)
-        return resolve_kubeconfig(request.sources, request.context, hooks=hooks,
-                                  expected_cluster=request.expected_cluster, keep_merged=keep_merged,
-                                  chosen_by={"kubeconfig_from": request.sources_from,
-                                             "context_from": request.context_from},
-                                  fingerprint=request.fingerprint)
+        return resolve_with_connection(request.sources, request.context, request.connection, hooks=hooks,
+                                       expected_cluster=request.expected_cluster, keep_merged=keep_merged,
+                                       chosen_by={"kubeconfig_from": request.sources_from,
+                                                  "context_from": request.context_from},
+                                       fingerprint=request.fingerprint)
 
     def check_no_cycle(self, host: str, requested_by: str | None) -> tuple[str, ...]:
         """The chain of hosts being resolved; fails when ``host`` is already in it."""

@@ -26,7 +26,6 @@ from test_inventory import leaked, secret_strings
 VENV_BIN = Path(sys.executable).parent
 REPO = Path(__file__).resolve().parents[2]
 CREDENTIAL_TYPE = REPO / "examples/awx/credential-type-kubeconfigs.yml"
-BEARER_TOKEN_GROUP_VARS = REPO / "examples/awx/bearer-token-group-vars.yml"
 
 # Touches each cluster of the play through the collection's kubeconfig
 # resolution, then lists namespaces with kubectl to prove the credentials work.
@@ -199,26 +198,83 @@ def test_awx_credential_type_is_picked_up(clusters, private_data_dir, secrets, t
     assert leaked(text, secrets) == []
 
 
+def awx_bearer_token_env(cluster, directory: Path, verify: bool) -> dict:
+    """What AWX's built-in "OpenShift or Kubernetes API Bearer Token" credential injects (awx/main/models/
+    credential/injectors.py, kubernetes_bearer_token): the host and token, and either the CA written to a private
+    file with K8S_AUTH_VERIFY_SSL=True, or K8S_AUTH_VERIFY_SSL=False."""
+    env = {"K8S_AUTH_HOST": cluster.server,
+           "K8S_AUTH_API_KEY": (cluster.dir / "pki/limited.token").read_text().strip()}
+    if not verify:
+        return {**env, "K8S_AUTH_VERIFY_SSL": "False"}
+    ca_file = directory / "awx_ssl_ca_cert"
+    ca_file.write_text((cluster.dir / "pki/ca.crt").read_text())
+    ca_file.chmod(0o600)
+    return {**env, "K8S_AUTH_VERIFY_SSL": "True", "K8S_AUTH_SSL_CA_CERT": str(ca_file)}
+
+
+BEARER_TOKEN_SITE = """\
+- name: A plan run
+  ansible.builtin.import_playbook: phasekit.kube.run
+
+- name: A direct action
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Apply a ConfigMap
+      phasekit.kube.apply:
+        definition:
+          apiVersion: v1
+          kind: ConfigMap
+          metadata: {name: "{{ marker }}-direct", namespace: phasekit-limited}
+"""
+
+
 @pytest.mark.parametrize("verify", [True, False], ids=["ca-certificate", "no-verify-without-ca"])
-def test_awx_bearer_token_credential_through_group_vars(clusters, private_data_dir, secrets, verify):
-    """AWX's built-in bearer-token credential (K8S_AUTH_HOST/API_KEY/...) with the shipped group_vars."""
-    target = clusters["target"]
-    group_vars = private_data_dir / "inventory/group_vars"
-    group_vars.mkdir()
-    (group_vars / "all.yml").write_text(BEARER_TOKEN_GROUP_VARS.read_text())
-    (private_data_dir / "inventory/clusters.yml").write_text("clusters: {target: {}}\n")
-    env = {"K8S_AUTH_HOST": target.server, "K8S_AUTH_API_KEY": (target.dir / "pki/limited.token").read_text().strip(),
-           "K8S_AUTH_VERIFY_SSL": str(verify)}
-    if verify:
-        env["K8S_AUTH_SSL_CA_CERT"] = str(target.dir / "pki/ca.crt")
-    runner = run(private_data_dir, SITE, "plugin: phasekit.kube.clusters\nsite: [clusters.yml]\n", env=env,
-                 verbosity=3)
+def test_awx_bearer_token_credential_attached(clusters, private_data_dir, secrets, request, verify):
+    """AWX's built-in bearer-token credential, attached as it is (only its K8S_AUTH_* variables in the job's
+    environment): a plan run and a direct action act on the K8S_AUTH_HOST cluster as the token's user, although the
+    inventory's hosts name the other cluster's kubeconfig; nothing shows the token, at -vvv."""
+    target, ephemeral = clusters["target"], clusters["ephemeral"]
+    marker = f"phasekit-awx-{uuid.uuid4().hex[:8]}"
+    record = "phasekit-run-deploy.target"  # the plan's run record, in the namespace the token may write to
+    request.addfinalizer(lambda: target.kubectl("delete", "configmap", "-n", "phasekit-limited", f"{marker}-plan",
+                                                f"{marker}-direct", record, "--ignore-not-found", check=False))
+    phases = private_data_dir / "project/phases"
+    phases.mkdir()
+    (phases / "plan.yaml").write_text(yaml.safe_dump_all([
+        {"apiVersion": "phasekit.dev/v1alpha1", "kind": "Phase", "metadata": {"name": "app"},
+         "spec": {"cluster": "target", "executor": "apply", "source": "../manifests"}},
+        {"apiVersion": "phasekit.dev/v1alpha1", "kind": "PhasePlan", "metadata": {"name": "deploy"},
+         "spec": {"phases": ["app"]}}]))
+    (private_data_dir / "project/manifests").mkdir()
+    (private_data_dir / "project/manifests/cm.yaml").write_text(yaml.safe_dump(
+        {"apiVersion": "v1", "kind": "ConfigMap",
+         "metadata": {"name": f"{marker}-plan", "namespace": "phasekit-limited"}}))
+    env = awx_bearer_token_env(target, private_data_dir / "env", verify)
+    # the inventory's own kubeconfig is the other cluster's: a credential that was ignored would act there
+    inventory = f"""\
+        plugin: phasekit.kube.clusters
+        kubeconfigs:
+          - path: {ephemeral.admin_kubeconfig}
+            host_names: {{ephemeral: target}}
+        """
+    runner = run(private_data_dir, BEARER_TOKEN_SITE, inventory, env=env, verbosity=3,
+                 extravars={"marker": marker, "plan": "deploy", "phases": str(phases),
+                            "plan_record_namespace": "phasekit-limited"})
     text = events_text(runner)
     assert runner.status == "successful", text[-4000:]
-    used = [e["event_data"]["res"] for e in runner.events
-            if e["event"] == "runner_on_ok" and e["event_data"].get("task_action") == "phasekit.kube.kubeconfig"]
-    assert [(res["context"], res["server"]) for res in used] == [("awx-bearer-token", target.server)]
+    direct = [e["event_data"]["res"]["kubeconfig"] for e in runner.events
+              if e["event"] == "runner_on_ok" and e["event_data"].get("task_action") == "phasekit.kube.apply"]
+    assert [(summary["server"], summary["provenance"]["cluster"], summary["provenance"]["user"])
+            for summary in direct] == [(target.server, {"from": "K8S_AUTH_HOST"}, {"from": "K8S_AUTH_API_KEY"})]
+    for name in (f"{marker}-plan", f"{marker}-direct"):
+        assert target.kubectl("get", "configmap", "-n", "phasekit-limited", name, check=False).returncode == 0, name
+        assert ephemeral.kubectl("get", "configmap", "-n", "phasekit-limited", name, check=False).returncode != 0
     assert leaked(text, secrets) == []
+    assert env["K8S_AUTH_API_KEY"] not in text
+    recorded = target.kubectl("get", "configmap", "-n", "phasekit-limited", record, "-o", "json").stdout
+    assert "app" in json.loads(recorded)["data"]
+    assert leaked(recorded, secrets) == []
 
 
 def test_limit_slice_touches_only_its_clusters(clusters, private_data_dir, request):

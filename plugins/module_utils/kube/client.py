@@ -30,6 +30,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.errors import Phasek
 from ansible_collections.phasekit.kube.plugins.module_utils.private_files import private_directory
 
 try:
+    import urllib3
     from kubernetes import client as k8s_client
     from kubernetes.config import kube_config
     from kubernetes.config.config_exception import ConfigException
@@ -165,6 +166,11 @@ def api_client(kubeconfig: dict, context: str | None = None, *, pool_maxsize: in
 
 
 def _client_in(material_dir: str, kubeconfig: dict, context: str | None, pool_maxsize: int | None):
+    # An unverified connection is what insecure-skip-tls-verify (or validate_certs=false) asked for: kubectl does not
+    # warn, kubernetes.core silences urllib3. Printed from a fleet thread, the warning also blocked for good on
+    # ansible-core 2.16, whose stderr lock a forked worker can inherit held. Set here, not at import: Ansible
+    # imports plugins inside warnings.catch_warnings(), which drops a filter set then.
+    urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
     check_servers(kubeconfig)
     check_header_fields(kubeconfig)
     configuration = k8s_client.Configuration()

@@ -14,11 +14,16 @@ Two entry points:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.connection import CONNECTION_NAME
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.connection import ConnectionOptions
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.connection import apply_connection_options
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.connection import connection_kubeconfig
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.merge import FirstWins
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.model import Kubeconfig
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.model import kubeconfig_to_v1
@@ -105,10 +110,14 @@ class Resolution:
         return cls(config=config, context=context, provenance=provenance, fingerprint=fingerprint, reused=True)
 
 
-def request_fingerprint(sources: list[SourceSpec], context: str | None) -> str:
-    """Identifies a resolution request (sources as written + context) without holding its content."""
-    canonical = json.dumps({"sources": [spec.to_dict() for spec in sources], "context": context or ""},
-                           sort_keys=True, default=str, ensure_ascii=True)
+def request_fingerprint(sources: list[SourceSpec], context: str | None,
+                        connection: ConnectionOptions | None = None) -> str:
+    """Identifies a resolution request (sources as written + context + connection options) without holding its
+    content."""
+    request = {"sources": [spec.to_dict() for spec in sources], "context": context or ""}
+    if connection:
+        request["connection"] = connection.fingerprint_data()
+    canonical = json.dumps(request, sort_keys=True, default=str, ensure_ascii=True)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
@@ -233,6 +242,48 @@ def resolve_kubeconfig(sources: list[SourceSpec], context: str | None = None, *,
         full.current_context = chosen
         whole = _connectable(full)
     return Resolution(config=config, context=chosen, provenance=provenance, merged=whole, fingerprint=fingerprint)
+
+
+def resolve_with_connection(sources: list[SourceSpec], context: str | None, connection: ConnectionOptions, *,
+                            hooks: SourceHooks | None = None, expected_cluster: str | None = None,
+                            keep_merged: bool = False, chosen_by: dict | None = None,
+                            fingerprint: str = "") -> Resolution:
+    """``resolve_kubeconfig`` with kubernetes.core's connection options on top, by kubernetes.core's rule: a
+    complete connection (a host and a credential) reads no kubeconfig; otherwise the options that are set override
+    the resolved context's cluster and user. The provenance names where each option came from."""
+    if connection.complete:
+        return _connection_resolution(connection, chosen_by or {}, keep_merged, fingerprint)
+    resolution = resolve_kubeconfig(sources, context, hooks=hooks, expected_cluster=expected_cluster,
+                                    keep_merged=keep_merged, chosen_by=chosen_by, fingerprint=fingerprint)
+    if not connection:
+        return resolution
+    merged = resolution.merged
+    if merged is not None:
+        merged = apply_connection_options(merged, connection, resolution.context)
+    return dataclasses.replace(
+        resolution, config=apply_connection_options(resolution.config, connection, resolution.context),
+        merged=merged, provenance={**resolution.provenance, "connection": connection.provenance()})
+
+
+def _connection_resolution(connection: ConnectionOptions, chosen_by: dict, keep_merged: bool,
+                           fingerprint: str) -> Resolution:
+    config = connection_kubeconfig(connection)
+    used = ("host",) + connection.credential
+    because = ("not read: " + " and ".join(f"{name} (from {connection.origin(name)})" for name in used)
+               + " make a complete connection (kubernetes.core's rule)")
+    provenance = {
+        "context": {"from": "connection options"},
+        "cluster": {"from": connection.origin("host")},
+        "user": {"from": ", ".join(dict.fromkeys(connection.origin(name) for name in connection.credential))},
+        "sources": [],
+        "connection": connection.provenance(),
+        "kubeconfig_from": f"{chosen_by.get('kubeconfig_from', 'kubectl default')}: {because}",
+        "context_from": (f"{chosen_by['context_from']}: {because}"
+                         if chosen_by.get("context_from", "current-context") != "current-context"
+                         else "connection options"),
+    }
+    return Resolution(config=config, context=CONNECTION_NAME, provenance=provenance,
+                      merged=config if keep_merged else None, fingerprint=fingerprint)
 
 
 def view_kubeconfig(sources: list[SourceSpec], context: str | None = None, *, minify: bool = False,

@@ -168,9 +168,13 @@ def _doc_options(module_path: str, attribute="DOCUMENTATION") -> dict:
 
 
 def test_doc_fragment_documents_the_shared_argument_spec():
-    fragment = importlib.import_module("ansible_collections.phasekit.kube.plugins.doc_fragments.kubeconfig")
-    options = yaml.safe_load(fragment.ModuleDocFragment.DOCUMENTATION)["options"]
-    assert {name: {"type": spec["type"]} for name, spec in options.items()} == glue.AUTH_ARGUMENT_SPEC
+    options = {}
+    for name in ("kubeconfig", "connection"):
+        fragment = importlib.import_module(f"ansible_collections.phasekit.kube.plugins.doc_fragments.{name}")
+        options.update(yaml.safe_load(fragment.ModuleDocFragment.DOCUMENTATION)["options"])
+    shown = ("type", "aliases", "elements")
+    assert {name: {key: spec[key] for key in shown if key in spec} for name, spec in options.items()} == {
+        name: {key: spec[key] for key in shown if key in spec} for name, spec in glue.AUTH_ARGUMENT_SPEC.items()}
 
 
 def test_action_argument_spec_matches_its_documentation():
