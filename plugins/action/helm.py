@@ -27,13 +27,16 @@ from ansible_collections.phasekit.kube.plugins.plugin_utils.action import Phasek
 from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import AUTH_ARGUMENT_SPEC, resolve_for_task
 from ansible_collections.phasekit.kube.plugins.plugin_utils.templates import render_template_file
 
-ARGUMENT_SPEC = {**AUTH_ARGUMENT_SPEC, **HELM_OPTIONS_SPEC}
+# kubernetes.core.helm's own aliases of the kubeconfig and context options (its helm_common_options fragment)
+ARGUMENT_SPEC = {**AUTH_ARGUMENT_SPEC, **HELM_OPTIONS_SPEC,
+                 "kubeconfig": {**AUTH_ARGUMENT_SPEC["kubeconfig"], "aliases": ["kubeconfig_path"]},
+                 "context": {**AUTH_ARGUMENT_SPEC["context"], "aliases": ["kube_context"]}}
 EXTRA_CONNECTIONS = 4
 
 
 class ActionModule(PhasekitAction):
     ARGUMENT_SPEC = ARGUMENT_SPEC
-    MUTUALLY_EXCLUSIVE = HELM_MUTUALLY_EXCLUSIVE
+    MUTUALLY_EXCLUSIVE = [*HELM_MUTUALLY_EXCLUSIVE, ["context", "ca_cert"]]  # as kubernetes.core.helm
     PLAIN_ARGS = True
 
     def execute(self, args, task_vars):

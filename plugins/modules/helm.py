@@ -280,6 +280,8 @@ author:
   - phasekit.kube contributors (@phasekit)
 notes:
   - See the collection's C(docs/helm.md) for helm phases, values templates and moving from M(kubernetes.core.helm).
+  - As in M(kubernetes.core.helm), O(kubeconfig) may be given as C(kubeconfig_path) and O(context) as C(kube_context),
+    and O(context) and O(ca_cert) are mutually exclusive.
 requirements:
   - helm 3.13 or later, or helm 4, on the controller
 """
