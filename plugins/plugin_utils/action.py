@@ -5,6 +5,8 @@ arguments against one spec, and turns a PhasekitError into a failed result for p
 
 from __future__ import annotations
 
+import traceback
+
 from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
 
@@ -35,6 +37,19 @@ def strings_given_as_collections(spec: dict, args: dict) -> str | None:
             kind = "a list" if isinstance(value, list) else "a dictionary"
             return f"option {name}: expected a string, got {kind}"
     return None
+
+
+def error_result(err: Exception, scrub) -> dict:
+    """The failed result of an action whose work raised ``err``, masked by ``scrub``.
+
+    A PhasekitError is shown as it is worded. Any other error (Ansible's, a bug) may quote a value the task was
+    handed (a token Python could not dump): its kind, message and traceback (shown at -vvv) are masked too.
+    """
+    if isinstance(err, PhasekitError):
+        return {"failed": True, "changed": False, "msg": readable(scrub(str(err)))}
+    kind = "" if isinstance(err, AnsibleError) else f"unexpected error ({type(err).__name__}): "
+    return {"failed": True, "changed": False, "msg": readable(scrub(f"{kind}{err}")),
+            "exception": scrub(traceback.format_exc())}
 
 
 class PhasekitAction(ActionBase):
@@ -69,8 +84,8 @@ class PhasekitAction(ActionBase):
         self._masks = Masks()
         try:
             result.update(self.execute(args, task_vars))
-        except PhasekitError as err:
-            return {"failed": True, "changed": False, "msg": readable(self._scrubbed(str(err), task_vars))}
+        except Exception as err:  # pylint: disable=broad-exception-caught
+            return error_result(err, lambda value: self._scrubbed(value, task_vars))
         if isinstance(result.get("msg"), str):
             result["msg"] = readable(result["msg"])
         return self._scrubbed(result, task_vars)

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.phasekit.kube.plugins.plugin_utils.action import strings_given_as_collections
+from ansible.errors import AnsibleError
+
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.masking import Masks
+from ansible_collections.phasekit.kube.plugins.plugin_utils.action import error_result, strings_given_as_collections
 
 SPEC = {"context": {"type": "str"}, "namespace": {}, "definition": {"type": "raw"}, "prune": {"type": "bool"}}
 
@@ -17,3 +21,19 @@ SPEC = {"context": {"type": "str"}, "namespace": {}, "definition": {"type": "raw
 ])
 def test_string_options_refuse_collections(args, expected):
     assert strings_given_as_collections(SPEC, args) == expected
+
+
+@pytest.mark.parametrize("error, message", [
+    (PhasekitError("cannot use kubeconfig: token s3cr3t-t0ken refused"), "cannot use kubeconfig: token *** refused"),
+    (AnsibleError("could not dump s3cr3t-t0ken"), "could not dump ***"),
+    (TypeError("cannot represent s3cr3t-t0ken"), "unexpected error (TypeError): cannot represent ***"),
+], ids=["phasekit-error", "ansible-error", "a-bug"])
+def test_an_action_error_is_masked_with_its_traceback(error, message):
+    masks = Masks().add("s3cr3t-t0ken")
+    try:
+        raise error
+    except Exception as err:  # pylint: disable=broad-exception-caught
+        result = error_result(err, masks.scrub)
+    assert result["failed"] is True and result["changed"] is False and result["msg"] == message
+    assert "s3cr3t-t0ken" not in repr(result)
+    assert ("exception" in result) is not isinstance(error, PhasekitError)
