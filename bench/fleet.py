@@ -60,9 +60,10 @@ DEFAULT_APPLY_CONCURRENCY = 16  # module_utils/kube/apply.py
 FORKS = 10  # -f of every ansible-playbook run here
 CLUSTERS_DIR = Path(os.environ.get("PHASEKIT_CLUSTERS_DIR", CACHE / "clusters"))
 # a command under this wrapper prints the peak resident memory (KiB) of its largest process (ansible-playbook or
-# the worker that runs the plan) as its last line on stderr
+# the worker that runs the plan) and the CPU seconds (user + system) of all its processes as its last line on stderr
 PEAK = ("import resource, subprocess, sys; done = subprocess.run(sys.argv[1:]); "
-        "print(f'peak-rss-kib {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}', file=sys.stderr); "
+        "used = resource.getrusage(resource.RUSAGE_CHILDREN); "
+        "print(f'peak-rss-kib {used.ru_maxrss} cpu-s {used.ru_utime + used.ru_stime:.3f}', file=sys.stderr); "
         "sys.exit(done.returncode)")
 
 
@@ -91,7 +92,8 @@ class Bench:
             raise SystemExit(f"bench: {' '.join(argv[:6])} exited with {done.returncode}, not {rc}:\n"
                              f"{done.stdout[-4000:]}\n{done.stderr[-3000:]}")
         peak = [line for line in done.stderr.splitlines() if line.startswith("peak-rss-kib ")]
-        self.last = {"stdout": done.stdout, "peak_mib": int(peak[-1].split()[1]) / 1024 if peak else None}
+        self.last = {"stdout": done.stdout, "peak_mib": int(peak[-1].split()[1]) / 1024 if peak else None,
+                     "cpu_s": float(peak[-1].split()[3]) if peak else None}
         return elapsed
 
     def ansible_env(self, **extra) -> dict:
@@ -225,20 +227,25 @@ class Bench:
         floor under the first run's ratio on this machine, where the API servers share the controller's CPUs.
         """
         rows = [{"hosts": size, "phasekit_first_rounds": [], "phasekit_rerun_rounds": [], "raw_first_rounds": [],
-                 "role_first_rounds": [], "role_rerun_rounds": []} for size in sizes]
+                 "role_first_rounds": [], "role_rerun_rounds": [], "phasekit_rerun_cpu_rounds": [],
+                 "role_rerun_cpu_rounds": []} for size in sizes]
         for round_no in range(rounds):
             for row in rows:
                 site = self.site("phasekit", row["hosts"], PHASES, PER_PHASE)
                 row["phasekit_first_rounds"].append(self.phasekit_plan(site))
                 row["phasekit_rerun_rounds"].append(self.phasekit_plan(site))
+                row["phasekit_rerun_cpu_rounds"].append(self.last["cpu_s"])
                 site = self.site("role", row["hosts"], PHASES, PER_PHASE)
                 row["role_first_rounds"].append(self.phasekit_role(site))
                 row["role_rerun_rounds"].append(self.phasekit_role(site))
+                row["role_rerun_cpu_rounds"].append(self.last["cpu_s"])
                 if row["hosts"] <= RAW_MAX_HOSTS:
                     row["raw_first_rounds"].append(self.raw_fleet(self.site("raw", row["hosts"], PHASES, PER_PHASE)))
                 print(f"bench fleet: round {round_no + 1}, {row['hosts']} hosts, phasekit: first "
                       f"{row['phasekit_first_rounds'][-1]:.2f}s, re-run {row['phasekit_rerun_rounds'][-1]:.2f}s; "
-                      f"role: first {row['role_first_rounds'][-1]:.2f}s, re-run {row['role_rerun_rounds'][-1]:.2f}s"
+                      f"role: first {row['role_first_rounds'][-1]:.2f}s, re-run {row['role_rerun_rounds'][-1]:.2f}s; "
+                      f"re-run CPU: playbook {row['phasekit_rerun_cpu_rounds'][-1]:.2f}s, "
+                      f"role {row['role_rerun_cpu_rounds'][-1]:.2f}s"
                       + (f", its API work alone {row['raw_first_rounds'][-1]:.2f}s" if row["raw_first_rounds"] else ""),
                       file=sys.stderr)
                 self.cleanup()
@@ -261,6 +268,9 @@ class Bench:
                 # the role against the playbook, each pair from the same round
                 row[f"role_{step}_vs_playbook"] = median([role / playbook for role, playbook in zip(
                     row[f"role_{step}_rounds"], row[f"phasekit_{step}_rounds"])])
+            # the controller's CPU time of a re-run (all its processes): steadier than wall time on a loaded machine
+            for how in ("phasekit", "role"):
+                row[f"{how}_rerun_cpu"] = median(row[f"{how}_rerun_cpu_rounds"])
             for tool in others:
                 if tool == "core" and (self.core is None or size > core_max):
                     continue
@@ -552,6 +562,15 @@ def report(results: dict) -> str:
                                f"| {fmt(row.get(f'phasekit_{step}'))} | {fmt(row.get(f'role_{step}'))} "
                                f"| {row[f'role_{step}_vs_playbook']:.2f}x | {row[f'phasekit_{step}_vs_one']:.2f}x "
                                f"| {row[f'role_{step}_vs_one']:.2f}x |")
+            out += ["", "Re-run, the CPU time of all the run's processes (user + system, medians): steadier than the "
+                        "wall time when the machine is shared.", "",
+                    "| hosts | playbook CPU (s) | role CPU (s) | role / playbook | playbook vs 1 host | role vs 1 host |",
+                    "|---:|---:|---:|---:|---:|---:|"]
+            for row in fleet:
+                out.append(f"| {row['hosts']} | {fmt(row['phasekit_rerun_cpu'])} | {fmt(row['role_rerun_cpu'])} "
+                           f"| {ratio(row['role_rerun_cpu'], row['phasekit_rerun_cpu'])} "
+                           f"| {ratio(row['phasekit_rerun_cpu'], fleet[0]['phasekit_rerun_cpu'])} "
+                           f"| {ratio(row['role_rerun_cpu'], fleet[0]['role_rerun_cpu'])} |")
             out.append("")
         floors = [row for row in fleet if row.get("floor_first_vs_one")]
         if floors:
