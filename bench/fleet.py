@@ -9,7 +9,8 @@ Scenarios (all on the local clusters, in fresh namespaces, tools taking turns):
   the local API servers, each with a namespace of its own, and its own cluster and user entry, so
   nothing is shared between hosts that real clusters would not share). First run and re-run, for
   ``phasekit.kube.run`` (``-f 10``), the role ``phasekit.kube.plan`` in a user's own ``site.yml`` as the README and
-  the example site show it (``-f 10``, in the same rounds: the role's cost against the playbook's), a shell loop of ``kubectl apply --server-side --context X`` over
+  the example site show it (``-f 10``, in the same rounds: the role's cost against the playbook's), a shell loop of
+  ``kubectl apply --server-side --context X`` over
   the phases and contexts, and a ``kubernetes.core.k8s`` task per phase over the hosts (``-f 10``; past 60
   hosts its first run only: it sends every object again on a re-run, so a re-run costs what a first run does).
   Times are the whole command (``ansible-playbook`` start-up included: it is what a user waits for).
@@ -554,7 +555,8 @@ def report(results: dict) -> str:
             out += ["The role `phasekit.kube.plan` in a user's `site.yml` (as the README and the example site use it) "
                     "against the playbook `phasekit.kube.run`, same plan, same rounds (medians; ratios are medians of "
                     "per-round ratios):", "",
-                    "| hosts | step | playbook (s) | role (s) | role / playbook | playbook vs 1 host | role vs 1 host |",
+                    "| hosts | step | playbook (s) | role (s) | role / playbook | playbook vs 1 host "
+                    "| role vs 1 host |",
                     "|---:|---|---:|---:|---:|---:|---:|"]
             for row in fleet:
                 for step in ("first", "rerun"):
@@ -564,7 +566,8 @@ def report(results: dict) -> str:
                                f"| {row[f'role_{step}_vs_one']:.2f}x |")
             out += ["", "Re-run, the CPU time of all the run's processes (user + system, medians): steadier than the "
                         "wall time when the machine is shared.", "",
-                    "| hosts | playbook CPU (s) | role CPU (s) | role / playbook | playbook vs 1 host | role vs 1 host |",
+                    "| hosts | playbook CPU (s) | role CPU (s) | role / playbook | playbook vs 1 host "
+                    "| role vs 1 host |",
                     "|---:|---:|---:|---:|---:|---:|"]
             for row in fleet:
                 out.append(f"| {row['hosts']} | {fmt(row['phasekit_rerun_cpu'])} | {fmt(row['role_rerun_cpu'])} "
@@ -632,9 +635,11 @@ def main(argv=None) -> int:
                         help="cluster hosts of the large scenario (10 phases each), smallest first")
     parser.add_argument("--rollout-hosts", type=int, default=500, help="cluster hosts of the rollout scenario")
     parser.add_argument("--fleet-others", default="kubectl,core",
-                        help="the other tools of the fleet scenario (kubectl,core; empty: phasekit's playbook and role only)")
+                        help="the other tools of the fleet scenario (kubectl,core; empty: phasekit's playbook "
+                             "and role only)")
     parser.add_argument("--collection", type=Path, default=None,
-                        help="the phasekit.kube tree to measure (default: this checkout), e.g. an export of another commit")
+                        help="the phasekit.kube tree to measure (default: this checkout), e.g. an export of "
+                             "another commit")
     parser.add_argument("--no-records", action="store_true",
                         help="phasekit runs with plan_record=false, and the floor writes no run records")
     args = parser.parse_args(argv)
@@ -657,8 +662,8 @@ def main(argv=None) -> int:
             if "overhead" not in skip:
                 results["overhead"] = bench.overhead(args.rounds)
             if "fleet" not in skip:
-                results["fleet"] = bench.fleet([int(s) for s in args.sizes.split(",")], args.core_max_hosts, args.rounds,
-                                               others)
+                results["fleet"] = bench.fleet([int(s) for s in args.sizes.split(",")], args.core_max_hosts,
+                                               args.rounds, others)
             if "large" not in skip:
                 results["large"] = bench.large([int(size) for size in args.large_sizes.split(",")])
             if "rollout" not in skip:
