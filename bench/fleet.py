@@ -8,7 +8,9 @@ Scenarios (all on the local clusters, in fresh namespaces, tools taking turns):
 - fleet: a 4-phase plan (each phase applies 10 ConfigMaps) over N cluster hosts (N contexts over
   the local API servers, each with a namespace of its own, and its own cluster and user entry, so
   nothing is shared between hosts that real clusters would not share). First run and re-run, for
-  ``phasekit.kube.run`` (``-f 10``), a shell loop of ``kubectl apply --server-side --context X`` over
+  ``phasekit.kube.run`` (``-f 10``), the role ``phasekit.kube.plan`` in a user's own ``site.yml`` as the README and
+  the example site show it (``-f 10``, in the same rounds: the role's cost against the playbook's), a shell loop of
+  ``kubectl apply --server-side --context X`` over
   the phases and contexts, and a ``kubernetes.core.k8s`` task per phase over the hosts (``-f 10``; past 60
   hosts its first run only: it sends every object again on a re-run, so a re-run costs what a first run does).
   Times are the whole command (``ansible-playbook`` start-up included: it is what a user waits for).
@@ -21,7 +23,7 @@ Scenarios (all on the local clusters, in fresh namespaces, tools taking turns):
   (pause 0): the cost per batch; then failures injected in batch 2, and the clusters of batch 3 counted.
 
 Usage: python bench/fleet.py [--sizes 1,10,60,200] [--rounds 3] [--core-max-hosts 200] [--skip large]
-       [--large-sizes 500,2000,5000] [--rollout-hosts 500]
+       [--large-sizes 500,2000,5000] [--rollout-hosts 500] [--fleet-others kubectl,core] [--collection DIR]
 Prints Markdown tables and writes them with the raw figures under bench/results/.
 """
 
@@ -59,9 +61,10 @@ DEFAULT_APPLY_CONCURRENCY = 16  # module_utils/kube/apply.py
 FORKS = 10  # -f of every ansible-playbook run here
 CLUSTERS_DIR = Path(os.environ.get("PHASEKIT_CLUSTERS_DIR", CACHE / "clusters"))
 # a command under this wrapper prints the peak resident memory (KiB) of its largest process (ansible-playbook or
-# the worker that runs the plan) as its last line on stderr
+# the worker that runs the plan) and the CPU seconds (user + system) of all its processes as its last line on stderr
 PEAK = ("import resource, subprocess, sys; done = subprocess.run(sys.argv[1:]); "
-        "print(f'peak-rss-kib {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}', file=sys.stderr); "
+        "used = resource.getrusage(resource.RUSAGE_CHILDREN); "
+        "print(f'peak-rss-kib {used.ru_maxrss} cpu-s {used.ru_utime + used.ru_stime:.3f}', file=sys.stderr); "
         "sys.exit(done.returncode)")
 
 
@@ -71,10 +74,10 @@ def median(values):
 
 
 class Bench:
-    def __init__(self, work: Path, env: dict, core: Path | None, records: bool = True):
+    def __init__(self, work: Path, env: dict, core: Path | None, records: bool = True, collection: Path | None = None):
         self.work, self.env, self.core = work, env, core
         self.records = records  # phasekit keeps its run record in each cluster (its default); the floor writes it too
-        self.collections = collections_root(work)
+        self.collections = collections_root(work, collection)
         self.admin = {name: yaml.safe_load((CLUSTERS_DIR / name / "admin.kubeconfig").read_text())
                       for name in CLUSTERS}
 
@@ -90,7 +93,8 @@ class Bench:
             raise SystemExit(f"bench: {' '.join(argv[:6])} exited with {done.returncode}, not {rc}:\n"
                              f"{done.stdout[-4000:]}\n{done.stderr[-3000:]}")
         peak = [line for line in done.stderr.splitlines() if line.startswith("peak-rss-kib ")]
-        self.last = {"stdout": done.stdout, "peak_mib": int(peak[-1].split()[1]) / 1024 if peak else None}
+        self.last = {"stdout": done.stdout, "peak_mib": int(peak[-1].split()[1]) / 1024 if peak else None,
+                     "cpu_s": float(peak[-1].split()[3]) if peak else None}
         return elapsed
 
     def ansible_env(self, **extra) -> dict:
@@ -172,6 +176,10 @@ class Bench:
                                       "kube_context": "{{ inventory_hostname }}"},
                              "hosts": {host: {"fleet_namespace": namespaces[host]} for host in hosts}}}
         (root / "inventory.yml").write_text(yaml.safe_dump(inventory))
+        # the role as the README and the example site use it: in the user's own play
+        (root / "site.yml").write_text(yaml.safe_dump([{
+            "name": "Deploy the fleet", "hosts": "all", "gather_facts": False,
+            "roles": [{"role": "phasekit.kube.plan", "vars": {"plan_src": ["phases"]}}]}], sort_keys=False))
         return {"root": root, "hosts": hosts, "kubeconfig": kubeconfig, "bundles": bundles, "namespaces": namespaces,
                 "phase_names": [f"p{number:02d}" for number in range(phases)]}
 
@@ -183,6 +191,14 @@ class Bench:
         return self.run([str(VENV_BIN / "ansible-playbook"), "phasekit.kube.run", "-i", str(site["root"] / "inventory.yml"),
                          "-f", str(FORKS), "-e", "plan_show_plan=false", *records, *extra], env=env, cwd=site["root"],
                         rc=rc)
+
+    def phasekit_role(self, site: dict, *extra, rc: int = 0) -> float:
+        """The same plan through the role in the user's site.yml (the README's way), with the same options."""
+        env = self.ansible_env(ANSIBLE_COLLECTIONS_PATH=str(self.collections))
+        records = () if self.records else ("-e", "plan_record=false")
+        return self.run([str(VENV_BIN / "ansible-playbook"), str(site["root"] / "site.yml"),
+                         "-i", str(site["root"] / "inventory.yml"), "-f", str(FORKS), "-e", "plan_show_plan=false",
+                         *records, *extra], env=env, cwd=site["root"], rc=rc)
 
     def kubectl_loop(self, site: dict) -> float:
         script = ("set -e\nfor bundle in " + " ".join(str(b) for b in site["bundles"]) + "; do\n"
@@ -204,23 +220,33 @@ class Bench:
 
     # ------------------------------------------------------------ scenarios
 
-    def fleet(self, sizes: list[int], core_max: int, rounds: int) -> list[dict]:
-        """phasekit over every size ``rounds`` times (sizes taking turns), then kubectl and kubernetes.core once.
+    def fleet(self, sizes: list[int], core_max: int, rounds: int, others: tuple = ("kubectl", "core")) -> list[dict]:
+        """phasekit over every size ``rounds`` times (sizes taking turns; the playbook, then the role in a user's
+        site.yml, in each round), then ``others`` (kubectl, kubernetes.core) once.
 
         Up to RAW_MAX_HOSTS hosts, each round also times the first run's API work alone (``raw_fleet``): the
         floor under the first run's ratio on this machine, where the API servers share the controller's CPUs.
         """
-        rows = [{"hosts": size, "phasekit_first_rounds": [], "phasekit_rerun_rounds": [], "raw_first_rounds": []}
-                for size in sizes]
+        rows = [{"hosts": size, "phasekit_first_rounds": [], "phasekit_rerun_rounds": [], "raw_first_rounds": [],
+                 "role_first_rounds": [], "role_rerun_rounds": [], "phasekit_rerun_cpu_rounds": [],
+                 "role_rerun_cpu_rounds": []} for size in sizes]
         for round_no in range(rounds):
             for row in rows:
                 site = self.site("phasekit", row["hosts"], PHASES, PER_PHASE)
                 row["phasekit_first_rounds"].append(self.phasekit_plan(site))
                 row["phasekit_rerun_rounds"].append(self.phasekit_plan(site))
+                row["phasekit_rerun_cpu_rounds"].append(self.last["cpu_s"])
+                site = self.site("role", row["hosts"], PHASES, PER_PHASE)
+                row["role_first_rounds"].append(self.phasekit_role(site))
+                row["role_rerun_rounds"].append(self.phasekit_role(site))
+                row["role_rerun_cpu_rounds"].append(self.last["cpu_s"])
                 if row["hosts"] <= RAW_MAX_HOSTS:
                     row["raw_first_rounds"].append(self.raw_fleet(self.site("raw", row["hosts"], PHASES, PER_PHASE)))
                 print(f"bench fleet: round {round_no + 1}, {row['hosts']} hosts, phasekit: first "
-                      f"{row['phasekit_first_rounds'][-1]:.2f}s, re-run {row['phasekit_rerun_rounds'][-1]:.2f}s"
+                      f"{row['phasekit_first_rounds'][-1]:.2f}s, re-run {row['phasekit_rerun_rounds'][-1]:.2f}s; "
+                      f"role: first {row['role_first_rounds'][-1]:.2f}s, re-run {row['role_rerun_rounds'][-1]:.2f}s; "
+                      f"re-run CPU: playbook {row['phasekit_rerun_cpu_rounds'][-1]:.2f}s, "
+                      f"role {row['role_rerun_cpu_rounds'][-1]:.2f}s"
                       + (f", its API work alone {row['raw_first_rounds'][-1]:.2f}s" if row["raw_first_rounds"] else ""),
                       file=sys.stderr)
                 self.cleanup()
@@ -235,11 +261,18 @@ class Bench:
         for row in rows:
             size = row["hosts"]
             for step in ("first", "rerun"):
-                row[f"phasekit_{step}"] = median(row[f"phasekit_{step}_rounds"])
-                # against one host of the same round: the machine's load moves between rounds
-                row[f"phasekit_{step}_vs_one"] = median([mine / one for mine, one in zip(
-                    row[f"phasekit_{step}_rounds"], rows[0][f"phasekit_{step}_rounds"])])
-            for tool in ("kubectl", "core"):
+                for how in ("phasekit", "role"):
+                    row[f"{how}_{step}"] = median(row[f"{how}_{step}_rounds"])
+                    # against one host of the same round: the machine's load moves between rounds
+                    row[f"{how}_{step}_vs_one"] = median([mine / one for mine, one in zip(
+                        row[f"{how}_{step}_rounds"], rows[0][f"{how}_{step}_rounds"])])
+                # the role against the playbook, each pair from the same round
+                row[f"role_{step}_vs_playbook"] = median([role / playbook for role, playbook in zip(
+                    row[f"role_{step}_rounds"], row[f"phasekit_{step}_rounds"])])
+            # the controller's CPU time of a re-run (all its processes): steadier than wall time on a loaded machine
+            for how in ("phasekit", "role"):
+                row[f"{how}_rerun_cpu"] = median(row[f"{how}_rerun_cpu_rounds"])
+            for tool in others:
                 if tool == "core" and (self.core is None or size > core_max):
                     continue
                 site = self.site(tool, size, PHASES, PER_PHASE)
@@ -518,6 +551,30 @@ def report(results: dict) -> str:
                            f"| {ratio(row.get(f'kubectl_{step}'), ours)} | {fmt(row.get(f'core_{step}'))} "
                            f"| {ratio(row.get(f'core_{step}'), ours)} |")
         out.append("")
+        if any(row.get("role_first_rounds") for row in fleet):
+            out += ["The role `phasekit.kube.plan` in a user's `site.yml` (as the README and the example site use it) "
+                    "against the playbook `phasekit.kube.run`, same plan, same rounds (medians; ratios are medians of "
+                    "per-round ratios):", "",
+                    "| hosts | step | playbook (s) | role (s) | role / playbook | playbook vs 1 host "
+                    "| role vs 1 host |",
+                    "|---:|---|---:|---:|---:|---:|---:|"]
+            for row in fleet:
+                for step in ("first", "rerun"):
+                    out.append(f"| {row['hosts']} | {'first run' if step == 'first' else 're-run'} "
+                               f"| {fmt(row.get(f'phasekit_{step}'))} | {fmt(row.get(f'role_{step}'))} "
+                               f"| {row[f'role_{step}_vs_playbook']:.2f}x | {row[f'phasekit_{step}_vs_one']:.2f}x "
+                               f"| {row[f'role_{step}_vs_one']:.2f}x |")
+            out += ["", "Re-run, the CPU time of all the run's processes (user + system, medians): steadier than the "
+                        "wall time when the machine is shared.", "",
+                    "| hosts | playbook CPU (s) | role CPU (s) | role / playbook | playbook vs 1 host "
+                    "| role vs 1 host |",
+                    "|---:|---:|---:|---:|---:|---:|"]
+            for row in fleet:
+                out.append(f"| {row['hosts']} | {fmt(row['phasekit_rerun_cpu'])} | {fmt(row['role_rerun_cpu'])} "
+                           f"| {ratio(row['role_rerun_cpu'], row['phasekit_rerun_cpu'])} "
+                           f"| {ratio(row['phasekit_rerun_cpu'], fleet[0]['phasekit_rerun_cpu'])} "
+                           f"| {ratio(row['role_rerun_cpu'], fleet[0]['role_rerun_cpu'])} |")
+            out.append("")
         floors = [row for row in fleet if row.get("floor_first_vs_one")]
         if floors:
             out += ["First run, the floor on this machine: its API work alone (a raw client sending the same LISTs "
@@ -577,6 +634,12 @@ def main(argv=None) -> int:
     parser.add_argument("--large-sizes", default="500,2000,5000",
                         help="cluster hosts of the large scenario (10 phases each), smallest first")
     parser.add_argument("--rollout-hosts", type=int, default=500, help="cluster hosts of the rollout scenario")
+    parser.add_argument("--fleet-others", default="kubectl,core",
+                        help="the other tools of the fleet scenario (kubectl,core; empty: phasekit's playbook "
+                             "and role only)")
+    parser.add_argument("--collection", type=Path, default=None,
+                        help="the phasekit.kube tree to measure (default: this checkout), e.g. an export of "
+                             "another commit")
     parser.add_argument("--no-records", action="store_true",
                         help="phasekit runs with plan_record=false, and the floor writes no run records")
     args = parser.parse_args(argv)
@@ -586,11 +649,12 @@ def main(argv=None) -> int:
     env.pop("KUBECONFIG", None)
     subprocess.run([sys.executable, str(REPO / "hack/clusters.py"), "up", *CLUSTERS], check=True, env=env,
                    capture_output=True, text=True)
-    core = None if "fleet" in skip else kubernetes_core_collections()
+    others = tuple(filter(None, args.fleet_others.split(",")))
+    core = None if "fleet" in skip or "core" not in others else kubernetes_core_collections()
     results = {"date": time.strftime("%Y-%m-%d %H:%M"), "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
                "python": platform.python_version(), "records": not args.no_records}
     with tempfile.TemporaryDirectory(prefix="phasekit-fleet-bench-") as tmp:
-        bench = Bench(Path(tmp), env, core, records=not args.no_records)
+        bench = Bench(Path(tmp), env, core, records=not args.no_records, collection=args.collection)
         try:
             if "floor" not in skip:
                 # the floor moves by ±20 % from round to round on a 2-CPU machine: at least 5 rounds for its median
@@ -598,7 +662,8 @@ def main(argv=None) -> int:
             if "overhead" not in skip:
                 results["overhead"] = bench.overhead(args.rounds)
             if "fleet" not in skip:
-                results["fleet"] = bench.fleet([int(s) for s in args.sizes.split(",")], args.core_max_hosts, args.rounds)
+                results["fleet"] = bench.fleet([int(s) for s in args.sizes.split(",")], args.core_max_hosts,
+                                               args.rounds, others)
             if "large" not in skip:
                 results["large"] = bench.large([int(size) for size in args.large_sizes.split(",")])
             if "rollout" not in skip:

@@ -76,13 +76,13 @@ def kubernetes_core_collections() -> Path:
     return site
 
 
-def collections_root(work: Path) -> Path:
-    """An ANSIBLE_COLLECTIONS_PATH entry in which phasekit.kube is this working tree."""
+def collections_root(work: Path, tree: Path | None = None) -> Path:
+    """An ANSIBLE_COLLECTIONS_PATH entry in which phasekit.kube is ``tree`` (default: this working tree)."""
     root = work / "collections"
     link = root / "ansible_collections" / "phasekit" / "kube"
     link.parent.mkdir(parents=True, exist_ok=True)
     if not link.exists():
-        link.symlink_to(REPO)
+        link.symlink_to((tree or REPO).resolve())
     return root
 
 

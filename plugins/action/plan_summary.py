@@ -20,6 +20,7 @@ ARGUMENT_SPEC = {
     "mode": {"type": "str", "default": "run"},
     "plan": {"type": "str", "default": ""},
     "stopped_by": {"type": "str", "default": ""},
+    "tail": {"type": "list", "elements": "str", "default": []},
     "report_json": {"type": "path", "default": ""},
     "report_junit": {"type": "path", "default": ""},
 }
@@ -32,7 +33,7 @@ class ActionModule(PhasekitAction):
     def execute(self, args, task_vars):
         hosts = args["hosts"] or list(task_vars.get("ansible_play_hosts_all") or [])
         records = [dict(record) for record in args["records"]]
-        result = {"changed": False, "msg": summary_lines(args["phases"], records, hosts, args["mode"]),
+        result = {"changed": False, "msg": summary_lines(args["phases"], records, hosts, args["mode"]) + args["tail"],
                   "_ansible_verbose_always": True}   # shown at every verbosity, as a debug task's message
         if args["report_json"] or args["report_junit"]:
             entries = report_entries(args["phases"], records, hosts, args["mode"])

@@ -46,6 +46,11 @@ options:
     description: The phase that stopped the run, in the JSON report.
     type: str
     default: ""
+  tail:
+    description: Lines shown after the summary table (why a rollout ended the run, the drift the gate found).
+    type: list
+    elements: str
+    default: []
   report_json:
     description:
       - Write the summary to this file as JSON (see O(phasekit.kube.run_phases#module:report_json)). The
