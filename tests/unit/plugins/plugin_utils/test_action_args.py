@@ -29,11 +29,15 @@ def test_string_options_refuse_collections(args, expected):
     (TypeError("cannot represent s3cr3t-t0ken"), "unexpected error (TypeError): cannot represent ***"),
 ], ids=["phasekit-error", "ansible-error", "a-bug"])
 def test_an_action_error_is_masked_with_its_traceback(error, message):
-    masks = Masks().add("s3cr3t-t0ken")
-    try:
-        raise error
-    except Exception as err:  # pylint: disable=broad-exception-caught
-        result = error_result(err, masks.scrub)
+    result = failed_with(error, Masks().add("s3cr3t-t0ken"))
     assert result["failed"] is True and result["changed"] is False and result["msg"] == message
     assert "s3cr3t-t0ken" not in repr(result)
     assert ("exception" in result) is not isinstance(error, PhasekitError)
+
+
+def failed_with(error: Exception, masks: Masks) -> dict:
+    """The result of an action whose work raised ``error`` (the traceback is that of the error being handled)."""
+    try:
+        raise error
+    except Exception as err:  # pylint: disable=broad-exception-caught
+        return error_result(err, masks.scrub)
