@@ -965,12 +965,16 @@ def role_vars(world: World, one: Hostile, extra: dict) -> dict:
 
 
 def role_run(values: dict) -> list[dict]:
-    """The role as the playbook phasekit.kube.run runs it: the engine once, then the clusters that failed."""
-    return [{"name": "Run the plan", "ansible.builtin.include_role": {"name": "phasekit.kube.plan",
-                                                                      "tasks_from": "plan"}, "vars": values},
-            {"name": "Clusters that failed", "ansible.builtin.include_role": {"name": "phasekit.kube.plan",
-                                                                              "tasks_from": "host"},
-             "vars": values, "when": "inventory_hostname in (phasekit_kube_resolved.failed_hosts | default({}))"}]
+    """The role as the playbook phasekit.kube.run runs it: the engine once, then the clusters that failed (only
+    when this action ran phases: list, tree and render leave an earlier input's result as it was)."""
+    tasks = [{"name": "Run the plan", "ansible.builtin.include_role": {"name": "phasekit.kube.plan",
+                                                                       "tasks_from": "plan"}, "vars": values}]
+    if values.get("plan_action", "run") in ("run", "status", "destroy", "validate") and not values.get("plan_offline"):
+        tasks.append({"name": "Clusters that failed",
+                      "ansible.builtin.include_role": {"name": "phasekit.kube.plan", "tasks_from": "host"},
+                      "vars": values,
+                      "when": "inventory_hostname in (phasekit_kube_resolved.failed_hosts | default({}))"})
+    return tasks
 
 
 def body_tasks(world: World, one: Hostile) -> list[dict]:
