@@ -969,7 +969,8 @@ def role_run(values: dict) -> list[dict]:
     when this action ran phases: list, tree and render leave an earlier input's result as it was)."""
     tasks = [{"name": "Run the plan", "ansible.builtin.include_role": {"name": "phasekit.kube.plan",
                                                                        "tasks_from": "plan"}, "vars": values}]
-    if values.get("plan_action", "run") in ("run", "status", "destroy", "validate") and not values.get("plan_offline"):
+    runs_phases = values.get("plan_action", "run") in ("run", "status", "destroy", "validate")
+    if runs_phases and not values.get("plan_offline"):
         tasks.append({"name": "Clusters that failed",
                       "ansible.builtin.include_role": {"name": "phasekit.kube.plan", "tasks_from": "host"},
                       "vars": values,
