@@ -388,9 +388,9 @@ status:
         - The user-supplied values of the release (C(helm get values)).
         - phasekit.kube shows every string of 4 characters or more of them as C(***) (they may be secrets;
           M(kubernetes.core.helm) shows them).
-      type: dict
-    values:
-      description: The same as C(release_values) (M(kubernetes.core.helm) deprecated this key).
+        - The key C(values) holds the same, as in M(kubernetes.core.helm), which deprecated it (it is not listed
+          here because Jinja's dot notation cannot reach it - C(status.values) is the dict method - use
+          C(status['values']) or C(release_values)).
       type: dict
 stdout:
   description: What the helm call printed on its standard output (C("") when helm was not run to change anything).
