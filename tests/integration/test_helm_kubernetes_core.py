@@ -11,6 +11,7 @@ including failures (stderr, command, changed: false), one release per test, on t
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import uuid
 from pathlib import Path
@@ -23,6 +24,13 @@ from test_apply import CLUSTER
 from test_helm import chart_repo, packaged_charts  # noqa: F401 pylint: disable=unused-import
 
 pytestmark = [pytest.mark.k8s_matrix]
+
+
+def helm_path(bin_dir: Path, binary: str) -> str:
+    """A helm of the tools: the oldest Kubernetes version's tools have no helm of their own (make integration-oldest
+    puts the newest's after them on PATH)."""
+    own = bin_dir / binary
+    return str(own) if own.exists() else (shutil.which(binary) or str(own))
 
 BINARIES = ["helm-v3.22.0", "helm-v4.3.1"]
 SECRET = "s3cr3t-" + uuid.uuid4().hex[:10]   # a release value that must never be shown
@@ -395,7 +403,7 @@ def test_kubernetes_cores_own_chart_tests_pass_with_only_the_module_name_changed
     namespace = f"pk-k8score-{uuid.uuid4().hex[:8]}"
     role = write_files(tmp_path / "role", {"files/values.yaml": "---\nrevisionHistoryLimit: 0\n"})
     variables = {
-        "helm_binary": str(bin_dir / binary), "helm_namespace": namespace, "source": "local_path",
+        "helm_binary": helm_path(bin_dir, binary), "helm_namespace": namespace, "source": "local_path",
         "chart_name": "local-path-001", "chart_test": "test-chart", "role_path": str(role),
         "chart_source": str(write_files(tmp_path / "test-chart", TEST_CHART)),
         "chart_source_upgrade": str(write_files(tmp_path / "test-chart-v2", TEST_CHART_V2)),
@@ -479,7 +487,7 @@ def test_every_option_and_return_key_of_kubernetes_core_helm(clusters, run_playb
     renderer.chmod(0o755)
     target.kubectl("create", "namespace", namespace)
     target.kubectl("create", "configmap", "opts-cm", "-n", namespace, "--from-literal=owner=kubectl")
-    base = {"binary_path": str(bin_dir / binary), "release_name": "opts", "release_namespace": namespace,
+    base = {"binary_path": helm_path(bin_dir, binary), "release_name": "opts", "release_namespace": namespace,
             "chart_ref": str(chart), "history_max": 2}
     values = {"release_values": {"password": SECRET}, "set_values": [
         {"value": "count=3"}, {"value": "label=" + SECRET + "-set", "value_type": "string"},
@@ -542,7 +550,8 @@ def test_every_option_and_return_key_of_kubernetes_core_helm(clusters, run_playb
                   "'--timeout 2m' in reset.command", "'--insecure-skip-tls-verify' in reset.command",
                   "'--plain-http' in reset.command", "reset.status.release_values.other == 2",
                   "reset.status.release_values.extra == 1"),
-        {"ansible.builtin.command": {"argv": [str(bin_dir / binary), "history", "opts", "-n", namespace, "-o", "json"]},
+        {"ansible.builtin.command": {"argv": [helm_path(bin_dir, binary), "history", "opts", "-n", namespace,
+                                              "-o", "json"]},
          "register": "history", "changed_when": False},
         asserting("history.stdout | from_json | length == 2"),  # history_max: 2, after four revisions
         helm_task("update_repo_cache", "repo_update", base, release_name="dummy", state="absent",
@@ -593,7 +602,7 @@ def test_every_option_and_return_key_of_kubernetes_core_helm(clusters, run_playb
     play = [{"hosts": "localhost", "gather_facts": False, "tasks": tasks}]
     repositories = {"HELM_REPOSITORY_CONFIG": str(tmp_path / "repositories.yaml"),
                     "HELM_REPOSITORY_CACHE": str(tmp_path / "repository-cache")}
-    subprocess.run([str(bin_dir / binary), "repo", "add", "local", chart_repo], check=True, capture_output=True,
+    subprocess.run([helm_path(bin_dir, binary), "repo", "add", "local", chart_repo], check=True, capture_output=True,
                    env={**os.environ, **repositories})
     index = tmp_path / "repository-cache" / "local-index.yaml"
     os.utime(index, (0, 0))
