@@ -32,6 +32,7 @@ def helm_path(bin_dir: Path, binary: str) -> str:
     own = bin_dir / binary
     return str(own) if own.exists() else (shutil.which(binary) or str(own))
 
+
 BINARIES = ["helm-v3.22.0", "helm-v4.3.1"]
 SECRET = "s3cr3t-" + uuid.uuid4().hex[:10]   # a release value that must never be shown
 
