@@ -9,7 +9,7 @@ controller tasks and from each host's task files; a run in one task gets the sam
 from __future__ import annotations
 
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.report import (
-    json_report, junit_report, report_entries, write_report)
+    report_entries, write_reports)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import summary_lines
 from ansible_collections.phasekit.kube.plugins.plugin_utils.action import PhasekitAction
 
@@ -35,14 +35,8 @@ class ActionModule(PhasekitAction):
         records = [dict(record) for record in args["records"]]
         result = {"changed": False, "msg": summary_lines(args["phases"], records, hosts, args["mode"]) + args["tail"],
                   "_ansible_verbose_always": True}   # shown at every verbosity, as a debug task's message
-        if args["report_json"] or args["report_junit"]:
-            entries = report_entries(args["phases"], records, hosts, args["mode"])
-            if args["report_json"]:
-                write_report(args["report_json"], json_report(entries, plan=args["plan"], mode=args["mode"],
-                                                              check_mode=bool(self._task.check_mode),
-                                                              stopped_by=args["stopped_by"]),
-                             "report_json (plan_report_json)")
-            if args["report_junit"]:
-                write_report(args["report_junit"], junit_report(entries, plan=args["plan"], mode=args["mode"]),
-                             "report_junit (plan_report_junit)")
+        paths = {option: args[option] for option in ("report_json", "report_junit")}
+        if any(paths.values()):
+            write_reports(paths, report_entries(args["phases"], records, hosts, args["mode"]), plan=args["plan"],
+                          mode=args["mode"], check_mode=bool(self._task.check_mode), stopped_by=args["stopped_by"])
         return result

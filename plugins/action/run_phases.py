@@ -27,7 +27,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin impor
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import (
     DESTROY_ACTION, RUN_ACTION, RunInfo, RunRecords, phase_recorder, run_history)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.report import (
-    check_report_path, json_report, junit_report, report_entries, write_report)
+    check_report_path, report_entries, role_named, write_reports)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import (
     history_lines, rollout_stop_message, summary_lines)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import hosts_label
@@ -88,7 +88,7 @@ class ActionModule(PhasekitAction):
                                            f"number of batches, got {args['rollout_stop_after']}"}
         reports = {option: args[option] for option in REPORT_OPTIONS if args[option] and mode != HISTORY}
         for option, path in reports.items():
-            check_report_path(path, _role_named(option))   # before any cluster is touched: a typo costs no run
+            check_report_path(path, role_named(option))   # before any cluster is touched: a typo costs no run
         # history reads records only: a phase that could not run here still has a history to show
         plan = plan_for_task(self, args, task_vars, runnable=args["mode"] != HISTORY)
         planned = selected_phases(plan, args["phases"])
@@ -139,7 +139,9 @@ class ActionModule(PhasekitAction):
                 play_hosts = list(task_vars.get("ansible_play_hosts_all") or in_play)
                 entries = report_entries(planned, records, play_hosts, mode,
                                          masks_for=lambda host: Masks(fleet.secrets(host)))
-                self._write_reports(reports, entries, plan.name or "", mode, report.stopped_by)
+                write_reports(reports, entries, plan=plan.name or "", mode=mode,
+                              check_mode=bool(self._task.check_mode), stopped_by=report.stopped_by)
+                display.vvv(f"phasekit.kube.run_phases: reports written: {', '.join(reports.values())}")
         for record in records:
             for warning in record.pop("warnings", []):
                 display.warning(warning)
@@ -162,16 +164,6 @@ class ActionModule(PhasekitAction):
                            "tasks_phases": {phase["name"]: phase for phase in phases
                                             if phase["executor"] == TASKS_EXECUTOR}})
         return result
-
-    def _write_reports(self, reports: dict, entries: list, plan_name: str, mode: str, stopped_by: str) -> None:
-        """The summary for CI, in the files asked for (``report_json``, ``report_junit``)."""
-        check_mode = bool(self._task.check_mode)
-        makers = {"report_json": lambda: json_report(entries, plan=plan_name, mode=mode, check_mode=check_mode,
-                                                     stopped_by=stopped_by),
-                  "report_junit": lambda: junit_report(entries, plan=plan_name, mode=mode)}
-        for option, path in reports.items():
-            write_report(path, makers[option](), _role_named(option))
-            display.vvv(f"phasekit.kube.run_phases: {option} written to {path}")
 
     def _run_records(self, args: dict, fleet: Fleet, plan_name: str, mode: str) -> RunRecords | None:
         """The clusters' run records of this plan (None with ``record: false``, or in validate mode)."""
@@ -280,11 +272,6 @@ def _seconds_from_env(name: str, default: float) -> float:
     except ValueError:
         return default
     return value if value > 0 else default
-
-
-def _role_named(option: str) -> str:
-    """An option as errors name it: also as the plan role's variable that sets it."""
-    return f"{option} (plan_{option})"
 
 
 def _show_soak(batch, seconds: float) -> None:

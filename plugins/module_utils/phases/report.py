@@ -100,6 +100,23 @@ def write_report(path: str, text: str, option: str) -> None:
         raise PhasekitError(f"{option}: cannot write the report {path}: {err.strerror or err}") from None
 
 
+def write_reports(paths: dict, entries: list[dict], *, plan: str, mode: str, check_mode: bool,
+                  stopped_by: str = "") -> None:
+    """The reports asked for, ``paths`` mapping ``report_json``/``report_junit`` to a file (empty: not asked). Errors
+    name the option as the plan role's variable too (``report_json (plan_report_json)``)."""
+    makers = {"report_json": lambda: json_report(entries, plan=plan, mode=mode, check_mode=check_mode,
+                                                 stopped_by=stopped_by),
+              "report_junit": lambda: junit_report(entries, plan=plan, mode=mode)}
+    for option, path in paths.items():
+        if path:
+            write_report(path, makers[option](), role_named(option))
+
+
+def role_named(option: str) -> str:
+    """A report option as errors name it: also as the plan role's variable that sets it."""
+    return f"{option} (plan_{option})"
+
+
 def _count(element, entries: list[dict]) -> None:
     element.set("tests", str(len(entries)))
     element.set("failures", str(sum(1 for entry in entries if entry["result"] in FAILED_RESULTS)))
