@@ -104,8 +104,8 @@ class Bench:
 
     def kubectl(self, cluster: str, *args, stdin: str | None = None, check: bool = True):
         kubeconfig = CLUSTERS_DIR / cluster / "admin.kubeconfig"
-        subprocess.run(["kubectl", "--kubeconfig", str(kubeconfig), *args], input=stdin, env=self.env,
-                       capture_output=True, text=True, check=check)
+        return subprocess.run(["kubectl", "--kubeconfig", str(kubeconfig), *args], input=stdin, env=self.env,
+                              capture_output=True, text=True, check=check)
 
     def fleet_kubeconfig(self, path: Path, hosts: list[str], namespaces: dict[str, str]) -> None:
         """One context per host, each with its own cluster and user entry (copies of the admin ones)."""
@@ -146,9 +146,13 @@ class Bench:
         """Delete what a scenario made and wait until it is gone: the next measurement gets an idle server."""
         for cluster in CLUSTERS:
             self.kubectl(cluster, "delete", "namespace", "-l", "bench=phasekit-fleet", "--wait=false")
+        # polled, not `kubectl wait --for=delete -l`: that watch missed the last deletions once and sat out its
+        # whole timeout with nothing left (12 minutes of a bench run)
+        deadline = time.monotonic() + 600
         for cluster in CLUSTERS:
-            self.kubectl(cluster, "wait", "--for=delete", "namespace", "-l", "bench=phasekit-fleet", "--timeout=600s",
-                         check=False)  # nothing left to wait for is an error to kubectl
+            while time.monotonic() < deadline and self.kubectl(
+                    cluster, "get", "namespace", "-l", "bench=phasekit-fleet", "-o", "name").stdout.strip():
+                time.sleep(2)
 
     def site(self, tool: str, size: int, phases: int, per_phase: int) -> dict:
         """Namespaces, kubeconfig, phase bundles and inventory for one tool and fleet size."""
