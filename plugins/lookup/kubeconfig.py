@@ -101,7 +101,8 @@ from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.connection import ARGUMENT_SPEC as CONNECTION_SPEC
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.connection import (
+    ARGUMENT_SPEC as CONNECTION_SPEC)
 from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import view_for_lookup
 
 

@@ -212,8 +212,8 @@ def test_the_kubeconfig_lookup_takes_the_connection_options_with_the_actions_pre
     written = tmp_path / "from-lookup.kubeconfig"
     lookup = "lookup('phasekit.kube.kubeconfig', provenance=true"
     tasks = [
-        {"name": "the lookup", "ansible.builtin.set_fact": {"found": "{{ " + lookup + ") }}",
-                                                             "keyword": "{{ " + lookup + ", host='https://127.0.0.2:6443') }}"},
+        {"name": "the lookup", "ansible.builtin.set_fact": {
+            "found": "{{ " + lookup + ") }}", "keyword": "{{ " + lookup + ", host='https://127.0.0.2:6443') }}"},
          "no_log": True},
         {"name": "write it", "ansible.builtin.copy": {"content": "{{ found.kubeconfig | to_nice_yaml }}",
                                                       "dest": str(written), "mode": "0600"}, "no_log": True},

@@ -289,15 +289,16 @@ def manifest_diffs(before: str, after: str, label: str) -> list[dict]:
     return diffs
 
 
-def values_masks(values) -> Masks:
-    """The release's string values as masks: they may be secrets, and they never appear in errors (helm quotes
-    rendered manifests in some) nor in diffs (the rendered objects hold them)."""
-    return Masks(_leaf_strings(values))
+def values_masks(request: HelmRequest) -> Masks:
+    """Every string value of a request (its values, what its --set values set) as masks: for plan phases and
+    ``helm_mode: apply``, whose diffs and messages (run records others read, helm errors quoting rendered
+    manifests) show none of them."""
+    return Masks(_leaf_strings(request.values)).add(*request.set_secrets)
 
 
 def scrub_values(text, values):
-    """``text`` (or diffs) with every string value of the release's values replaced by ``***``."""
-    return values_masks(values).scrub(text)
+    """``text`` (or diffs) with every string of ``values`` replaced by ``***``."""
+    return Masks(_leaf_strings(values)).scrub(text)
 
 
 def _leaf_strings(values):

@@ -415,8 +415,8 @@ def fake_helm(tmp_path, version: str):
     """A helm that says its version and fails every other call as helm fails for a context that does not exist,
     printing its arguments first."""
     script = tmp_path / f"helm-{version}"
-    script.write_text(f"#!/bin/sh\nif [ \"$1\" = version ]; then echo {version}; exit 0; fi\n"
-                      "echo \"$@\"\necho 'Error: Kubernetes cluster unreachable: context \"nowhere\" does not exist' >&2\n"
+    script.write_text(f"#!/bin/sh\nif [ \"$1\" = version ]; then echo {version}; exit 0; fi\necho \"$@\"\n"
+                      "echo 'Error: Kubernetes cluster unreachable: context \"nowhere\" does not exist' >&2\n"
                       "exit 1\n")
     script.chmod(0o755)
     return str(script)
