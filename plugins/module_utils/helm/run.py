@@ -12,6 +12,7 @@ there is one engine for charts and manifests alike.
 from __future__ import annotations
 
 import os
+import re
 
 from ansible_collections.phasekit.kube.plugins.module_utils.bundle import BundleObject
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
@@ -124,6 +125,7 @@ def render_release(request: HelmRequest, *, kubeconfig: dict, charts: ChartCache
     return objects
 
 
+UNDEFINED_CONTEXT = re.compile(r"\bcontext '([^']+)' is not defined by any kubeconfig source")
 EMPTY_KUBECONFIG = {"apiVersion": "v1", "kind": "Config", "clusters": [], "contexts": [], "users": []}
 
 
@@ -134,9 +136,10 @@ def unresolved_kubeconfig_result(err: PhasekitError, args: dict) -> dict:
     as kubernetes.core's, followed by phasekit's message (the known contexts, the sources read)."""
     message = str(err)
     result = {"failed": True, "changed": False, "msg": message, "stderr": message, "stdout": "", "command": ""}
-    context = args.get("context")
-    if not context or f"context {context!r}" not in message or "not defined" not in message:
+    undefined = UNDEFINED_CONTEXT.search(message)  # named by the task, K8S_AUTH_CONTEXT or kube_context
+    if undefined is None:
         return result
+    context = undefined.group(1)
     try:
         with HelmCli(args.get("binary_path") or DEFAULT_BINARY, EMPTY_KUBECONFIG) as helm:
             argv = ["list", "--output=yaml", "--filter", str(args.get("name") or ""), "--kube-context", context]

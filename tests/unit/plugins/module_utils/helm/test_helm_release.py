@@ -442,6 +442,13 @@ def test_a_context_that_does_not_exist_is_helms_own_failure(tmp_path, version, s
     assert result["msg"].endswith("\n" + str(err)) and "stderr: Error: Kubernetes cluster unreachable" in result["msg"]
 
 
+def test_a_context_named_by_a_host_var_is_asked_of_helm_too(tmp_path):
+    """kube_context (or K8S_AUTH_CONTEXT) named the context, not the task: helm is asked about that context."""
+    err = PhasekitError("context 'nowhere' is not defined by any kubeconfig source; known contexts: target")
+    result = unresolved_kubeconfig_result(err, {"name": "hello", "binary_path": fake_helm(tmp_path, "v4.3.1")})
+    assert "--kube-context nowhere" in result["command"] and "does not exist" in result["stderr"]
+
+
 @pytest.mark.parametrize("err, args", [
     (PhasekitError("kubeconfig source 1 (path: /nowhere): no such file"), {"context": "nowhere", "name": "hello"}),
     (PhasekitError("context 'nowhere' is not defined by any kubeconfig source"),
