@@ -8,9 +8,9 @@ chart's name and version, the status, and the revision's description, where
 phasekit.kube writes digests of the chart's files and of the merged values on
 every install or upgrade. Same chart, same content, same values and status
 ``deployed``: nothing to do, and no new revision. A release made or changed by
-anyone else has another description and is upgraded once. Values are never
-shown in diffs and messages (they may be secrets); the result's ``status`` shows the values as
-kubernetes.core does, but for credentials (``release_masks``).
+anyone else has another description and is upgraded once. The action shows
+values as kubernetes.core does, secrets aside (``release_masks``); plan phases
+show none (``values_masks``).
 
 Check mode decides without changing anything. Diff mode renders the new
 manifest (``helm upgrade --dry-run=client``) and compares it object by object
@@ -290,9 +290,8 @@ def manifest_diffs(before: str, after: str, label: str) -> list[dict]:
 
 
 def values_masks(request: HelmRequest) -> Masks:
-    """Every string value of a request (its values, what its --set values set) as masks: for plan phases and
-    ``helm_mode: apply``, whose diffs and messages (run records others read, helm errors quoting rendered
-    manifests) show none of them."""
+    """Every string value of a request (its values, what its --set values set) as masks: for plan phases, whose
+    diffs and messages (run records others read, helm errors quoting rendered manifests) show none of them."""
     return Masks(_leaf_strings(request.values)).add(*request.set_secrets)
 
 
