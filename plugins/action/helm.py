@@ -41,6 +41,9 @@ class ActionModule(PhasekitAction):
 
     def execute(self, args, task_vars):
         args = dict(args)
+        # the values are the task's templated arguments and values files: the vault-encrypted values they may carry
+        # are hidden in the result (ordinary values are shown, as kubernetes.core shows them)
+        self._rendered_templates = True
         if args["chart_ref"] and not args["chart_repo_url"]:
             # kubernetes.core's chart_ref is of type path: ~ and $VARIABLES expanded
             chart_ref = os.path.expanduser(os.path.expandvars(args["chart_ref"]))
@@ -49,7 +52,7 @@ class ActionModule(PhasekitAction):
         try:
             resolution = resolve_for_task(self, task_vars, args)
         except PhasekitError as err:
-            return unresolved_kubeconfig_result(err, args.get("context"))
+            return unresolved_kubeconfig_result(err, args)
         request = helm_request(args, namespace=resolution.namespace or "default",
                                read_values_file=lambda path: self._values_file(path, task_vars))
         self.hand_out(resolution.config, release_masks(request))

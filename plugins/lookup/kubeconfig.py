@@ -22,9 +22,13 @@ description:
     context is complete), because C(kubectl config view) shows everything.
   - The result holds credentials. Do not print it; prefer the action's O(phasekit.kube.kubeconfig#module:dest)
     to hand a kubeconfig to other tools.
-  - kubernetes.core's connection options (E(K8S_AUTH_HOST), E(K8S_AUTH_API_KEY), ...) are not applied, as
-    C(kubectl config view) applies no connection flags; the P(phasekit.kube.kubeconfig#module) action returns and
-    writes the kubeconfig the actions connect with, options applied.
+  - kubernetes.core's connection options (O(host), O(api_key), O(ca_cert), ...) are applied on top, as the actions
+    apply them and with the same precedence, each from the lookup's keyword, else its E(K8S_AUTH_*) environment
+    variable, else the host's C(kube_<option>) variable. A O(host) with a credential is a complete connection and no
+    source is read (kubernetes.core's rule); otherwise the options that are set override the cluster and user of
+    O(context), else of the current-context. With O(provenance) the answer says where each option came from.
+extends_documentation_fragment:
+  - phasekit.kube.connection
 options:
   _terms:
     description:
@@ -54,12 +58,23 @@ options:
       - Embed certificate-authority, client-certificate and client-key files as data.
     type: bool
     default: false
+  provenance:
+    description:
+      - "Return C({kubeconfig, provenance}) instead of the kubeconfig alone: C(provenance.connection) names where each
+        connection option came from (C(host) from E(K8S_AUTH_HOST), for example), never a value."
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
 - name: The same as KUBECONFIG=a.yaml:b.yaml kubectl config view --raw --flatten
   ansible.builtin.set_fact:
     merged: "{{ lookup('phasekit.kube.kubeconfig', sources=[{'path': 'a.yaml:b.yaml'}], flatten=true) }}"
+  no_log: true
+
+- name: What AWX's bearer-token credential (K8S_AUTH_HOST, K8S_AUTH_API_KEY, ...) connects to, and from where
+  ansible.builtin.set_fact:
+    connection: "{{ lookup('phasekit.kube.kubeconfig', provenance=true) }}"
   no_log: true
 
 - name: One context, self-contained, from a SOPS file and a local override
@@ -74,7 +89,10 @@ EXAMPLES = r"""
 
 RETURN = r"""
 _raw:
-  description: The merged kubeconfig as a dictionary in the shape of C(kubectl config view --raw -o json).
+  description:
+    - The merged kubeconfig as a dictionary in the shape of C(kubectl config view --raw -o json), connection options
+      applied.
+    - With O(provenance), a dictionary with C(kubeconfig) (that kubeconfig) and C(provenance).
   type: list
   elements: dict
 """
@@ -83,6 +101,8 @@ from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.connection import (
+    ARGUMENT_SPEC as CONNECTION_SPEC)
 from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import view_for_lookup
 
 
@@ -95,8 +115,13 @@ class LookupModule(LookupBase):
             raise AnsibleLookupError("give kubeconfig paths as terms or as sources, not both")
         if terms:
             sources = [{"path": term} for term in terms]
+        options = {name: self.get_option(name) for name in CONNECTION_SPEC}
         try:
-            return [view_for_lookup(self, variables, sources, context=self.get_option("context"),
-                                    minify=self.get_option("minify"), flatten=self.get_option("flatten"))]
+            config, provenance = view_for_lookup(self, variables, sources, context=self.get_option("context"),
+                                                 minify=self.get_option("minify"), flatten=self.get_option("flatten"),
+                                                 options=options)
+            if self.get_option("provenance"):
+                return [{"kubeconfig": config, "provenance": provenance}]
+            return [config]
         except PhasekitError as err:
             raise AnsibleLookupError(str(err)) from None

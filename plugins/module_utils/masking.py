@@ -118,6 +118,32 @@ def is_maskable(secret: str) -> bool:
     return len(secret.strip()) >= MIN_SECRET
 
 
+# Names of settings whose value is a credential (``adminPassword``, ``auth_token``, ``apiKey``, ``clientSecret``),
+# matched in the name without case, ``-``, ``_`` or ``.``. Narrower than the exec arguments' words (kubeconfig.redact):
+# in chart values a bare ``key`` or ``secret`` mostly names things (a toleration's key, ``existingSecret``).
+SECRET_NAME_WORDS = ("password", "passwd", "passphrase", "token", "apikey", "privatekey", "secretkey", "accesskey",
+                     "clientsecret", "credential")
+
+
+def says_secret(name) -> bool:
+    """Whether a setting's name says its value is a credential (see ``SECRET_NAME_WORDS``)."""
+    flat = re.sub(r"[-_.\s]", "", str(name)).lower()
+    return any(word in flat for word in SECRET_NAME_WORDS)
+
+
+def secret_named_strings(data, named_secret: bool = False):
+    """The strings of ``data`` (mappings and lists, to any depth) held under a name that ``says_secret``: the values
+    of a release or a settings file that are credentials by their name, whoever wrote them in plain text."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            yield from secret_named_strings(value, named_secret or says_secret(key))
+    elif isinstance(data, (list, tuple)):
+        for value in data:
+            yield from secret_named_strings(value, named_secret)
+    elif named_secret and isinstance(data, str):
+        yield data
+
+
 def scrub_secrets(value, secrets, hidden: str = HIDDEN):
     """``value`` with every form of each of ``secrets`` hidden (a shorthand for ``Masks(secrets).scrub``)."""
     return Masks(secrets or (), hidden).scrub(value)

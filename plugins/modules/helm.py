@@ -52,7 +52,7 @@ options:
   chart_version:
     description:
       - The chart version to install (a version of the repository's chart, or an OCI tag). Default is the newest.
-      - For a local chart, the version its C(Chart.yaml) must have.
+      - Ignored for a chart on disk, as helm (and M(kubernetes.core.helm)) ignore C(--version) there.
     type: str
   release_namespace:
     description: The release namespace. Default is the namespace of the host's kubeconfig context, else C(default).
@@ -64,8 +64,11 @@ options:
     default: false
   release_values:
     description:
-      - Values, merged over the values files (as a last C(-f) file would be). Never shown in output, diffs or
-        errors; may hold secrets (vault-encrypted variables).
+      - Values, merged over the values files (as a last C(-f) file would be).
+      - Shown in RV(status) as M(kubernetes.core.helm) shows them, except secrets, shown as C(***) wherever they
+        appear - values from vault-encrypted variables, and strings under a key that names a credential
+        (C(password), C(passwd), C(passphrase), C(token), C(apiKey), C(privateKey), C(secretKey), C(accessKey),
+        C(clientSecret), C(credential), in any case, anywhere in the key, at any depth).
     type: dict
     default: {}
     aliases: [values]
@@ -91,13 +94,14 @@ options:
   wait_timeout:
     description:
       - How long helm waits, as a Go duration (C(300s), C(5m), C(1h30m)); helm's default is C(5m).
-      - M(kubernetes.core.helm) passes it with O(wait) only; phasekit.kube passes it as C(--timeout) also without
-        O(wait) (it then bounds hooks). Mutually exclusive with O(timeout).
+      - As in M(kubernetes.core.helm), passed (C(--timeout)) to an install or upgrade only with O(wait), to an
+        uninstall always. Mutually exclusive with O(timeout).
     type: str
   timeout:
     description:
       - A Go duration (C(5m0s)) helm waits for Kubernetes commands to complete (helm C(--timeout)), without
-        O(wait) too. Mutually exclusive with O(wait_timeout).
+        O(wait) too; install and upgrade only, as in M(kubernetes.core.helm). Mutually exclusive with
+        O(wait_timeout).
     type: str
   atomic:
     description:
@@ -122,8 +126,9 @@ options:
     default: false
   dependency_update:
     description:
-      - Update the chart's dependencies first. For a chart directory, C(helm dependency update CHART) runs before
-        the install (the chart's files, dependencies included, are then what phasekit.kube digests).
+      - Update the chart's dependencies first. For a chart on disk that declares dependencies, C(helm dependency
+        update CHART) runs before the install (the chart's files, dependencies included, are then what phasekit.kube
+        digests); for a packaged C(.tgz) helm refuses it and the task fails, as with M(kubernetes.core.helm).
       - For a chart of a repository, only with O(replace) (C(helm install --dependency-update)); otherwise the task
         fails, as M(kubernetes.core.helm) does. A chart without dependencies gets a warning.
     type: bool
@@ -135,9 +140,9 @@ options:
     default: false
   set_values:
     description:
-      - Values given as helm's C(--set) family, after the values files and O(release_values). They are hidden as
-        values are, and are part of the digest that decides whether the release changed (a C(file) value by the
-        file's content).
+      - Values given as helm's C(--set) family, after the values files and O(release_values). A value whose key
+        names a credential is hidden as such values are; they are all part of the digest that decides whether
+        the release changed (a C(file) value by the file's content).
     type: list
     elements: dict
     suboptions:
@@ -251,15 +256,16 @@ attributes:
     support: full
     details:
       - Decides and reports whether the release would change, without changing it. RV(command) is the helm call
-        that would run; RV(status) holds C(values) and C(release_values) as C(current) (the live release's) and
-        C(declared) (the task's), as M(kubernetes.core.helm) returns them in check mode.
+        that would run; RV(status) holds only C(values) and C(release_values), each C({current, declared}) as
+        M(kubernetes.core.helm) fills them in check mode - C(current) the live release's values, C(declared) the
+        live release's status - or C({}) without a deployed release.
   diff_mode:
     support: full
     details:
       - Shows the rendered manifest against the live release's, object by object (C(helm upgrade --dry-run)),
-        Secret values redacted, and every string of the merged values (4 characters or more) shown as C(***).
+        Secret values and the release's secret values (see O(release_values)) shown as C(***).
       - M(kubernetes.core.helm) shows a diff only with the helm-diff plugin (C(diff.prepared)); phasekit.kube needs
-        no plugin and returns Ansible's before/after diffs.
+        no plugin and returns Ansible's before/after diffs (also for a first install).
   platform:
     platforms: posix
   action_group:
@@ -352,8 +358,8 @@ status:
   description:
     - The release as M(kubernetes.core.helm) returns it, from C(helm list) and C(helm get values) after the task
       (helm_mode release). C(None) when there is no release (uninstalled and purged, or never installed).
-    - In check mode, C(values) and C(release_values) are each C({current, declared}) (see check mode).
-  returned: always (helm_mode release; None when there is no release, outside check mode, or the request failed)
+    - In check mode, only C(values) and C(release_values), each C({current, declared}) (see check mode).
+  returned: when the request did not fail (helm_mode release; None when there is no release, outside check mode)
   type: complex
   contains:
     name:
@@ -386,8 +392,7 @@ status:
     release_values:
       description:
         - The user-supplied values of the release (C(helm get values)).
-        - phasekit.kube shows every string of 4 characters or more of them as C(***) (they may be secrets;
-          M(kubernetes.core.helm) shows them).
+        - As M(kubernetes.core.helm) shows them, secrets aside (C(***), see O(release_values)).
         - The key C(values) holds the same, as in M(kubernetes.core.helm), which deprecated it (it is not listed
           here because Jinja's dot notation cannot reach it - C(status.values) is the dict method - use
           C(status['values']) or C(release_values)).
@@ -400,17 +405,21 @@ stdout:
 stderr:
   description:
     - What the helm call printed on its standard error; on failure helm's error (or phasekit.kube's, when it
-      failed before helm ran, such as a context that does not exist).
+      failed before helm ran, such as a chart directory that cannot be read). For a context no kubeconfig source
+      defines, helm's own (C(helm list) in that context, as M(kubernetes.core.helm) asks it first).
   returned: always (helm_mode release)
   type: str
 command:
   description:
-    - The helm command line of the install, upgrade or uninstall (the one that would run when nothing needs
-      doing, or in check mode). Values are in a private file removed afterwards; a chart of a repository is the
-      local copy phasekit.kube pulled. C("") when the task failed before a helm call was decided.
+    - The helm command line of the install, upgrade or uninstall, helm's path first (the one that would run, in
+      check mode); on failure, the helm call that failed. Values are in a private file removed afterwards; a chart
+      of a repository is the local copy phasekit.kube pulled.
+    - When nothing needs doing, as M(kubernetes.core.helm), helm's path with the chart flags it puts first
+      (C(/usr/local/bin/helm --version=0.1.0)), or the path alone. C("") when the task failed before a helm call
+      was decided.
   returned: always (helm_mode release)
   type: str
-  sample: helm upgrade test /charts/grafana --install --reset-values --namespace monitoring ...
+  sample: /usr/local/bin/helm upgrade test /charts/grafana --install --reset-values --namespace monitoring ...
 action:
   description:
     - What was done (or would be, in check mode).

@@ -44,7 +44,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.readers i
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import Resolution
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import request_fingerprint
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import resolve_with_connection
-from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import view_kubeconfig
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import view_with_connection
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.secret import read_kubeconfig_secret
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.sources import SourceSpec
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.sources import normalize_sources
@@ -308,12 +308,16 @@ def resolve_for_task(action_plugin, task_vars: Mapping, args: Mapping, *, keep_m
 
 
 def view_for_lookup(lookup_plugin, variables: Mapping, sources, *, context: str | None, minify: bool,
-                    flatten: bool) -> dict:
-    """The lookup's answer: ``kubectl config view --raw`` for ``sources`` (default: kubectl's own)."""
+                    flatten: bool, options: Mapping | None = None) -> tuple:
+    """The lookup's answer: ``kubectl config view --raw`` for ``sources`` (default: kubectl's own), with
+    kubernetes.core's connection ``options`` on top, each from the lookup's keyword, else its K8S_AUTH_* variable,
+    else the host's ``kube_<option>`` (the actions' precedence). Returns the kubeconfig and its provenance."""
     variables = variables or {}
     specs = normalize_sources(to_plain(sources), "lookup sources") if _is_set(sources) else \
         kubectl_default_sources(os.environ)[0]
+    host = variables.get("inventory_hostname")
     host_vars = current_host_vars(lookup_plugin._templar, variables)  # pylint: disable=protected-access
-    hooks = ansible_source_hooks(resolver_for(lookup_plugin, variables), variables.get("inventory_hostname"),
-                                 host_vars)
-    return view_kubeconfig(specs, context, minify=minify, flatten=flatten, hooks=hooks)
+    connection = connection_options({name: to_plain((options or {}).get(name)) for name in CONNECTION_SPEC},
+                                    os.environ, lambda name: to_plain(host_vars(name)), host, given_as="lookup option")
+    hooks = ansible_source_hooks(resolver_for(lookup_plugin, variables), host, host_vars)
+    return view_with_connection(specs, context, connection, minify=minify, flatten=flatten, hooks=hooks)

@@ -104,9 +104,17 @@ def test_every_action_connects_with_host_api_key_and_ca_cert(clusters, run_playb
 
 def test_impersonation_options_act_as_that_user(clusters, run_playbook, tmp_path, marker):
     """impersonate_user/impersonate_groups over the admin's kubeconfig: the server sees the limited user and the
-    group, and the user may write in its namespace only. persist_config=true is refused with a message."""
+    group, and the user may write in its namespace only. persist_config=true changes nothing for a user without an
+    auth-provider (as in kubernetes.core) and is refused, with a message, for one whose tokens kubernetes.core would
+    write back."""
     target = clusters["target"]
     impersonate = {"impersonate_user": "limited-user", "impersonate_groups": ["phasekit-testers"]}
+    config = yaml.safe_load(target.admin_kubeconfig.read_text())
+    config["users"][0]["user"] = {"auth-provider": {"name": "oidc", "config": {
+        "client-id": "phasekit", "id-token": "not-a-real-token", "idp-issuer-url": "https://127.0.0.1:1"}}}
+    oidc = tmp_path / "oidc.kubeconfig"
+    oidc.write_text(yaml.safe_dump(config))
+    oidc.chmod(0o600)
     tasks = [
         {"name": "whoami", "phasekit.kube.kube_command": {**impersonate, "argv": ["kubectl", "auth", "whoami",
                                                                                   "-o", "json"]},
@@ -117,14 +125,17 @@ def test_impersonation_options_act_as_that_user(clusters, run_playbook, tmp_path
          "register": "refused", "ignore_errors": True},
         {"name": "persist", "phasekit.kube.wait": {"persist_config": True, "definition": configmap(f"{marker}-as")},
          "register": "persist", "ignore_errors": True},
-        *save(tmp_path, "whoami", "allowed", "refused", "persist"),
+        {"name": "persist refused", "phasekit.kube.wait": {"persist_config": True, "kubeconfig": str(oidc),
+                                                           "definition": configmap(f"{marker}-as")},
+         "register": "persist_refused", "ignore_errors": True},
+        *save(tmp_path, "whoami", "allowed", "refused", "persist", "persist_refused"),
     ]
     playbook = [{"hosts": "cluster", "gather_facts": False, "tasks": tasks}]
     inventory = {"all": {"hosts": {"cluster": {"ansible_connection": "local",
                                                "kube_kubeconfig": str(target.admin_kubeconfig)}}}}
     result = run_playbook(yaml.safe_dump(playbook), yaml.safe_dump(inventory))
     assert result.rc == 0, result
-    found = {name: saved(tmp_path, name) for name in ("whoami", "allowed", "refused", "persist")}
+    found = {name: saved(tmp_path, name) for name in ("whoami", "allowed", "refused", "persist", "persist_refused")}
     user = json.loads(found["whoami"]["stdout"])["status"]["userInfo"]
     assert user["username"] == "limited-user" and "phasekit-testers" in user["groups"]
     assert found["allowed"]["kubeconfig"]["provenance"]["connection"] == {
@@ -132,10 +143,16 @@ def test_impersonation_options_act_as_that_user(clusters, run_playbook, tmp_path
         "impersonate_groups": {"from": "task parameter impersonate_groups"}}
     assert found["refused"]["failed"] and "forbidden" in found["refused"]["msg"].lower()
     assert "limited-user" in found["refused"]["msg"]
-    # what phasekit cannot honour fails before any request, naming the option and where it came from
-    assert found["persist"]["failed"] and not found["persist"]["changed"]
-    assert found["persist"]["msg"].startswith("persist_config (from task parameter persist_config): phasekit.kube "
-                                              "never writes refreshed tokens back")
+    # a client-certificate user has no token to write back: persist_config changes nothing, in kubernetes.core too
+    assert not found["persist"].get("failed") and not found["persist"]["changed"]
+    assert found["persist"]["kubeconfig"]["provenance"]["connection"] == {
+        "persist_config": {"from": "task parameter persist_config"}}
+    # an auth-provider's refreshed tokens would be written back: refused before any request, naming option and origin
+    refused = found["persist_refused"]
+    assert refused["failed"] and not refused["changed"]
+    assert refused["msg"].startswith("persist_config (from task parameter persist_config): user "), refused["msg"]
+    assert "authenticates with oidc" in refused["msg"] and "never writes to a kubeconfig source" in refused["msg"]
+    assert "not-a-real-token" not in result.output
     assert "Traceback" not in result.output
     assert target.kubectl("get", "configmap", "-n", LIMITED_NAMESPACE, f"{marker}-as", check=False).returncode == 0
     assert target.kubectl("get", "configmap", "-n", "default", marker, check=False).returncode != 0
@@ -181,3 +198,51 @@ def test_k8s_auth_host_replaces_the_kubeconfig_server_in_actions_and_plans(clust
     assert result.rc == 0, result
     assert target.kubectl("get", "configmap", "-n", LIMITED_NAMESPACE, f"{marker}-plan",
                           check=False).returncode == 0
+
+
+def test_the_kubeconfig_lookup_takes_the_connection_options_with_the_actions_precedence(clusters, run_playbook,
+                                                                                         tmp_path):
+    """The lookup applies kubernetes.core's options as the actions do: keyword > K8S_AUTH_* > host var kube_*.
+    Here the host var's host and the environment's token and CA make a complete connection (the host var's own
+    token loses to the environment's), which kubectl then uses as the limited user; a keyword overrides the host;
+    provenance says where each came from; the token is never shown at -vvv."""
+    target, ephemeral = clusters["target"], clusters["ephemeral"]
+    token = (target.dir / "pki/limited.token").read_text().strip()
+    ca_cert = str(target.dir / "pki/ca.crt")
+    written = tmp_path / "from-lookup.kubeconfig"
+    lookup = "lookup('phasekit.kube.kubeconfig', provenance=true"
+    tasks = [
+        {"name": "the lookup", "ansible.builtin.set_fact": {
+            "found": "{{ " + lookup + ") }}", "keyword": "{{ " + lookup + ", host='https://127.0.0.2:6443') }}"},
+         "no_log": True},
+        {"name": "write it", "ansible.builtin.copy": {"content": "{{ found.kubeconfig | to_nice_yaml }}",
+                                                      "dest": str(written), "mode": "0600"}, "no_log": True},
+        {"name": "provenance", "ansible.builtin.copy": {
+            "content": "{{ {'found': found.provenance, 'keyword': keyword.provenance,"
+                       " 'keyword_server': keyword.kubeconfig.clusters[0].cluster.server} | to_json }}",
+            "dest": str(tmp_path / "provenance.json")}},
+        {"name": "use it", "ansible.builtin.command": {"argv": ["kubectl", "--kubeconfig", str(written), "auth",
+                                                                "whoami", "-o",
+                                                                "jsonpath={.status.userInfo.username}"]},
+         "register": "whoami", "changed_when": False},
+        {"name": "as the limited user", "ansible.builtin.assert": {"that": ["whoami.stdout == 'limited-user'"]}},
+    ]
+    playbook = [{"hosts": "cluster", "gather_facts": False, "tasks": tasks}]
+    inventory = {"all": {"hosts": {"cluster": {"ansible_connection": "local",
+                                               "kube_kubeconfig": str(ephemeral.admin_kubeconfig),
+                                               "kube_host": target.server, "kube_api_key": "wrong-token-of-host-var"}}}}
+    result = run_playbook(yaml.safe_dump(playbook), yaml.safe_dump(inventory), verbosity=3,
+                          env={"K8S_AUTH_API_KEY": token, "K8S_AUTH_SSL_CA_CERT": ca_cert})
+    assert result.rc == 0, result
+    assert token not in result.output
+    provenance = json.loads((tmp_path / "provenance.json").read_text())
+    assert provenance["found"]["connection"] == {"host": {"from": "host var kube_host of cluster"},
+                                                 "api_key": {"from": "K8S_AUTH_API_KEY"},
+                                                 "ca_cert": {"from": "K8S_AUTH_SSL_CA_CERT"}}
+    assert provenance["found"]["sources"].startswith("not read: host (from host var kube_host of cluster) and "
+                                                     "api_key (from K8S_AUTH_API_KEY) make a complete connection")
+    assert provenance["keyword"]["connection"]["host"] == {"from": "lookup option host"}
+    assert provenance["keyword_server"] == "https://127.0.0.2:6443"
+    config = yaml.safe_load(written.read_text())
+    assert config["clusters"][0]["cluster"]["server"] == target.server and config["users"][0]["user"] == {
+        "token": token}

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import VENV_BIN
 from test_apply import CLUSTER
 # fixtures: a chart repository on 127.0.0.1
 from test_helm import chart_repo, packaged_charts  # noqa: F401 pylint: disable=unused-import
@@ -35,6 +36,7 @@ def helm_path(bin_dir: Path, binary: str) -> str:
 
 BINARIES = ["helm-v3.22.0", "helm-v4.3.1"]
 SECRET = "s3cr3t-" + uuid.uuid4().hex[:10]   # a release value that must never be shown
+VAULTED = "vault3d-" + uuid.uuid4().hex[:10]  # a vault-encrypted release value: never shown either
 
 # kubernetes.core's files/test-chart and files/test-chart-v2
 TEST_CHART = {
@@ -409,10 +411,8 @@ def test_kubernetes_cores_own_chart_tests_pass_with_only_the_module_name_changed
         "chart_source": str(write_files(tmp_path / "test-chart", TEST_CHART)),
         "chart_source_upgrade": str(write_files(tmp_path / "test-chart-v2", TEST_CHART_V2)),
         "chart_test_version": "0.1.0", "chart_test_version_upgrade": "0.2.0",
-        # kubernetes.core's defaults/main.yml has myValue: "changed"; phasekit hides every string release value of
-        # four characters or more (test_every_option_and_return_key_of_kubernetes_core_helm asserts it), so the
-        # string here is shorter
-        "chart_test_values": {"revisionHistoryLimit": 0, "myValue": "new"},
+        # kubernetes.core's defaults/main.yml
+        "chart_test_values": {"revisionHistoryLimit": 0, "myValue": "changed"},
     }
     vars_file = tmp_path / "vars.yml"
     vars_file.write_text(yaml.safe_dump(variables))
@@ -486,13 +486,27 @@ def test_every_option_and_return_key_of_kubernetes_core_helm(clusters, run_playb
     renderer = tmp_path / "renderer.sh"
     renderer.write_text("#!/bin/sh\nexec sed s/PLACEHOLDER/post-rendered/\n")
     renderer.chmod(0o755)
+    helm_binary = helm_path(bin_dir, binary)
+    packaged = tmp_path / "packaged"
+    subprocess.run([helm_binary, "package", str(chart), "--dependency-update", "--destination", str(packaged)],
+                   check=True, capture_output=True)
+    packaged = packaged / "opts-0.1.0.tgz"
+    vault_password = tmp_path / "vault-password"
+    vault_password.write_text("phasekit-test-vault\n")
+    vaulted = tmp_path / "vaulted.yml"
+    vaulted.write_text(subprocess.run([str(VENV_BIN / "ansible-vault"), "encrypt_string", "--vault-password-file",
+                                       str(vault_password), "--name", "vaulted_greeting", VAULTED],
+                                      check=True, capture_output=True, text=True).stdout)
     target.kubectl("create", "namespace", namespace)
     target.kubectl("create", "configmap", "opts-cm", "-n", namespace, "--from-literal=owner=kubectl")
-    base = {"binary_path": helm_path(bin_dir, binary), "release_name": "opts", "release_namespace": namespace,
+    base = {"binary_path": helm_binary, "release_name": "opts", "release_namespace": namespace,
             "chart_ref": str(chart), "history_max": 2}
-    values = {"release_values": {"password": SECRET}, "set_values": [
-        {"value": "count=3"}, {"value": "label=" + SECRET + "-set", "value_type": "string"},
-        {"value": 'nested={"a": 1}', "value_type": "json"}, {"value": f"fromFile={secret_file}", "value_type": "file"}]}
+    # credentials by their name (password, dbPassword, apiToken) and a vault-encrypted value are hidden; the others
+    # come back as kubernetes.core returns them
+    values = {"release_values": {"password": SECRET, "greeting": "{{ vaulted_greeting }}"}, "set_values": [
+        {"value": "count=3"}, {"value": "dbPassword=" + SECRET + "-set", "value_type": "string"},
+        {"value": "label=plain-label", "value_type": "string"},
+        {"value": 'nested={"a": 1}', "value_type": "json"}, {"value": f"apiToken={secret_file}", "value_type": "file"}]}
     if helm4:  # helm 4's --post-renderer names a plugin; kubernetes.core passes the option on, so does phasekit
         rendered_assert = asserting("rendered is failed", "rendered is not changed", "'plugin' in rendered.stderr",
                                     "'--post-renderer=' in rendered.command")
@@ -519,7 +533,10 @@ def test_every_option_and_return_key_of_kubernetes_core_helm(clusters, run_playb
                   "installed.status.status == 'deployed'", "installed.status.updated is string",
                   "installed.status.release_values.count == 3", "installed.status.release_values.nested == {'a': 1}",
                   "installed.status.release_values.password == '***'",
-                  "installed.status.release_values.label == '***'",
+                  "installed.status.release_values.dbPassword == '***'",
+                  "installed.status.release_values.apiToken == '***'",
+                  "installed.status.release_values.greeting == '***'",
+                  "installed.status.release_values.label == 'plain-label'",
                   "installed.status['values'] == installed.status.release_values",
                   "'STATUS: deployed' in installed.stdout", "installed.stderr is string",
                   "installed.command is search(' upgrade opts ')",
@@ -535,13 +552,18 @@ def test_every_option_and_return_key_of_kubernetes_core_helm(clusters, run_playb
         kubectl("crd", "get", "crd", f"widgets.{crd_group}"),
         asserting("'configmap/sub-cm' in objects.stdout", "'configmap/opts-cm' in objects.stdout",
                   "'opts-hook' in objects.stderr", "crd.rc != 0"),
-        helm_task("the same again", "again", base, **values),
+        # helm ignores --version for a chart on disk (so does kubernetes.core); nothing to do: command is helm's path
+        # and the chart flags kubernetes.core puts first
+        helm_task("the same again", "again", base, **values, chart_version="9.9.9"),
         asserting("again is not changed", "again.status.status == 'deployed'", "again.status.revision == '1'",
-                  "again.stdout == ''"),
+                  "again.status.chart == 'opts-0.1.0'", "again.stdout == ''",
+                  f"again.command == '{helm_binary} --version=9.9.9'"),
         helm_task("force reinstalls", "forced", base, **values, force=True),
         asserting("forced is changed", f"'{force}' in forced.command", "forced.status.revision == '2'"),
-        helm_task("reuse_values", "reused", base, release_values={"extra": 1}, reuse_values=True, reset_values=False),
+        helm_task("reuse_values", "reused", base, release_values={"extra": 1}, reuse_values=True, reset_values=False,
+                  wait_timeout="45s"),
         asserting("reused is changed", "'--reuse-values=True' in reused.command",
+                  "'--timeout' not in reused.command",  # wait_timeout without wait: not passed, as kubernetes.core
                   "'--reset-values' not in reused.command", "reused.status.release_values.extra == 1",
                   "reused.status.release_values.count == 3", "reused.status.release_values.password == '***'"),
         helm_task("reset_then_reuse_values and timeout", "reset", base, release_values={"other": 2},
@@ -575,20 +597,37 @@ def test_every_option_and_return_key_of_kubernetes_core_helm(clusters, run_playb
         server_side_assert,
         helm_task("check mode", "checked", base, check_mode=True, release_values={"password": SECRET + "-new"},
                   set_values=[{"value": "count=7"}]),
-        asserting("checked is changed", "checked.status.release_values.current == {}",
-                  "checked.status.release_values.declared.password == '***'", "checked.status['values'] is mapping",
-                  "checked.diff | length == 1", "checked.stdout == ''"),
+        # kubernetes.core's check mode: status is {values, release_values}, each {current: the live values,
+        # declared: the live release's status}; command is the one that would run
+        asserting("checked is changed", "checked.status.keys() | list | sort == ['release_values', 'values']",
+                  "checked.status.release_values.current == {}",
+                  "checked.status.release_values.declared.chart == 'opts-0.1.0'",
+                  "checked.status.release_values.declared.status == 'deployed'",
+                  "checked.status['values'] == checked.status.release_values",
+                  "checked.command is search(' upgrade opts ')", "'--set count=7' in checked.command",
+                  "checked.diff | length == 1", "checked.stdout == ''", "checked.stderr == ''"),
         helm_task("check mode, nothing to change", "checked_same", base, check_mode=True),
         asserting("checked_same is not changed", "checked_same.status.release_values.current == {}",
-                  "checked_same.status.release_values.declared == {}", "checked_same.status.chart == 'opts-0.1.0'"),
+                  "checked_same.status.release_values.declared.name == 'opts'",
+                  f"checked_same.command == '{helm_binary}'"),
         helm_task("a namespace that does not exist", "no_namespace",
                   {**base, "release_namespace": namespace + "-missing", "release_name": "nowhere"}),
         asserting("no_namespace is failed", "no_namespace is not changed",
                   f"'namespaces \"{namespace}-missing\" not found' in no_namespace.stderr",
-                  "no_namespace.command is search(' upgrade nowhere ')", "no_namespace.status is none"),
+                  "no_namespace.command is search(' upgrade nowhere ')", "no_namespace.status is undefined"),
+        # kubernetes.core asks helm first (helm list in that context) and fails with helm's output
         helm_task("a context that does not exist", "no_context", base, context="nowhere"),
-        asserting("no_context is failed", "no_context is not changed",
-                  "'context \"nowhere\" does not exist' in no_context.stderr", "no_context.command == ''"),
+        asserting("no_context is failed", "no_context is not changed", "no_context.status is undefined",
+                  "'context \"nowhere\" does not exist' in no_context.stderr",
+                  f"no_context.command is search('^{helm_binary} list --output=yaml --filter opts ')",
+                  "no_context.msg is search('^Failure when executing Helm command. Exited 1.')",
+                  "'known contexts' in no_context.msg"),
+        # a packaged chart with dependencies: kubernetes.core runs helm dependency update on it, which helm refuses
+        helm_task("dependency_update of a packaged chart", "packaged", {**base, "chart_ref": str(packaged)},
+                  dependency_update=True),
+        asserting("packaged is failed", "packaged is not changed", "packaged.status is undefined",
+                  "'only unpacked charts can be updated' in packaged.stderr",
+                  f"packaged.command == '{helm_binary} dependency update {packaged}'"),
         helm_task("a broken chart", "broken", {**base, "chart_ref": str(broken), "release_name": "broken"}),
         asserting("broken is failed", "broken is not changed", "'nosuchfunc' in broken.stderr",
                   "broken.command is search(' upgrade broken ')", "broken.stdout is string"),
@@ -600,7 +639,7 @@ def test_every_option_and_return_key_of_kubernetes_core_helm(clusters, run_playb
         helm_task("uninstalled already", "gone", base, state="absent"),
         asserting("gone is not changed", "gone.status.status == 'uninstalled'"),
     ]
-    play = [{"hosts": "localhost", "gather_facts": False, "tasks": tasks}]
+    play = [{"hosts": "localhost", "gather_facts": False, "vars_files": [str(vaulted)], "tasks": tasks}]
     repositories = {"HELM_REPOSITORY_CONFIG": str(tmp_path / "repositories.yaml"),
                     "HELM_REPOSITORY_CACHE": str(tmp_path / "repository-cache")}
     subprocess.run([helm_path(bin_dir, binary), "repo", "add", "local", chart_repo], check=True, capture_output=True,
@@ -608,10 +647,11 @@ def test_every_option_and_return_key_of_kubernetes_core_helm(clusters, run_playb
     index = tmp_path / "repository-cache" / "local-index.yaml"
     os.utime(index, (0, 0))
     try:
-        result = run_playbook(play, None, env={**helm_env(target), **repositories})
+        result = run_playbook(play, None, "--vault-password-file", str(vault_password), verbosity=3,
+                              env={**helm_env(target), **repositories})
         assert result.rc == 0, result
         assert "failed=0" in result.stdout, result.stdout[-600:]
-        assert SECRET not in result.output
+        assert SECRET not in result.output and VAULTED not in result.output
         assert index.stat().st_mtime > 0  # update_repo_cache ran helm repo update
     finally:
         delete_namespace(target, namespace)

@@ -62,12 +62,19 @@ class ChartSource:
 
 
 def chart_dependencies(path: str) -> list:
-    """The dependencies a chart directory declares (Chart.yaml, or requirements.yaml of apiVersion v1 charts)."""
+    """The dependencies a chart directory or packaged ``.tgz`` declares (Chart.yaml, or requirements.yaml of
+    apiVersion v1 charts)."""
+    if os.path.isfile(path):
+        files = _archive_files(path)
+        texts = {name: files[name].decode("utf-8", "replace") for name in (CHART_FILE, "requirements.yaml")
+                 if name in files}
+    else:
+        texts = {name: yaml_io.read_document_file(os.path.join(path, name), "chart")
+                 for name in (CHART_FILE, "requirements.yaml") if os.path.isfile(os.path.join(path, name))}
     found = []
-    for name in (CHART_FILE, "requirements.yaml"):
-        metadata_path = os.path.join(path, name)
-        if os.path.isfile(metadata_path):
-            documents = yaml_io.load_all(yaml_io.read_document_file(metadata_path, "chart"), f"chart {path}: {name}")
+    for name, text in texts.items():
+        if text:
+            documents = yaml_io.load_all(text, f"chart {path}: {name}")
             metadata = documents[0] if documents else None
             if isinstance(metadata, dict) and isinstance(metadata.get("dependencies"), list):
                 found += metadata["dependencies"]
@@ -159,11 +166,7 @@ class ChartCache:
 
     def _make_local(self, source: ChartSource, pull) -> Chart:
         if source.is_local:
-            chart = local_chart(source.ref)
-            if source.version and source.version != chart.version:
-                raise PhasekitError(f"chart {source.ref} is version {chart.version}, "
-                                    f"but chart_version {source.version} was asked for")
-            return chart
+            return local_chart(source.ref)  # helm (so kubernetes.core) ignores --version for a chart on disk
         if self._directory is None:
             self._directory = self._stack.enter_context(private_directory("phasekit-charts-"))
         into = os.path.join(self._directory, str(len(self._charts)))

@@ -21,6 +21,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import threading
 from contextlib import ExitStack
@@ -105,8 +106,8 @@ class HelmCli:
     """helm against one cluster; a context manager holding the private kubeconfig (and values) files."""
 
     def __init__(self, binary: str, kubeconfig: dict):
-        self.binary = binary
         self.version = helm_version(binary)
+        self.binary = shutil.which(binary) or binary  # its path in ``command``, as kubernetes.core shows it
         self._kubeconfig = kubeconfig
         self._stack = ExitStack()
         self._directory: str | None = None

@@ -8,8 +8,9 @@ chart's name and version, the status, and the revision's description, where
 phasekit.kube writes digests of the chart's files and of the merged values on
 every install or upgrade. Same chart, same content, same values and status
 ``deployed``: nothing to do, and no new revision. A release made or changed by
-anyone else has another description and is upgraded once. Values are never
-shown; only whether they changed.
+anyone else has another description and is upgraded once. The action shows
+values as kubernetes.core does, secrets aside (``release_masks``); plan phases
+show none (``values_masks``).
 
 Check mode decides without changing anything. Diff mode renders the new
 manifest (``helm upgrade --dry-run=client``) and compares it object by object
@@ -32,7 +33,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.helm.cli import DEFA
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import (
     SET_VALUE_TYPES, HelmRequest, duration_seconds)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import object_diff
-from ansible_collections.phasekit.kube.plugins.module_utils.masking import Masks
+from ansible_collections.phasekit.kube.plugins.module_utils.masking import Masks, says_secret, secret_named_strings
 
 DESCRIPTION = "phasekit.kube chart={chart} values={values}"
 DESCRIBED = re.compile(r"^phasekit\.kube chart=(?P<chart>[0-9a-f]+) values=(?P<values>[0-9a-f]+)$")
@@ -68,12 +69,15 @@ class HelmReport:
 
     def result(self) -> dict:
         """The action's result: kubernetes.core.helm's keys (status, stdout, stderr, command) beside phasekit's
-        (release, action, reasons), every value the release was given hidden."""
+        (release, action, reasons), the credentials among the values hidden. A failed request has no ``status``,
+        as kubernetes.core's failures have none."""
         out = {"changed": self.changed, "release": {"name": self.name, "namespace": self.namespace,
                                                     "chart": self.chart, "revision": self.revision,
                                                     "status": self.status},
                "action": self.action, "reasons": list(self.reasons),
                "status": self.helm_status, "stdout": self.stdout, "stderr": self.stderr, "command": self.command}
+        if self.failure is not None:
+            del out["status"]
         if self.diffs:
             out["diff"] = self.diffs
         if self.warnings:
@@ -120,7 +124,8 @@ def release_changes(live: dict | None, chart: Chart, request: HelmRequest) -> li
 
 def helm_timeout(request: HelmRequest) -> int:
     """Seconds the upgrade or uninstall process may take: helm's own timeout (default 5m) plus a margin."""
-    given = request.timeout or request.wait_timeout
+    passed = request.wait or request.state == ABSENT  # wait_timeout reaches helm only with wait, or to uninstall
+    given = request.timeout or (request.wait_timeout if passed else None)
     seconds = duration_seconds(given) if given else None
     if seconds is None:
         return DEFAULT_TIMEOUT
@@ -166,9 +171,7 @@ def upgrade_argv(request: HelmRequest, chart: Chart, values_path: str, major: in
     if request.wait:
         argv.append("--wait")
         if request.wait_timeout:
-            argv += ["--timeout", request.wait_timeout]
-    elif request.wait_timeout:
-        argv += ["--timeout", request.wait_timeout]  # phasekit: a bound on hooks even without --wait
+            argv += ["--timeout", request.wait_timeout]  # kubernetes.core: wait_timeout without wait is not passed
     if request.atomic:
         argv.append("--rollback-on-failure" if major >= 4 else "--atomic")
     if request.timeout:
@@ -228,8 +231,8 @@ def uninstall_argv(request: HelmRequest) -> list:
         argv.append("--no-hooks")
     if request.wait:
         argv.append("--wait")
-    if request.wait_timeout or request.timeout:
-        argv += ["--timeout", request.wait_timeout or request.timeout]
+    if request.wait_timeout:
+        argv += ["--timeout", request.wait_timeout]  # kubernetes.core passes wait_timeout, never timeout, here
     return argv
 
 
@@ -286,15 +289,15 @@ def manifest_diffs(before: str, after: str, label: str) -> list[dict]:
     return diffs
 
 
-def values_masks(values) -> Masks:
-    """The release's string values as masks: they may be secrets, and they never appear in errors (helm quotes
-    rendered manifests in some) nor in diffs (the rendered objects hold them)."""
-    return Masks(_leaf_strings(values))
+def values_masks(request: HelmRequest) -> Masks:
+    """Every string value of a request (its values, what its --set values set) as masks: for plan phases, whose
+    diffs and messages (run records others read, helm errors quoting rendered manifests) show none of them."""
+    return Masks(_leaf_strings(request.values)).add(*request.set_secrets)
 
 
 def scrub_values(text, values):
-    """``text`` (or diffs) with every string value of the release's values replaced by ``***``."""
-    return values_masks(values).scrub(text)
+    """``text`` (or diffs) with every string of ``values`` replaced by ``***``."""
+    return Masks(_leaf_strings(values)).scrub(text)
 
 
 def _leaf_strings(values):
@@ -309,15 +312,22 @@ def _leaf_strings(values):
 
 
 def release_masks(request: HelmRequest) -> Masks:
-    """What a request's result must never show: its values and what its --set values set."""
-    return values_masks(request.values).add(*request.set_secrets)
+    """What a request's result must never show of its values: those held under a name that says it is a credential
+    (``masking.says_secret``), in the values and in what --set values set. Other values are shown as
+    kubernetes.core shows them; the caller adds what it knows is secret (vault-encrypted values, credentials)."""
+    masks = Masks(secret_named_strings(request.values))
+    for value, _kind in request.set_values:
+        name, _equals, secret = value.partition("=")
+        if says_secret(name):
+            masks.add(secret)
+    return masks
 
 
 def read_status(helm: HelmCli, report: HelmReport) -> dict | None:
     """The release's kubernetes.core ``status`` read into the report, its values added to the report's masks."""
     status = helm.release_status(report.name, report.namespace)
     if status is not None:
-        report.masks.add(*_leaf_strings(status.get("release_values")))
+        report.masks.add(*secret_named_strings(status.get("release_values")))
     report.helm_status = status
     return status
 
@@ -339,6 +349,7 @@ def ensure_release(helm: HelmCli, request: HelmRequest, chart: Chart, *, check_m
         if installed and request.force and not report.reasons:
             report.reasons = ["force"]  # kubernetes.core: force reinstalls a release that is as asked
         if not report.reasons:
+            report.command = helm.command(_chart_flags(request))  # kubernetes.core: no helm command was built
             if check_mode:
                 report.helm_status = check_mode_status(helm, report, request, live)
             else:
@@ -367,21 +378,36 @@ def ensure_release(helm: HelmCli, request: HelmRequest, chart: Chart, *, check_m
     return report
 
 
+def _chart_flags(request: HelmRequest) -> list:
+    """The chart flags kubernetes.core puts on helm's command line before deciding what to do (``command`` when
+    nothing is done)."""
+    flags = []
+    if request.state != ABSENT and request.chart is not None:
+        if request.chart.version:
+            flags.append("--version=" + request.chart.version)
+        if request.chart.repo_url:
+            flags.append("--repo=" + request.chart.repo_url)
+    return flags
+
+
 def check_mode_status(helm: HelmCli, report: HelmReport, request: HelmRequest, live: dict | None) -> dict:
-    """kubernetes.core's ``status`` in check mode, changed or not: ``values`` and ``release_values`` as ``current``
-    (the live release's) and ``declared`` (the request's); phasekit adds the live release's other keys beside them."""
-    status = dict(read_status(helm, report) or {}) if live is not None else {}
-    current = status.get("release_values") or {}
-    compared = {"current": current, "declared": yaml_io.copy_data(request.values)}
-    status.update(values=compared, release_values=dict(compared))
-    return status
+    """kubernetes.core's ``status`` in check mode, changed or not: ``values`` and ``release_values``, each with
+    ``current`` (the live release's values) and ``declared`` (kubernetes.core puts the live release's whole status
+    there, not the task's values); both ``{}`` without a live release (for state present: a deployed one)."""
+    status = read_status(helm, report) if live is not None else None
+    if status is not None and request.state != ABSENT and status.get("status") != DEPLOYED:
+        status = None  # kubernetes.core lists only deployed releases for state present
+    current = yaml_io.copy_data(status["release_values"]) if status else {}
+    declared = yaml_io.copy_data(status) if status else {}
+    return {"values": {"current": current, "declared": declared},
+            "release_values": {"current": yaml_io.copy_data(current), "declared": yaml_io.copy_data(declared)}}
 
 
 def remove_release(helm: HelmCli, request: HelmRequest, *, check_mode: bool, diff: bool) -> HelmReport:
     """Uninstall ``request``'s release if it exists (a release uninstalled with its history kept does not)."""
     report = HelmReport(request.name, request.namespace, action=ABSENT, masks=release_masks(request))
     argv = uninstall_argv(request)
-    report.command = helm.command(argv)
+    report.command = helm.command([])  # kubernetes.core: nothing to uninstall, no command built
     try:
         live = helm.latest_revision(request.name, request.namespace)
         if live is None or str(live.get("status") or "").startswith("uninstall"):
@@ -390,6 +416,7 @@ def remove_release(helm: HelmCli, request: HelmRequest, *, check_mode: bool, dif
             else:
                 report.helm_status = read_status(helm, report) if live is not None else None
             return report
+        report.command = helm.command(argv)
         report.chart = live.get("chart") or ""
         report.revision, report.status = live.get("revision"), live.get("status")
         report.changed, report.action, report.reasons = True, UNINSTALLED, ["state is absent"]

@@ -12,12 +12,14 @@ there is one engine for charts and manifests alike.
 from __future__ import annotations
 
 import os
+import re
 
 from ansible_collections.phasekit.kube.plugins.module_utils.bundle import BundleObject
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import Chart, ChartCache, chart_dependencies
-from ansible_collections.phasekit.kube.plugins.module_utils.helm.cli import HelmCli, pull_chart
-from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import ABSENT, HelmRequest, duration_seconds
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.cli import HelmCli, HelmCommandError, pull_chart
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import (
+    ABSENT, DEFAULT_BINARY, HelmRequest, duration_seconds)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import APPLY_OPTIONS_SPEC, DEFAULT_TOOLING
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import Discovery
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import DEFAULT_TIMEOUT as TEARDOWN_TIMEOUT
@@ -78,11 +80,12 @@ def _update_dependencies(helm: HelmCli, request: HelmRequest, report: HelmReport
             raise PhasekitError("'--dependency-update' hasn't been supported yet with 'helm upgrade'. "
                                 "Please use 'helm install' instead by adding 'replace' option")
         return  # helm install --replace --dependency-update (upgrade_argv)
-    if not os.path.isdir(source.ref) or not chart_dependencies(source.ref):
+    if not os.path.exists(source.ref) or not chart_dependencies(source.ref):
         report.warnings.append("There is no dependencies block defined in Chart.yaml. Dependency update will not "
                                "be performed. Please consider add dependencies block or disable dependency_update "
                                "to remove this warning.")
         return
+    # a packaged chart too, as kubernetes.core: helm then refuses it ("only unpacked charts can be updated")
     helm.call(["dependency", "update", source.ref], what=f"helm dependency update {source.ref}")
 
 
@@ -122,13 +125,36 @@ def render_release(request: HelmRequest, *, kubeconfig: dict, charts: ChartCache
     return objects
 
 
-def unresolved_kubeconfig_result(err: PhasekitError, context: str | None) -> dict:
-    """kubernetes.core.helm's failure shape when the cluster cannot be named: phasekit resolves the kubeconfig
-    before helm runs, so ``stderr`` says what helm would have said (a context that does not exist in helm's
-    words), then phasekit's message; no helm command was run."""
+UNDEFINED_CONTEXT = re.compile(r"\bcontext '([^']+)' is not defined by any kubeconfig source")
+EMPTY_KUBECONFIG = {"apiVersion": "v1", "kind": "Config", "clusters": [], "contexts": [], "users": []}
+
+
+def unresolved_kubeconfig_result(err: PhasekitError, args: dict) -> dict:
+    """kubernetes.core.helm's failure when the cluster cannot be named. phasekit resolves the kubeconfig before
+    helm runs; for a context no source defines, helm is then asked as kubernetes.core asks it first (``helm list``
+    of the release, in that context), so ``stderr``, ``stdout`` and ``command`` are helm's own and ``msg`` starts
+    as kubernetes.core's, followed by phasekit's message (the known contexts, the sources read)."""
     message = str(err)
-    stderr = message
-    if context and f"context {context!r}" in message and "not defined" in message:
-        stderr = f'Error: Kubernetes cluster unreachable: context "{context}" does not exist\n{message}'
-    return {"failed": True, "changed": False, "msg": message, "stderr": stderr, "stdout": "", "command": "",
-            "status": None}
+    result = {"failed": True, "changed": False, "msg": message, "stderr": message, "stdout": "", "command": ""}
+    undefined = UNDEFINED_CONTEXT.search(message)  # named by the task, K8S_AUTH_CONTEXT or kube_context
+    if undefined is None:
+        return result
+    context = undefined.group(1)
+    try:
+        with HelmCli(args.get("binary_path") or DEFAULT_BINARY, EMPTY_KUBECONFIG) as helm:
+            argv = ["list", "--output=yaml", "--filter", str(args.get("name") or ""), "--kube-context", context]
+            if args.get("release_state") != ABSENT:
+                argv.append("--deployed")
+            elif helm.version[0] < 4:
+                argv.append("--all")
+            helm.call(argv, what="helm list")
+    except HelmCommandError as failure:
+        if failure.returncode is None:
+            return result  # helm could not run (not found): phasekit's message alone
+        output = failure.output
+        result.update(stderr=output.stderr, stdout=output.stdout, command=output.command,
+                      msg=f"Failure when executing Helm command. Exited {failure.returncode}.\nstdout: "
+                          f"{output.stdout}\nstderr: {output.stderr}\n{message}")
+    except PhasekitError:
+        pass  # no helm to ask: phasekit's message alone
+    return result

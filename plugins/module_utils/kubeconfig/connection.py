@@ -137,11 +137,12 @@ class ConnectionOptions:
 
 
 def connection_options(task_args: Mapping, environ: Mapping, host_vars: Callable[[str], object],
-                       host: str | None = None) -> ConnectionOptions:
-    """Each option from the task parameter, else its K8S_AUTH_* variables, else the host's ``kube_<option>``."""
+                       host: str | None = None, given_as: str = "task parameter") -> ConnectionOptions:
+    """Each option from the task parameter (``given_as``: the lookup's keyword), else its K8S_AUTH_* variables, else
+    the host's ``kube_<option>``."""
     settings = {}
     for spec in OPTIONS:
-        setting = (_from_task(spec, task_args) or _from_environment(spec, environ)
+        setting = (_from_task(spec, task_args, given_as) or _from_environment(spec, environ)
                    or _from_host_vars(spec, host_vars, host))
         if setting is not None:
             settings[spec.name] = setting
@@ -154,11 +155,11 @@ def _is_set(value) -> bool:
     return value is not None and value != "" and value != [] and value != {}
 
 
-def _from_task(spec: OptionSpec, task_args: Mapping) -> Setting | None:
+def _from_task(spec: OptionSpec, task_args: Mapping, given_as: str) -> Setting | None:
     value = task_args.get(spec.name)
     if spec.name == "proxy_headers" and isinstance(value, Mapping):
         value = {key: item for key, item in value.items() if _is_set(item)}
-    return Setting(value, f"task parameter {spec.name}") if _is_set(value) else None
+    return Setting(value, f"{given_as} {spec.name}") if _is_set(value) else None
 
 
 def _from_environment(spec: OptionSpec, environ: Mapping) -> Setting | None:
@@ -215,10 +216,6 @@ def _shown(spec: OptionSpec, value) -> str:
 
 def _check(options: ConnectionOptions) -> None:
     """Refuse, naming the option and its origin, what phasekit cannot do as kubernetes.core documents it."""
-    if options.get("persist_config"):
-        raise PhasekitError(f"persist_config (from {options.origin('persist_config')}): phasekit.kube never writes "
-                            "refreshed tokens back to a kubeconfig source (sources may be encrypted, remote or "
-                            "merged from several files); unset it or set it to false")
     if options.get("impersonate_groups") and not options.get("impersonate_user"):
         raise PhasekitError(f"impersonate_groups (from {options.origin('impersonate_groups')}) without "
                             "impersonate_user: the API server refuses groups without a user to impersonate")
@@ -260,9 +257,22 @@ def apply_connection_options(config: dict, options: ConnectionOptions, context: 
     if not entry["context"].get("user") and _user_options_set(options):
         entry["context"]["user"] = CONNECTION_NAME
     user = _named(config["users"], "user", entry["context"].get("user")) if entry["context"].get("user") else {}
+    _check_persist_config(options, user, entry["context"].get("user"))
     _override_cluster(cluster, options)
     _override_user(user, options)
     return config
+
+
+def _check_persist_config(options: ConnectionOptions, user: dict, user_name: str | None) -> None:
+    """persist_config: true has an effect in kubernetes.core only for a user whose auth-provider refreshes its
+    token (the kubernetes client writes the new token back to the kubeconfig file); there phasekit refuses it, as it
+    never writes to a kubeconfig source. For any other user it changes nothing, in kubernetes.core as here."""
+    if options.get("persist_config") and user.get("auth-provider"):
+        provider = (user.get("auth-provider") or {}).get("name") or "an auth-provider"
+        raise PhasekitError(f"persist_config (from {options.origin('persist_config')}): user {user_name!r} "
+                            f"authenticates with {provider}, whose refreshed tokens kubernetes.core would write back "
+                            "to the kubeconfig file; phasekit.kube never writes to a kubeconfig source (sources may "
+                            "be encrypted, remote or merged from several files): unset it or set it to false")
 
 
 def _named(entries: list, inner: str, name: str) -> dict:

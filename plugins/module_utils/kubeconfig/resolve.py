@@ -298,6 +298,29 @@ def view_kubeconfig(sources: list[SourceSpec], context: str | None = None, *, mi
     return kubeconfig_to_v1(config)
 
 
+def view_with_connection(sources: list[SourceSpec], context: str | None, connection: ConnectionOptions, *,
+                         minify: bool = False, flatten: bool = False, hooks: SourceHooks | None = None) -> tuple:
+    """``view_kubeconfig`` with kubernetes.core's connection options on top, by the actions' rule (the lookup's
+    answer): a complete connection reads no source; otherwise the options that are set override ``context``'s (else
+    the current-context's) cluster and user. Returns the kubeconfig and its provenance (where each option came
+    from, never a value)."""
+    if connection.complete:
+        used = ("host",) + connection.credential
+        because = ("not read: " + " and ".join(f"{name} (from {connection.origin(name)})" for name in used)
+                   + " make a complete connection (kubernetes.core's rule)")
+        return connection_kubeconfig(connection), {"connection": connection.provenance(), "sources": because}
+    config = view_kubeconfig(sources, context, minify=minify, flatten=flatten, hooks=hooks)
+    if not connection:
+        return config, {}
+    chosen = context or config.get("current-context")
+    if not chosen or not any(entry.get("name") == chosen for entry in config.get("contexts") or []):
+        first = next(iter(connection.settings))
+        wanted = f"context {chosen!r}, which no source defines" if chosen else "no context (no current-context)"
+        raise PhasekitError(f"{first} (from {connection.origin(first)}) has no context to apply to: {wanted}; "
+                            f"known contexts: {known(entry.get('name') for entry in config.get('contexts') or [])}")
+    return apply_connection_options(config, connection, chosen), {"connection": connection.provenance()}
+
+
 def _connectable(config: Kubeconfig) -> dict:
     config = config.copy()
     resolve_local_paths(config)

@@ -500,8 +500,8 @@ class BuiltinExecutors:
         if request.mode == MODE_APPLY:
             bundle = render_release(request, kubeconfig=resolution.config, charts=self.charts)
             outcome = self._apply_objects(phase, host, bundle, release_apply_arguments(request), request.namespace)
-            values = values_masks(request.values)  # the rendered objects hold them: never in diffs or messages
-            outcome.msg, outcome.details = values.scrub(outcome.msg), values.scrub(outcome.details)
+            hidden = values_masks(request)  # the rendered objects hold them: never in diffs or messages
+            outcome.msg, outcome.details = hidden.scrub(outcome.msg), hidden.scrub(outcome.details)
             return outcome
         report = run_release(request, kubeconfig=resolution.config, charts=self.charts, check_mode=self.dry_run,
                              diff=self.diff)
@@ -510,8 +510,9 @@ class BuiltinExecutors:
                    if key not in ("changed", "diff", "status", "stdout", "stderr", "command")}
         if report.diffs:
             details["diff"] = host_diffs(host, report.diffs)
-        return Outcome(changed=report.changed, failed=report.failure is not None, msg=report.failure or "",
-                       details=details)
+        hidden = values_masks(request)  # a plan's output goes to run records others read: no value of the release
+        return Outcome(changed=report.changed, failed=report.failure is not None,
+                       msg=hidden.scrub(report.failure or ""), details=hidden.scrub(details))
 
     def _values_file(self, host: str, path: str) -> str:
         return self.access.render_template(host, path) if is_template(path) else plain_values_file(path)

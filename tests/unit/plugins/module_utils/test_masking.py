@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from pki import make_pki
 
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.redact import kubeconfig_credentials
-from ansible_collections.phasekit.kube.plugins.module_utils.masking import HIDDEN, MIN_SECRET, Masks, scrub_secrets
+from ansible_collections.phasekit.kube.plugins.module_utils.masking import (
+    HIDDEN, MIN_SECRET, Masks, says_secret, scrub_secrets, secret_named_strings)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import CommandResult, command_failure_message
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import (
     MAX_RECORD_MESSAGE, RunInfo, entry_for)
@@ -160,3 +161,20 @@ def test_a_failing_commands_message_and_its_record_hold_no_secret():
                       masks=masks)
     assert "first" not in entry["msg"] and "fir" not in entry["msg"][-20:]
     assert len(entry["msg"]) <= MAX_RECORD_MESSAGE + 3
+
+
+@pytest.mark.parametrize("name, secret", [
+    ("password", True), ("adminPassword", True), ("DB_PASSWD", True), ("ssh-passphrase", True),
+    ("authToken", True), ("api_key", True), ("apiKey", True), ("privateKey", True), ("aws.secretKey", True),
+    ("clientSecret", True), ("credentials", True),
+    ("existingSecret", False), ("secretName", False), ("key", False), ("keyName", False), ("myValue", False),
+    ("author", False), ("monkey", False),
+], ids=lambda value: str(value))
+def test_names_that_say_a_value_is_a_credential(name, secret):
+    assert says_secret(name) is secret
+
+
+def test_values_held_under_a_credential_name_at_any_depth():
+    data = {"db": {"password": "p4ss", "host": "db.local"}, "tokens": ["t1-abc", {"note": "n-1"}],
+            "existingSecret": "my-secret", "apiKey": 42, "tolerations": [{"key": "node-role"}]}
+    assert sorted(secret_named_strings(data)) == ["n-1", "p4ss", "t1-abc"]

@@ -15,7 +15,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import 
     HELM_OPTIONS_SPEC, check_helm_options, duration_seconds, helm_request, merge_values, plain_values_file)
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.release import (
     HelmReport, check_helm_version, ensure_release, helm_timeout, manifest_diffs, read_status, release_changes,
-    release_description, release_masks, scrub_values, split_manifest, uninstall_argv, upgrade_argv)
+    release_description, release_masks, remove_release, scrub_values, split_manifest, uninstall_argv, upgrade_argv)
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.run import (
     _prepare, release_apply_arguments, unresolved_kubeconfig_result)
 
@@ -113,9 +113,12 @@ def test_chart_errors_name_the_chart(tmp_path):
     (tmp_path / "bad" / "Chart.yaml").write_text("name: bad\n")
     with pytest.raises(PhasekitError, match="Chart.yaml must give name and version"):
         local_chart(str(tmp_path / "bad"))
+
+
+def test_chart_version_of_a_chart_on_disk_is_ignored_as_helm_ignores_it(tmp_path):
+    """kubernetes.core passes --version to helm, which ignores it for a chart on disk: that chart is installed."""
     write_chart(tmp_path / "v1")
-    with pytest.raises(PhasekitError, match="is version 1.0.0, but chart_version 2.0.0 was asked for"):
-        ChartCache().chart(ChartSource(str(tmp_path / "v1"), version="2.0.0"), pull=None)
+    assert ChartCache().chart(ChartSource(str(tmp_path / "v1"), version="2.0.0"), pull=None).version == "1.0.0"
 
 
 def test_a_remote_chart_is_pulled_once_for_all_clusters(tmp_path):
@@ -244,13 +247,14 @@ def test_a_failed_request_is_unchanged_with_helms_output_and_says_what_helm_left
     """kubernetes.core's rule: a failed request is changed: false, with stderr and command; phasekit's action says
     whether helm left a revision behind."""
     chart = local_chart(str(write_chart(tmp_path / "c")))
-    request = request_for({"dsn": "postgres://app:p4ssw0rd-123@db"})
+    request = request_for({"db": {"password": "postgres://app:p4ssw0rd-123@db"}})
     report = ensure_release(RefusingHelm(live, after_failure), request, chart, check_mode=False, diff=False)
     assert (report.changed, report.action) == (False, action)
     assert "templates/cm.yaml:6:17" in report.failure and "p4ssw0rd" not in report.failure
     result = report.result()
     assert result["command"].startswith("helm upgrade hello ") and "templates/cm.yaml:6:17" in result["stderr"]
     assert "p4ssw0rd" not in repr(result)
+    assert "status" not in result  # kubernetes.core's failures have no status
 
 
 def test_values_never_appear_in_diffs():
@@ -276,6 +280,7 @@ K8S_CORE_FLAGS = [
     ({"atomic": True}, 4, ["--rollback-on-failure"], ["--atomic"]),
     ({"wait": True, "wait_timeout": "90s"}, 4, ["--wait", "--timeout 90s"], []),
     ({"timeout": "3m"}, 3, ["--timeout 3m"], ["--wait"]),
+    ({"wait_timeout": "90s"}, 4, [], ["--timeout", "--wait"]),
     ({"server_side": "auto", "force_conflicts": True}, 4, ["--server-side=auto", "--force-conflicts"], []),
     ({"post_renderer": "/bin/renderer"}, 3, ["--post-renderer=/bin/renderer"], []),
     ({"replace": True, "dependency_update": True}, 3, ["install hello", "--replace", "--dependency-update"],
@@ -291,6 +296,7 @@ K8S_CORE_FLAGS = [
     "reset-values-by-default", "reuse-values-without-reset", "reuse-values-false-is-said", "reset-then-reuse",
     "set-values-each-type", "disable-hook-is-no-hooks", "force-helm3", "force-helm4-client-side-replace",
     "atomic-helm3", "atomic-helm4-rollback-on-failure", "wait-with-wait-timeout", "timeout-without-wait",
+    "wait-timeout-without-wait-is-not-passed",
     "server-side-and-force-conflicts", "post-renderer", "replace-is-helm-install", "take-ownership",
     "skip-schema-validation-and-crds", "insecure-and-plain-http", "history-max-and-create-namespace"])
 def test_kubernetes_core_options_as_helm_flags(tmp_path, given, major, present, absent):
@@ -324,6 +330,8 @@ def test_uninstall_as_kubernetes_core_runs_it():
                                    wait_timeout="1m"), namespace="ns", read_values_file=str)
     assert uninstall_argv(request) == ["uninstall", "hello", "--namespace", "ns", "--keep-history", "--no-hooks",
                                        "--wait", "--timeout", "1m"]
+    timeout_only = helm_request(options(release_state="absent", timeout="1m"), namespace="ns", read_values_file=str)
+    assert uninstall_argv(timeout_only) == ["uninstall", "hello", "--namespace", "ns"]  # kubernetes.core: no timeout
 
 
 def test_set_values_change_the_values_digest_and_are_masked(tmp_path):
@@ -403,8 +411,149 @@ def test_dependency_update_of_a_chart_directory_runs_helm_dependency_update(tmp_
     assert helm.calls == [["repo", "update"], ["dependency", "update", str(chart)]]
 
 
-def test_a_context_that_does_not_exist_says_so_in_helms_words():
+def fake_helm(tmp_path, version: str):
+    """A helm that says its version and fails every other call as helm fails for a context that does not exist,
+    printing its arguments first."""
+    script = tmp_path / f"helm-{version}"
+    script.write_text(f"#!/bin/sh\nif [ \"$1\" = version ]; then echo {version}; exit 0; fi\necho \"$@\"\n"
+                      "echo 'Error: Kubernetes cluster unreachable: context \"nowhere\" does not exist' >&2\n"
+                      "exit 1\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+@pytest.mark.parametrize("version, state, flag", [
+    ("v3.22.0", "present", "--deployed"), ("v4.3.1", "present", "--deployed"), ("v3.22.0", "absent", "--all"),
+    ("v4.3.1", "absent", ""),
+], ids=["helm3-present-lists-deployed", "helm4-present-lists-deployed", "helm3-absent-lists-all",
+        "helm4-absent-lists-every-status-by-default"])
+def test_a_context_that_does_not_exist_is_helms_own_failure(tmp_path, version, state, flag):
+    """kubernetes.core asks helm (helm list, in the context) and fails with helm's output; phasekit does the same
+    once it knows no source defines the context, and adds its own message (the contexts that exist)."""
     err = PhasekitError("context 'nowhere' is not defined by any kubeconfig source; known contexts: target")
-    result = unresolved_kubeconfig_result(err, "nowhere")
-    assert 'context "nowhere" does not exist' in result["stderr"] and result["changed"] is False
-    assert result["msg"] == str(err) and result["command"] == "" and result["failed"]
+    binary = fake_helm(tmp_path, version)
+    result = unresolved_kubeconfig_result(err, {"context": "nowhere", "name": "hello", "binary_path": binary,
+                                                "release_state": state})
+    assert (result["failed"], result["changed"], "status" in result) == (True, False, False)
+    assert result["stderr"] == 'Error: Kubernetes cluster unreachable: context "nowhere" does not exist\n'
+    assert result["command"].startswith(f"{binary} list --output=yaml --filter hello --kube-context nowhere")
+    assert result["command"].endswith(flag) and result["stdout"].startswith("list --output=yaml")
+    assert result["msg"].startswith("Failure when executing Helm command. Exited 1.\nstdout: list ")
+    assert result["msg"].endswith("\n" + str(err)) and "stderr: Error: Kubernetes cluster unreachable" in result["msg"]
+
+
+def test_a_context_named_by_a_host_var_is_asked_of_helm_too(tmp_path):
+    """kube_context (or K8S_AUTH_CONTEXT) named the context, not the task: helm is asked about that context."""
+    err = PhasekitError("context 'nowhere' is not defined by any kubeconfig source; known contexts: target")
+    result = unresolved_kubeconfig_result(err, {"name": "hello", "binary_path": fake_helm(tmp_path, "v4.3.1")})
+    assert "--kube-context nowhere" in result["command"] and "does not exist" in result["stderr"]
+
+
+@pytest.mark.parametrize("err, args", [
+    (PhasekitError("kubeconfig source 1 (path: /nowhere): no such file"), {"context": "nowhere", "name": "hello"}),
+    (PhasekitError("context 'nowhere' is not defined by any kubeconfig source"),
+     {"context": "nowhere", "name": "hello", "binary_path": "/no/such/helm"}),
+], ids=["another-error-runs-no-helm", "no-helm-to-ask"])
+def test_a_kubeconfig_that_cannot_be_resolved_fails_with_phasekits_message(err, args):
+    result = unresolved_kubeconfig_result(err, args)
+    assert result == {"failed": True, "changed": False, "msg": str(err), "stderr": str(err), "stdout": "",
+                      "command": ""}
+
+
+class ListingHelm:
+    """A helm with one release (or none): its latest revision, its ``helm list`` entry with the values given."""
+
+    version = (3, 22)
+
+    def __init__(self, live, values=None):
+        self.live, self.values = live, values or {}
+
+    def latest_revision(self, name, namespace):
+        return self.live
+
+    def release_status(self, name, namespace):
+        if self.live is None:
+            return None
+        return {"name": name, "namespace": namespace, "revision": str(self.live["revision"]),
+                "status": self.live["status"], "chart": self.live["chart"], "app_version": "",
+                "release_values": self.values, "values": self.values}
+
+    def values_file(self, values):
+        return "/private/values.yaml"
+
+    def command(self, argv):
+        return shlex.join(["/usr/bin/helm", *argv])
+
+
+@pytest.mark.parametrize("live_status, asked, changed, listed", [
+    ("deployed", {"a": 1}, False, True),
+    ("deployed", {"a": 2}, True, True),
+    (None, {"a": 1}, True, False),
+    ("failed", {"a": 1}, True, False),
+], ids=["unchanged-release", "changed-release", "no-release", "failed-release-is-not-listed-for-present"])
+def test_check_mode_status_is_kubernetes_cores(tmp_path, live_status, asked, changed, listed):
+    """kubernetes.core's check mode: status holds only values and release_values, each {current: the live values,
+    declared: the live release's status} (its own choice), both {} when no deployed release is listed."""
+    chart = local_chart(str(write_chart(tmp_path / "c")))
+    live = live_revision(chart, request_for({"a": 1}), status=live_status) if live_status else None
+    helm = ListingHelm(live, {"a": 1})
+    report = ensure_release(helm, request_for(asked), chart, check_mode=True, diff=False)
+    status = report.result()["status"]
+    assert report.changed is changed and set(status) == {"values", "release_values"}
+    for key in ("values", "release_values"):
+        assert status[key]["current"] == ({"a": 1} if listed else {})
+        assert (status[key]["declared"].get("chart"), status[key]["declared"].get("status")) == (
+            ("hello-1.0.0", "deployed") if listed else (None, None))
+
+
+@pytest.mark.parametrize("given, live, command", [
+    ({"chart_version": "1.0.0"}, True, "/usr/bin/helm --version=1.0.0"),
+    ({}, True, "/usr/bin/helm"),
+    ({"release_state": "absent"}, False, "/usr/bin/helm"),
+], ids=["unchanged-with-chart-version", "unchanged", "nothing-to-uninstall"])
+def test_command_when_helm_has_nothing_to_do_is_kubernetes_cores(tmp_path, given, live, command):
+    """kubernetes.core builds no helm command then: ``command`` is helm's path with the chart flags it put first."""
+    chart = local_chart(str(write_chart(tmp_path / "c")))
+    request = helm_request(options(chart_ref=str(tmp_path / "c"), release_values={"a": 1}, **given), namespace="ns",
+                           read_values_file=str)
+    helm = ListingHelm(live_revision(chart, request) if live else None, {"a": 1})
+    if request.state == "absent":
+        report = remove_release(helm, request, check_mode=False, diff=False)
+    else:
+        report = ensure_release(helm, request, chart, check_mode=False, diff=False)
+    assert (report.changed, report.result()["command"]) == (False, command)
+
+
+def test_status_shows_values_as_kubernetes_core_but_credentials():
+    """Ordinary values come back as kubernetes.core returns them; values named as credentials are hidden."""
+    values = {"myValue": "changed", "existingSecret": "my-secret", "tolerations": [{"key": "node-role.io/infra"}],
+              "db": {"password": "p4ssw0rd-123"}, "auth": {"apiToken": ["t0ken-abcdef"]}}
+    report = HelmReport("hello", "ns")
+    read_status(ListingHelm({"revision": 1, "status": "deployed", "chart": "hello-1.0.0"}, values), report)
+    shown = report.result()["status"]["release_values"]
+    assert shown == {**values, "db": {"password": "***"}, "auth": {"apiToken": ["***"]}}
+
+
+def test_set_values_named_as_credentials_are_hidden(tmp_path):
+    request = helm_request(options(set_values=[{"value": "db.adminPassword=s3cr3t-value", "value_type": "string"},
+                                               {"value": "greeting=hello-there"}]),
+                           namespace="ns", read_values_file=str)
+    assert release_masks(request).scrub("db.adminPassword=s3cr3t-value greeting=hello-there") == (
+        "db.adminPassword=*** greeting=hello-there")
+
+
+def test_dependency_update_of_a_packaged_chart_is_asked_of_helm_as_kubernetes_core_asks(tmp_path):
+    """A .tgz that declares dependencies: helm dependency update runs (and helm refuses packaged charts)."""
+    chart = tmp_path / "c"
+    write_chart(chart)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: hello\nversion: 1.0.0\ndependencies:\n"
+                                      "  - {name: sub, version: 0.1.0, repository: file://../sub}\n")
+    archive = tmp_path / "hello-1.0.0.tgz"
+    with tarfile.open(archive, "w:gz") as packed:
+        packed.add(chart, arcname="hello")
+    helm = RecordingHelm((4, 3))
+    request = helm_request(options(chart_ref=str(archive), dependency_update=True), namespace="ns",
+                           read_values_file=str)
+    report = HelmReport("hello", "ns")
+    assert _prepare(helm, request, report) is None and report.warnings == []
+    assert helm.calls == [["dependency", "update", str(archive)]]

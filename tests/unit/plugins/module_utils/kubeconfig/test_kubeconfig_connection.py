@@ -16,6 +16,7 @@ import yaml
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.connection import bypasses_proxy
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.connection import connection_options
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import view_with_connection
 from ansible_collections.phasekit.kube.plugins.plugin_utils import kubeconfig as glue
 
 TOKEN = "connection-t0ken-s3cr3t"
@@ -77,12 +78,11 @@ def test_complete_connection_rule(set_options, complete, credential):
 
 
 @pytest.mark.parametrize("task, message", [
-    ({"persist_config": True}, r"persist_config \(from task parameter persist_config\): phasekit.kube never writes"),
     ({"impersonate_groups": ["g"]}, "impersonate_groups .* without impersonate_user"),
     ({"proxy_headers": {"user_agent": "x/1"}, "proxy": "http://p:3128"}, "proxy_headers .* not supported"),
     ({"username": "u"}, r"username \(from task parameter username\) without password"),
     ({"password": "p"}, "password .* without username"),
-], ids=["persist-config-true-refused", "groups-need-a-user", "proxy-headers-refused", "username-needs-password",
+], ids=["groups-need-a-user", "proxy-headers-refused", "username-needs-password",
         "password-needs-username"])
 def test_what_cannot_be_honoured_is_refused(task, message):
     with pytest.raises(PhasekitError, match=message):
@@ -235,3 +235,54 @@ def test_every_cluster_action_takes_the_options():
     assert spec["api_key"]["no_log"] and spec["password"]["no_log"]
     assert spec["ca_cert"]["aliases"] == ["ssl_ca_cert"] and spec["validate_certs"]["aliases"] == ["verify_ssl"]
     assert spec["client_cert"]["aliases"] == ["cert_file"] and spec["client_key"]["aliases"] == ["key_file"]
+
+
+OIDC_USER = {"auth-provider": {"name": "oidc", "config": {"id-token": TOKEN, "idp-issuer-url": "https://idp.test"}}}
+
+
+@pytest.mark.parametrize("user, task, refused", [
+    ({"token": "file-token"}, {"persist_config": True}, False),
+    (OIDC_USER, {"persist_config": False}, False),
+    (OIDC_USER, {"persist_config": True}, True),
+    (OIDC_USER, {"persist_config": True, "host": "https://h.test", "api_key": TOKEN}, False),
+], ids=["no-token-to-write-back-changes-nothing", "false-is-accepted", "auth-provider-tokens-would-be-written-back",
+        "complete-connection-reads-no-kubeconfig"])
+def test_persist_config_is_refused_only_where_kubernetes_core_would_write_a_token_back(tmp_path, user, task, refused):
+    """kubernetes.core's persist_config makes the kubernetes client write an auth-provider's refreshed token back to
+    the kubeconfig file; for any other user it changes nothing. phasekit never writes to a source."""
+    given = {"kubeconfig": kubeconfig_file(tmp_path, **user), **task}
+    if not refused:
+        assert resolve(given, {}).context in ("file", "connection-options")
+        return
+    with pytest.raises(PhasekitError) as err:
+        resolve(given, {})
+    message = str(err.value)
+    assert message.startswith("persist_config (from task parameter persist_config): user 'file-user' "
+                              "authenticates with oidc") and TOKEN not in message
+
+
+@pytest.mark.parametrize("task, environ, context, server, user, origin", [
+    ({}, {}, None, "https://file.test:6443", {"token": "file-token"}, {}),
+    ({}, {"K8S_AUTH_HOST": "https://env.test:6443"}, None, "https://env.test:6443", {"token": "file-token"},
+     {"host": {"from": "K8S_AUTH_HOST"}}),
+    ({"api_key": TOKEN}, {}, "file", "https://file.test:6443", {"token": TOKEN},
+     {"api_key": {"from": "lookup option api_key"}}),
+    ({"host": "https://kw.test:6443", "api_key": TOKEN}, {"K8S_AUTH_HOST": "https://env.test:6443"}, None,
+     "https://kw.test:6443", {"token": TOKEN},
+     {"host": {"from": "lookup option host"}, "api_key": {"from": "lookup option api_key"}}),
+], ids=["no-options-kubectl-config-view", "environment-host-over-current-context", "keyword-token-over-context",
+        "complete-connection-reads-no-source"])
+def test_the_lookup_view_takes_the_options_as_the_actions(tmp_path, task, environ, context, server, user, origin):
+    sources = glue.normalize_sources({"path": kubeconfig_file(tmp_path)}, "lookup sources")
+    connection = connection_options(task, environ, {}.get, None, given_as="lookup option")
+    config, provenance = view_with_connection(sources, context, connection)
+    assert (config["clusters"][0]["cluster"]["server"], config["users"][0]["user"]) == (server, user)
+    assert provenance.get("connection", {}) == origin
+
+
+def test_the_lookup_says_when_the_options_have_no_context_to_apply_to(tmp_path):
+    sources = glue.normalize_sources({"path": kubeconfig_file(tmp_path)}, "lookup sources")
+    connection = connection_options({}, {"K8S_AUTH_HOST": "https://env.test:6443"}, {}.get, None)
+    with pytest.raises(PhasekitError, match=r"host \(from K8S_AUTH_HOST\) has no context to apply to: context "
+                                            r"'nope', which no source defines; known contexts: 'file'"):
+        view_with_connection(sources, "nope", connection)
