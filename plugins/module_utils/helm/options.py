@@ -107,6 +107,7 @@ class HelmRequest:
     plain_http: bool = False
     take_ownership: bool = False
     skip_schema_validation: bool = False
+    hide_every_value: bool = False            # a plan phase: its output goes to run records others read
 
     @property
     def values_digest(self) -> str:

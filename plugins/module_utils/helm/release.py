@@ -314,7 +314,10 @@ def _leaf_strings(values):
 def release_masks(request: HelmRequest) -> Masks:
     """What a request's result must never show of its values: those held under a name that says it is a credential
     (``masking.says_secret``), in the values and in what --set values set. Other values are shown as
-    kubernetes.core shows them; the caller adds what it knows is secret (vault-encrypted values, credentials)."""
+    kubernetes.core shows them; the caller adds what it knows is secret (vault-encrypted values, credentials). A plan
+    phase's request (``hide_every_value``) shows none of its values."""
+    if request.hide_every_value:
+        return values_masks(request)
     masks = Masks(secret_named_strings(request.values))
     for value, _kind in request.set_values:
         name, _equals, secret = value.partition("=")

@@ -492,8 +492,10 @@ class BuiltinExecutors:
             given = duration_seconds(str(values["wait_timeout"])) if values["wait_timeout"] else None
             values["wait_timeout"] = f"{max(1, int(capped(given, phase, default=HELM_TIMEOUT)))}s"
         resolution = self.access.resolution(host)
-        request = helm_request(values, namespace=resolution.namespace or "default", where=f"phase {phase['name']}",
-                               read_values_file=lambda path: self._values_file(host, path))
+        request = dataclasses.replace(
+            helm_request(values, namespace=resolution.namespace or "default", where=f"phase {phase['name']}",
+                         read_values_file=lambda path: self._values_file(host, path)),
+            hide_every_value=True)  # run records others read: no value of the release in diffs or messages
         if request.mode == MODE_APPLY and request.state == ABSENT:
             return teardown_outcome(remove_rendered_release(self.access.session(host, EXTRA_CONNECTIONS), request,
                                                             dry_run=self.dry_run))
