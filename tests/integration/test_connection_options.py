@@ -200,8 +200,8 @@ def test_k8s_auth_host_replaces_the_kubeconfig_server_in_actions_and_plans(clust
                           check=False).returncode == 0
 
 
-def test_the_kubeconfig_lookup_takes_the_connection_options_with_the_actions_precedence(clusters, run_playbook,
-                                                                                         tmp_path):
+def test_the_kubeconfig_lookup_takes_the_connection_options_with_the_actions_precedence(
+        clusters, run_playbook, tmp_path):
     """The lookup applies kubernetes.core's options as the actions do: keyword > K8S_AUTH_* > host var kube_*.
     Here the host var's host and the environment's token and CA make a complete connection (the host var's own
     token loses to the environment's), which kubectl then uses as the limited user; a keyword overrides the host;

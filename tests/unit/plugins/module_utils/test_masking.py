@@ -169,7 +169,7 @@ def test_a_failing_commands_message_and_its_record_hold_no_secret():
     ("clientSecret", True), ("credentials", True),
     ("existingSecret", False), ("secretName", False), ("key", False), ("keyName", False), ("myValue", False),
     ("author", False), ("monkey", False),
-], ids=lambda value: str(value))
+], ids=str)
 def test_names_that_say_a_value_is_a_credential(name, secret):
     assert says_secret(name) is secret
 
