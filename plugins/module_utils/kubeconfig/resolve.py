@@ -265,12 +265,17 @@ def resolve_with_connection(sources: list[SourceSpec], context: str | None, conn
         merged=merged, provenance={**resolution.provenance, "connection": connection.provenance()})
 
 
+def _sources_not_read(connection: ConnectionOptions) -> str:
+    """Why no kubeconfig source was read: the options that make a complete connection, and where each came from."""
+    used = ("host",) + connection.credential
+    return ("not read: " + " and ".join(f"{name} (from {connection.origin(name)})" for name in used)
+            + " make a complete connection (kubernetes.core's rule)")
+
+
 def _connection_resolution(connection: ConnectionOptions, chosen_by: dict, keep_merged: bool,
                            fingerprint: str) -> Resolution:
     config = connection_kubeconfig(connection)
-    used = ("host",) + connection.credential
-    because = ("not read: " + " and ".join(f"{name} (from {connection.origin(name)})" for name in used)
-               + " make a complete connection (kubernetes.core's rule)")
+    because = _sources_not_read(connection)
     provenance = {
         "context": {"from": "connection options"},
         "cluster": {"from": connection.origin("host")},
@@ -305,10 +310,8 @@ def view_with_connection(sources: list[SourceSpec], context: str | None, connect
     the current-context's) cluster and user. Returns the kubeconfig and its provenance (where each option came
     from, never a value)."""
     if connection.complete:
-        used = ("host",) + connection.credential
-        because = ("not read: " + " and ".join(f"{name} (from {connection.origin(name)})" for name in used)
-                   + " make a complete connection (kubernetes.core's rule)")
-        return connection_kubeconfig(connection), {"connection": connection.provenance(), "sources": because}
+        return connection_kubeconfig(connection), {"connection": connection.provenance(),
+                                                    "sources": _sources_not_read(connection)}
     config = view_kubeconfig(sources, context, minify=minify, flatten=flatten, hooks=hooks)
     if not connection:
         return config, {}
