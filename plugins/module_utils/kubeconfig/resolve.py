@@ -310,8 +310,8 @@ def view_with_connection(sources: list[SourceSpec], context: str | None, connect
     the current-context's) cluster and user. Returns the kubeconfig and its provenance (where each option came
     from, never a value)."""
     if connection.complete:
-        return connection_kubeconfig(connection), {"connection": connection.provenance(),
-                                                    "sources": _sources_not_read(connection)}
+        provenance = {"connection": connection.provenance(), "sources": _sources_not_read(connection)}
+        return connection_kubeconfig(connection), provenance
     config = view_kubeconfig(sources, context, minify=minify, flatten=flatten, hooks=hooks)
     if not connection:
         return config, {}
