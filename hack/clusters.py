@@ -427,6 +427,15 @@ def seed(name: str, admin_kc: Path):
         time.sleep(1)
     else:
         sys.exit(f"clusters: seeding {name} failed: {res.stderr.strip()}")
+    # The cluster role edit gets its rules from the controller-manager's aggregation controller, shortly after the
+    # binding exists: until then the limited user is refused what the tests expect it may do (seen on fresh clusters)
+    for attempt in range(60):
+        res = kubectl(admin_kc, "auth", "can-i", "patch", "configmaps", "-n", LIMITED_NAMESPACE, "--as",
+                      "limited-user", check=False)
+        if res.stdout.strip() == "yes":
+            return
+        time.sleep(1)
+    sys.exit(f"clusters: {name}: the limited user may still not edit {LIMITED_NAMESPACE} after 60 s")
 
 
 def write_merged(names):
