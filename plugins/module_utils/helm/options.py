@@ -120,9 +120,14 @@ class HelmRequest:
         return hashlib.sha256(canonical_json(made_of).encode("utf-8")).hexdigest()
 
     @property
+    def set_pairs(self) -> list:
+        """(key, value) of each --set value, split at its first ``=`` as helm splits it."""
+        return [(key, value) for key, _equals, value in (one.partition("=") for one, _kind in self.set_values)]
+
+    @property
     def set_secrets(self) -> list:
         """What the --set values set (after ``key=``): they may be secrets, hidden as release values are."""
-        return [value.partition("=")[2] for value, _kind in self.set_values]
+        return [value for _key, value in self.set_pairs]
 
 
 def _file_digest(value: str) -> str | None:

@@ -295,11 +295,6 @@ def values_masks(request: HelmRequest) -> Masks:
     return Masks(_leaf_strings(request.values)).add(*request.set_secrets)
 
 
-def scrub_values(text, values):
-    """``text`` (or diffs) with every string of ``values`` replaced by ``***``."""
-    return Masks(_leaf_strings(values)).scrub(text)
-
-
 def _leaf_strings(values):
     if isinstance(values, dict):
         for value in values.values():
@@ -318,12 +313,8 @@ def release_masks(request: HelmRequest) -> Masks:
     phase's request (``hide_every_value``) shows none of its values."""
     if request.hide_every_value:
         return values_masks(request)
-    masks = Masks(secret_named_strings(request.values))
-    for value, _kind in request.set_values:
-        name, _equals, secret = value.partition("=")
-        if says_secret(name):
-            masks.add(secret)
-    return masks
+    return Masks(secret_named_strings(request.values)).add(
+        *(value for key, value in request.set_pairs if says_secret(key)))
 
 
 def read_status(helm: HelmCli, report: HelmReport) -> dict | None:

@@ -25,7 +25,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery impor
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import DEFAULT_TIMEOUT as TEARDOWN_TIMEOUT
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import Teardown
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.release import (
-    HelmReport, ensure_release, manifest_objects, release_masks, remove_release, scrub_values, template_argv)
+    HelmReport, ensure_release, manifest_objects, release_masks, remove_release, template_argv, values_masks)
 
 NAMESPACE_ORIGIN = "create_namespace"
 
@@ -116,7 +116,7 @@ def render_release(request: HelmRequest, *, kubeconfig: dict, charts: ChartCache
             manifest = helm.run(template_argv(request, chart, helm.values_file(request.values)),
                                 what=f"helm template {request.name}")
         except PhasekitError as err:
-            raise PhasekitError(scrub_values(str(err), request.values)) from None
+            raise PhasekitError(values_masks(request).scrub(str(err))) from None
     objects = manifest_objects(manifest, f"chart {chart.name}")
     if request.create_namespace and not any(one.kind == "Namespace" and one.name == request.namespace
                                             for one in objects):

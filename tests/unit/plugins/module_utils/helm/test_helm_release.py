@@ -15,7 +15,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import 
     HELM_OPTIONS_SPEC, check_helm_options, duration_seconds, helm_request, merge_values, plain_values_file)
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.release import (
     HelmReport, check_helm_version, ensure_release, helm_timeout, manifest_diffs, read_status, release_changes,
-    release_description, release_masks, remove_release, scrub_values, split_manifest, uninstall_argv, upgrade_argv)
+    release_description, release_masks, remove_release, split_manifest, uninstall_argv, upgrade_argv, values_masks)
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.run import (
     _prepare, release_apply_arguments, unresolved_kubeconfig_result)
 
@@ -191,9 +191,14 @@ def test_manifest_diffs_show_changed_objects_with_secret_values_hidden():
     assert manifest_diffs(before, before, "ns/hello") == []
 
 
-def test_values_are_scrubbed_from_helm_errors():
-    text = "Error: Secret in version v1 cannot be handled: illegal base64 data 'p4ssw0rd-123' at input byte 4"
-    assert "p4ssw0rd" not in scrub_values(text, {"db": {"password": "p4ssw0rd-123"}, "n": 1})
+def test_values_and_set_values_are_scrubbed_from_helm_errors():
+    request = helm_request(options(release_values={"db": {"password": "p4ssw0rd-123"}, "n": 1},
+                                   set_values=[{"value": "image.tag=t4g-from-set", "value_type": "string"}]),
+                           namespace="ns", read_values_file=str)
+    text = ("Error: Secret in version v1 cannot be handled: illegal base64 data 'p4ssw0rd-123' at input byte 4; "
+            "image t4g-from-set")
+    scrubbed = values_masks(request).scrub(text)
+    assert "p4ssw0rd" not in scrubbed and "t4g-from-set" not in scrubbed and "input byte 4" in scrubbed
 
 
 def test_apply_mode_is_a_pruned_applyset_named_after_the_release():
@@ -260,7 +265,8 @@ def test_a_failed_request_is_unchanged_with_helms_output_and_says_what_helm_left
 def test_values_never_appear_in_diffs():
     before = "---\n# Source: hello/templates/cm.yaml\nkind: ConfigMap\napiVersion: v1\nmetadata: {name: a}\n"
     after = before + "data: {dsn: 'postgres://app:p4ssw0rd-123@db', mode: fast}\n"
-    diffs = scrub_values(manifest_diffs("", after, "ns/hello"), {"db": {"dsn": "postgres://app:p4ssw0rd-123@db"}})
+    hidden = values_masks(request_for({"db": {"dsn": "postgres://app:p4ssw0rd-123@db"}}))
+    diffs = hidden.scrub(manifest_diffs("", after, "ns/hello"))
     assert "p4ssw0rd" not in repr(diffs) and "dsn: ***" in diffs[0]["after"] and "mode: fast" in diffs[0]["after"]
 
 
