@@ -137,6 +137,7 @@ test:
 	  $(MAKE) --no-print-directory tools
 	@$(BEHIND) start --nice tools-oldest $(SUBMAKE) "tools $(K8S_OLDEST) (behind, nice 19)" \
 	  $(MAKE) --no-print-directory tools-oldest
+	@$(BEHIND) start --nice base-image $(SUBMAKE) "base-image (behind, nice 19)" $(MAKE) --no-print-directory base-image
 	$(SUBMAKE) venvs $(MAKE) --no-print-directory -j3 venvs
 	$(SUBMAKE) sanity-all $(MAKE) --no-print-directory -j2 sanity-all
 	$(SUBMAKE) "wait: tools $(K8S_VERSION)" $(BEHIND) wait tools
@@ -145,7 +146,7 @@ test:
 	  $(SUBMAKE) "tests $(line)" $(MAKE) --no-print-directory units integration CORE=$(line) &&) true
 	$(SUBMAKE) "wait: tools $(K8S_OLDEST)" $(BEHIND) wait tools-oldest
 	$(SUBMAKE) integration-oldest $(MAKE) --no-print-directory integration-oldest
-	$(SUBMAKE) "wait: ee" $(BEHIND) wait ee
+	$(SUBMAKE) "wait: ee" $(BEHIND) wait base-image ee
 	$(SUBMAKE) ee-test $(MAKE) --no-print-directory ee-test
 	@echo "[ci-time] make test: $$(( $$(date +%s) - $$(cat $(CI_TIMES).start) )) s (exit 0)" | tee -a $(CI_TIMES)
 	@echo "=== time of each part"; cat $(CI_TIMES)

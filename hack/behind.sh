@@ -4,7 +4,7 @@
 # Kubernetes version's tools, the EE image) overlap the tests instead of delaying them.
 #
 #   hack/behind.sh start [--nice] NAME COMMAND [ARG ...]   # returns at once (--nice: at nice 19)
-#   hack/behind.sh wait NAME                                # its output, then its exit status
+#   hack/behind.sh wait NAME [NAME ...]                     # their output; fails if one failed
 #
 # COMMAND may start with VAR=value words (run through env). Its output goes to
 # $PHASEKIT_BEHIND_DIR/NAME.log and is printed by `wait`, followed by a line with
@@ -17,7 +17,7 @@ set -euo pipefail
 dir="${PHASEKIT_BEHIND_DIR:?PHASEKIT_BEHIND_DIR: where the parts behind keep their logs}"
 self="${BASH_SOURCE[0]}"
 
-usage() { echo "usage: behind.sh start [--nice] NAME COMMAND [ARG ...] | wait NAME" >&2; exit 2; }
+usage() { echo "usage: behind.sh start [--nice] NAME COMMAND [ARG ...] | wait NAME [NAME ...]" >&2; exit 2; }
 
 start() {
   local priority=() name owner pid
@@ -79,7 +79,12 @@ wait_for() {  # NAME
 
 case "${1:-}" in
   start) shift; start "$@" ;;
-  wait) [ $# -eq 2 ] || usage; wait_for "$2" ;;
+  wait)
+    shift
+    [ $# -gt 0 ] || usage
+    status=0
+    for name in "$@"; do wait_for "$name" || status=$?; done
+    exit "$status" ;;
   _run) shift; _run "$@" ;;
   _watch) shift; _watch "$@" ;;
   *) usage ;;

@@ -30,6 +30,8 @@ CACHE="${PHASEKIT_CACHE:-$HOME/.cache/phasekit}"
 BIN="${PHASEKIT_TOOLS_DIR:-$CACHE/bin/k8s-$K8S_VERSION}"
 export GOFLAGS="${GOFLAGS:--buildvcs=false}" CGO_ENABLED=0
 if [ "$GO_VERSION" = local ]; then export GOTOOLCHAIN=local; else export GOTOOLCHAIN="go$GO_VERSION"; fi
+# -s -w drop the debug information at link time anyway: not generating it saves about a tenth of the compiling
+GCFLAGS="all=-dwarf=false"
 KUBE_TOOLS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 ALL_TOOLS=("${KUBE_TOOLS[@]}" kwok sops age age-keygen helm helm3)
 case "${1:-}" in
@@ -106,7 +108,7 @@ GO
     out="$(mktemp -d "$BIN/.build.XXXXXX")"
     for t in "${missing[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$t"); done
     local start=$SECONDS
-    GOFLAGS="$GOFLAGS -mod=mod" go build -tags tools -trimpath -ldflags "$ldflags" -o "$out/" "${pkgs[@]}"
+    GOFLAGS="$GOFLAGS -mod=mod" go build -tags tools -trimpath -gcflags "$GCFLAGS" -ldflags "$ldflags" -o "$out/" "${pkgs[@]}"
     for t in "${missing[@]}"; do mv "$out/$t" "$BIN/$t"; done
     rmdir "$out"
     built "${missing[*]} $K8S_VERSION" "$start"
@@ -118,7 +120,7 @@ go_install() {  # name package@version
   have "$1" && return 0
   echo "building $1 (first time only)" >&2
   local start=$SECONDS
-  GOBIN="$BIN" go install -trimpath -ldflags "-s -w" "$2"
+  GOBIN="$BIN" go install -trimpath -gcflags "$GCFLAGS" -ldflags "-s -w" "$2"
   built "$1" "$start"
 }
 
@@ -130,7 +132,7 @@ build_helm() {  # name version: kept as helm-VERSION (a new pin is built), NAME 
     local start=$SECONDS
     out="$(mktemp -d)"
     # helm's module path has its major version; helm reports the version the ldflags give it
-    GOBIN="$out" go install -trimpath \
+    GOBIN="$out" go install -trimpath -gcflags "$GCFLAGS" \
       -ldflags "-s -w -X helm.sh/helm/$major/internal/version.version=$2" "helm.sh/helm/$major/cmd/helm@$2"
     mv "$out/helm" "$BIN/helm-$2"
     rmdir "$out"
