@@ -7,8 +7,11 @@
 #   hack/build-ee.sh [IMAGE]        # default phasekit-kube-ee:latest
 #
 # The build context is written outside the repository ($PHASEKIT_CACHE/ee-build);
-# podman's layer cache (and a Go build cache mount) make a rebuild after a change
-# of the collection only redo the layers that install it.
+# podman's layer cache makes a rebuild after a change of the collection only redo
+# the layers that install it. The builder stage compiles kubectl, helm and sops
+# with hack/build-tools.sh's Go version: this machine's Go build and module caches
+# (where `make tools` built the same versions with the same Go) are bound into it,
+# so it only links them; without a go command here it uses its own cache mount.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo="$PWD"
@@ -27,7 +30,19 @@ cp requirements.txt bindep.txt "$work/tree/"
 cp hack/build-tools.sh "$work/tree/hack/"
 PHASEKIT_COLLECTION_DIR="$repo" bash "$work/tree/examples/ee/build-context.sh" "$work/context" >&2
 
-echo "building $image on $base" >&2
-podman build --build-arg "EE_BASE_IMAGE=$base" -t "$image" -f "$work/context/Containerfile" "$work/context" >&2
+go_caches=()
+if command -v go >/dev/null; then
+  gocache="$(GOTOOLCHAIN=local go env GOCACHE)" gomodcache="$(GOTOOLCHAIN=local go env GOMODCACHE)"
+  if [[ "$gocache" == /* && "$gomodcache" == /* ]]; then  # GOCACHE=off: none to share
+    mkdir -p "$gocache" "$gomodcache"
+    go_caches=(--volume "$gocache:/phasekit-host-go/build" --volume "$gomodcache:/phasekit-host-go/mod"
+               --build-arg GOCACHE=/phasekit-host-go/build --build-arg GOMODCACHE=/phasekit-host-go/mod)
+  fi
+fi
+
+shared="${go_caches[*]:+, with the Go caches of this machine}"
+echo "building $image on $base$shared" >&2
+podman build --build-arg "EE_BASE_IMAGE=$base" "${go_caches[@]}" \
+  -t "$image" -f "$work/context/Containerfile" "$work/context" >&2
 podman image inspect --format '{{.Id}}' "$image" >/dev/null
 echo "$image"

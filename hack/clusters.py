@@ -232,22 +232,35 @@ def start(state: Path, component: str, argv: list, env: dict | None = None):
     pidfile.write_text(str(proc.pid))
 
 
-def stop(state: Path):
-    for component in reversed(COMPONENTS):
-        pidfile = state / f"{component}.pid"
-        if not _alive(pidfile):  # never signal a pid that is now someone else's
-            pidfile.unlink(missing_ok=True)
-            continue
-        try:
-            pid = int(pidfile.read_text())
-            os.killpg(pid, signal.SIGTERM)
-            for _ in range(50):
-                os.kill(pid, 0)
-                time.sleep(0.1)
-            os.killpg(pid, signal.SIGKILL)
-        except (OSError, ValueError):
-            pass
-        pidfile.unlink(missing_ok=True)
+def stop(*states: Path, grace: float = 5.0):
+    """Stop every component of the clusters at ``states``: all signalled at once, then waited for together.
+    Waiting is on the pid file's process (``_alive``), not ``kill(pid, 0)``: a component whose parent has gone
+    is a zombie until its new parent reaps it, and where nothing does (a container's init) it never looked dead."""
+    running = []
+    for state in states:
+        for component in reversed(COMPONENTS):
+            pidfile = state / f"{component}.pid"
+            if not _alive(pidfile):  # never signal a pid that is now someone else's
+                pidfile.unlink(missing_ok=True)
+                continue
+            try:
+                os.killpg(int(pidfile.read_text()), signal.SIGTERM)
+                running.append(pidfile)
+            except (OSError, ValueError):
+                pidfile.unlink(missing_ok=True)
+    deadline = time.monotonic() + grace
+    while running and time.monotonic() < deadline:
+        running = [pidfile for pidfile in running if _alive(pidfile)]
+        time.sleep(0.1)
+    for pidfile in running:
+        if _alive(pidfile):
+            try:
+                os.killpg(int(pidfile.read_text()), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
+    for state in states:
+        for component in COMPONENTS:
+            (state / f"{component}.pid").unlink(missing_ok=True)
 
 
 def bin_dir(version: str) -> Path:
@@ -483,8 +496,9 @@ def main(argv=None):
                   f"{ROOT / name / 'limited.kubeconfig'} (context {name}-limited)")
         print(f"merged kubeconfig: {ROOT / 'kubeconfig'}")
     elif args.command == "down":
-        for name in (args.names and [parse_name(spec)[0] for spec in args.names] or running_names() or names):
-            stop(ROOT / name)
+        stopping = args.names and [parse_name(spec)[0] for spec in args.names] or running_names() or names
+        stop(*(ROOT / name for name in stopping))
+        for name in stopping:
             shutil.rmtree(ROOT / name, ignore_errors=True)
         if not running_names():
             (ROOT / "kubeconfig").unlink(missing_ok=True)
