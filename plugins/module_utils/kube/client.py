@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import ipaddress
 import os
 import re
@@ -196,85 +195,48 @@ def _client_in(material_dir: str, kubeconfig: dict, context: str | None, pool_ma
 
 
 def share_tls_context(pool_kw: dict) -> None:
-    """Give the client the TLS context of every client with the same TLS material, its CA and certificate read once.
+    """Give every connection of a client one TLS context, its CA and client certificate read once.
 
     Left to itself urllib3 builds a context and reads the CA, certificate and key files again for each
     new connection: a fleet step opens hundreds, and that parsing was most of a first run's client CPU.
-    Clients whose verification, CA, client certificate and key are the same share one context, as client-go's
-    transport cache shares one TLS configuration between its clients (several inventory hosts on one cluster, or
-    one kubeconfig's contexts): its sessions are kept per server, so a client's first connection to a server
-    another client already reached resumes that session instead of repeating the full handshake on both ends.
     ``pool_kw`` is the client's urllib3 ``connection_pool_kw``, as the kubernetes client filled it in.
     """
+    cert_reqs = pool_kw.get("cert_reqs")
+    context = session_reusing_context(cert_reqs)
     try:
-        key = _tls_material_key(pool_kw)
-        with _SHARED_LOCK:
-            context = _SHARED_CONTEXTS.get(key)
-        if context is None:
-            context = _tls_context(pool_kw)
-            with _SHARED_LOCK:
-                context = _SHARED_CONTEXTS.setdefault(key, context)
+        if cert_reqs != ssl.CERT_NONE:
+            if pool_kw.get("ca_certs") or pool_kw.get("ca_cert_data"):
+                context.load_verify_locations(cafile=pool_kw.get("ca_certs"), cadata=pool_kw.get("ca_cert_data"))
+            else:
+                context.load_default_certs()
+        if pool_kw.get("cert_file"):
+            context.load_cert_chain(pool_kw["cert_file"], pool_kw.get("key_file"))
     except (OSError, ssl.SSLError) as exc:
         # the message names the failing step (e.g. "[X509] PEM lib"), never the material
         raise PhasekitError(f"cannot use kubeconfig: its TLS certificate or key: {exc}") from None
     pool_kw.update(ssl_context=context, ca_certs=None, ca_cert_data=None, cert_file=None, key_file=None)
 
 
-# the live shared contexts by TLS material (``_tls_material_key``): a context goes with its last client
-_SHARED_CONTEXTS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
-_SHARED_LOCK = threading.Lock()
-
-
-def _tls_material_key(pool_kw: dict) -> tuple:
-    """What makes two clients' TLS contexts the same: verification, and digests of the CA, certificate and key
-    (their contents: each client has its files written under its own names)."""
-    def digest(path=None, data=None):
-        if path:
-            with open(path, "rb") as handle:
-                data = handle.read()
-        elif isinstance(data, str):
-            data = data.encode("utf-8")
-        return hashlib.sha256(data).digest() if data else None
-
-    return (pool_kw.get("cert_reqs"), digest(pool_kw.get("ca_certs"), pool_kw.get("ca_cert_data")),
-            digest(pool_kw.get("cert_file")), digest(pool_kw.get("key_file")))
-
-
-def _tls_context(pool_kw: dict) -> SessionReusingContext:
-    cert_reqs = pool_kw.get("cert_reqs")
-    context = session_reusing_context(cert_reqs)
-    if cert_reqs != ssl.CERT_NONE:
-        if pool_kw.get("ca_certs") or pool_kw.get("ca_cert_data"):
-            context.load_verify_locations(cafile=pool_kw.get("ca_certs"), cadata=pool_kw.get("ca_cert_data"))
-        else:
-            context.load_default_certs()
-    if pool_kw.get("cert_file"):
-        context.load_cert_chain(pool_kw["cert_file"], pool_kw.get("key_file"))
-    return context
-
-
 class SessionReusingContext(ssl.SSLContext):
-    """A TLS context whose further connections to a server resume the session of its latest one to that server.
+    """A client's TLS context whose further connections resume the session of its latest one.
 
     A cluster gets several connections (its lanes); without resumption each one repeats the full handshake,
     certificate signatures and verification on both ends. A resumed TLS 1.3 session keeps the identity the
-    first handshake proved (the server checked the client certificate then) and skips that work. Sessions are
-    kept per server (name and address): only a server that issued a session is offered it. The context is
-    shared only by clients with the same TLS material (``share_tls_context``).
+    first handshake proved (the server checked the client certificate then) and skips that work. Only this
+    client's own connections share sessions: one context per API client, one client per cluster.
     """
 
-    _by_server: dict  # (server name, address) -> [weak reference to the latest socket, newest session with a ticket]
+    _latest = None   # a weak reference to the last socket this context wrapped
+    _session = None  # the newest session with a ticket seen on this context's sockets
 
     def wrap_socket(self, sock, *args, **kwargs):  # pylint: disable=arguments-differ
-        server = (kwargs.get("server_hostname"), _peer(sock))
-        known = self._by_server.setdefault(server, [None, None])
-        latest = known[0]() if known[0] is not None else None
+        latest = self._latest() if self._latest is not None else None
         session = getattr(latest, "session", None)
         if session is not None and session.has_ticket:
-            known[1] = session  # the ticket comes after the handshake: taken once the socket has been read
-        offered = known[1] is not None and kwargs.get("session") is None
+            self._session = session  # the ticket comes after the handshake: taken once the socket has been read
+        offered = self._session is not None and kwargs.get("session") is None
         if offered:
-            kwargs["session"] = known[1]
+            kwargs["session"] = self._session
         try:
             wrapped = super().wrap_socket(sock, *args, **kwargs)
         except ValueError as exc:
@@ -283,17 +245,10 @@ class SessionReusingContext(ssl.SSLContext):
             # the ssl module copies an offered session and cannot copy one whose connection broke off (a server
             # killed mid-handshake: "i2d() failed"); the socket is closed by then, so the caller connects again,
             # with a full handshake
-            known[:] = [None, None]
+            self._session = self._latest = None
             raise ConnectionAbortedError(f"the TLS session to resume was unusable ({exc}): connect again") from None
-        known[0] = weakref.ref(wrapped)
+        self._latest = weakref.ref(wrapped)
         return wrapped
-
-
-def _peer(sock):
-    try:
-        return sock.getpeername()
-    except (OSError, AttributeError):
-        return None
 
 
 def session_reusing_context(cert_reqs=None) -> SessionReusingContext:
@@ -303,7 +258,6 @@ def session_reusing_context(cert_reqs=None) -> SessionReusingContext:
     """
     cert_reqs = ssl.CERT_REQUIRED if cert_reqs is None else cert_reqs
     context = SessionReusingContext(ssl.PROTOCOL_TLS_CLIENT)
-    context._by_server = {}  # pylint: disable=protected-access
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.options |= ssl.OP_NO_COMPRESSION
     if sys.version_info >= (3, 13):

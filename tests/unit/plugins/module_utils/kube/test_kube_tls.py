@@ -1,5 +1,4 @@
-"""TLS of API clients: one context per TLS material (clients with the same CA, certificate and key share it), whose
-further connections to a server resume the session of its latest one to that server."""
+"""TLS of an API client: one context per client whose further connections resume the first one's session."""
 
 from __future__ import annotations
 
@@ -9,7 +8,7 @@ import threading
 
 import pytest
 
-from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import session_reusing_context, share_tls_context
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import session_reusing_context
 
 from pki import make_pki
 
@@ -22,10 +21,6 @@ def pki(tmp_path_factory):
 @pytest.fixture
 def tls_server(pki):
     """A TLS 1.3 server on 127.0.0.1 that asks for a client certificate and answers each connection with one line."""
-    yield from serving(pki)
-
-
-def serving(pki):
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(pki / "server.crt", pki / "server.key")
     context.load_verify_locations(pki / "ca.crt")
@@ -75,8 +70,8 @@ def client_context(pki):
 
 
 def test_further_connections_offer_the_first_session(pki, tls_server, monkeypatch):
-    """Whether a server resumes is its choice (the API server does: tests/integration/test_tls_sessions.py); a
-    context offers the latest session it holds for that server, never another context's."""
+    """Whether a server resumes is its choice (the API server does: tests/integration/test_fleet.py); the client
+    offers the latest session of its own context, never another client's."""
     offered = []
     wrap = ssl.SSLContext.wrap_socket
 
@@ -131,65 +126,3 @@ def test_a_session_the_ssl_module_cannot_copy_is_dropped(pki, tls_server, monkey
         talk(context, tls_server)
     first.close()
     talk(context, tls_server).close()   # the next connection offers no session and succeeds
-
-
-@pytest.fixture
-def other_tls_server(pki):
-    """A second server (another port, its own session ticket keys) under the same CA."""
-    yield from serving(pki)
-
-
-def pool_kw(pki, **changes):
-    """A client's urllib3 pool arguments as the kubernetes client fills them in (each client writes its own files)."""
-    return {"cert_reqs": ssl.CERT_REQUIRED, "ca_certs": str(pki / "ca.crt"), "cert_file": str(pki / "client.crt"),
-            "key_file": str(pki / "client.key"), "ca_cert_data": None, "maxsize": 3, **changes}
-
-
-def test_clients_with_the_same_tls_material_share_one_context(pki, tmp_path):
-    """As client-go's transport cache: the same CA, certificate and key (read from any file) give one context; any
-    other material, or another verification, its own. The files are consumed: the context no longer names them."""
-    copy = tmp_path / "copy"
-    copy.mkdir()
-    for name in ("ca.crt", "client.crt", "client.key"):
-        (copy / name).write_bytes((pki / name).read_bytes())
-    (tmp_path / "other").mkdir()
-    other = make_pki(tmp_path / "other")
-    clients = {"first": pool_kw(pki), "same-material-other-files": pool_kw(copy),
-               "other-key": pool_kw(pki, cert_file=str(other / "client.crt"), key_file=str(other / "client.key")),
-               "other-ca": pool_kw(pki, ca_certs=str(other / "ca.crt")),
-               "insecure": pool_kw(pki, cert_reqs=ssl.CERT_NONE)}
-    for kw in clients.values():
-        share_tls_context(kw)
-    contexts = {name: kw["ssl_context"] for name, kw in clients.items()}
-    assert contexts["first"] is contexts["same-material-other-files"]
-    assert len({id(context) for context in contexts.values()}) == 4
-    assert all(kw["ca_certs"] is kw["cert_file"] is kw["key_file"] is None for kw in clients.values())
-
-
-def test_sessions_are_offered_only_to_the_server_that_issued_them(pki, tls_server, other_tls_server, monkeypatch):
-    """One context shared by several clients reaches several servers: each server is offered its own latest session
-    (none on the first connection to it), and a resumed connection proves the shared session works."""
-    offered = []
-    wrap = ssl.SSLContext.wrap_socket
-
-    def spy(self, sock, *args, **kwargs):
-        if not kwargs.get("server_side"):
-            offered.append((sock.getpeername()[1], kwargs.get("session")))
-        return wrap(self, sock, *args, **kwargs)
-
-    first, second = pool_kw(pki), pool_kw(pki)
-    share_tls_context(first)
-    share_tls_context(second)
-    context = first["ssl_context"]
-    assert second["ssl_context"] is context
-    monkeypatch.setattr(ssl.SSLContext, "wrap_socket", spy)
-    connections = [talk(context, port) for port in (tls_server, other_tls_server, tls_server, other_tls_server)]
-    reused = [conn.session_reused for conn in connections]
-    issued = [conn.session.id for conn in connections[:2]]
-    for conn in connections:
-        conn.close()
-    sessions = [session for _port, session in offered]
-    assert [port for port, _session in offered] == [tls_server, other_tls_server, tls_server, other_tls_server]
-    assert sessions[0] is None and sessions[1] is None and None not in sessions[2:], offered
-    assert [sessions[2].id, sessions[3].id] == issued
-    assert reused == [False, False, True, True]
