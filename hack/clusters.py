@@ -442,7 +442,7 @@ def seed(name: str, admin_kc: Path):
         sys.exit(f"clusters: seeding {name} failed: {res.stderr.strip()}")
     # The cluster role edit gets its rules from the controller-manager's aggregation controller, shortly after the
     # binding exists: until then the limited user is refused what the tests expect it may do (seen on fresh clusters)
-    for attempt in range(60):
+    for _ in range(60):
         res = kubectl(admin_kc, "auth", "can-i", "patch", "configmaps", "-n", LIMITED_NAMESPACE, "--as",
                       "limited-user", check=False)
         if res.stdout.strip() == "yes":
