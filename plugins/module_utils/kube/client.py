@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import ipaddress
 import os
 import re
@@ -151,13 +152,18 @@ def _items(value) -> list:
 def api_client(kubeconfig: dict, context: str | None = None, *, pool_maxsize: int | None = None):
     """Yield a ``kubernetes.client.ApiClient`` for the kubeconfig dict and context.
 
-    Certificate files the TLS stack needs live only for the duration of the block. Requests go through
-    ``session.ApiSession`` (the one transport: it sends the impersonation headers of ``as``/``as-groups``/
+    Certificate files the TLS stack needs live only for the duration of the block; a client whose TLS material an
+    open client already holds (``live_tls_context``) takes that client's context and writes none. Requests go
+    through ``session.ApiSession`` (the one transport: it sends the impersonation headers of ``as``/``as-groups``/
     ``as-uid``/``as-user-extra``, which the generated API classes would not).
     ``pool_maxsize`` sizes the one HTTP connection pool shared by every thread
     that uses the client (default: the client's own, 5 per CPU).
     """
     require_kubernetes()
+    shared = live_tls_context(kubeconfig)
+    if shared is not None:
+        yield from _client_in(None, kubeconfig, context, pool_maxsize, shared)
+        return
     with private_directory("phasekit-tls-") as material_dir:
         try:
             yield from _client_in(material_dir, kubeconfig, context, pool_maxsize)
@@ -165,7 +171,10 @@ def api_client(kubeconfig: dict, context: str | None = None, *, pool_maxsize: in
             _forget_material(material_dir)
 
 
-def _client_in(material_dir: str, kubeconfig: dict, context: str | None, pool_maxsize: int | None):
+def _client_in(material_dir: str | None, kubeconfig: dict, context: str | None, pool_maxsize: int | None,
+               shared: SessionReusingContext | None = None):
+    """``shared``: the TLS context to use as it is; the loader then sees the kubeconfig without its TLS material
+    (nothing to write). Otherwise the material is written to ``material_dir`` and read into a context."""
     # An unverified connection is what insecure-skip-tls-verify (or validate_certs=false) asked for: kubectl does not
     # warn, kubernetes.core silences urllib3. Printed from a fleet thread, the warning also blocked for good on
     # ansible-core 2.16, whose stderr lock a forked worker can inherit held. Set here, not at import: Ansible
@@ -177,8 +186,8 @@ def _client_in(material_dir: str, kubeconfig: dict, context: str | None, pool_ma
     _install_private_temp_files()
     try:
         loader = kube_config.KubeConfigLoader(
-            config_dict=with_material_files(kubeconfig, material_dir), active_context=context,
-            temp_file_path=material_dir)
+            config_dict=without_tls_material(kubeconfig) if shared else with_material_files(kubeconfig, material_dir),
+            active_context=context, temp_file_path=material_dir)
         loader.load_and_set(configuration)
     except ConfigException as exc:
         raise PhasekitError(f"cannot use kubeconfig: {exc}") from None
@@ -186,7 +195,11 @@ def _client_in(material_dir: str, kubeconfig: dict, context: str | None, pool_ma
         configuration.connection_pool_maxsize = pool_maxsize
     impersonation = impersonation_headers(kubeconfig)
     api = k8s_client.ApiClient(configuration=configuration)
-    share_tls_context(api.rest_client.pool_manager.connection_pool_kw)
+    pool_kw = api.rest_client.pool_manager.connection_pool_kw
+    if shared is None:
+        share_tls_context(pool_kw)
+    else:
+        pool_kw.update(ssl_context=shared, ca_certs=None, ca_cert_data=None, cert_file=None, key_file=None)
     api.phasekit_impersonation = impersonation  # read by ApiSession, the one transport that sends them
     try:
         yield api
@@ -194,61 +207,179 @@ def _client_in(material_dir: str, kubeconfig: dict, context: str | None, pool_ma
         api.close()
 
 
+# the TLS material fields of a kubeconfig's cluster and user that a shared context stands for
+_CLUSTER_MATERIAL = ("certificate-authority-data",)
+_USER_MATERIAL = ("client-certificate-data", "client-key-data")
+
+
+def live_tls_context(kubeconfig: dict) -> SessionReusingContext | None:
+    """The shared context of an open client with the same TLS material, for a kubeconfig whose material is all
+    embedded (one cluster with its CA, at most one user, no files named, no exec plugin or auth provider: what a
+    resolved host's kubeconfig is); None otherwise, and the client is built from its own files."""
+    clusters, users = kubeconfig.get("clusters") or [], kubeconfig.get("users") or []
+    if len(clusters) != 1 or len(users) > 1:
+        return None
+    cluster = clusters[0].get("cluster") if isinstance(clusters[0], dict) else None
+    user = (users[0].get("user") if users and isinstance(users[0], dict) else None) or {}
+    if not isinstance(cluster, dict) or not isinstance(user, dict) or not cluster.get("certificate-authority-data"):
+        return None
+    if cluster.get("certificate-authority") or any(user.get(field) for field in (
+            "client-certificate", "client-key", "exec", "auth-provider")):
+        return None
+    try:
+        key = (ssl.CERT_NONE if cluster.get("insecure-skip-tls-verify") else ssl.CERT_REQUIRED,
+               _data_digest(cluster.get("certificate-authority-data")),
+               _data_digest(user.get("client-certificate-data")), _data_digest(user.get("client-key-data")))
+    except (binascii.Error, ValueError):
+        return None   # the client built from files says what is wrong
+    with _SHARED_LOCK:
+        return _SHARED_CONTEXTS.get(key)
+
+
+def _data_digest(encoded) -> bytes | None:
+    """The digest ``_tls_material_key`` takes of the file this data would be written to."""
+    if not encoded:
+        return None
+    return hashlib.sha256(base64.b64decode("".join(str(encoded).split()), validate=True)).digest()
+
+
+def without_tls_material(kubeconfig: dict) -> dict:
+    """The kubeconfig without its embedded TLS material (its cluster's CA, its user's certificate and key)."""
+    out = dict(kubeconfig)
+    for section, inner, fields in (("clusters", "cluster", _CLUSTER_MATERIAL), ("users", "user", _USER_MATERIAL)):
+        out[section] = [{**entry, inner: {k: v for k, v in entry[inner].items() if k not in fields}}
+                        if isinstance(entry, dict) and isinstance(entry.get(inner), dict) else entry
+                        for entry in kubeconfig.get(section) or []]
+    return out
+
+
 def share_tls_context(pool_kw: dict) -> None:
-    """Give every connection of a client one TLS context, its CA and client certificate read once.
+    """Give the client the TLS context of every client with the same TLS material, its CA and certificate read once.
 
     Left to itself urllib3 builds a context and reads the CA, certificate and key files again for each
     new connection: a fleet step opens hundreds, and that parsing was most of a first run's client CPU.
+    Clients whose verification, CA, client certificate and key are the same share one context, as client-go's
+    transport cache shares one TLS configuration between its clients (several inventory hosts on one cluster, or
+    one kubeconfig's contexts): its sessions are kept per server, so a client's first connection to a server
+    another client already reached resumes that session instead of repeating the full handshake on both ends.
     ``pool_kw`` is the client's urllib3 ``connection_pool_kw``, as the kubernetes client filled it in.
     """
-    cert_reqs = pool_kw.get("cert_reqs")
-    context = session_reusing_context(cert_reqs)
     try:
-        if cert_reqs != ssl.CERT_NONE:
-            if pool_kw.get("ca_certs") or pool_kw.get("ca_cert_data"):
-                context.load_verify_locations(cafile=pool_kw.get("ca_certs"), cadata=pool_kw.get("ca_cert_data"))
-            else:
-                context.load_default_certs()
-        if pool_kw.get("cert_file"):
-            context.load_cert_chain(pool_kw["cert_file"], pool_kw.get("key_file"))
+        key = _tls_material_key(pool_kw)
+        with _SHARED_LOCK:
+            context = _SHARED_CONTEXTS.get(key)
+            if context is None:
+                context = _SHARED_CONTEXTS[key] = _tls_context(pool_kw)
     except (OSError, ssl.SSLError) as exc:
         # the message names the failing step (e.g. "[X509] PEM lib"), never the material
         raise PhasekitError(f"cannot use kubeconfig: its TLS certificate or key: {exc}") from None
     pool_kw.update(ssl_context=context, ca_certs=None, ca_cert_data=None, cert_file=None, key_file=None)
 
 
+# the live shared contexts by TLS material (``_tls_material_key``): a context goes with its last client
+_SHARED_CONTEXTS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_SHARED_LOCK = threading.Lock()
+
+
+def _tls_material_key(pool_kw: dict) -> tuple:
+    """What makes two clients' TLS contexts the same: verification, and digests of the CA, certificate and key
+    (their contents: each client has its files written under its own names)."""
+    def digest(path=None, data=None):
+        if path:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        elif isinstance(data, str):
+            data = data.encode("utf-8")
+        return hashlib.sha256(data).digest() if data else None
+
+    return (pool_kw.get("cert_reqs"), digest(pool_kw.get("ca_certs"), pool_kw.get("ca_cert_data")),
+            digest(pool_kw.get("cert_file")), digest(pool_kw.get("key_file")))
+
+
+def _tls_context(pool_kw: dict) -> "SessionReusingContext":
+    cert_reqs = pool_kw.get("cert_reqs")
+    context = session_reusing_context(cert_reqs)
+    if cert_reqs != ssl.CERT_NONE:
+        if pool_kw.get("ca_certs") or pool_kw.get("ca_cert_data"):
+            context.load_verify_locations(cafile=pool_kw.get("ca_certs"), cadata=pool_kw.get("ca_cert_data"))
+        else:
+            context.load_default_certs()
+    if pool_kw.get("cert_file"):
+        context.load_cert_chain(pool_kw["cert_file"], pool_kw.get("key_file"))
+    return context
+
+
+class SessionReportingSocket(ssl.SSLSocket):
+    """A client TLS socket that hands its context its session once the server's ticket has come, from the
+    thread that reads it.
+
+    The ticket arrives after the handshake, with the first data read. The session is taken here, by the
+    socket's own thread between its reads, and never from another thread while this one is inside OpenSSL:
+    OpenSSL replaces a connection's session object when a ticket arrives, and a session read at that moment
+    from elsewhere is freed or half-made ("i2d() failed", or a resumption the server refuses as an invalid PSK
+    binder).
+    """
+
+    phasekit_server = None      # (server name, address): the server whose session this is
+    _reads_to_watch = 4         # the ticket comes with the first answers, or not at all (a server without tickets)
+
+    def read(self, len=1024, buffer=None):  # pylint: disable=redefined-builtin
+        data = super().read(len, buffer)
+        if self._reads_to_watch:
+            self._reads_to_watch -= 1
+            session = self.session
+            if session is not None and session.has_ticket:
+                self._reads_to_watch = 0
+                self.context.remember_session(self.phasekit_server, session)
+        return data
+
+
 class SessionReusingContext(ssl.SSLContext):
-    """A client's TLS context whose further connections resume the session of its latest one.
+    """A TLS context whose new connections to a server resume the newest session a connection to it reported.
 
     A cluster gets several connections (its lanes); without resumption each one repeats the full handshake,
     certificate signatures and verification on both ends. A resumed TLS 1.3 session keeps the identity the
-    first handshake proved (the server checked the client certificate then) and skips that work. Only this
-    client's own connections share sessions: one context per API client, one client per cluster.
+    first handshake proved (the server checked the client certificate then) and skips that work. Sessions are
+    kept per server (name and address): only a server that issued a session is offered it. The context is
+    shared only by clients with the same TLS material (``share_tls_context``).
     """
 
-    _latest = None   # a weak reference to the last socket this context wrapped
-    _session = None  # the newest session with a ticket seen on this context's sockets
+    sslsocket_class = SessionReportingSocket
+    _sessions: dict  # (server name, address) -> the newest session with a ticket a connection to it reported
+
+    def remember_session(self, server, session) -> None:
+        self._sessions[server] = session
 
     def wrap_socket(self, sock, *args, **kwargs):  # pylint: disable=arguments-differ
-        latest = self._latest() if self._latest is not None else None
-        session = getattr(latest, "session", None)
-        if session is not None and session.has_ticket:
-            self._session = session  # the ticket comes after the handshake: taken once the socket has been read
-        offered = self._session is not None and kwargs.get("session") is None
+        server = (kwargs.get("server_hostname"), _peer(sock))
+        session = self._sessions.get(server)
+        offered = session is not None and kwargs.get("session") is None
         if offered:
-            kwargs["session"] = self._session
+            kwargs["session"] = session
         try:
             wrapped = super().wrap_socket(sock, *args, **kwargs)
-        except ValueError as exc:
-            if not offered:
+        except (ValueError, ssl.SSLError) as exc:
+            if not offered or isinstance(exc, ssl.SSLCertVerificationError):
                 raise
-            # the ssl module copies an offered session and cannot copy one whose connection broke off (a server
-            # killed mid-handshake: "i2d() failed"); the socket is closed by then, so the caller connects again,
-            # with a full handshake
-            self._session = self._latest = None
+            # The ssl module copies an offered session and cannot copy one it finds unusable ("i2d() failed"), or
+            # the server refused the resumption outright (TLS 1.3 would fall back to a full handshake otherwise).
+            # The session is forgotten and the socket closed, so the caller connects again, with a full handshake.
+            self._forget(server, session)
+            sock.close()
             raise ConnectionAbortedError(f"the TLS session to resume was unusable ({exc}): connect again") from None
-        self._latest = weakref.ref(wrapped)
+        wrapped.phasekit_server = server
         return wrapped
+
+    def _forget(self, server, session) -> None:
+        if self._sessions.get(server) is session:
+            self._sessions.pop(server, None)
+
+
+def _peer(sock):
+    try:
+        return sock.getpeername()
+    except (OSError, AttributeError):
+        return None
 
 
 def session_reusing_context(cert_reqs=None) -> SessionReusingContext:
@@ -258,6 +389,7 @@ def session_reusing_context(cert_reqs=None) -> SessionReusingContext:
     """
     cert_reqs = ssl.CERT_REQUIRED if cert_reqs is None else cert_reqs
     context = SessionReusingContext(ssl.PROTOCOL_TLS_CLIENT)
+    context._sessions = {}  # pylint: disable=protected-access
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.options |= ssl.OP_NO_COMPRESSION
     if sys.version_info >= (3, 13):

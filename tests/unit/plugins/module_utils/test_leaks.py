@@ -143,24 +143,41 @@ def tls_kubeconfig(tmp_path_factory):
     return config, pem
 
 
-def test_each_client_keeps_its_own_tls_files_while_others_close(tls_kubeconfig):
-    """A fleet step keeps one client per cluster while other clients (a parent's Secret read) come and go; the
-    kubernetes loader reuses a file it wrote for the same content, so each client must own a copy."""
-    import os
+def test_a_client_with_the_material_of_an_open_one_takes_its_context_and_writes_no_file(tls_kubeconfig):
+    """A fleet step keeps one client per cluster while other clients (a parent's Secret read) come and go. A client
+    whose TLS material an open client holds takes that client's context (client-go's transport cache shares one
+    TLS configuration) and writes no file; when the other closes and its files go, the context still holds the
+    material, loaded in memory."""
     from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
     config, _pem = tls_kubeconfig
     short_lived_block = api_client(config)
     short_lived = short_lived_block.__enter__()  # pylint: disable=unnecessary-dunder-call
-    with api_client(config) as long_lived:        # made while the other client's files exist
-        assert short_lived.configuration.cert_file != long_lived.configuration.cert_file
+    with api_client(config) as long_lived:        # made while the other client is open
+        context = long_lived.rest_client.pool_manager.connection_pool_kw["ssl_context"]
+        assert context is short_lived.rest_client.pool_manager.connection_pool_kw["ssl_context"]
+        assert all(getattr(long_lived.configuration, attribute) is None
+                   for attribute in ("ssl_ca_cert", "cert_file", "key_file"))
         short_lived_block.__exit__(None, None, None)
-        for attribute in ("ssl_ca_cert", "cert_file", "key_file"):
-            assert os.path.exists(getattr(long_lived.configuration, attribute)), attribute
+        assert [cert["subject"] for cert in context.get_ca_certs()] == [((("commonName", "phasekit test CA"),),)]
+
+
+def test_a_client_with_other_material_gets_its_own_context(tls_kubeconfig, tmp_path):
+    import copy
+    from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
+    config, _pem = tls_kubeconfig
+    other = copy.deepcopy(config)
+    other_pki = make_pki(tmp_path)
+    other["users"][0]["user"]["client-certificate-data"] = base64.b64encode((other_pki / "client.crt").read_bytes()).decode()
+    other["users"][0]["user"]["client-key-data"] = base64.b64encode((other_pki / "client.key").read_bytes()).decode()
+    with api_client(config) as first, api_client(other) as second:
+        contexts = [api.rest_client.pool_manager.connection_pool_kw["ssl_context"] for api in (first, second)]
+        assert contexts[0] is not contexts[1]
+        assert second.configuration.cert_file is not None   # built from files of its own
 
 
 def test_clients_built_at_once_in_threads_each_get_complete_tls_files(tls_kubeconfig):
-    """A fleet builds its hosts' clients in a pool: every client gets whole files of its own, whatever the others
-    do at the same time (the loader's shared table named a file before writing it, and removed it with its first
+    """A fleet builds its hosts' clients in a pool: every client gets whole files of its own (or the loaded context
+    of an open client with the same material), whatever the others do at the same time (the loader's shared table named a file before writing it, and removed it with its first
     client: a fleet host then failed with 'PEM lib')."""
     import copy
     import os
@@ -182,6 +199,10 @@ def test_clients_built_at_once_in_threads_each_get_complete_tls_files(tls_kubeco
             with api_client(config) as api:
                 for attribute, expected in pem.items():
                     path = getattr(api.configuration, attribute)
+                    if path is None:   # the context of another open client with this material: no file written
+                        if not api.rest_client.pool_manager.connection_pool_kw["ssl_context"].get_ca_certs():
+                            problems.append(f"{attribute}: neither a file nor a loaded context")
+                        continue
                     with open(path, "rb") as handle:
                         if handle.read() != expected:
                             problems.append(f"{attribute}: {path} incomplete")
