@@ -60,10 +60,10 @@ def test_many_clients_open_their_lanes_at_once_and_every_request_succeeds(cluste
     config = yaml.safe_load(next(iter(clusters.values())).admin_kubeconfig.read_text())
     clients, lanes, rounds = 24, 6, 3
     failures, reused = [], []
-    for _ in range(rounds):
+    for _round in range(rounds):
         with ExitStack() as stack:
             sessions = [ApiSession(stack.enter_context(api_client(config, pool_maxsize=lanes)), max_attempts=1)
-                        for _ in range(clients)]
+                        for _client in range(clients)]
             sessions[0].get("/version")   # a session to resume, reported by its connection's own thread
 
             def one(index):

@@ -167,8 +167,9 @@ def test_a_client_with_other_material_gets_its_own_context(tls_kubeconfig, tmp_p
     config, _pem = tls_kubeconfig
     other = copy.deepcopy(config)
     other_pki = make_pki(tmp_path)
-    other["users"][0]["user"]["client-certificate-data"] = base64.b64encode((other_pki / "client.crt").read_bytes()).decode()
-    other["users"][0]["user"]["client-key-data"] = base64.b64encode((other_pki / "client.key").read_bytes()).decode()
+    user = other["users"][0]["user"]
+    user["client-certificate-data"] = base64.b64encode((other_pki / "client.crt").read_bytes()).decode()
+    user["client-key-data"] = base64.b64encode((other_pki / "client.key").read_bytes()).decode()
     with api_client(config) as first, api_client(other) as second:
         contexts = [api.rest_client.pool_manager.connection_pool_kw["ssl_context"] for api in (first, second)]
         assert contexts[0] is not contexts[1]
@@ -177,8 +178,8 @@ def test_a_client_with_other_material_gets_its_own_context(tls_kubeconfig, tmp_p
 
 def test_clients_built_at_once_in_threads_each_get_complete_tls_files(tls_kubeconfig):
     """A fleet builds its hosts' clients in a pool: every client gets whole files of its own (or the loaded context
-    of an open client with the same material), whatever the others do at the same time (the loader's shared table named a file before writing it, and removed it with its first
-    client: a fleet host then failed with 'PEM lib')."""
+    of an open client with the same material), whatever the others do at the same time (the loader's shared table
+    named a file before writing it, and removed it with its first client: a fleet host then failed with 'PEM lib')."""
     import copy
     import os
     import threading
