@@ -20,20 +20,8 @@ from contextlib import ExitStack
 
 import yaml
 
-from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client, pooled_sockets
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiSession
-
-
-def pooled_sockets(api) -> list:
-    sockets = []
-    pools = api.rest_client.pool_manager.pools
-    for key in pools.keys():
-        pool = pools[key]
-        while not pool.pool.empty():
-            conn = pool.pool.get_nowait()
-            if conn is not None and conn.sock is not None:
-                sockets.append(conn.sock)
-    return sockets
 
 
 def main(kubeconfig_path: str, seconds: float) -> int:

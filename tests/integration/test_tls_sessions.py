@@ -8,23 +8,10 @@ from contextlib import ExitStack
 
 import yaml
 
-from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client, pooled_sockets
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiSession
 
 LANES = 3
-
-
-def open_connections(api) -> list:
-    """The sockets of the client's pooled connections to its API server."""
-    sockets = []
-    pools = api.rest_client.pool_manager.pools
-    for key in pools.keys():
-        pool = pools[key]
-        while not pool.pool.empty():
-            conn = pool.pool.get_nowait()
-            if conn is not None and conn.sock is not None:
-                sockets.append(conn.sock)
-    return sockets
 
 
 def test_lanes_after_the_first_resume_its_session(clusters):
@@ -34,7 +21,7 @@ def test_lanes_after_the_first_resume_its_session(clusters):
         session.get("/version")                      # the first connection: a full handshake, then its ticket
         with ThreadPoolExecutor(LANES) as lanes:     # the others open while it is busy or idle in the pool
             list(lanes.map(lambda _n: session.list("/api/v1/namespaces/default/configmaps"), range(LANES * 4)))
-        reused = sorted(sock.session_reused for sock in open_connections(api))
+        reused = sorted(sock.session_reused for sock in pooled_sockets(api))
     assert len(reused) >= 2, reused
     assert reused.count(False) == 1 and reused.count(True) == len(reused) - 1, reused
 
@@ -47,7 +34,7 @@ def test_a_client_with_the_same_credentials_resumes_the_session_of_another(clust
     with api_client(config, pool_maxsize=1) as first, api_client(config, pool_maxsize=1) as second:
         ApiSession(first).get("/version")
         ApiSession(second).get("/version")
-        reused = [sock.session_reused for api in (first, second) for sock in open_connections(api)]
+        reused = [sock.session_reused for api in (first, second) for sock in pooled_sockets(api)]
     # the first one's may resume too: a context lives while a client of the process holds it
     assert len(reused) == 2 and reused[1] is True, reused
 
@@ -74,6 +61,6 @@ def test_many_clients_open_their_lanes_at_once_and_every_request_succeeds(cluste
 
             with ThreadPoolExecutor(clients * lanes) as pool:
                 list(pool.map(one, range(clients * lanes * 2)))
-            reused += [sock.session_reused for session in sessions for sock in open_connections(session.api_client)]
+            reused += [sock.session_reused for session in sessions for sock in pooled_sockets(session.api_client)]
     assert not failures, failures[:5]
     assert reused.count(True) >= len(reused) // 2, (reused.count(True), len(reused))

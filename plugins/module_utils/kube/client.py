@@ -253,6 +253,20 @@ def without_tls_material(kubeconfig: dict) -> dict:
     return out
 
 
+def pooled_sockets(api) -> list:
+    """The TLS sockets of a client's idle pooled connections, taken out of its pools (diagnostics: the TLS tests and
+    ``bench/tls_stress.py`` read which ones resumed a session; the client opens new connections after)."""
+    sockets = []
+    pools = api.rest_client.pool_manager.pools
+    for key in pools.keys():
+        pool = pools[key]
+        while not pool.pool.empty():
+            conn = pool.pool.get_nowait()
+            if conn is not None and conn.sock is not None:
+                sockets.append(conn.sock)
+    return sockets
+
+
 def share_tls_context(pool_kw: dict) -> None:
     """Give the client the TLS context of every client with the same TLS material, its CA and certificate read once.
 
