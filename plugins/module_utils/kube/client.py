@@ -207,11 +207,6 @@ def _client_in(material_dir: str | None, kubeconfig: dict, context: str | None, 
         api.close()
 
 
-# the TLS material fields of a kubeconfig's cluster and user that a shared context stands for
-_CLUSTER_MATERIAL = ("certificate-authority-data",)
-_USER_MATERIAL = ("client-certificate-data", "client-key-data")
-
-
 def live_tls_context(kubeconfig: dict) -> SessionReusingContext | None:
     """The shared context of an open client with the same TLS material, for a kubeconfig whose material is all
     embedded (one cluster with its CA, at most one user, no files named, no exec plugin or auth provider: what a
@@ -223,13 +218,13 @@ def live_tls_context(kubeconfig: dict) -> SessionReusingContext | None:
     user = (users[0].get("user") if users and isinstance(users[0], dict) else None) or {}
     if not isinstance(cluster, dict) or not isinstance(user, dict) or not cluster.get("certificate-authority-data"):
         return None
-    if cluster.get("certificate-authority") or any(user.get(field) for field in (
-            "client-certificate", "client-key", "exec", "auth-provider")):
+    bodies = {"cluster": cluster, "user": user}
+    if user.get("exec") or user.get("auth-provider") or any(
+            bodies[inner].get(file_key) for _section, inner, _data_key, file_key in _EMBEDDED_MATERIAL):
         return None
     try:
         key = (ssl.CERT_NONE if cluster.get("insecure-skip-tls-verify") else ssl.CERT_REQUIRED,
-               _data_digest(cluster.get("certificate-authority-data")),
-               _data_digest(user.get("client-certificate-data")), _data_digest(user.get("client-key-data")))
+               *(_data_digest(bodies[inner].get(data_key)) for _section, inner, data_key, _file in _EMBEDDED_MATERIAL))
     except (binascii.Error, ValueError):
         return None   # the client built from files says what is wrong
     with _SHARED_LOCK:
@@ -240,14 +235,15 @@ def _data_digest(encoded) -> bytes | None:
     """The digest ``_tls_material_key`` takes of the file this data would be written to."""
     if not encoded:
         return None
-    return hashlib.sha256(base64.b64decode("".join(str(encoded).split()), validate=True)).digest()
+    return hashlib.sha256(decoded_material(encoded)).digest()
 
 
 def without_tls_material(kubeconfig: dict) -> dict:
     """The kubeconfig without its embedded TLS material (its cluster's CA, its user's certificate and key)."""
+    data_keys = {data_key for _section, _inner, data_key, _file in _EMBEDDED_MATERIAL}
     out = dict(kubeconfig)
-    for section, inner, fields in (("clusters", "cluster", _CLUSTER_MATERIAL), ("users", "user", _USER_MATERIAL)):
-        out[section] = [{**entry, inner: {k: v for k, v in entry[inner].items() if k not in fields}}
+    for section, inner in (("clusters", "cluster"), ("users", "user")):
+        out[section] = [{**entry, inner: {k: v for k, v in entry[inner].items() if k not in data_keys}}
                         if isinstance(entry, dict) and isinstance(entry.get(inner), dict) else entry
                         for entry in kubeconfig.get(section) or []]
     return out
@@ -451,10 +447,15 @@ def with_material_files(kubeconfig: dict, material_dir: str) -> dict:
     return out
 
 
+def decoded_material(encoded) -> bytes:
+    """The bytes of a kubeconfig's ``*-data`` field (base64, line breaks allowed, as in Go)."""
+    return base64.b64decode("".join(str(encoded).split()), validate=True)
+
+
 def _write_material(material_dir: str, name: str, encoded, owner: str, field_path: str) -> str:
     key = field_path.rsplit(".", 1)[-1]
     try:
-        content = base64.b64decode("".join(str(encoded).split()), validate=True)  # line breaks allowed, as in Go
+        content = decoded_material(encoded)
     except (binascii.Error, ValueError):
         raise PhasekitError(f"cannot use kubeconfig: {owner}: {key} is not valid base64") from None
     marker, expected = _PEM_TYPE[key]
