@@ -37,6 +37,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import
     RolloutRun, run_phases)
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import ChartCache
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ListMemory
 from ansible_collections.phasekit.kube.plugins.module_utils.masking import Masks
 from ansible_collections.phasekit.kube.plugins.plugin_utils.action import PhasekitAction
 from ansible_collections.phasekit.kube.plugins.plugin_utils.fleet import Fleet, remembered_by_host
@@ -98,8 +99,9 @@ class ActionModule(PhasekitAction):
         in_play = list(task_vars.get("ansible_play_hosts") or [])
         hosts_of = [set(phase.get("hosts") or []) & set(in_play) for phase in phases]
         with ExitStack() as stack:
+            lists = ListMemory()  # a collection one phase listed answers the next ones (see ListMemory)
             fleet = stack.enter_context(Fleet(self._loader, task_vars.get("hostvars"), remembered=remembered,
-                                              templar=self._templar))
+                                              templar=self._templar, lists=lists))
             records = self._run_records(args, fleet, plan.name or "", mode)
             if mode == HISTORY:
                 return self._history(records, planned, in_play, concurrency)
@@ -113,7 +115,7 @@ class ActionModule(PhasekitAction):
             executors = BuiltinExecutors(fleet, mode=mode, check_mode=bool(self._task.check_mode),
                                          diff=bool(self._task.diff), shared=shared, charts=charts,
                                          skip_unreachable=args["unreachable"] == "skip", records=records,
-                                         resume=args["resume"], resumed_hosts=args["resumed_hosts"])
+                                         resume=args["resume"], resumed_hosts=args["resumed_hosts"], lists=lists)
             writes = records is not None and mode in (RUN, DESTROY) and not self._task.check_mode
             # check mode, status, validate and destroy run batch by batch without the soak
             rollouts = RolloutRun(pause=mode == RUN and not self._task.check_mode,

@@ -21,7 +21,7 @@ from contextlib import ExitStack
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
-from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiSession
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiSession, ListMemory
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.connection import HOST_VARS as CONNECTION_VARS
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.redact import kubeconfig_credentials
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import Resolution
@@ -82,8 +82,9 @@ class Fleet:
     """``ClusterAccess`` over the inventory: a resolution and an API session per host, kept for the step."""
 
     def __init__(self, loader, hostvars, *, environ: Mapping | None = None, remembered: Mapping | None = None,
-                 templar=None):
+                 templar=None, lists: ListMemory | None = None):
         self.vars = FleetVars(hostvars)
+        self.lists = lists  # the step's collections listed, shared by its sessions (see ListMemory)
         self._hostvars = hostvars
         self._templar = templar
         # a parent read for a child's Secret source: the same cache; the nested resolver keeps the cycle chain
@@ -118,7 +119,7 @@ class Fleet:
                 resolution = self.resolution(host)
                 api = self._stack.enter_context(api_client(resolution.config,
                                                            pool_maxsize=max(connections, MIN_CONNECTIONS)))
-                self._sessions[host] = ApiSession(api)
+                self._sessions[host] = ApiSession(api, memory=self.lists)
             return self._sessions[host]
 
     def render_template(self, host: str, path: str) -> str:

@@ -295,7 +295,7 @@ class ApplyRun:
             p for p in members if id(p) not in fresh and not (p.defined_in_bundle and self.options.dry_run)
             and p.target.key not in known]
         live = fetch_live(self.session, [p.target for p in readable], workers=self.options.concurrency,
-                          listed=self.listed)
+                          listed=self.listed, reuse=self._reuses_lists())
         live.update(known)
         for one in members:
             one.live = None if id(one) in fresh else live.get(one.target.key, UNKNOWN)
@@ -311,6 +311,12 @@ class ApplyRun:
         lanes = min(self.options.concurrency, len(to_send))
         with ThreadPoolExecutor(max_workers=lanes) as pool:
             in_lanes(pool, self._apply_one, interleave_kinds(to_send), lanes)
+
+    def _reuses_lists(self) -> bool:
+        """Whether a collection an earlier phase listed may tell which objects need no request (the session's
+        ``ListMemory``, in a fleet step). Not when the run waits for its objects or prunes: their current state is
+        what those decide from."""
+        return self.options.wait is None and not self.options.prune and not self.options.applyset
 
     def _new_set_applied_blind(self) -> bool:
         """A set applied for the first time, without diffs: every object is sent anyway (as kubectl does),

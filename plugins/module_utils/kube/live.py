@@ -47,13 +47,15 @@ def key_of(obj: dict, group: str) -> tuple:
     return (group, obj.get("kind"), metadata.get("namespace") or "", metadata.get("name"))
 
 
-def fetch_live(session, targets, *, workers: int = 8, listed: dict | None = None) -> dict:
+def fetch_live(session, targets, *, workers: int = 8, listed: dict | None = None, reuse: bool = False) -> dict:
     """Live objects by ``Target.key``: the object, None when it does not exist.
 
     Keys of objects that could not be read (permission denied, kind not served
     yet) are left out: their state is unknown, not absent. ``listed``, when
     given, receives every collection read whole, by (group, kind, namespace):
     a later step over the same collection (pruning) needs no request of its own.
+    ``reuse``: a collection the session's ``ListMemory`` holds answers without a
+    request (see ``ApiSession.list``).
     """
     groups = defaultdict(list)
     for target in targets:
@@ -68,7 +70,7 @@ def fetch_live(session, targets, *, workers: int = 8, listed: dict | None = None
     listed = {} if listed is None else listed
 
     def run(job):
-        return _run(session, *job, listed=listed)
+        return _run(session, *job, listed=listed, reuse=reuse)
 
     if len(jobs) == 1 or workers == 1:  # no thread for one request (the usual re-run of a small bundle)
         for job in jobs:
@@ -80,17 +82,19 @@ def fetch_live(session, targets, *, workers: int = 8, listed: dict | None = None
     return found
 
 
-def _run(session, how: str, resource: ResourceType, namespace: str | None, members: list, *, listed: dict) -> dict:
+def _run(session, how: str, resource: ResourceType, namespace: str | None, members: list, *, listed: dict,
+         reuse: bool = False) -> dict:
     try:
-        return _read(session, how, resource, namespace, members, listed)
+        return _read(session, how, resource, namespace, members, listed, reuse)
     except ApiError:
         return {}  # not readable (a kind not served yet, an aggregated API down): state unknown
 
 
-def _read(session, how: str, resource: ResourceType, namespace: str | None, members: list, listed: dict) -> dict:
+def _read(session, how: str, resource: ResourceType, namespace: str | None, members: list, listed: dict,
+          reuse: bool = False) -> dict:
     if how == "list":
         try:
-            items = session.list(object_path(resource, namespace))
+            items = session.list(object_path(resource, namespace), reuse=reuse)
         except ApiError as err:
             if err.status in (401, 403, 405):  # may get but not list: fall back to one GET each
                 result = {}

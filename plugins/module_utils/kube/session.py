@@ -11,11 +11,13 @@ failures are retried with backoff; API warnings are collected for Ansible.
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import re
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from urllib.parse import quote, urlencode
 
@@ -43,6 +45,11 @@ SLOW_FAILURE = 10.0
 UNANSWERED_GRACE = 30.0
 TYPED_PATCH_REFUSAL = "failed to create typed patch object"
 APPLY_PATCH = "application/apply-patch+yaml"  # JSON is YAML: the body is sent as JSON
+# A collection listed during a fleet step may answer the same LIST of a later phase for this long (``ListMemory``):
+# no longer than the LIST a large phase decides its last objects from is already old by then.
+LIST_REUSE_SECONDS = 10.0
+LIST_REUSE_MAX_ITEMS = 20000  # objects a step's memory holds at most (over all clusters; the oldest lists go first)
+_NAMESPACED = re.compile(r"/namespaces/[^/]+(?=/)")
 _WARNING_HEADER = re.compile(r'^\s*\d{3}\s+\S+\s+"(?P<text>(?:[^"\\]|\\.)*)"')
 
 
@@ -81,11 +88,94 @@ class TransportError(PhasekitError):
     """The API server could not be reached (after retries)."""
 
 
+class ListMemory:
+    """Whole collections listed during a fleet step, so that a later phase on the same cluster need not list one
+    again (``ApiSession.list`` with ``reuse``).
+
+    A LIST made at most ``seconds`` before answers while no write through any session sharing this memory may have
+    changed the collection: a write (any request but GET) forgets, on its server, every collection its path falls in
+    and every one that falls in its path (a namespace). Lists are kept per session: another cluster user may not
+    read what this one did. Only single-page lists are kept, and at most ``max_items`` objects in all (the oldest
+    lists go first). Changes made by anything else (another client, a controller, a phase's command) are not seen
+    until the entry is older than ``seconds`` or ``clear`` is called: the fleet calls it around every phase that is
+    not an apply.
+    """
+
+    def __init__(self, seconds: float = LIST_REUSE_SECONDS, max_items: int = LIST_REUSE_MAX_ITEMS,
+                 clock=time.monotonic):
+        self.seconds = seconds
+        self.max_items = max_items
+        self._clock = clock
+        self._lists: OrderedDict = OrderedDict()  # (session id, server, path) -> (when it was asked for, items)
+        self._held = 0
+        self._writes = 0  # writes so far: a list asked for before the last one is not kept
+        self._ids = itertools.count()
+        self._lock = threading.Lock()
+
+    def session_id(self) -> int:
+        return next(self._ids)
+
+    def recall(self, owner: int, server: str, path: str) -> list | None:
+        """The items of the collection at ``path``, if this session listed it recently and nothing wrote to it."""
+        with self._lock:
+            kept = self._lists.get((owner, server, path))
+            if kept is None or self._clock() - kept[0] > self.seconds:
+                return None
+            return kept[1]
+
+    def ticket(self) -> tuple:
+        """Taken before a LIST is sent: when, and how many writes there had been (``keep`` needs it)."""
+        with self._lock:
+            return self._clock(), self._writes
+
+    def keep(self, owner: int, server: str, path: str, ticket: tuple, items: list) -> None:
+        """Remember a collection listed since ``ticket``, unless a write happened meanwhile (the list may predate
+        it) or it is larger than the memory."""
+        asked, writes = ticket
+        if len(items) > self.max_items:
+            return
+        with self._lock:
+            if writes != self._writes:
+                return
+            self._drop((owner, server, path))
+            while self._lists and self._held + len(items) > self.max_items:
+                self._drop(next(iter(self._lists)))
+            self._lists[(owner, server, path)] = (asked, items)
+            self._held += len(items)
+
+    def forget(self, server: str, written: str) -> None:
+        """A write to ``written`` (a path of ``server``): every collection it may have changed is listed again."""
+        paths = {written, _NAMESPACED.sub("", written, count=1)}  # an object also changes its all-namespaces list
+        with self._lock:
+            self._writes += 1
+            for key in [key for key in self._lists if key[1] == server and any(_overlap(key[2], p) for p in paths)]:
+                self._drop(key)
+
+    def clear(self) -> None:
+        """Forget every list (the cluster may have been changed by something else than these sessions)."""
+        with self._lock:
+            self._writes += 1
+            self._lists.clear()
+            self._held = 0
+
+    def _drop(self, key) -> None:
+        kept = self._lists.pop(key, None)
+        if kept is not None:
+            self._held -= len(kept[1])
+
+
+def _overlap(collection: str, written: str) -> bool:
+    """Whether a write to ``written`` may change the collection at ``collection`` (by whole path segments)."""
+    return collection == written or written.startswith(collection + "/") or collection.startswith(written + "/")
+
+
 class ApiSession:
-    """JSON requests with retries and warning collection, safe to share between threads."""
+    """JSON requests with retries and warning collection, safe to share between threads.
+
+    ``memory``: a fleet step's ``ListMemory``, shared by its clusters' sessions (None: every LIST is sent)."""
 
     def __init__(self, api_client, *, max_attempts: int = MAX_ATTEMPTS, sleep=time.sleep,
-                 read_timeout: float = READ_TIMEOUT, clock=time.monotonic):
+                 read_timeout: float = READ_TIMEOUT, clock=time.monotonic, memory: ListMemory | None = None):
         self.api_client = api_client
         self.configuration = api_client.configuration
         self.impersonation = list(getattr(api_client, "phasekit_impersonation", None) or [])
@@ -96,6 +186,8 @@ class ApiSession:
         self._clock = clock
         self._pool = api_client.rest_client.pool_manager
         self._lock = threading.Lock()
+        self.memory = memory
+        self._memory_id = memory.session_id() if memory is not None else None
         self.warnings: list[str] = []
         self.requests = 0
         self._unanswered: tuple[float, str] | None = None  # (when, why) the server last failed to answer
@@ -122,10 +214,18 @@ class ApiSession:
         return self.request("DELETE", path, body=body)
 
     def list(self, path: str, *, label_selector: str | None = None, field_selector: str | None = None,
-             page_size: int = 500) -> list:
-        """Every item of a collection, page by page."""
-        items, token = [], None
+             page_size: int = 500, reuse: bool = False) -> list:
+        """Every item of a collection, page by page. ``reuse``: the session's ``memory`` of this collection may
+        answer instead (a whole collection, without selectors); the items are shared: callers do not change them."""
+        remembered = self.memory is not None and not label_selector and not field_selector
+        if remembered and reuse:
+            found = self.memory.recall(self._memory_id, self.server, path)
+            if found is not None:
+                return found
+        ticket = self.memory.ticket() if remembered else None
+        items, token, pages = [], None, 0
         while True:
+            pages += 1
             query = {"limit": page_size}
             if label_selector:
                 query["labelSelector"] = label_selector
@@ -137,6 +237,8 @@ class ApiSession:
             items.extend(body.get("items") or [])
             token = (body.get("metadata") or {}).get("continue")
             if not token:
+                if remembered and pages == 1:
+                    self.memory.keep(self._memory_id, self.server, path, ticket, items)
                 return items
 
     # ------------------------------------------------------------- transport
@@ -151,6 +253,8 @@ class ApiSession:
         most = attempts or self.max_attempts
         if most == 1:
             self._refuse_if_unanswered(method, path)
+        if method != "GET" and self.memory is not None:
+            self.memory.forget(self.server, path)  # before it is sent: a write that fails may still have changed it
         url = self.server + path + (("?" + urlencode(query)) if query else "")
         payload = None if body is None else request_body(body)
         attempt = 0

@@ -31,7 +31,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.helm.run import (
     release_apply_arguments, remove_rendered_release, render_release, request_chart, run_release)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import APPLY_OPTIONS_SPEC, apply_bundle, apply_options
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import Discovery
-from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError, ListMemory
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import DEFAULT_TIMEOUT as TEARDOWN_TIMEOUT
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import Teardown
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.redact import kubeconfig_credentials
@@ -147,8 +147,10 @@ class BuiltinExecutors:
     def __init__(self, access: ClusterAccess, *, mode: str = RUN, check_mode: bool = False, diff: bool = False,
                  render: Callable[[dict], list] | None = None, shared: SharedRequests | None = None,
                  charts: ChartCache | None = None, skip_unreachable: bool = False,
-                 records: RunRecords | None = None, resume: bool = False, resumed_hosts=()):
+                 records: RunRecords | None = None, resume: bool = False, resumed_hosts=(),
+                 lists: ListMemory | None = None):
         self.access = access
+        self.lists = lists  # the sessions' ListMemory: forgotten around every phase that is not an apply
         self.charts = charts or ChartCache()  # the caller closes the one it gives; one made here lives with us
         self.shared = shared  # None: one cluster at a time, each apply with its own threads
         self.mode = mode
@@ -184,8 +186,7 @@ class BuiltinExecutors:
             digest = self.records.digest(host, content) if compared and content else None
             outcome = self._resumed_outcome(phase, host, digest) if self.resume else None
             if outcome is None:
-                outcome = self._destroy(phase, host) if self.mode == DESTROY else \
-                    getattr(self, f"_{phase['executor']}")(phase, host)
+                outcome = self._run_executor(phase, host)
             if content and not compared:
                 digest = self.records.digest(host, content, attempts=1 if outcome.failed else None)
             key_problem = self.records.key_problem(host) if self.records is not None else None
@@ -207,6 +208,20 @@ class BuiltinExecutors:
             outcome.msg = masks.scrub(outcome.msg)
             outcome.details = masks.scrub(outcome.details)
         return outcome
+
+    def _run_executor(self, phase: dict, host: str) -> Outcome:
+        if self.mode == DESTROY:
+            return self._destroy(phase, host)
+        run = getattr(self, f"_{phase['executor']}")
+        if phase["executor"] == "apply" or self.lists is None:
+            return run(phase, host)
+        # a command, a chart, a container may change the cluster behind the sessions' backs, and waiting is for
+        # the state now: no list read before or during it answers a later phase
+        self.lists.clear()
+        try:
+            return run(phase, host)
+        finally:
+            self.lists.clear()
 
     def masks(self, phase: dict, host: str) -> Masks:
         """What a phase on ``host`` must not show: the host's secrets, and those of every host whose kubeconfig

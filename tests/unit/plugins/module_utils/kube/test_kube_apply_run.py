@@ -45,6 +45,7 @@ class FakeApi:
         self.requests = 0
         self.now = 1_700_000_000.0
         self.refuse: dict[str, ApiError] = {}  # path -> the answer to an apply there
+        self.reused: list[bool] = []  # each LIST's ``reuse``: whether a fleet step's memory could have answered
 
     def _record(self, *request):
         self.log.append(request)
@@ -62,8 +63,9 @@ class FakeApi:
             raise ApiError(404, "NotFound", f"{path} not found", method="GET", path=path)
         return copy.deepcopy(self.objects[path])
 
-    def list(self, path, *, label_selector=None, page_size=500):
+    def list(self, path, *, label_selector=None, page_size=500, reuse=False):
         self._record("LIST", path, label_selector)
+        self.reused.append(reuse)
         key, _sep, value = (label_selector or "").partition("=")
         items = []
         for object_path, obj in sorted(self.objects.items()):
@@ -228,6 +230,20 @@ def test_rerun_reads_each_collection_once_and_sends_nothing():
     report = apply(api, config_maps("a", "b", "c", "d"))
     assert report.counts()["unchanged"] == 4 and not report.changed
     assert api.log == [("GET", PARENT), ("LIST", COLLECTION, None)]
+
+
+@pytest.mark.parametrize("overrides, may_reuse", [
+    ({"applyset": None, "prune": False}, True),
+    ({"applyset": None, "prune": False, "wait": True}, False),
+    ({"applyset": "site", "prune": False}, False),
+    ({"applyset": "site", "prune": True}, False),
+], ids=["plain", "wait", "applyset", "prune"])
+def test_only_an_apply_that_neither_waits_nor_prunes_may_take_an_earlier_phases_list(overrides, may_reuse):
+    api = FakeApi()
+    apply(api, config_maps("a", "b", "c"), **overrides)
+    api.reused.clear()
+    apply(api, config_maps("a", "b", "c"), **overrides)
+    assert api.reused and set(api.reused) == {may_reuse}
 
 
 def test_prune_finds_the_sets_members_in_the_collection_read_before_applying():

@@ -164,7 +164,7 @@ class EventsApi:
     def __init__(self, events, pods):
         self.events, self.pods, self.asked = events, pods, []
 
-    def list(self, path, *, label_selector=None, field_selector=None):
+    def list(self, path, *, label_selector=None, field_selector=None, reuse=False):
         self.asked.append((path, label_selector, field_selector))
         return self.events if path.endswith("/events") else self.pods
 

@@ -14,6 +14,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin impor
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import (
     MAX_MESSAGE, LiveProgress, Outcome, plan_steps, result_of, retry_pause, run_on_host, run_phases, time_left)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import APPLY_OPTIONS_SPEC
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ListMemory
 
 
 def phase(name, executor="apply", hosts=("a", "b"), **extra):
@@ -328,6 +329,40 @@ def test_a_failing_command_shows_no_credential_of_the_kubeconfigs_it_was_handed(
     for secret in ("child-token-0123456789", "KeyBodyLineOne", "KeyBodyLineTwo",
                    HandingOut().configs["parent"]["users"][0]["user"]["client-key-data"][:40]):
         assert secret not in message, message
+
+
+def test_a_phase_that_is_not_an_apply_forgets_the_steps_lists_before_and_after_it_runs():
+    memory = ListMemory()
+    seen_during = []
+
+    class Watching(HandingOut):
+        def resolution(self, host):
+            seen_during.append(memory.recall(0, "https://x", "/api/v1/namespaces/a/configmaps"))
+            return super().resolution(host)
+
+    executors = BuiltinExecutors(Watching(), lists=memory)
+    memory.keep(0, "https://x", "/api/v1/namespaces/a/configmaps", memory.ticket(), [{"metadata": {"name": "c"}}])
+    # an apply keeps them (here it cannot reach its cluster at all)
+    run_phases([phase("apply", "apply", hosts=["child"], source=[])], BuiltinExecutors(NoCluster(), lists=memory),
+               hosts_in_play=["child"])
+    assert memory.recall(0, "https://x", "/api/v1/namespaces/a/configmaps") is not None
+
+    def keep_meanwhile(*_args):  # something lists during the command: gone after it too
+        memory.keep(1, "https://x", "/api/v1/namespaces/b/configmaps", memory.ticket(), [])
+
+    command = phase("c", "command", hosts=["child"], options={"cmd": "true", "shell": True})
+    original = executors._command  # pylint: disable=protected-access
+
+    def command_then_list(phase_, host):
+        outcome = original(phase_, host)
+        keep_meanwhile()
+        return outcome
+
+    executors._command = command_then_list  # pylint: disable=protected-access
+    report = run_phases([command], executors, hosts_in_play=["child"])
+    assert report.records[0].result == "changed", report.records[0].msg
+    assert seen_during == [None]
+    assert memory.recall(1, "https://x", "/api/v1/namespaces/b/configmaps") is None
 
 
 def test_a_kubeconfig_given_as_an_env_files_text_is_masked_too():
