@@ -135,8 +135,8 @@ def phase_lines(output: str) -> list[str]:
             for line in output.splitlines() if line.startswith("[") and " on 1 cluster(s): " in line]
 
 
-def test_a_command_between_two_applies_makes_the_next_one_read_the_cluster_again(clusters, namespace, site,
-                                                                                collections_path):
+def test_a_command_between_two_applies_makes_the_next_one_read_the_cluster_again(
+        clusters, namespace, site, collections_path):
     target = clusters[CLUSTER]
     run(site, collections_path, "deleting")
     # the re-run: "first" lists the namespace's ConfigMaps (b1 among them), the command deletes b1, and the
@@ -147,8 +147,8 @@ def test_a_command_between_two_applies_makes_the_next_one_read_the_cluster_again
     assert target.get_json("configmap", "b1", "-n", namespace)["data"] == {"v": "1"}
 
 
-def test_an_object_two_phases_give_different_values_ends_as_the_later_one_says(clusters, namespace, site,
-                                                                              collections_path):
+def test_an_object_two_phases_give_different_values_ends_as_the_later_one_says(
+        clusters, namespace, site, collections_path):
     target = clusters[CLUSTER]
     for _run in range(2):
         output = run(site, collections_path, "flipping")

@@ -54,7 +54,7 @@ def sessions(count=1, items=None, seconds=10.0, max_items=1000, host="https://12
     clock = Clock()
     memory = ListMemory(seconds=seconds, max_items=max_items, clock=clock)
     pool = CountingPool(items or {CONFIGMAPS: [{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}]})
-    made = [ApiSession(FakeApiClient(pool, host), memory=memory, clock=clock) for _ in range(count)]
+    made = [ApiSession(FakeApiClient(pool, host), memory=memory, clock=clock) for _session in range(count)]
     return made, pool, memory, clock
 
 
