@@ -216,7 +216,8 @@ class ApiSession:
     def list(self, path: str, *, label_selector: str | None = None, field_selector: str | None = None,
              page_size: int = 500, reuse: bool = False) -> list:
         """Every item of a collection, page by page. ``reuse``: the session's ``memory`` of this collection may
-        answer instead (a whole collection, without selectors); the items are shared: callers do not change them."""
+        answer instead (a whole collection, without selectors). Its items are shared with later phases: callers change
+        them no more than ``fetch_live`` does (it fills in the apiVersion and kind a list leaves out)."""
         remembered = self.memory is not None and not label_selector and not field_selector
         if remembered and reuse:
             found = self.memory.recall(self._memory_id, self.server, path)

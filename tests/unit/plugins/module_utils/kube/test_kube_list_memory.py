@@ -5,20 +5,11 @@ collections); lists are not shared between sessions; a list asked for before a w
 
 from __future__ import annotations
 
-import json
-
-import urllib3
+from test_kube_session import Raw  # pylint: disable=import-error
 
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiSession, ListMemory
 
 CONFIGMAPS = "/api/v1/namespaces/apps/configmaps"
-
-
-class Raw:
-    def __init__(self, body):
-        self.status, self.reason = 200, "OK"
-        self.data = json.dumps(body).encode()
-        self.headers = urllib3.HTTPHeaderDict({})
 
 
 class CountingPool:
@@ -32,8 +23,8 @@ class CountingPool:
         path = url.split("://", 1)[1].split("/", 1)[1].split("?", 1)[0]
         self.requests.append((method, "/" + path))
         if method == "GET" and "/" + path in self.items:
-            return Raw({"items": [dict(item) for item in self.items["/" + path]], "metadata": {}})
-        return Raw({})
+            return Raw(200, {"items": [dict(item) for item in self.items["/" + path]], "metadata": {}})
+        return Raw(200, {})
 
 
 class FakeApiClient:
