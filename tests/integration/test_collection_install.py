@@ -12,9 +12,15 @@ import pytest
 from conftest import REPO, VENV_BIN
 
 
+CACHES = (".hypothesis", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".tox", "__pycache__")
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Path:
-    """Build the collection and install the tarball into a fresh collections path."""
+    """Build the collection and install the tarball into a fresh collections path, from a checkout where tests ran:
+    the test tools' caches are there (made here if a run left none), and none of them may be shipped."""
+    for cache in CACHES:
+        (REPO / cache / "phasekit-probe").mkdir(parents=True, exist_ok=True)
     work = tmp_path_factory.mktemp("galaxy")
     subprocess.run([str(VENV_BIN / "ansible-galaxy"), "collection", "build", "--output-path", str(work), str(REPO)],
                    check=True, capture_output=True, text=True)
@@ -38,6 +44,8 @@ def test_tarball_leaves_out_development_files(installed):
     assert (root / "MANIFEST.json").is_file()
     for dev_only in ("hack", "Makefile", ".ci", "tests/output"):
         assert not (root / dev_only).exists(), dev_only
+    shipped = [str(path.relative_to(root)) for path in root.rglob("*")]
+    assert not [path for path in shipped if set(Path(path).parts) & set(CACHES)], "caches in the tarball"
     manifest = json.loads((root / "MANIFEST.json").read_text())
     assert manifest["collection_info"]["license"] == ["Apache-2.0"]
 

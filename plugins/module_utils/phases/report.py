@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import xml.etree.ElementTree as ET
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
@@ -23,6 +24,8 @@ REPORT_VERSION = 1
 FAILED_RESULTS = ("failed",)
 SKIPPED_RESULTS = ("skipped", NOT_RUN, NOT_IN_PLAY)
 REPORT_MODE = 0o644  # a CI artefact: no secret in it, readable by the job's other steps
+# what XML 1.0 cannot hold at all, even escaped (a command printing a bell, an escape sequence, U+FFFE)
+NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def report_entries(phases: list[dict], records: list[dict], play_hosts: list[str], mode: str = "run",
@@ -76,6 +79,7 @@ def junit_report(entries: list[dict], *, plan: str, mode: str) -> str:
                 ET.SubElement(case, "system-out").text = summary + changed
         _count(suite, cases)
     _count(suites, entries)
+    _xml_safe(suites)
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
 
@@ -115,6 +119,20 @@ def write_reports(paths: dict, entries: list[dict], *, plan: str, mode: str, che
 def role_named(option: str) -> str:
     """A report option as errors name it: also as the plan role's variable that sets it."""
     return f"{option} (plan_{option})"
+
+
+def xml_text(text: str) -> str:
+    """``text`` with every character XML 1.0 cannot hold shown as its escape (``\\x07``, ``\\ufffe``), so a JUnit
+    parser reads the report whatever a phase printed."""
+    return NOT_XML.sub(lambda found: found.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def _xml_safe(element) -> None:
+    for node in element.iter():
+        if node.text:
+            node.text = xml_text(node.text)
+        for name, value in node.attrib.items():
+            node.set(name, xml_text(value))
 
 
 def _count(element, entries: list[dict]) -> None:

@@ -83,3 +83,19 @@ def test_bad_report_paths_are_refused_clearly(tmp_path, where, message):
     with pytest.raises(PhasekitError, match=f"report_junit: cannot write the report .*{message}"):
         write_report(str(tmp_path / where), "x", "report_junit")
     assert not (tmp_path / "missing").exists()
+
+
+@pytest.mark.parametrize("printed", [
+    "ring \x07 the bell", "colour \x1b[31mred\x1b[0m", "start of heading \x01", "not a character \ufffe",
+    "a lone surrogate \ud800", "tab\tand newline\n kept",
+], ids=["bell", "escape-sequence", "soh", "u-fffe", "lone-surrogate", "allowed-whitespace"])
+def test_junit_report_parses_whatever_a_phase_printed(printed):
+    records = [{"phase": "smoke", "host": "a", "result": "failed", "duration": 1.0, "objects_changed": None,
+                "msg": printed}]
+    text = junit_report(report_entries(PHASES[2:3], records, ["a"], "run"), plan=f"site {printed}", mode="run")
+    root = ET.fromstring(text.encode("utf-8"))
+    failure = root.find("testsuite/testcase/failure")
+    assert all(char in "\t\n\r" or ord(char) >= 0x20 for char in failure.text + root.get("name"))
+    kept = printed.replace("\x07", "\\x07").replace("\x1b", "\\x1b").replace("\x01", "\\x01")
+    kept = kept.replace("\ufffe", "\\ufffe").replace("\ud800", "\\ud800")
+    assert failure.text == kept
