@@ -150,7 +150,8 @@ class ActionModule(PhasekitAction):
             if record.get("diff") and self._task.diff:
                 _show_diffs(record["diff"])
         batches = [batch.to_dict() for batch in report.batches]
-        result = {"changed": report.changed, "records": records, "stopped_by": report.stopped_by,
+        # status and validate read the clusters: what they would change is their report, not a change
+        result = {"changed": report.changed and mode in (RUN, DESTROY), "records": records, "stopped_by": report.stopped_by,
                   "failed_hosts": report.failed_hosts(), "resumed_hosts": executors.resumed_hosts(),
                   "rollout": {"batches": batches, "batches_run": report.batches_run, "stop": report.stop,
                               "message": rollout_stop_message(report.stop, plan.name) if report.stop else ""}}

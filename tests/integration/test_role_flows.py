@@ -9,6 +9,7 @@ the table then runs against it, destroy last.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from fleet_site import recap
 
 VENV_BIN = Path(sys.executable).parent
 API = "phasekit.dev/v1alpha1"
@@ -134,11 +136,31 @@ FLOWS = [
 ]
 
 
+READ_ONLY = ("plan_action=status", "plan_action=list", "plan_action=tree", "plan_action=render",
+             "plan_action=validate", "plan_action=history")
+
+
 @pytest.mark.smoke
 @pytest.mark.parametrize("args, expected", [flow[1:] for flow in FLOWS], ids=[flow[0] for flow in FLOWS])
 def test_documented_flow_prints_no_warning_and_no_skipped_task(role_site, args, expected):
     rc, output = role_site.first if args is None else role_site(*args)
     assert rc == 0, output[-6000:]
     assert expected in output, output[-6000:]
+    if args and set(args) & set(READ_ONLY):   # a read-only action changes nothing, and says so in PLAY RECAP
+        assert all(row["changed"] == 0 for row in recap(output).values()), output[-3000:]
     assert warnings(output) == [], output[-6000:]
     assert skipped_only_tasks(output) == [], output[-6000:]
+
+
+@pytest.mark.parametrize("action", ["status", "validate"])
+def test_read_only_action_reports_no_change_on_a_drifted_site(role_site, clusters, action):
+    """status and validate read the clusters: a site that drifted is reported, and PLAY RECAP says nothing changed."""
+    rc, output = role_site()
+    assert rc == 0, output[-4000:]
+    cluster = next(iter(clusters.values()))
+    drifted = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "p0-0", "namespace": role_site.namespace},
+               "data": {"phase": "drifted"}}   # by the plan's own field manager: a change, not a conflict
+    cluster.kubectl("apply", "--server-side", "--field-manager", "phasekit", "-f", "-", stdin=json.dumps(drifted))
+    rc, output = role_site("-e", f"plan_action={action}")
+    assert rc == 0, output[-4000:]
+    assert all(row["changed"] == 0 for row in recap(output).values()), output[-4000:]
