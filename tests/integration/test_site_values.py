@@ -150,7 +150,7 @@ def test_the_drift_gate_fails_status_and_check_runs_when_a_cluster_differs(value
     assert "settings on ephemeral" not in drifted.stdout
     assert "differ from the clusters" in drifted.stdout and PASSWORD not in drifted.output
 
-    assert "data.replicas (changed by kubectl-patch)" in drifted.stdout      # who changed it: the field's new manager
+    assert 'data.replicas (changed by "kubectl-patch")' in drifted.stdout      # who changed it: the field's new manager
 
     # check mode predicts the run: its apply would meet the other manager's field (a conflict) and fail
     checked = values_site([settings_phase()], "--check", *gate)

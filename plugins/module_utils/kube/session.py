@@ -398,13 +398,20 @@ def _api_error(status: int, reason: str, decoded, data: bytes, method: str, path
 
 
 def conflicting_fields(err: ApiError) -> list[str]:
-    """A server-side apply conflict's fields, each with the manager that changed it: ``data.x (changed by
-    kubectl-patch)``; empty for any other error."""
+    """A server-side apply conflict's fields, each with the manager that changed it, quoted as the API server quotes
+    it: ``data.x (changed by "kubectl-patch")``, ``spec.replicas (changed by "kubectl" with subresource "scale")``;
+    empty for any other error."""
     if err.status != 409:
         return []
-    return [f"{(cause.get('field') or '').lstrip('.')} (changed by "
-            f"{(cause.get('message') or '').removeprefix('conflict with ').split(' using ')[0].strip(chr(34))})"
+    return [f"{(cause.get('field') or '').lstrip('.')} (changed by {conflicting_manager(cause)})"
             for cause in err.causes if cause.get("reason") == "FieldManagerConflict"]
+
+
+def conflicting_manager(cause: dict) -> str:
+    """The manager of a FieldManagerConflict cause as its message names it (``"kubectl" with subresource "scale"``),
+    without the API version it used."""
+    message = (cause.get("message") or "").removeprefix("conflict with ")
+    return message.rsplit(" using ", 1)[0] if " using " in message else message
 
 
 def describe_api_error(err: ApiError, force_hint: bool = False) -> str:

@@ -250,10 +250,13 @@ def test_every_request_sends_the_impersonation_headers_one_line_each():
     (409, [{"reason": "FieldManagerConflict", "message": 'conflict with "kubectl-patch" using v1',
             "field": ".data.replicas"},
            {"reason": "FieldManagerConflict", "message": 'conflict with "helm"', "field": ".spec.replicas"}],
-     ["data.replicas (changed by kubectl-patch)", "spec.replicas (changed by helm)"]),
+     ['data.replicas (changed by "kubectl-patch")', 'spec.replicas (changed by "helm")']),
+    (409, [{"reason": "FieldManagerConflict", "field": ".spec.replicas",
+            "message": 'conflict with "kubectl" with subresource "scale" using apps/v1'}],
+     ['spec.replicas (changed by "kubectl" with subresource "scale")']),
     (409, [{"reason": "AlreadyExists"}], []),
     (422, [{"reason": "FieldValueInvalid", "field": "spec"}], []),
-], ids=["field-manager-conflicts", "other-conflict", "not-a-conflict"])
+], ids=["field-manager-conflicts", "subresource-manager", "other-conflict", "not-a-conflict"])
 def test_conflicting_fields_name_field_and_manager(status, causes, fields):
     err = ApiError(status, "Conflict", "Apply failed", {"causes": causes})
     assert conflicting_fields(err) == fields
