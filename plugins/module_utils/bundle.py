@@ -9,6 +9,7 @@ here talks to a cluster.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import os
 import re
@@ -191,6 +192,11 @@ def _from_directory(path: str, label: str, render_template: Callable[[str], str]
     names = sorted(name for name in os.listdir(path)
                    if name.endswith(MANIFEST_SUFFIXES + TEMPLATE_SUFFIXES) and not name.startswith(".")
                    and os.path.isfile(os.path.join(path, name)))
+    near = near_kustomization_file(os.listdir(path))
+    if near and _meant_as_kustomization(os.path.join(path, near)):
+        raise PhasekitError(f"bundle directory {label!r} holds {near!r}, which kustomize does not read: did you mean "
+                            f"kustomization.yaml? (kustomize reads {', '.join(KUSTOMIZATION_FILES)}, without templates; "
+                            "rename it, or move it out to read the directory as plain manifests)")
     if not names:
         raise PhasekitError(f"bundle directory {label!r} has no manifest files (*.yaml, *.yml, *.json, or those "
                             "ending in .j2) and no kustomization.yaml")
@@ -211,7 +217,8 @@ def _from_kustomization(path: str, label: str, render_template: Callable[[str], 
             raise PhasekitError(f"kustomization {label}: it has templates (.j2): they are rendered with each cluster "
                                 "host's variables when the phase runs, or per cluster by plan_action=render")
         with private_directory("phasekit-kustomize-") as work:
-            text = _run_kustomize(rendered_kustomization(path, work, render_template), label)
+            # its messages name the user's directory, not the rendered copy (gone when they are read)
+            text = _run_kustomize(rendered_kustomization(path, work, render_template), label, shown_as=path)
     return objects_from_text(text, label=f"kustomization {label} (rendered)", file=label)
 
 
@@ -290,7 +297,9 @@ def build_in_listed_order(path: str, label: str) -> str:
                         "kustomize 5 or newer: kubectl 1.27 or newer)")
 
 
-def _run_kustomize(path: str, label: str) -> str:
+def _run_kustomize(path: str, label: str, shown_as: str | None = None) -> str:
+    """kustomize's build of ``path``; a failure names ``shown_as`` (the user's directory, when ``path`` is a rendered
+    copy of it) wherever kustomize named ``path``."""
     command = kustomize_command(path, label)
     try:
         done = subprocess.run(command, capture_output=True, timeout=KUSTOMIZE_TIMEOUT, check=False,  # pylint: disable=ansible-bad-function
@@ -298,21 +307,26 @@ def _run_kustomize(path: str, label: str) -> str:
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise PhasekitError(f"kustomization {label}: {' '.join(command[:2])} failed: {exc}") from None
     if done.returncode != 0:
+        output = done.stderr or done.stdout
+        if shown_as:
+            output = output.replace(os.path.normpath(path), os.path.normpath(shown_as))
         raise PhasekitError(f"kustomization {label}: {' '.join(command[:2])} failed: "
-                            f"{kustomize_failure(done.stderr or done.stdout, path)}")
+                            f"{kustomize_failure(output, shown_as or path, rendered=bool(shown_as))}")
     return done.stdout
 
 
 QUOTING_MARKERS = (" with config:", "patch:", "\n")
-MAX_KUSTOMIZE_DETAIL = 300
+MAX_KUSTOMIZE_DETAIL = 1000
+KUSTOMIZE_CLAUSE = ": "  # kustomize chains its reasons with it: a long message is cut between two of them
 # kubectl 1.31 and 1.32 print the error through klog: 'E1124 18:47:15.33 26785 run.go:72] "command failed" err="..."'
 # (or err=< and the message on the next lines)
 KLOG_FAILURE_PREFIX = re.compile(r'^[IWEF]\d{4} \S+\s+\d+ \S+\] "command failed" err=(?:<\s*|")')
 
 
-def kustomize_failure(output: str, path: str) -> str:
+def kustomize_failure(output: str, path: str, rendered: bool = False) -> str:
     """kustomize's reason without what it quotes: its errors go on to print the patch or generator config
-    they failed on (Secret values included), so only the reason before that is kept."""
+    they failed on (Secret values included), so only the reason before that is kept, cut between two of its
+    clauses, never inside one. ``rendered``: ``path`` has templates, rendered per cluster before kustomize runs."""
     text = (output or "").strip()
     klog = KLOG_FAILURE_PREFIX.match(text)
     if klog:
@@ -323,10 +337,35 @@ def kustomize_failure(output: str, path: str) -> str:
         found = text.find(marker)
         if found != -1:
             cut = min(cut, found)
-    reason = text[:min(cut, MAX_KUSTOMIZE_DETAIL)].rstrip(" :") or "no message"
-    withheld = "" if cut == len(text) and cut <= MAX_KUSTOMIZE_DETAIL else \
-        f" (the rest of its message is withheld: it can quote Secret values; run kubectl kustomize {path} to see it)"
-    return reason + withheld
+    if cut > MAX_KUSTOMIZE_DETAIL:
+        clause = text.rfind(KUSTOMIZE_CLAUSE, 0, MAX_KUSTOMIZE_DETAIL)
+        cut = clause if clause > 0 else MAX_KUSTOMIZE_DETAIL
+    reason = text[:cut].rstrip(" :") or "no message"
+    if cut == len(text):
+        return reason
+    see = "plan_action=render renders its templates for a cluster" if rendered else f"run kubectl kustomize {path}"
+    return reason + f" (the rest of its message is withheld: it can quote Secret values; {see} to see it)"
+
+
+def _meant_as_kustomization(file: str) -> bool:
+    """A template, or YAML that is no Kubernetes object but a Kustomization (a manifest named alike is read)."""
+    if file.endswith(TEMPLATE_SUFFIX):
+        return True
+    content = _kustomization_mapping(file)
+    return content is not None and content.get("kind") in (None, "Kustomization")
+
+
+def near_kustomization_file(names) -> str | None:
+    """A file name that looks meant as a kustomization (``kustomisation.yaml``, ``Kustomization.yaml``,
+    ``kustomization.yaml.j2``) but that kustomize does not read; ``None`` when there is none."""
+    for name in names:
+        if name in KUSTOMIZATION_FILES:
+            return None
+    for name in names:
+        stem = name.lower().removesuffix(TEMPLATE_SUFFIX)
+        if stem in KUSTOMIZATION_FILES or difflib.get_close_matches(stem, KUSTOMIZATION_FILES, n=1, cutoff=0.85):
+            return name
+    return None
 
 
 def _checked(document, origin: str, file: str | None, number: int) -> list[BundleObject]:

@@ -102,8 +102,36 @@ def test_empty_directory_is_an_error(tmp_path):
 
 def test_failing_kustomization_names_the_directory(tmp_path):
     (tmp_path / "kustomization.yaml").write_text("resources: [missing.yaml]\n")
-    with pytest.raises(PhasekitError, match=r"kustomization .*: kubectl kustomize failed"):
+    with pytest.raises(PhasekitError, match=r"kustomization .*: kubectl kustomize failed") as failed:
         render_bundle(src=str(tmp_path))
+    # kustomize's whole chain of reasons, ending where it ends (a missing resource's message is 350 characters)
+    assert str(failed.value).endswith("no such file or directory"), failed.value
+
+
+def test_failing_kustomization_with_templates_names_the_users_directory(tmp_path):
+    (tmp_path / "kustomization.yaml").write_text("resources: [cm.yaml.j2, missing.yaml]\n")
+    (tmp_path / "cm.yaml.j2").write_text(TEMPLATE)
+    with pytest.raises(PhasekitError, match="kubectl kustomize failed") as failed:
+        render_bundle(src=str(tmp_path), render_template=render_with({"name": "x"}))
+    assert str(tmp_path / "missing.yaml") in str(failed.value) and "phasekit-kustomize-" not in str(failed.value)
+
+
+@pytest.mark.parametrize("name, content, refused", [
+    ("kustomisation.yaml", "resources: [cm.yaml]\n", True),
+    ("Kustomization.yaml", "kind: Kustomization\nresources: [cm.yaml]\n", True),
+    ("kustomization.yaml.j2", "resources: [cm.yaml]\n", True),
+    ("customization.yaml", CM.format(name="custom"), False),
+    ("kustomization.yml", "resources: [cm.yaml]\n", False),
+], ids=["british-spelling", "capitalised", "template", "a-manifest-named-alike-is-read", "kustomize-reads-it"])
+def test_a_kustomization_under_a_name_kustomize_does_not_read(tmp_path, name, content, refused):
+    (tmp_path / "cm.yaml").write_text(CM.format(name="a"))
+    (tmp_path / name).write_text(content)
+    if not refused:
+        assert "a" in names(render_bundle(src=str(tmp_path), render_template=render_with({"name": "x"})))
+        return
+    with pytest.raises(PhasekitError, match=f"holds '{re.escape(name)}', which kustomize does not read: did you mean "
+                                            "kustomization.yaml"):
+        render_bundle(src=str(tmp_path), render_template=render_with({"name": "x"}))
 
 
 @pytest.mark.parametrize("metadata, expected", [
