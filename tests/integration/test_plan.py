@@ -16,6 +16,7 @@ import datetime
 import http.server
 import ipaddress
 import os
+import shutil
 import ssl
 import subprocess
 import sys
@@ -427,6 +428,32 @@ def test_kubeconfig_resolved_once_per_host_and_never_shown(run_plan, clusters, k
     assert [line[2] for line in stamps if line[0] == "start"].count("target") == 2
     leaked = [piece[:8] for piece in secret_pieces(clusters) if piece in result.output]
     assert leaked == []
+
+
+@pytest.mark.parametrize("layout, args", [
+    ("inventory-directory", ["-i", "inventory"]),
+    ("inventory-file", ["-i", "inventory.yml"]),
+    ("phases-from-the-current-directory", ["-i", "elsewhere/inventory.yml", "-e", "phases=site-phases"]),
+], ids=lambda value: value if isinstance(value, str) else None)
+def test_playbook_finds_the_phases_where_the_docs_say(site, clusters, collections_path, tmp_path, layout, args):
+    """The example site's layout (inventory/ and phases/ side by side), an inventory file beside phases/, and
+    -e phases=DIR relative to the directory ansible-playbook runs in."""
+    phases = tmp_path / ("site-phases" if layout.startswith("phases") else "phases")
+    shutil.copytree(site / "phases", phases)
+    for name in ("manifests", "tasks", "charts"):
+        (tmp_path / name).symlink_to(site / name)
+    inventory = tmp_path / {"inventory-directory": "inventory/clusters.yml", "inventory-file": "inventory.yml",
+                            "phases-from-the-current-directory": "elsewhere/inventory.yml"}[layout]
+    inventory.parent.mkdir(exist_ok=True)
+    inventory.write_text(inventory_text(clusters))
+    env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(collections_path), "ANSIBLE_NOCOLOR": "1",
+           "ANSIBLE_PYTHON_INTERPRETER": sys.executable, "STAMP_LOG": str(tmp_path / "log"), "PWD": "/"}
+    env.pop("KUBECONFIG", None)
+    proc = subprocess.run([str(VENV_BIN / "ansible-playbook"), "phasekit.kube.run", *args,
+                           "-e", "plan=alternate", "-e", "only=t1"], env=env, capture_output=True, text=True,
+                          cwd=tmp_path, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert read_stamps(tmp_path / "log")[0][:3] == ["start", "t1", "target"]
 
 
 def test_playbook_runs_from_the_installed_collection(site, clusters, collections_path, tmp_path):
