@@ -23,6 +23,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.convert impor
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import Plan
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import plan_steps
 from ansible_collections.phasekit.kube.plugins.plugin_utils.action import PhasekitAction
+from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import AUTH_ARGUMENT_SPEC
 from ansible_collections.phasekit.kube.plugins.module_utils.masking import scrub_secrets
 from ansible_collections.phasekit.kube.plugins.plugin_utils.templates import (
     host_variables, render_template_file, vault_values)
@@ -38,7 +39,24 @@ ARGUMENT_SPEC = {**PLAN_SOURCE_SPEC, "render": {"type": "bool", "default": False
                  BUNDLE_OPTION: {"type": "raw"}}
 # convert_to writes every phase and plan: options that choose or show part of a plan do not apply.
 NOT_WITH_CONVERT = ("name", "only", "skip", "start_at", "render", "per_cluster", "runnable", "check_all")
+ACTION_GROUP = "group/phasekit.kube.kube"
 TEMPLATE_NOTE = "has templates (.j2): rendered with each cluster host's variables when the phase runs"
+
+
+def connection_defaults_warning(module_defaults) -> list[str]:
+    """Said once per plan (this action starts every run of the role): ``module_defaults`` that choose a cluster for the
+    action group reach its single tasks, never a plan's phases, whose hosts each act on the cluster they name."""
+    names = set()
+    for entry in module_defaults or []:
+        defaults = entry.get(ACTION_GROUP) if isinstance(entry, dict) else None
+        if isinstance(defaults, dict):
+            names.update(name for name in defaults if name in AUTH_ARGUMENT_SPEC)
+    if not names:
+        return []
+    return [f"module_defaults for {ACTION_GROUP} set {', '.join(sorted(names))}: they apply to the group's single "
+            "tasks (apply, wait, kube_command, kubeconfig, helm), not to a plan's phases, where each cluster host acts "
+            "on its own kube_kubeconfig, kube_context, kube_host... (docs/migrating-from-kubernetes-core.md, "
+            "module_defaults)"]
 
 
 class ActionModule(PhasekitAction):
@@ -54,8 +72,9 @@ class ActionModule(PhasekitAction):
                                 f"or remove {BUNDLE_OPTION}")
         plan = plan_for_task(self, args, task_vars, runnable=args["runnable"], check_all=args["check_all"])
         result = plan_result(plan, list(task_vars.get("ansible_play_hosts") or []))
-        if plan.warnings:
-            result["warnings"] = list(plan.warnings)
+        warnings = list(plan.warnings) + connection_defaults_warning(self._task.module_defaults)
+        if warnings:
+            result["warnings"] = warnings
         if args["render"]:
             hostvars = task_vars.get("hostvars")
 
