@@ -155,7 +155,7 @@ class BuiltinExecutors:
                  lists: ListMemory | None = None, plan: str | None = None):
         self.access = access
         self.plan = plan
-        self.started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())  # since when a set this run takes is its
+        self.started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())  # when the run started: a set it takes is its since then
         self.lists = lists  # the sessions' ListMemory: forgotten around every phase that is not an apply
         self.charts = charts or ChartCache()  # the caller closes the one it gives; one made here lives with us
         self.shared = shared  # None: one cluster at a time, each apply with its own threads
