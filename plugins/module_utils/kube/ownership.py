@@ -26,7 +26,8 @@ name and the cluster host, opaque strings here) recorded as annotations
 
 - on an ApplySet's parent: the set belongs to one plan on one cluster host
   (``set_claim``): another plan, or the same plan from another host, is refused
-  before anything is written, unless it force-adopts (``applyset_adopt: all``);
+  before anything is written, unless it force-adopts (``applyset_adopt: all``)
+  or runs the very phase that took the set (plans of one site sharing a phase);
   a parent without them (an older version's, kubectl's, a standalone task's)
   is taken by the first plan that uses it;
 - on every object a plan applies: the first plan keeps it (``object_claim``);
@@ -38,7 +39,7 @@ A task outside a plan (no ``PlanOwner``) carries over whatever marker it finds.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.applyset import PART_OF_LABEL
 
@@ -98,6 +99,12 @@ class PlanOwner:
     plan: str
     host: str
     since: str = ""
+    # other plans of the same documents that run the applying phase: what it applies is theirs too
+    fellows: frozenset = field(default=frozenset(), compare=False)
+
+    def owns_with(self, recorded: "PlanOwner") -> bool:
+        """Whether what ``recorded`` names is this plan's: the same plan, or one that runs the same phase."""
+        return recorded.plan == self.plan or recorded.plan in self.fellows
 
     def describe(self, *, with_since: bool = True) -> str:
         name = f"plan {self.plan}" if self.plan else "the phases without a PhasePlan"
@@ -142,7 +149,7 @@ def set_claim(live: dict | None, us: PlanOwner | None, policy: str, parent: str)
                                         f"or by a task outside a plan): it belongs to "
                                         f"{us.describe(with_since=False)} from now on")
         return Claim(us, note)
-    if (recorded.plan, recorded.host) == (us.plan, us.host):
+    if recorded.host == us.host and us.owns_with(recorded):
         return Claim(recorded)
     if policy == ADOPT_ALL:
         return Claim(us, f"ApplySet {parent} taken over from {recorded.describe()} (applyset_adopt: all); "
@@ -160,7 +167,7 @@ def object_claim(live: dict | None, us: PlanOwner | None, *, force_adopt: bool, 
     object as shared, unless its set force-adopts (``applyset_adopt: all``), which takes the object over.
     """
     recorded = PlanOwner.of(live)
-    if us is None or (recorded is not None and recorded.plan == us.plan):
+    if us is None or (recorded is not None and us.owns_with(recorded)):
         return Claim(recorded)   # outside a plan, or this plan's (from this host or another): kept as it is
     if recorded is None:
         return Claim(us)
@@ -172,6 +179,6 @@ def object_claim(live: dict | None, us: PlanOwner | None, *, force_adopt: bool, 
 def kept_by_another_plan(live: dict, us: PlanOwner | None) -> str:
     """Why prune or destroy must not delete this object ("": they may): another plan applied it first."""
     recorded = PlanOwner.of(live)
-    if us is None or recorded is None or recorded.plan == us.plan:
+    if us is None or recorded is None or us.owns_with(recorded):
         return ""
     return f"{recorded.describe()} applied it first and keeps it"

@@ -436,7 +436,7 @@ class BuiltinExecutors:
                 options.wait, timeout=capped(options.wait.timeout, phase)))
         if self.shared is not None:
             options = dataclasses.replace(options, concurrency=min(options.concurrency, self.shared.per_cluster(phase)))
-        options = dataclasses.replace(options, owner=self._owner(host))
+        options = dataclasses.replace(options, owner=self._owner(phase, host))
         session = self.access.session(host, options.concurrency + EXTRA_CONNECTIONS)
         before = len(session.warnings)
         report = apply_bundle(session, bundle, options, pool=self.shared.pool if self.shared else None)
@@ -455,8 +455,11 @@ class BuiltinExecutors:
         return Outcome(changed=report.changed, failed=report.failure is not None, msg=report.failure or "",
                        objects_changed=counts["created"] + counts["configured"] + counts["pruned"], details=details)
 
-    def _owner(self, host: str) -> PlanOwner | None:
-        return None if self.plan is None else PlanOwner(self.plan, host, self.started)
+    def _owner(self, phase: dict, host: str) -> PlanOwner | None:
+        """Who applies: this plan on this host, and the other plans of the documents that run the same phase."""
+        if self.plan is None:
+            return None
+        return PlanOwner(self.plan, host, self.started, fellows=frozenset(phase.get("in_plans") or ()) - {self.plan})
 
     def _wait(self, phase: dict, host: str) -> Outcome:
         if self.check_mode or self.mode == VALIDATE:
@@ -592,9 +595,9 @@ class BuiltinExecutors:
         teardown = self._teardown(host, capped(timeout_of(args["wait"]), phase, default=TEARDOWN_TIMEOUT))
         if args["applyset"]:
             report = teardown.applyset(args["applyset"], tooling=args["applyset_tooling"], namespace=namespace,
-                                       owner=self._owner(host))
+                                       owner=self._owner(phase, host))
         else:
-            report = teardown.bundle(self.bundle(phase, host), namespace=namespace, owner=self._owner(host))
+            report = teardown.bundle(self.bundle(phase, host), namespace=namespace, owner=self._owner(phase, host))
         outcome = teardown_outcome(report)
         if report.kept:
             outcome.details["warnings"] = [f"{host}: {text}" for text in report.kept]
