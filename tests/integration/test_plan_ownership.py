@@ -6,7 +6,7 @@ Their prune phases name the same ApplySet in one namespace: the second plan is r
 anything is applied or pruned; with ``applyset_adopt: all`` it takes the set over (the first's members are pruned),
 and then the first is refused. Both apply one ConfigMap without a set: the second says it is shared, and the
 ConfigMap's owner marker stays the first's. Before this, each run pruned the other plan's objects, took the set and
-flipped the marker, and both exited 0."""
+flipped the marker, and both exited 0. A plan of the same documents that runs alpha's own phase shares alpha's set."""
 
 from __future__ import annotations
 
@@ -50,6 +50,7 @@ def write_site(root: Path, namespace: str, beta_adopt: str = "unowned") -> None:
               applyset_adopt=beta_adopt),
         plan("alpha", "alpha-common", "alpha-apps"),
         plan("beta", "beta-common", "beta-apps"),
+        plan("alpha-apps-only", "alpha-apps"),     # runs alpha's own phase: shares its set
     ]
     (root / "phases").mkdir(parents=True, exist_ok=True)
     (root / "phases" / "site.yaml").write_text(yaml.safe_dump_all(documents))
@@ -106,6 +107,8 @@ def test_two_plans_never_fight_over_one_set_or_one_object_without_knowing_it(sit
         assert "not to plan beta (host target); nothing was applied or pruned" in output, output
         assert (f"target: ConfigMap {namespace}/common is also applied by plan alpha (host target); it stays that "
                 "plan's" in output), output
+        code, output = run(root, collections_path, "alpha-apps-only")
+        assert code == 0 and "belongs to" not in output and "also applied" not in output, (round_, output)
         found = configmaps(target, namespace)
         # nothing of alpha's set was pruned, nothing of beta's applied; common keeps alpha's marker (beta's values:
         # both plans apply it with the same field manager, the last one's fields win)
