@@ -115,7 +115,8 @@ class ActionModule(PhasekitAction):
             executors = BuiltinExecutors(fleet, mode=mode, check_mode=bool(self._task.check_mode),
                                          diff=bool(self._task.diff), shared=shared, charts=charts,
                                          skip_unreachable=args["unreachable"] == "skip", records=records,
-                                         resume=args["resume"], resumed_hosts=args["resumed_hosts"], lists=lists)
+                                         resume=args["resume"], resumed_hosts=args["resumed_hosts"], lists=lists,
+                                         plan=plan.name or "")
             writes = records is not None and mode in (RUN, DESTROY) and not self._task.check_mode
             # check mode, status, validate and destroy run batch by batch without the soak
             rollouts = RolloutRun(pause=mode == RUN and not self._task.check_mode,

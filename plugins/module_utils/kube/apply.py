@@ -9,14 +9,18 @@ One run, in order:
    before anything is written;
 2. ApplySet (``parent``): check the parent belongs to this set and tool,
    and that the set may take over the objects that already exist
-   (``applyset_adopt``, see ``ownership``); record the union of old and new
+   (``applyset_adopt``, see ``ownership``), and in a plan that the set is
+   this plan's (``ownership.set_claim``); record the union of old and new
    kinds and namespaces on it;
 3. waves: Namespaces, CRDs (waited until Established), admission
    prerequisites, everything else, then webhooks and API services; each wave
-   reads live state in bulk, skips objects already applied (see ``fields``),
-   and server-side applies the rest concurrently over one connection pool;
+   reads live state in bulk, marks each object with the plan that first applied
+   it (``ownership.object_claim``: another plan's object is reported as shared,
+   its marker kept), skips objects already applied (see ``fields``), and
+   server-side applies the rest concurrently over one connection pool;
 4. prune (``prune``): delete the set's members this run did not apply,
-   dependants first, then record exactly the new kinds and namespaces on the parent;
+   dependants first (never one another plan applied first), then record exactly
+   the new kinds and namespaces on the parent;
 5. wait: kstatus for every applied object, all together.
 
 Check mode is a server-side dry run (``dryRun=All``) of the same requests.
@@ -42,7 +46,8 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.objects import 
     CONFIGURED, CRD_GROUP_KIND, CREATED, FAILED, NAMESPACE_GROUP_KIND, PENDING, PRUNED, SKIPPED, UNCHANGED, UNKNOWN,
     WAVE_CRDS, WAVE_NAMESPACES, PlannedObject, plan_objects)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.ownership import (
-    ADOPT_ALL, ADOPT_NONE, ADOPT_POLICIES, ADOPT_UNOWNED, live_owner, may_adopt)
+    ADOPT_ALL, ADOPT_NONE, ADOPT_POLICIES, ADOPT_UNOWNED, PlanOwner, live_owner, may_adopt, object_claim)
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.applyset import PART_OF_LABEL
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.parent import ApplySetParent
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.prune import Prune
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.selectors import LabelSelector, parse_label_selector
@@ -83,6 +88,7 @@ class ApplyOptions:
     concurrency: int = DEFAULT_CONCURRENCY
     wait: WaitRules | None = None
     conflicts_are_drift: bool = False    # status: a field another manager changed is drift, not a failure
+    owner: PlanOwner | None = None       # the plan applying (the phase engine); None: a task outside a plan
 
 
 # The apply action's own options (the kubeconfig options are added by the action).
@@ -148,6 +154,7 @@ class ApplyReport:
     failure: str | None = None
     diffs: list = field(default_factory=list)
     requests: int = 0
+    ownership: list = field(default_factory=list)  # said once: a set taken over, objects shared or not pruned
 
     def counts(self) -> dict:
         counts = {CREATED: 0, CONFIGURED: 0, UNCHANGED: 0, PRUNED: 0, FAILED: 0}
@@ -177,6 +184,8 @@ class ApplyReport:
             out["applyset"] = self.applyset
         if self.diffs:
             out["diff"] = self.diffs
+        if self.ownership:
+            out["ownership"] = self.ownership
         return out
 
 
@@ -196,6 +205,7 @@ class ApplyRun:
         self.created_kinds: set = set()       # (group, kind) of CRDs created by this run: no objects yet
         self.listed: dict = {}  # collections read whole before applying, by (group, kind, namespace)
         self.prefetched: dict = {}  # live objects read to check the set may take them over, by Target.key
+        self.ownership: list = []   # what the run says about owners (see ApplyReport.ownership)
 
     def run(self, bundle: list) -> ApplyReport:
         if self.options.prune and not self.options.applyset:
@@ -209,8 +219,11 @@ class ApplyRun:
         if self.options.applyset:
             self.parent = ApplySetParent(self.session, self.discovery, reference=self.options.applyset,
                                          tooling=self.options.applyset_tooling, namespace=self.options.namespace,
-                                         dry_run=self.options.dry_run)
+                                         dry_run=self.options.dry_run, owner=self.options.owner,
+                                         adopt=self.options.applyset_adopt)
             self.parent.prepare(planned)
+            if self.parent.note:
+                self.ownership.append(self.parent.note)
             if self.options.applyset_adopt != ADOPT_ALL:
                 self._check_ownership(planned)
         report = ApplyReport(objects=planned)
@@ -237,6 +250,7 @@ class ApplyRun:
             report.diffs += [object_diff(p.live, None, p.describe()) for p in report.pruned if not p.error]
         report.warnings = list(self.session.warnings)
         report.requests = self.session.requests
+        report.ownership = self.ownership
         return report
 
     # ------------------------------------------------------------ applying
@@ -299,6 +313,7 @@ class ApplyRun:
         live.update(known)
         for one in members:
             one.live = None if id(one) in fresh else live.get(one.target.key, UNKNOWN)
+            self._claim(one)
         # Objects already applied need no request; only the rest go to the pool (a re-run starts no thread).
         to_send = [one for one in members if not self._settle_unchanged(one)]
         if len(to_send) <= 1 or self.options.concurrency == 1:
@@ -311,6 +326,25 @@ class ApplyRun:
         lanes = min(self.options.concurrency, len(to_send))
         with ThreadPoolExecutor(max_workers=lanes) as pool:
             in_lanes(pool, self._apply_one, interleave_kinds(to_send), lanes)
+
+    def _claim(self, one: PlannedObject):
+        """Mark ``one`` with the plan that owns it: the first plan that applied it keeps it (``object_claim``).
+
+        In a plan, a phase without an ApplySet also keeps the set label the object carries: the same field
+        manager dropping it would take the object out of another phase's set, which puts it back on its next run.
+        """
+        live = one.live if isinstance(one.live, dict) else None
+        force_adopt = self.parent is not None and self.options.applyset_adopt == ADOPT_ALL
+        claim = object_claim(live, self.options.owner, force_adopt=force_adopt, what=one.describe())
+        metadata = one.body["metadata"]
+        if claim.owner is not None:
+            metadata["annotations"] = {**(metadata.get("annotations") or {}),
+                                       **claim.owner.annotations(with_since=False)}
+        part_of = (((live or {}).get("metadata") or {}).get("labels") or {}).get(PART_OF_LABEL)
+        if part_of and self.parent is None and self.options.owner is not None:
+            metadata["labels"] = {PART_OF_LABEL: part_of, **(metadata.get("labels") or {})}
+        if claim.note:
+            self.ownership.append(claim.note)
 
     def _reuses_lists(self) -> bool:
         """Whether a collection an earlier phase listed may tell which objects need no request (the session's
@@ -433,8 +467,11 @@ class ApplyRun:
 
     def _prune(self, planned: list, report: ApplyReport):
         prune = Prune(self.session, self.discovery, self.parent.state, concurrency=self.options.concurrency,
-                      dry_run=self.options.dry_run, listed=self.listed)
+                      dry_run=self.options.dry_run, listed=self.listed,
+                      # force-adopt prunes whoever applied a member (cli-utils' AdoptAll may prune any object)
+                      owner=None if self.options.applyset_adopt == ADOPT_ALL else self.options.owner)
         report.pruned, report.failure = prune.run(planned)
+        self.ownership.extend(prune.kept)
         if report.failure is None:
             self._write_parent(superset=False)
 

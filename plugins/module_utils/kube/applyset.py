@@ -124,6 +124,7 @@ class ApplySetState:
     current_namespaces: set = field(default_factory=set)
     updated_group_kinds: set = field(default_factory=set)    # (group, kind) of this run's objects
     updated_namespaces: set = field(default_factory=set)
+    owner_annotations: dict = field(default_factory=dict)  # the plan that owns the set (see ownership.set_claim)
 
     @property
     def id(self) -> str:
@@ -189,6 +190,7 @@ class ApplySetState:
                 GROUP_KINDS_ANNOTATION: format_group_kinds(_group_kind_string(g, k) for g, k in group_kinds),
                 NAMESPACES_ANNOTATION: format_namespaces(namespaces, self.parent.namespace
                                                          if self.parent.namespaced else ""),
+                **self.owner_annotations,
             },
         }
         if self.parent.namespaced:

@@ -2,8 +2,9 @@
 # Apache License 2.0 (see LICENSE)
 """The ApplySet parent as one apply run reads and writes it (``applyset`` holds the rules, this the requests).
 
-Before applying: read the parent, check it belongs to this set and tool, label
-every planned object as a member. Then the parent is written twice at most:
+Before applying: read the parent, check it belongs to this set and tool (and,
+in a plan, to this plan: ``ownership.set_claim``), label every planned object
+as a member. Then the parent is written twice at most:
 the superset of old and new kinds and namespaces before any member is applied,
 exactly the new ones after pruning (each write skipped when the parent already
 says it), so an interrupted run never leaves members the parent does not list.
@@ -14,19 +15,24 @@ from __future__ import annotations
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube import applyset as applysets
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import ResourceType
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.ownership import ADOPT_UNOWNED, PlanOwner, set_claim
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError, describe_api_error, object_path
 
 
 class ApplySetParent:
     """One run's view of its ApplySet parent: the live object and the state recorded on it."""
 
-    def __init__(self, session, discovery, *, reference: str, tooling: str, namespace: str, dry_run: bool):
+    def __init__(self, session, discovery, *, reference: str, tooling: str, namespace: str, dry_run: bool,
+                 owner: PlanOwner | None = None, adopt: str = ADOPT_UNOWNED):
         self.session = session
         self.discovery = discovery
         self.reference = reference  # NAME, RESOURCE/NAME or RESOURCE.GROUP/NAME, as kubectl's --applyset
         self.tooling = tooling
         self.namespace = namespace
         self.dry_run = dry_run
+        self.owner = owner  # the plan using the set (None: a task outside a plan)
+        self.adopt = adopt
+        self.note = ""      # what this run did about the set's owner, said once (a set taken over)
         self.live: dict | None = None
         self.state: applysets.ApplySetState | None = None
 
@@ -48,6 +54,12 @@ class ApplySetParent:
             if err.status != 404:
                 raise PhasekitError(f"cannot read the ApplySet parent {parent}: {describe_api_error(err)}") from None
         state.read_parent(self.live)
+        where = f"{parent} in namespace {parent.namespace}" if parent.namespaced else str(parent)
+        claim = set_claim(self.live, self.owner, self.adopt, where)
+        if claim.refused:
+            raise PhasekitError(claim.note)
+        self.note = claim.note
+        state.owner_annotations = claim.owner.annotations(with_since=True) if claim.owner else {}
         for one in planned:
             labels = one.body["metadata"].get("labels") or {}
             one.body["metadata"]["labels"] = labels
@@ -88,8 +100,12 @@ class ApplySetParent:
     def summary(self) -> dict:
         """What the task result says about the set."""
         state = self.state
-        return {"name": state.parent.name, "namespace": state.parent.namespace, "kind": state.parent.kind,
-                "id": state.id, "tooling": str(state.tooling)}
+        summary = {"name": state.parent.name, "namespace": state.parent.namespace, "kind": state.parent.kind,
+                   "id": state.id, "tooling": str(state.tooling)}
+        owner = PlanOwner.of({"metadata": {"annotations": state.owner_annotations}})
+        if owner is not None:
+            summary["owner"] = {"plan": owner.plan, "host": owner.host, "since": owner.since}
+        return summary
 
     def _apply(self, path: str, body: dict, *, force: bool):
         return self.session.apply(path, body, field_manager=self.state.field_manager, force=force,

@@ -5,7 +5,8 @@
 Members are found per (kind, namespace) the parent records: from the collection
 the run already read whole before applying (see ``live.fetch_live``), or with
 one LIST by the set's label. An object this run applied is never a candidate,
-whether it is matched by uid or by name.
+whether it is matched by uid or by name; nor is one another plan applied first
+(its marker names that plan: ``ownership.kept_by_another_plan``), which is said instead.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import ResourceType
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.live import Target
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.objects import FAILED, PRUNED, wave_of
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.ownership import PlanOwner, kept_by_another_plan
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import (
     ApiError, describe_api_error, object_path)
 
@@ -40,13 +42,16 @@ class PrunedObject:
 class Prune:
     """One prune of an ApplySet after its members were applied."""
 
-    def __init__(self, session, discovery, state, *, concurrency: int, dry_run: bool, listed: dict | None = None):
+    def __init__(self, session, discovery, state, *, concurrency: int, dry_run: bool, listed: dict | None = None,
+                 owner: PlanOwner | None = None):
         self.session = session
         self.discovery = discovery
         self.state = state
         self.concurrency = concurrency
         self.dry_run = dry_run
         self.listed = listed or {}  # collections read whole before applying, by (group, kind, namespace)
+        self.owner = owner          # the plan pruning (None: a task outside a plan)
+        self.kept: list[str] = []   # members not pruned because another plan applied them first, and why
 
     def run(self, planned: list) -> tuple[list[PrunedObject], str | None]:
         """The objects deleted (or not: each says why) and the failure, if any."""
@@ -78,6 +83,10 @@ class Prune:
             namespace = metadata.get("namespace") if resource.namespaced else None
             key = (resource.group, resource.kind, namespace or "", metadata.get("name"))
             if metadata.get("uid") in kept_uids or key in kept_keys:
+                continue
+            why = kept_by_another_plan(item, self.owner)
+            if why:
+                self.kept.append(f"{Target(resource, namespace, metadata.get('name')).describe()} not pruned: {why}")
                 continue
             item.setdefault("apiVersion", resource.api_version)
             item.setdefault("kind", resource.kind)

@@ -10,6 +10,9 @@ workloads and the rest first, then prerequisites, CRDs and namespaces last;
 each wave is deleted with foreground propagation (owned objects go first) and
 waited for until it is gone before the next starts. Check mode deletes with a
 server-side dry run and waits for nothing.
+
+In a plan, a set another plan owns is refused, and an object another plan
+applied first is left to it, and named (see ``ownership``).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.errors import Phasek
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import ResourceType
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.live import Target
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.objects import DELETED, FAILED, plan_objects, wave_of
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.ownership import ADOPT_NONE, PlanOwner, kept_by_another_plan
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.parent import ApplySetParent
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.prune import Prune
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import (
@@ -56,6 +60,7 @@ class TeardownReport:
     parent: str | None = None            # the ApplySet parent deleted, as people read it
     failure: str | None = None
     note: str = ""                       # why nothing was deleted
+    kept: list = field(default_factory=list)  # objects left to the plan that applied them first, and why
 
     @property
     def deleted(self) -> int:
@@ -72,6 +77,8 @@ class TeardownReport:
             out["applyset_parent"] = self.parent
         if self.note:
             out["note"] = self.note
+        if self.kept:
+            out["ownership"] = self.kept
         return out
 
 
@@ -88,32 +95,38 @@ class Teardown:
         self._clock = clock
         self._sleep = sleep
 
-    def applyset(self, reference: str, *, tooling: str, namespace: str) -> TeardownReport:
-        """Every member of the ApplySet, then its parent. No parent: nothing of the set exists."""
+    def applyset(self, reference: str, *, tooling: str, namespace: str,
+                 owner: PlanOwner | None = None) -> TeardownReport:
+        """Every member of the ApplySet, then its parent. No parent: nothing of the set exists.
+
+        ``owner``: the plan destroying; another plan's set is refused, another plan's object kept."""
         parent = ApplySetParent(self.session, self.discovery, reference=reference, tooling=tooling,
-                                namespace=namespace, dry_run=self.dry_run)
+                                namespace=namespace, dry_run=self.dry_run, owner=owner, adopt=ADOPT_NONE)
         state = parent.prepare([])
         if parent.live is None:
             return TeardownReport(note=f"ApplySet {reference}: no parent in namespace {namespace}, nothing to delete")
+        prune = Prune(self.session, self.discovery, state, concurrency=self.concurrency, dry_run=self.dry_run,
+                      owner=owner)
         try:
-            members = Prune(self.session, self.discovery, state, concurrency=self.concurrency,
-                            dry_run=self.dry_run).candidates([])
+            members = prune.candidates([])
         except ApiError as err:
             return TeardownReport(failure=f"cannot list the members of ApplySet {reference}: {describe_api_error(err)}")
         doomed = [DeletedObject(one.resource, one.namespace, one.name, (one.live.get("metadata") or {}).get("uid"))
                   for one in members]
         report = self._delete(doomed)
+        report.kept = prune.kept
         if report.failure is None:
             self._delete_parent(state.parent, report)
         return report
 
-    def bundle(self, bundle: list, *, namespace: str) -> TeardownReport:
-        """The objects the bundle names that exist (a kind no longer served has nothing left)."""
+    def bundle(self, bundle: list, *, namespace: str, owner: PlanOwner | None = None) -> TeardownReport:
+        """The objects the bundle names that exist (a kind no longer served has nothing left), but those another
+        plan than ``owner`` applied first."""
         try:
             planned = plan_objects(bundle, self.discovery, namespace)
         except PhasekitError:  # a kind no longer served: the objects of the other kinds
             planned = _servable(bundle, self.discovery, namespace)
-        doomed = []
+        doomed, kept = [], []
         for one in planned:
             if one.defined_in_bundle:
                 continue  # its CRD is not served: no object of that kind exists
@@ -123,8 +136,14 @@ class Teardown:
                 if err.status == 404:
                     continue
                 return TeardownReport(failure=f"{one.describe()}: {describe_api_error(err)}")
+            why = kept_by_another_plan(live, owner)
+            if why:
+                kept.append(f"{one.describe()} not deleted: {why}")
+                continue
             doomed.append(DeletedObject(one.resource, one.namespace, one.name, (live.get("metadata") or {}).get("uid")))
-        return self._delete(doomed)
+        report = self._delete(doomed)
+        report.kept = kept
+        return report
 
     # ------------------------------------------------------------ deleting
 

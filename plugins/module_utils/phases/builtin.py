@@ -17,6 +17,7 @@ import dataclasses
 import math
 import os
 import threading
+import time
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Callable, Protocol
@@ -31,6 +32,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.helm.run import (
     release_apply_arguments, remove_rendered_release, render_release, request_chart, run_release)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import APPLY_OPTIONS_SPEC, apply_bundle, apply_options
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import Discovery
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.ownership import PlanOwner
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError, ListMemory
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import DEFAULT_TIMEOUT as TEARDOWN_TIMEOUT
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import Teardown
@@ -142,14 +144,18 @@ class BuiltinExecutors:
     ``records``: the clusters' run records; with them each outcome carries its phase's ``digest``, status shows
     the ``last_run``, and ``resume`` skips a cluster's phases up to its first one that did not succeed with the
     same digest in its last run.
+    ``plan``: the plan's name ("" without a PhasePlan): what its applies mark their ApplySets and objects with
+    (``kube.ownership``); None marks nothing, as a task outside a plan.
     """
 
     def __init__(self, access: ClusterAccess, *, mode: str = RUN, check_mode: bool = False, diff: bool = False,
                  render: Callable[[dict], list] | None = None, shared: SharedRequests | None = None,
                  charts: ChartCache | None = None, skip_unreachable: bool = False,
                  records: RunRecords | None = None, resume: bool = False, resumed_hosts=(),
-                 lists: ListMemory | None = None):
+                 lists: ListMemory | None = None, plan: str | None = None):
         self.access = access
+        self.plan = plan
+        self.started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())  # when the run started: a set it takes is its since then
         self.lists = lists  # the sessions' ListMemory: forgotten around every phase that is not an apply
         self.charts = charts or ChartCache()  # the caller closes the one it gives; one made here lives with us
         self.shared = shared  # None: one cluster at a time, each apply with its own threads
@@ -430,6 +436,7 @@ class BuiltinExecutors:
                 options.wait, timeout=capped(options.wait.timeout, phase)))
         if self.shared is not None:
             options = dataclasses.replace(options, concurrency=min(options.concurrency, self.shared.per_cluster(phase)))
+        options = dataclasses.replace(options, owner=self._owner(phase, host))
         session = self.access.session(host, options.concurrency + EXTRA_CONNECTIONS)
         before = len(session.warnings)
         report = apply_bundle(session, bundle, options, pool=self.shared.pool if self.shared else None)
@@ -439,11 +446,20 @@ class BuiltinExecutors:
             details["drift"] = report.drift()  # status and check mode: what differs, for the drift gate
         if report.diffs:
             details["diff"] = host_diffs(host, report.diffs)
-        warnings = session.warnings[before:]
+        warnings = [f"{host}: API server: {text}" for text in session.warnings[before:]]
+        warnings += [f"{host}: {text}" for text in report.ownership]
+        if report.ownership:
+            details["ownership"] = report.ownership
         if warnings:
-            details["warnings"] = [f"{host}: API server: {text}" for text in warnings]
+            details["warnings"] = warnings
         return Outcome(changed=report.changed, failed=report.failure is not None, msg=report.failure or "",
                        objects_changed=counts["created"] + counts["configured"] + counts["pruned"], details=details)
+
+    def _owner(self, phase: dict, host: str) -> PlanOwner | None:
+        """Who applies: this plan on this host, and the other plans of the documents that run the same phase."""
+        if self.plan is None:
+            return None
+        return PlanOwner(self.plan, host, self.started, fellows=frozenset(phase.get("in_plans") or ()) - {self.plan})
 
     def _wait(self, phase: dict, host: str) -> Outcome:
         if self.check_mode or self.mode == VALIDATE:
@@ -578,10 +594,14 @@ class BuiltinExecutors:
         namespace = args["namespace"] or self.access.resolution(host).namespace or "default"
         teardown = self._teardown(host, capped(timeout_of(args["wait"]), phase, default=TEARDOWN_TIMEOUT))
         if args["applyset"]:
-            report = teardown.applyset(args["applyset"], tooling=args["applyset_tooling"], namespace=namespace)
+            report = teardown.applyset(args["applyset"], tooling=args["applyset_tooling"], namespace=namespace,
+                                       owner=self._owner(phase, host))
         else:
-            report = teardown.bundle(self.bundle(phase, host), namespace=namespace)
-        return teardown_outcome(report)
+            report = teardown.bundle(self.bundle(phase, host), namespace=namespace, owner=self._owner(phase, host))
+        outcome = teardown_outcome(report)
+        if report.kept:
+            outcome.details["warnings"] = [f"{host}: {text}" for text in report.kept]
+        return outcome
 
     def _destroy_helm(self, phase: dict, host: str) -> Outcome:
         return self._helm({**phase, "options": {**(phase.get("options") or {}), "release_state": ABSENT}}, host)

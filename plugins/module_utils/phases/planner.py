@@ -49,6 +49,7 @@ class PlannedPhase:
     parent_name: str | None = None  # the entry name of its parent in the same plan entry
     children_names: list = field(default_factory=list)
     rollout: RolloutOf | None = None    # the rollout it runs under (its own, an ancestor's, or plan_rollout)
+    in_plans: list = field(default_factory=list)  # the documents' plans that run this phase (see ``plans_running``)
 
     def __post_init__(self):
         self.name = self.name or self.phase.full_name
@@ -91,6 +92,7 @@ class PlannedPhase:
             "selected": self.selected,
             "reason": self.reason,
             "rollout": self.rollout.to_dict() if self.rollout is not None else None,
+            "in_plans": list(self.in_plans),
         }
 
 
@@ -159,12 +161,24 @@ def build_plan(documents: list[RawDocument], *, executors: dict[str, Executor], 
         refuse_not_runnable(selected, problems)
         check_other_kubeconfigs(selected, placements, inventory, problems)
         problems.raise_if_any()
+    running = plans_running(catalog)
     for planned in entries:
         planned.placement = placements[planned.phase.full_name]
         planned.reason = reasons[planned.name]
+        planned.in_plans = running.get(planned.phase.full_name, [])
     place_entry_rollouts(entries, rollouts)
     return Plan(name=plan.name if plan else None, description=plan.description if plan else "", phases=entries,
                 warnings=warnings)
+
+
+def plans_running(catalog: Catalog) -> dict[str, list[str]]:
+    """Full name -> the names of the documents' plans that run that phase. Plans that share a phase share what
+    it applies: one is not refused the ApplySet another took through it (``kube.ownership``)."""
+    found: dict[str, set] = {}
+    for plan in catalog.plans:
+        for phase, _entry in plan_phases(catalog, plan, Problems()):   # another plan's problems are not ours
+            found.setdefault(phase.full_name, set()).add(plan.name)
+    return {name: sorted(plans) for name, plans in found.items()}
 
 
 def run_list(ordered: list[tuple[Phase, int]], numbered: bool = True) -> list[PlannedPhase]:

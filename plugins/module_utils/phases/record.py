@@ -56,6 +56,7 @@ from datetime import datetime, timezone
 from typing import Callable
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.ownership import HOST_ANNOTATION, PLAN_ANNOTATION
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError, ApiSession
 from ansible_collections.phasekit.kube.plugins.module_utils.masking import Masks
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.selection import OCCURRENCE
@@ -65,8 +66,6 @@ KEEP = 10                       # entries kept per phase and cluster
 MAX_RECORD_MESSAGE = 300        # a failed entry's message, shortened (the ConfigMap stays small)
 MERGE_PATCH = "application/merge-patch+json"
 LABELS = {"app.kubernetes.io/managed-by": "phasekit.kube", "phasekit.kube/record": "run"}
-PLAN_ANNOTATION = "phasekit.kube/plan"
-HOST_ANNOTATION = "phasekit.kube/host"
 SUCCEEDED = ("ok", "changed")
 RUN_ACTION, DESTROY_ACTION = "run", "destroy"
 FLUSH_AFTER = 10.0              # seconds an unchanged phase's entry may wait for its cluster's next write

@@ -7,6 +7,7 @@ the request pattern, which the fleet figures depend on and which a real cluster 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import email.utils
 import time
 
@@ -18,6 +19,8 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.applyset import
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import (
     APPLY_OPTIONS_SPEC, apply_bundle, apply_options)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import Discovery, ResourceMap, ResourceType
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.ownership import (
+    HOST_ANNOTATION, PLAN_ANNOTATION, SINCE_ANNOTATION, PlanOwner)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError, Response
 
 CONFIGMAPS = ResourceType("", "v1", "ConfigMap", "configmaps", True)
@@ -135,6 +138,7 @@ def apply(api, objects, **overrides):
     values.update({"applyset": "site", "prune": True, "concurrency": 1}, **overrides)
     options = apply_options(values, namespace="apps", check_mode=overrides.get("check_mode", False),
                             diff=overrides.get("diff", False))
+    options = dataclasses.replace(options, owner=overrides.get("owner"))  # a plan's apply (None: a task's)
     discovery = Discovery(api, use_disk=False)
     discovery._map = ResourceMap([CONFIGMAPS, SECRETS, NAMESPACES], {}, api.now)  # pylint: disable=protected-access
     api.log.clear()
@@ -364,3 +368,101 @@ def test_an_object_larger_than_one_api_request_is_refused_before_anything_is_sen
     assert "bytes as JSON, more than the 3145728 bytes (3 MiB) kube-apiserver reads in one request; nothing was " \
            "sent" in str(error.value)
     assert [request for request in api.log if request[0] not in ("GET", "LIST")] == []  # nothing written
+
+
+# ---------------------------------------------------------------- plans: who owns a set, who applied an object
+
+PLAN_A = PlanOwner("a", "h1", "2026-11-27T20:00:00Z")
+PLAN_B = PlanOwner("b", "h2", "2026-11-27T21:00:00Z")
+
+
+def plan_marker(api, name: str) -> tuple:
+    annotations = api.objects[f"{COLLECTION}/{name}"]["metadata"].get("annotations") or {}
+    return annotations.get(PLAN_ANNOTATION), annotations.get(HOST_ANNOTATION)
+
+
+def parent_owner(api) -> tuple:
+    annotations = api.objects[PARENT]["metadata"]["annotations"]
+    return annotations.get(PLAN_ANNOTATION), annotations.get(HOST_ANNOTATION), annotations.get(SINCE_ANNOTATION)
+
+
+def test_a_plans_rerun_costs_the_requests_it_cost_before_marking_owners():
+    api = FakeApi()
+    apply(api, config_maps("a", "b", "c", "d"), owner=PLAN_A)
+    assert parent_owner(api) == ("a", "h1", "2026-11-27T20:00:00Z") and plan_marker(api, "a") == ("a", "h1")
+    report = apply(api, config_maps("a", "b", "c", "d"), owner=dataclasses.replace(PLAN_A, since="later"))
+    assert report.counts()["unchanged"] == 4 and not report.changed and not report.ownership
+    assert api.log == [("GET", PARENT), ("LIST", COLLECTION, None)]
+    assert parent_owner(api)[2] == "2026-11-27T20:00:00Z"   # since when the set is the plan's: the first run's
+
+
+def test_another_plans_set_is_refused_before_anything_is_written_or_pruned():
+    api = FakeApi()
+    apply(api, config_maps("a", "b"), owner=PLAN_A)
+    before = copy.deepcopy(api.objects)
+    with pytest.raises(PhasekitError) as error:
+        apply(api, config_maps("c"), owner=PLAN_B)
+    assert str(error.value).startswith("ApplySet secrets/site in namespace apps belongs to plan a (host h1, since "
+                                       "2026-11-27T20:00:00Z), not to plan b (host h2); nothing was applied or pruned")
+    assert verbs(api) == ["GET"] and api.objects == before
+
+
+def test_force_adopt_takes_another_plans_set_and_its_objects_over():
+    api = FakeApi()
+    apply(api, config_maps("a", "b"), owner=PLAN_A)
+    report = apply(api, config_maps("a"), owner=PLAN_B, applyset_adopt="all")
+    assert parent_owner(api) == ("b", "h2", "2026-11-27T21:00:00Z") and plan_marker(api, "a") == ("b", "h2")
+    assert [p.name for p in report.pruned] == ["b"]
+    assert report.ownership[0].startswith("ApplySet secrets/site in namespace apps taken over from plan a (host h1")
+    assert "ConfigMap apps/a taken over from plan a (host h1) (applyset_adopt: all)" in report.ownership
+    with pytest.raises(PhasekitError, match="belongs to plan b"):
+        apply(api, config_maps("a", "b"), owner=PLAN_A)
+
+
+def test_a_set_without_an_owner_is_taken_by_the_first_plan_and_said_once():
+    api = FakeApi()
+    apply(api, config_maps("a"))                         # a task outside a plan (or an earlier version)
+    assert PLAN_ANNOTATION not in api.objects[PARENT]["metadata"]["annotations"]
+    report = apply(api, config_maps("a"), owner=PLAN_A)
+    assert parent_owner(api)[:2] == ("a", "h1") and report.ownership == [
+        "ApplySet secrets/site in namespace apps had no owning plan (made by an earlier version, by kubectl or by a "
+        "task outside a plan): it belongs to plan a (host h1) from now on"]
+    assert not apply(api, config_maps("a"), owner=PLAN_A).ownership
+
+
+def test_a_task_outside_a_plan_keeps_the_owners_it_finds():
+    api = FakeApi()
+    apply(api, config_maps("a"), owner=PLAN_A)
+    apply(api, config_maps("a", value="new"))            # standalone phasekit.kube.apply: no check, no marker of its own
+    assert parent_owner(api)[:2] == ("a", "h1") and plan_marker(api, "a") == ("a", "h1")
+
+
+def test_an_object_another_plan_applied_is_reported_as_shared_and_keeps_its_owner():
+    api = FakeApi()
+    apply(api, config_maps("shared"), owner=PLAN_A, applyset=None, prune=False)
+    for _round in range(3):
+        report = apply(api, config_maps("shared"), owner=PLAN_B, applyset=None, prune=False)
+        assert report.ownership == ["ConfigMap apps/shared is also applied by plan a (host h1); it stays that plan's"]
+        assert plan_marker(api, "shared") == ("a", "h1")
+        assert report.counts()["unchanged"] == 1 and verbs(api) == ["GET"]   # nothing sent, nothing read twice
+        assert not apply(api, config_maps("shared"), owner=PLAN_A, applyset=None, prune=False).ownership
+
+
+def test_prune_never_deletes_an_object_another_plan_applied_first():
+    api = FakeApi()
+    apply(api, config_maps("loose"), owner=PLAN_A, applyset=None, prune=False)
+    apply(api, config_maps("mine", "loose"), owner=PLAN_B)                 # adopted into b's set (in no set before)
+    assert plan_marker(api, "loose") == ("a", "h1")
+    report = apply(api, config_maps("mine"), owner=PLAN_B)
+    assert report.pruned == [] and f"{COLLECTION}/loose" in api.objects
+    assert report.ownership == ["ConfigMap apps/loose not pruned: plan a (host h1) applied it first and keeps it"]
+
+
+def test_a_plan_phase_without_a_set_leaves_an_object_in_the_set_it_is_in():
+    api = FakeApi()
+    apply(api, config_maps("x"), owner=PLAN_A)
+    set_id = _set_id(api)
+    report = apply(api, config_maps("x"), owner=PLAN_A, applyset=None, prune=False)
+    assert report.counts()["unchanged"] == 1
+    # what it would send carries the label: server-side apply drops a field its manager no longer sends
+    assert report.objects[0].body["metadata"]["labels"][PART_OF_LABEL] == set_id

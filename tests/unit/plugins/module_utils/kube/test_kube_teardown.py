@@ -1,12 +1,15 @@
 """Teardown against the in-memory API server: only the set's members, dependants first, waited for, then the
-parent; a dry run deletes nothing; an object re-created meanwhile (another uid) counts as gone."""
+parent; a dry run deletes nothing; an object re-created meanwhile (another uid) counts as gone; a plan leaves
+another plan's set and objects alone."""
 
 from __future__ import annotations
 
+import pytest
 from test_kube_apply_run import (  # pylint: disable=import-error
-    CONFIGMAPS, COLLECTION, NAMESPACES, PARENT, SECRETS, FakeApi, apply, config_maps)
+    CONFIGMAPS, COLLECTION, NAMESPACES, PARENT, PLAN_A, PLAN_B, SECRETS, FakeApi, apply, config_maps)
 
 from ansible_collections.phasekit.kube.plugins.module_utils.bundle import render_bundle
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import DEFAULT_TOOLING
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import Discovery, ResourceMap
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import Teardown
@@ -89,3 +92,17 @@ def test_an_object_made_again_meanwhile_is_not_waited_for():
     api.delete = recreate
     report = teardown(api).bundle(render_bundle(definition=config_maps("a")), namespace="apps")
     assert report.failure is None and report.deleted == 1
+
+
+def test_a_plan_may_not_destroy_another_plans_set_nor_another_plans_objects():
+    api = FakeApi()
+    apply(api, config_maps("a"), owner=PLAN_A)
+    apply(api, config_maps("loose"), owner=PLAN_A, applyset=None, prune=False)
+    apply(api, config_maps("loose", "b"), owner=PLAN_B, applyset=None, prune=False)
+    with pytest.raises(PhasekitError, match="belongs to plan a .host h1, since 2026-11-27T20:00:00Z., not to plan b"):
+        teardown(api).applyset("site", tooling=DEFAULT_TOOLING, namespace="apps", owner=PLAN_B)
+    assert [request[0] for request in api.log] == ["GET"] and f"{COLLECTION}/a" in api.objects
+    report = teardown(api).bundle(render_bundle(definition=config_maps("loose", "b")), namespace="apps", owner=PLAN_B)
+    assert [one.name for one in report.objects] == ["b"] and f"{COLLECTION}/loose" in api.objects
+    assert report.result()["ownership"] == [
+        "ConfigMap apps/loose not deleted: plan a (host h1) applied it first and keeps it"]

@@ -64,7 +64,7 @@ def test_to_dict_is_what_the_role_consumes(tmp_path):
         "cluster": "management", "hosts": ["ephemeral", "target"], "cluster_hosts": ["ephemeral", "target"],
         "parents": {}, "executor": "tasks", "source": str(tmp_path / "tasks.yml"), "options": {"anything": [1, 2]},
         "retries": 0, "delay": 5.0, "timeout": None, "origin": "plan document 1 (Phase p)", "selected": True, "reason": None,
-        "rollout": None,
+        "rollout": None, "in_plans": [],
     }
 
 
@@ -169,3 +169,17 @@ def test_inventory_from_task_vars_reads_only_names_and_parents():
     assert seen.hosts_for("nowhere") is None
     assert (seen.parent_of("child"), seen.parent_of("mgmt"), seen.parent_of("unknown")) == ("mgmt", None, None)
     assert (seen.has_kubeconfig("child"), seen.has_kubeconfig("unknown")) == (True, False)
+
+
+def test_each_entry_names_the_documents_plans_that_run_its_phase(tmp_path):
+    """Plans that share a phase share what it applies (kube.ownership): a child phase counts as run by the plans
+    that name its parent, a plan with a broken entry still counts for the phases it names."""
+    documents = [phase("config", cluster="ephemeral", executor="apply", source=[],
+                       phases=[{"name": "inner", "executor": "apply", "source": []}]),
+                 phase("wide", cluster="ephemeral", executor="apply", source=[]),
+                 plan("fleet", "config", "wide"), plan("mixed", "config/inner"), plan("broken", "wide", "nope")]
+    result = build(documents, tmp_path, name="mixed")
+    assert {p.phase.full_name: p.to_dict()["in_plans"] for p in result.phases} == {"config/inner": ["fleet", "mixed"]}
+    result = build(documents, tmp_path, name="fleet")
+    assert {p.phase.full_name: p.in_plans for p in result.phases} == {
+        "config": ["fleet"], "config/inner": ["fleet", "mixed"], "wide": ["broken", "fleet"]}
