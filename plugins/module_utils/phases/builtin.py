@@ -40,12 +40,13 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import (
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs import build_env_dirs
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import COMMAND_PHASE_SPEC, command_argv
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import (
-    command_failure_message, kubeconfig_in, run_command)
+    changed_when_rule, command_failure_message, command_success_message, kept_output, kubeconfig_in, run_command)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.fingerprint import (
     FileDigests, command_words, uncomparable)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.container import (
     CONTAINER_SPEC, container_failure_message, run_container, shown_items, write_output)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import RunRecords, bundle_digest, resumable
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import (
+    RunRecords, bundle_digest, recorded_message, resumable)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import TASKS_EXECUTOR, Outcome, time_left
 from ansible_collections.phasekit.kube.plugins.module_utils.masking import Masks
 from ansible_collections.phasekit.kube.plugins.module_utils.templating import has_template_strings, is_template_text
@@ -477,8 +478,14 @@ class BuiltinExecutors:
                            chdir=values["chdir"], stdin=values["stdin"],
                            timeout=command_timeout(values["timeout"], phase),
                            kubeconfigs=kubeconfigs, env_files=values["env_files"], env_dirs=built)
-        return Outcome(changed=True, failed=done.rc != 0, msg=command_failure_message(done) if done.rc else "",
-                       details={"rc": done.rc})
+        rule = changed_when_rule(values["changed_when"])
+        succeeded = rule.succeeded(done)
+        # the output, masked with the rest of the outcome (see __call__), as Ansible's command task returns it
+        details = {"rc": done.rc, "stdout": kept_output(done.stdout), "stderr": kept_output(done.stderr)}
+        if not succeeded:
+            return Outcome(changed=True, failed=True, msg=command_failure_message(done), details=details)
+        return Outcome(changed=rule.changed(done), details=details,
+                       msg=recorded_message(command_success_message(done), self.masks(phase, host)))
 
     def _container(self, phase: dict, host: str) -> Outcome:
         values = option_values(CONTAINER_SPEC["argument_spec"], phase.get("options"))

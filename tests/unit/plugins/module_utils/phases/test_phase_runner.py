@@ -331,6 +331,36 @@ def test_a_failing_command_shows_no_credential_of_the_kubeconfigs_it_was_handed(
         assert secret not in message, message
 
 
+@pytest.mark.parametrize("changed_when, cmd, result, msg, stdout", [
+    (None, "echo configured", "changed", "rc 0: configured", "configured\n"),
+    ("never", "echo ready", "ok", "rc 0: ready", "ready\n"),
+    ({"stdout_matches": "^configured$"}, "echo unchanged", "ok", "rc 0: unchanged", "unchanged\n"),
+    ({"stdout_matches": "^configured$"}, "echo configured", "changed", "rc 0: configured", "configured\n"),
+    ({"rc": 2}, "echo drift; exit 2", "changed", "rc 2: drift", "drift\n"),
+    ("never", "echo no >&2; exit 1", "failed", "command /bin/sh -c 'echo no >&2; exit 1' exited with rc 1: no", ""),
+    ("never", "true", "ok", "rc 0, no output", ""),
+], ids=["changed-by-default-as-ansibles-command", "never-a-read-only-check", "regex-not-matched-is-ok",
+        "regex-matched-is-changed", "a-listed-exit-code-succeeds-changed", "a-failure-stays-a-failure",
+        "no-output-says-so"])
+def test_a_command_phase_reports_its_output_and_counts_as_changed_by_its_rule(changed_when, cmd, result, msg, stdout):
+    options = {"cmd": cmd, "shell": True, **({"changed_when": changed_when} if changed_when is not None else {})}
+    report = run_phases([phase("c", "command", hosts=["child"], options=options)], BuiltinExecutors(HandingOut()),
+                        hosts_in_play=["child"])
+    record = report.records[0]
+    assert (record.result, record.msg, record.details["stdout"]) == (result, msg, stdout)
+
+
+def test_a_command_phases_output_is_masked_in_its_result_and_message():
+    script = 'sed -n "s/^ *token: //p" "$KUBECONFIG"; echo "token $(sed -n "s/^ *token: //p" "$KUBECONFIG")" >&2'
+    report = run_phases([phase("c", "command", hosts=["child"],
+                               options={"cmd": script, "shell": True, "changed_when": "never"})],
+                        BuiltinExecutors(HandingOut()), hosts_in_play=["child"])
+    record = report.records[0]
+    assert (record.result, record.details["stdout"], record.details["stderr"]) == ("ok", "***\n", "token ***\n")
+    assert record.msg == "rc 0: ***"
+    assert "child-token" not in repr(record)
+
+
 def test_a_phase_that_is_not_an_apply_forgets_the_steps_lists_before_and_after_it_runs():
     memory = ListMemory()
     seen_during = []
