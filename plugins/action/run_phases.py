@@ -131,7 +131,8 @@ class ActionModule(PhasekitAction):
                                     concurrency=concurrency, progress=self._progress(mode),
                                     recorded=phase_recorder(records, masks_for=lambda host: Masks(fleet.secrets(host)))
                                     if writes else None,
-                                    prepare=fleet.vars.prefetch, rollouts=rollouts, live=live_progress())
+                                    prepare=fleet.vars.prefetch, rollouts=rollouts,
+                                    live=live_progress(waiting=executors.waiting_on))
             finally:
                 # entries the records held back, in one write per cluster (also when the step was interrupted)
                 for problem in records.flush() if writes else ():
@@ -281,15 +282,18 @@ def _show_live(phase: dict, count) -> None:
     """A long phase, while it runs: how many clusters are done, changed, failed and still running, and the
     slowest so far (plain lines: they read the same in a terminal and in an AWX job's output)."""
     state = "running" if count.slowest_running else "done"
+    if count.waiting:  # the objects it waits for, with their kstatus messages
+        state += f", waiting for {count.waiting}"
     slowest = f"; slowest so far: {count.slowest} ({count.slowest_seconds:.1f}s, {state})" if count.slowest else ""
     display.display(f"{_phase_head(phase, count.clusters)}: {count.done} done ({count.changed} changed, "
                     f"{count.failed} failed), {count.running} still running{slowest} ({count.seconds:.2f}s)")
 
 
-def live_progress() -> LiveProgress:
-    """Progress lines of long phases; PHASEKIT_PROGRESS_AFTER and PHASEKIT_PROGRESS_EVERY (seconds) are for tests."""
+def live_progress(waiting=None) -> LiveProgress:
+    """Progress lines of long phases (``waiting``: see ``LiveProgress``); PHASEKIT_PROGRESS_AFTER and
+    PHASEKIT_PROGRESS_EVERY (seconds) are for tests."""
     return LiveProgress(_show_live, after=_seconds_from_env("PHASEKIT_PROGRESS_AFTER", LIVE_AFTER),
-                        every=_seconds_from_env("PHASEKIT_PROGRESS_EVERY", LIVE_EVERY))
+                        every=_seconds_from_env("PHASEKIT_PROGRESS_EVERY", LIVE_EVERY), waiting=waiting)
 
 
 def _seconds_from_env(name: str, default: float) -> float:

@@ -36,7 +36,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import Teardown
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.redact import kubeconfig_credentials
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import (
-    WAIT_OPTIONS_SPEC, not_current_now, wait_for_bundle, wait_rules)
+    WAIT_OPTIONS_SPEC, not_current_now, wait_for_bundle, wait_rules, waiting_summary)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs import build_env_dirs
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import COMMAND_PHASE_SPEC, command_argv
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import (
@@ -165,6 +165,7 @@ class BuiltinExecutors:
         self._has_templates: dict[str, bool] = {}
         self._digests: dict[tuple, str] = {}
         self._built_dirs: dict[str, object] = {}
+        self._waiting: dict[tuple, str] = {}   # (phase, host) -> what its wait waits for now (progress lines)
         self.files = FileDigests()
         self._lock = threading.Lock()
         self.records = records
@@ -204,11 +205,28 @@ class BuiltinExecutors:
             # the runner would show any other error as it is: masked as the runner would word it
             raise PhasekitError(self.masks(phase, host).scrub(f"unexpected error ({type(err).__name__}): {err}")) \
                 from None
+        finally:
+            with self._lock:
+                self._waiting.pop((phase["name"], host), None)
         masks = self.masks(phase, host)
         if masks:  # what templates rendered, and what was handed a kubeconfig, may print them
             outcome.msg = masks.scrub(outcome.msg)
             outcome.details = masks.scrub(outcome.details)
         return outcome
+
+    def waiting_on(self, phase_name: str, host: str) -> str:
+        """What the phase's wait on ``host`` waits for now ("" when it is not waiting): the objects not Current
+        at its last poll with their kstatus messages, masked (``LiveProgress.waiting``)."""
+        with self._lock:
+            waiting = self._waiting.get((phase_name, host), "")
+        return Masks(self.access.secrets(host)).scrub(waiting) if waiting else ""
+
+    def _watching(self, phase: dict, host: str):
+        """A wait's ``on_poll``: notes what the wait on ``host`` still waits for (see ``waiting_on``)."""
+        def note(outcomes: list) -> None:
+            with self._lock:
+                self._waiting[(phase["name"], host)] = waiting_summary(outcomes)
+        return note
 
     def _run_executor(self, phase: dict, host: str) -> Outcome:
         if self.mode == DESTROY:
@@ -428,7 +446,7 @@ class BuiltinExecutors:
             options = dataclasses.replace(options, conflicts_are_drift=True)
         if options.wait is not None:
             options = dataclasses.replace(options, wait=dataclasses.replace(
-                options.wait, timeout=capped(options.wait.timeout, phase)))
+                options.wait, timeout=capped(options.wait.timeout, phase), on_poll=self._watching(phase, host)))
         if self.shared is not None:
             options = dataclasses.replace(options, concurrency=min(options.concurrency, self.shared.per_cluster(phase)))
         session = self.access.session(host, options.concurrency + EXTRA_CONNECTIONS)
@@ -454,7 +472,8 @@ class BuiltinExecutors:
             values["timeout"] = 0  # the state as it is now
         else:
             values["timeout"] = capped(values["timeout"], phase)
-        rules = wait_rules(values, where=f"phase {phase['name']} options")
+        rules = dataclasses.replace(wait_rules(values, where=f"phase {phase['name']} options"),
+                                    on_poll=self._watching(phase, host))
         bundle = self.bundle(phase, host)
         resolution = self.access.resolution(host)
         namespace = (phase.get("options") or {}).get("namespace") or resolution.namespace or "default"

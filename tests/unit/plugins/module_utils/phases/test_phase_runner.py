@@ -96,6 +96,21 @@ def test_live_progress_counts_failures_and_names_a_finished_slowest_cluster():
     assert (shown[0].done, shown[0].failed, shown[0].running, shown[0].slowest) == (1, 0, 2, "a")
 
 
+def test_live_progress_says_what_the_slowest_running_cluster_waits_for():
+    shown = []
+    asked = []
+
+    def waiting(name, host):
+        asked.append((name, host))
+        return f"Deployment apps/web on {host}: Available: 0/2"
+
+    live = LiveProgress(lambda planned, count: shown.append(count), after=0.3, every=10, waiting=waiting)
+    run_phases([phase("one", hosts="ab")], SlowHosts({"a": 0.05, "b": 0.6}), hosts_in_play=["a", "b"],
+               concurrency=2, live=live)
+    assert [(count.slowest, count.waiting) for count in shown] == [("b", "Deployment apps/web on b: Available: 0/2")]
+    assert asked == [("one", "b")]   # only the slowest one, while it runs
+
+
 @pytest.mark.parametrize("dry_run, expected_phases", [
     (False, ["one", "one", "two", "two"]),
     (True, ["one", "one", "two", "two", "three", "three"]),
