@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import uuid
 import xml.etree.ElementTree as ET
 
@@ -133,3 +134,55 @@ def test_a_wait_names_the_objects_it_waits_for_and_why(site, clusters, collectio
     said = " ".join(proc.stdout.split())
     assert f"timed out after {WAIT_SECONDS}s: 1 of " in said, proc.stdout[-4000:]
     assert f"Deployment {NAMESPACE}/stuck: InProgress: Available: 0/2" in said, proc.stdout[-4000:]
+
+
+STUCK_CHART = {
+    "Chart.yaml": "apiVersion: v2\nname: stuck\nversion: 0.1.0\n",
+    "templates/web.yaml": """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}-web
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: stuck-web}
+  template:
+    metadata:
+      labels: {app: stuck-web}
+    spec:
+      nodeSelector: {phasekit-test: nowhere}
+      containers:
+        - {name: web, image: registry.example/web:1}
+""",
+    "templates/settings.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-settings\n"
+                               "data:\n  ready: \"yes\"\n",
+}
+
+
+@pytest.mark.parametrize("binary", ["helm", "helm3"], ids=["helm-4", "helm-3"])
+def test_helm_wait_names_the_objects_of_the_release_it_waits_for(clusters, collections_path, tmp_path, monkeypatch,
+                                                                 binary):
+    namespace = f"phasekit-helm-waits-{uuid.uuid4().hex[:8]}"
+    for name, text in STUCK_CHART.items():
+        (tmp_path / "charts" / "stuck" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "charts" / "stuck" / name).write_text(text)
+    (tmp_path / "phases").mkdir()
+    (tmp_path / "phases" / "site.yaml").write_text(yaml.safe_dump(phase(
+        "chart", cluster="ephemeral", executor="helm", source="../charts/stuck",
+        options={"name": "rel", "release_namespace": namespace, "create_namespace": True, "wait": True,
+                 "wait_timeout": f"{WAIT_SECONDS}s", "binary_path": shutil.which(binary)}), sort_keys=False))
+    (tmp_path / "site.yml").write_text(SITE_YML)
+    monkeypatch.setenv("PHASEKIT_PROGRESS_AFTER", "4")
+    monkeypatch.setenv("PHASEKIT_PROGRESS_EVERY", "3")
+    try:
+        proc = run_site(tmp_path, collections_path, inventory(clusters), "-e", "plan_record=false")
+    finally:
+        clusters["ephemeral"].kubectl("delete", "namespace", namespace, "--ignore-not-found", "--wait=false")
+    assert proc.returncode != 0, proc.stdout[-4000:]
+    progress = re.findall(r"^\[chart\] helm on 1 cluster\(s\): .*slowest so far: ephemeral \(\d+\.\ds, running, "
+                          r"waiting for (.*)\) \(\d+\.\d\ds\)$", proc.stdout, re.M)
+    assert progress and progress[-1] == f"Deployment {namespace}/rel-web: Available: 0/1", proc.stdout[-4000:]
+    said = " ".join(proc.stdout.split())
+    assert f"now 1 of 2 objects not Current: Deployment {namespace}/rel-web: InProgress: Available: 0/1" in said, \
+        proc.stdout[-4000:]

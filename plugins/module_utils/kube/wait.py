@@ -252,9 +252,13 @@ def explained_not_ready(session, outcomes: list[WaitOutcome], timeout: float) ->
 def not_current_now(session, bundle: list, rules: WaitRules, namespace: str) -> str | None:
     """One look at a rendered bundle's objects (a soak's watch): None when every one is Current, else which are not
     and why."""
+    return not_ready_message(look_now(session, bundle, rules, namespace), 0, now=True)
+
+
+def look_now(session, bundle: list, rules: WaitRules, namespace: str) -> list[WaitOutcome]:
+    """One look at a rendered bundle's objects: each one's state now, by ``rules``."""
     planned = plan_objects(bundle, Discovery(session), namespace)
-    outcomes = wait_for(session, [p.target for p in planned], WaitRules(0, rules.kinds, rules.conditions))
-    return not_ready_message(outcomes, 0, now=True)
+    return wait_for(session, [p.target for p in planned], WaitRules(0, rules.kinds, rules.conditions))
 
 
 def waiting_summary(outcomes: list[WaitOutcome], limit: int = MAX_WAITING) -> str:

@@ -27,6 +27,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import Ch
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import (
     ABSENT, HELM_OPTIONS_SPEC, MODE_APPLY, duration_seconds, helm_request, is_template, plain_values_file)
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.release import values_masks
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.stored import stored_manifest_objects
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.run import (
     release_apply_arguments, remove_rendered_release, render_release, request_chart, run_release)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import APPLY_OPTIONS_SPEC, apply_bundle, apply_options
@@ -36,7 +37,8 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import Teardown
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.redact import kubeconfig_credentials
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import (
-    WAIT_OPTIONS_SPEC, not_current_now, wait_for_bundle, wait_rules, waiting_summary)
+    WAIT_OPTIONS_SPEC, WaitRules, look_now, not_current_now, not_ready_message, wait_for_bundle, wait_rules,
+    waiting_summary)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs import build_env_dirs
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import COMMAND_PHASE_SPEC, command_argv
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import (
@@ -165,7 +167,8 @@ class BuiltinExecutors:
         self._has_templates: dict[str, bool] = {}
         self._digests: dict[tuple, str] = {}
         self._built_dirs: dict[str, object] = {}
-        self._waiting: dict[tuple, str] = {}   # (phase, host) -> what its wait waits for now (progress lines)
+        # (phase, host) -> what its wait waits for now, for progress lines: a wait's last poll, or a look (helm)
+        self._waiting: dict[tuple, Callable[[], str]] = {}
         self.files = FileDigests()
         self._lock = threading.Lock()
         self.records = records
@@ -216,17 +219,48 @@ class BuiltinExecutors:
 
     def waiting_on(self, phase_name: str, host: str) -> str:
         """What the phase's wait on ``host`` waits for now ("" when it is not waiting): the objects not Current
-        at its last poll with their kstatus messages, masked (``LiveProgress.waiting``)."""
+        with their kstatus messages, masked (``LiveProgress.waiting``). A wait's come from its last poll; helm's
+        ``--wait`` gives none, so those of its release are looked at now (once per progress line)."""
         with self._lock:
-            waiting = self._waiting.get((phase_name, host), "")
-        return Masks(self.access.secrets(host)).scrub(waiting) if waiting else ""
+            waiting = self._waiting.get((phase_name, host))
+        if waiting is None:
+            return ""
+        try:
+            said = waiting()
+        except Exception:  # pylint: disable=broad-exception-caught
+            return ""  # a progress line never fails a phase; the phase's own outcome says what went wrong
+        return Masks(self.access.secrets(host)).scrub(said) if said else ""
 
     def _watching(self, phase: dict, host: str):
         """A wait's ``on_poll``: notes what the wait on ``host`` still waits for (see ``waiting_on``)."""
         def note(outcomes: list) -> None:
+            said = waiting_summary(outcomes)
             with self._lock:
-                self._waiting[(phase["name"], host)] = waiting_summary(outcomes)
+                self._waiting[(phase["name"], host)] = lambda: said
         return note
+
+    def _watching_release(self, phase: dict, host: str, request) -> None:
+        """While helm waits (``--wait``): a look at the objects of the release's newest stored revision, with
+        the readiness rules of a wait (see ``waiting_on``)."""
+        with self._lock:
+            self._waiting[(phase["name"], host)] = lambda: waiting_summary(self._release_now(host, request))
+
+    def _release_now(self, host: str, request) -> list:
+        """The state now of each object of the release's newest stored revision (``WaitOutcome``)."""
+        session = self.access.session(host, EXTRA_CONNECTIONS)
+        objects = stored_manifest_objects(session, request.name, request.namespace)
+        if not objects:
+            return []
+        return look_now(session, render_bundle(definition=objects), WaitRules(0), request.namespace)
+
+    def _release_not_ready(self, host: str, request) -> str:
+        """After helm's ``--wait`` failed: which objects of the release are not Current, and why ("" if none or
+        they cannot be read: helm's own message stands)."""
+        try:
+            found = not_ready_message(self._release_now(host, request), 0, now=True)
+        except Exception:  # pylint: disable=broad-exception-caught
+            return ""
+        return f"; now {found}" if found else ""
 
     def _run_executor(self, phase: dict, host: str) -> Outcome:
         if self.mode == DESTROY:
@@ -546,6 +580,8 @@ class BuiltinExecutors:
             hidden = values_masks(request)  # the rendered objects hold them: never in diffs or messages
             outcome.msg, outcome.details = hidden.scrub(outcome.msg), hidden.scrub(outcome.details)
             return outcome
+        if request.wait and not self.dry_run:
+            self._watching_release(phase, host, request)
         report = run_release(request, kubeconfig=resolution.config, charts=self.charts, check_mode=self.dry_run,
                              diff=self.diff)
         # kubernetes.core's keys (helm's output, the values) stay out of run records and summaries
@@ -554,8 +590,11 @@ class BuiltinExecutors:
         if report.diffs:
             details["diff"] = host_diffs(host, report.diffs)
         hidden = values_masks(request)  # a plan's output goes to run records others read: no value of the release
-        return Outcome(changed=report.changed, failed=report.failure is not None,
-                       msg=hidden.scrub(report.failure or ""), details=hidden.scrub(details))
+        failure = report.failure
+        if failure is not None and request.wait and not self.dry_run:
+            failure += self._release_not_ready(host, request)  # helm names no object it waited for in vain
+        return Outcome(changed=report.changed, failed=failure is not None,
+                       msg=hidden.scrub(failure or ""), details=hidden.scrub(details))
 
     def _values_file(self, host: str, path: str) -> str:
         return self.access.render_template(host, path) if is_template(path) else plain_values_file(path)
