@@ -376,6 +376,23 @@ def test_a_command_phases_output_is_masked_in_its_result_and_message():
     assert "child-token" not in repr(record)
 
 
+def test_what_a_wait_waits_for_is_known_while_it_runs_and_forgotten_after(monkeypatch):
+    seen = []
+
+    class Waiting(BuiltinExecutors):
+        def _run_executor(self, phase_, host):
+            self._watching(phase_, host)(["not used"])
+            seen.append(self.waiting_on(phase_["name"], host))
+            return Outcome()
+
+    from ansible_collections.phasekit.kube.plugins.module_utils.phases import builtin
+    monkeypatch.setattr(builtin, "waiting_summary", lambda outcomes: "Deployment apps/web: Available: 0/2")
+    executors = Waiting(HandingOut())
+    run_phases([phase("w", "wait", hosts=["child"])], executors, hosts_in_play=["child"])
+    assert seen == ["Deployment apps/web: Available: 0/2"]
+    assert executors.waiting_on("w", "child") == ""
+
+
 def test_a_phase_that_is_not_an_apply_forgets_the_steps_lists_before_and_after_it_runs():
     memory = ListMemory()
     seen_during = []
