@@ -282,9 +282,9 @@ def kept_output(output: str) -> str:
 
 
 def command_success_message(result: CommandResult) -> str:
-    """'rc N: last lines of stdout (or stderr)' for a command that succeeded."""
+    """'rc N: last lines of stdout (or stderr)' for a command that succeeded ("" when it printed nothing)."""
     detail = output_tail(result.stdout, OUTPUT_SUMMARY_LINES) or output_tail(result.stderr, OUTPUT_SUMMARY_LINES)
-    return f"rc {result.rc}: {detail}" if detail else f"rc {result.rc}, no output"
+    return f"rc {result.rc}: {detail}" if detail else ""
 
 
 def command_failure_message(result: CommandResult) -> str:
