@@ -16,6 +16,7 @@ import re
 import shutil
 import uuid
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 import yaml
@@ -52,14 +53,19 @@ DOCUMENTS = [
 ]
 
 
+def write_site(root: Path, documents: list[dict], files: dict[str, str]) -> Path:
+    """A user's site in ``root``: site.yml using the role, ``phases/site.yaml``, and ``files`` (path -> text)."""
+    for path, text in {"site.yml": SITE_YML, "phases/site.yaml": yaml.safe_dump_all(documents, sort_keys=False),
+                       **files}.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    return root
+
+
 @pytest.fixture(scope="module")
 def site(clusters, tmp_path_factory):
-    root = tmp_path_factory.mktemp("site")
-    (root / "phases").mkdir()
-    (root / "phases" / "site.yaml").write_text(yaml.safe_dump_all(DOCUMENTS, sort_keys=False))
-    (root / "manifests" / "stuck").mkdir(parents=True)
-    (root / "manifests" / "stuck" / "stuck.yaml").write_text(yaml.safe_dump_all(stuck_objects(), sort_keys=False))
-    (root / "site.yml").write_text(SITE_YML)
+    root = write_site(tmp_path_factory.mktemp("site"), DOCUMENTS,
+                      {"manifests/stuck/stuck.yaml": yaml.safe_dump_all(stuck_objects(), sort_keys=False)})
     yield root
     clusters["ephemeral"].kubectl("delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait=false")
 
@@ -102,11 +108,8 @@ def test_a_commands_output_is_not_shown_without_v(site, clusters, collections_pa
 
 
 def test_validate_names_a_bad_changed_when(clusters, collections_path, tmp_path):
-    (tmp_path / "phases").mkdir()
-    (tmp_path / "phases" / "site.yaml").write_text(yaml.safe_dump_all([
-        phase("smoke", cluster="management", executor="command", options={"cmd": "true", "changed_when": "sometimes"}),
-    ], sort_keys=False))
-    (tmp_path / "site.yml").write_text(SITE_YML)
+    write_site(tmp_path, [phase("smoke", cluster="management", executor="command",
+                                options={"cmd": "true", "changed_when": "sometimes"})], {})
     proc = run_site(tmp_path, collections_path, inventory(clusters), "-e", "plan_action=validate")
     assert proc.returncode != 0
     said = " ".join(proc.stdout.split())
@@ -164,15 +167,11 @@ spec:
 def test_helm_wait_names_the_objects_of_the_release_it_waits_for(clusters, collections_path, tmp_path, monkeypatch,
                                                                  binary):
     namespace = f"phasekit-helm-waits-{uuid.uuid4().hex[:8]}"
-    for name, text in STUCK_CHART.items():
-        (tmp_path / "charts" / "stuck" / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / "charts" / "stuck" / name).write_text(text)
-    (tmp_path / "phases").mkdir()
-    (tmp_path / "phases" / "site.yaml").write_text(yaml.safe_dump(phase(
-        "chart", cluster="ephemeral", executor="helm", source="../charts/stuck",
-        options={"name": "rel", "release_namespace": namespace, "create_namespace": True, "wait": True,
-                 "wait_timeout": f"{WAIT_SECONDS}s", "binary_path": shutil.which(binary)}), sort_keys=False))
-    (tmp_path / "site.yml").write_text(SITE_YML)
+    write_site(tmp_path, [phase("chart", cluster="ephemeral", executor="helm", source="../charts/stuck",
+                                options={"name": "rel", "release_namespace": namespace, "create_namespace": True,
+                                         "wait": True, "wait_timeout": f"{WAIT_SECONDS}s",
+                                         "binary_path": shutil.which(binary)})],
+               {f"charts/stuck/{name}": text for name, text in STUCK_CHART.items()})
     monkeypatch.setenv("PHASEKIT_PROGRESS_AFTER", "4")
     monkeypatch.setenv("PHASEKIT_PROGRESS_EVERY", "3")
     try:
