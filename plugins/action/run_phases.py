@@ -68,6 +68,7 @@ ARGUMENT_SPEC = {
 REPORT_OPTIONS = ("report_json", "report_junit")  # the summary for CI, written when asked
 MAX_CLUSTER_CONCURRENCY = 256
 MAX_NAMED = 20  # objects a destroy names per cluster and phase
+MAX_SHOWN_LINES = 40  # lines of a command's stdout (and stderr) shown at -v
 
 display = Display()
 
@@ -131,7 +132,8 @@ class ActionModule(PhasekitAction):
                                     concurrency=concurrency, progress=self._progress(mode),
                                     recorded=phase_recorder(records, masks_for=lambda host: Masks(fleet.secrets(host)))
                                     if writes else None,
-                                    prepare=fleet.vars.prefetch, rollouts=rollouts, live=live_progress())
+                                    prepare=fleet.vars.prefetch, rollouts=rollouts,
+                                    live=live_progress(waiting=executors.waiting_on))
             finally:
                 # entries the records held back, in one write per cluster (also when the step was interrupted)
                 for problem in records.flush() if writes else ():
@@ -233,19 +235,41 @@ class ActionModule(PhasekitAction):
             tally = tally.replace(f"{counts[OK]} {OK}", f"{counts[OK]} prepared (the task file runs on each host)")
         display.display(f"{_phase_head(phase, len(records))}: {tally} ({seconds:.2f}s)")
         for record in records:
-            if record.result == FAILED:
-                display.display(f"  {record.host}: failed: {record.msg}", color="red")
-            elif record.result == SKIPPED and record.msg.startswith(UNREACHABLE):
-                display.display(f"  {record.host}: skipped: {record.msg}", color="yellow")
-            elif record.details.get("attempts", 1) > 1:
-                display.display(f"  {record.host}: {record.result}, {record.msg} ({record.duration:.2f}s)",
-                                color="yellow")
-            elif display.verbosity >= 1 and record.details.get("resumed"):
-                display.display(f"  {record.host}: skipped: {record.msg}")
-            elif display.verbosity >= 1:
-                changed = "" if record.objects_changed is None else f", {record.objects_changed} objects changed"
-                display.display(f"  {record.host}: {record.result}{changed} ({record.duration:.2f}s)",
-                                color="yellow" if record.result == CHANGED else None)
+            _show_record(record)
+            if display.verbosity >= 1:
+                _show_output(record)
+
+
+def _show_record(record) -> None:
+    """A cluster's line of a phase: failures, unreachable clusters skipped and retried phases always, every
+    cluster at -v."""
+    if record.result == FAILED:
+        display.display(f"  {record.host}: failed: {record.msg}", color="red")
+    elif record.result == SKIPPED and record.msg.startswith(UNREACHABLE):
+        display.display(f"  {record.host}: skipped: {record.msg}", color="yellow")
+    elif record.details.get("attempts", 1) > 1:
+        display.display(f"  {record.host}: {record.result}, {record.msg} ({record.duration:.2f}s)", color="yellow")
+    elif display.verbosity >= 1 and record.details.get("resumed"):
+        display.display(f"  {record.host}: skipped: {record.msg}")
+    elif display.verbosity >= 1:
+        changed = "" if record.objects_changed is None else f", {record.objects_changed} objects changed"
+        said = f", rc {record.details['rc']}" if "rc" in record.details else ""
+        display.display(f"  {record.host}: {record.result}{changed}{said} ({record.duration:.2f}s)",
+                        color="yellow" if record.result == CHANGED else None)
+
+
+def _show_output(record) -> None:
+    """-v: what a command printed (masked with the rest of its outcome), its last ``MAX_SHOWN_LINES`` lines of
+    each stream, as Ansible's command task shows stdout and stderr."""
+    for stream in ("stdout", "stderr"):
+        lines = str(record.details.get(stream) or "").splitlines()
+        if not lines:
+            continue
+        left_out = f" (last {MAX_SHOWN_LINES} of {len(lines)} lines; all in the reports)" \
+            if len(lines) > MAX_SHOWN_LINES else ""
+        display.display(f"    {stream}:{left_out}")
+        for line in lines[-MAX_SHOWN_LINES:]:
+            display.display(f"      {line}")
 
 
 def _phase_head(phase: dict, clusters: int) -> str:
@@ -259,15 +283,18 @@ def _show_live(phase: dict, count) -> None:
     """A long phase, while it runs: how many clusters are done, changed, failed and still running, and the
     slowest so far (plain lines: they read the same in a terminal and in an AWX job's output)."""
     state = "running" if count.slowest_running else "done"
+    if count.waiting:  # the objects it waits for, with their kstatus messages
+        state += f", waiting for {count.waiting}"
     slowest = f"; slowest so far: {count.slowest} ({count.slowest_seconds:.1f}s, {state})" if count.slowest else ""
     display.display(f"{_phase_head(phase, count.clusters)}: {count.done} done ({count.changed} changed, "
                     f"{count.failed} failed), {count.running} still running{slowest} ({count.seconds:.2f}s)")
 
 
-def live_progress() -> LiveProgress:
-    """Progress lines of long phases; PHASEKIT_PROGRESS_AFTER and PHASEKIT_PROGRESS_EVERY (seconds) are for tests."""
+def live_progress(waiting=None) -> LiveProgress:
+    """Progress lines of long phases (``waiting``: see ``LiveProgress``); PHASEKIT_PROGRESS_AFTER and
+    PHASEKIT_PROGRESS_EVERY (seconds) are for tests."""
     return LiveProgress(_show_live, after=_seconds_from_env("PHASEKIT_PROGRESS_AFTER", LIVE_AFTER),
-                        every=_seconds_from_env("PHASEKIT_PROGRESS_EVERY", LIVE_EVERY))
+                        every=_seconds_from_env("PHASEKIT_PROGRESS_EVERY", LIVE_EVERY), waiting=waiting)
 
 
 def _seconds_from_env(name: str, default: float) -> float:

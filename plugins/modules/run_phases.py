@@ -137,8 +137,8 @@ options:
       - Also write the run's summary to this file as JSON, for CI - one entry per phase and cluster of the run
         list (C(results)) with C(phase), C(cluster), C(executor), C(result) (C(ok), C(changed), C(failed),
         C(skipped), C(not ready), C(not run), C(not in play)), C(summary) (the summary table's word),
-        C(duration) (seconds), C(objects_changed) and C(message); then C(totals) per result, C(failed),
-        C(stopped_by), C(plan), C(mode), C(check_mode).
+        C(duration) (seconds), C(objects_changed) and C(message), and for C(command) phases C(rc), C(stdout)
+        and C(stderr); then C(totals) per result, C(failed), C(stopped_by), C(plan), C(mode), C(check_mode).
       - Messages are masked as in the task output - no credential, no Secret value.
       - Written in check mode too (C(check_mode) says the run was one), as the report of a drift check.
       - Written atomically (a temporary file, then one rename); its directory must exist. A relative path is
@@ -152,7 +152,8 @@ options:
     description:
       - Also write the run's summary to this file as JUnit XML, which CI systems render - a C(testsuite) per
         phase, a C(testcase) per cluster (C(time) its duration), with a C(failure) element for a cluster whose
-        phase failed and a C(skipped) element for one skipped or not run.
+        phase failed and a C(skipped) element for one skipped or not run; a C(command) phase's output is its
+        C(system-out) and C(system-err).
       - Same rules as O(report_json).
     type: path
     default: ""
@@ -246,7 +247,19 @@ records:
       description: Objects created, configured or pruned (C(apply) phases), else null.
       type: int
     msg:
-      description: Why the phase failed or was skipped.
+      description: Why the phase failed or was skipped; for a C(command) phase that succeeded, C(rc 0) and the last
+        lines of its output.
+      type: str
+    rc:
+      description: C(command) phases - the exit code.
+      type: int
+    stdout:
+      description: C(command) phases - what the command printed on standard output (its last 8000 characters),
+        masked.
+      type: str
+    stderr:
+      description: C(command) phases - what the command printed on standard error (its last 8000 characters),
+        masked.
       type: str
     counts:
       description: C(apply) phases - objects per action (created, configured, unchanged, pruned, failed).

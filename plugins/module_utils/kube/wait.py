@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.jsonpath import JSONPath, JSONPathError, printed
@@ -40,6 +41,7 @@ READINESS_MODES = ("kstatus", "none")
 FIRST_POLL_DELAY = 0.25
 MAX_POLL_DELAY = 2.0
 MAX_REPORTED = 20  # objects named in a message; the result lists every one
+MAX_WAITING = 3    # objects a progress line names (the rest counted)
 
 # option specs, shared by the wait action (top level) and the apply action (under `wait`)
 CONDITION_SPEC = dict(
@@ -109,6 +111,8 @@ class WaitRules:
     kinds: dict = field(default_factory=dict)        # "Kind" or "Kind.group" -> "kstatus" | "none"
     conditions: list = field(default_factory=list)   # [Condition]
     poll_interval: float = MAX_POLL_DELAY            # the longest pause between two polls
+    # after each poll that leaves objects not ready: those objects' outcomes (progress lines say what a wait waits for)
+    on_poll: Callable[[list], None] | None = field(default=None, compare=False, repr=False)
 
     def readiness(self, resource) -> str:
         return self.kinds.get(resource.group_kind, self.kinds.get(resource.kind, "kstatus"))
@@ -217,6 +221,8 @@ def wait_for(session, targets: list, rules: WaitRules, *, clock=time.monotonic, 
                 outcomes[target.key].status = Status(IN_PROGRESS, "cannot read the object (no permission to get "
                                                                   "it, or its kind is not served)")
         pending = [t for t in pending if not outcomes[t.key].status.current]
+        if pending and rules.on_poll is not None:
+            rules.on_poll([outcomes[t.key] for t in pending])
         if not pending or any(outcomes[t.key].status.status == FAILED for t in pending):
             break  # a Failed object will not recover by waiting: say so now, not at the timeout
         remaining = deadline - clock()
@@ -246,9 +252,21 @@ def explained_not_ready(session, outcomes: list[WaitOutcome], timeout: float) ->
 def not_current_now(session, bundle: list, rules: WaitRules, namespace: str) -> str | None:
     """One look at a rendered bundle's objects (a soak's watch): None when every one is Current, else which are not
     and why."""
+    return not_ready_message(look_now(session, bundle, rules, namespace), 0, now=True)
+
+
+def look_now(session, bundle: list, rules: WaitRules, namespace: str) -> list[WaitOutcome]:
+    """One look at a rendered bundle's objects: each one's state now, by ``rules``."""
     planned = plan_objects(bundle, Discovery(session), namespace)
-    outcomes = wait_for(session, [p.target for p in planned], WaitRules(0, rules.kinds, rules.conditions))
-    return not_ready_message(outcomes, 0, now=True)
+    return wait_for(session, [p.target for p in planned], WaitRules(0, rules.kinds, rules.conditions))
+
+
+def waiting_summary(outcomes: list[WaitOutcome], limit: int = MAX_WAITING) -> str:
+    """What a wait still waits for, for a progress line: the first ``limit`` objects not Current with their kstatus
+    message (``Deployment apps/web: Available: 0/2``), the others counted."""
+    bad = [o for o in outcomes if not o.status.current]
+    named = "; ".join(f"{o.target.describe()}: {o.status.message}" for o in bad[:limit])
+    return named + (f"; and {len(bad) - limit} more" if len(bad) > limit else "")
 
 
 def not_ready_message(outcomes: list[WaitOutcome], timeout: float, events: dict | None = None,

@@ -28,6 +28,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import Ch
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import (
     ABSENT, HELM_OPTIONS_SPEC, MODE_APPLY, duration_seconds, helm_request, is_template, plain_values_file)
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.release import values_masks
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.stored import stored_manifest_objects
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.run import (
     release_apply_arguments, remove_rendered_release, render_release, request_chart, run_release)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import APPLY_OPTIONS_SPEC, apply_bundle, apply_options
@@ -38,16 +39,18 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import Teardown
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.redact import kubeconfig_credentials
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import (
-    WAIT_OPTIONS_SPEC, not_current_now, wait_for_bundle, wait_rules)
+    WAIT_OPTIONS_SPEC, WaitRules, look_now, not_current_now, not_ready_message, wait_for_bundle, wait_rules,
+    waiting_summary)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs import build_env_dirs
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import COMMAND_PHASE_SPEC, command_argv
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import (
-    command_failure_message, kubeconfig_in, run_command)
+    changed_when_rule, command_failure_message, command_success_message, kept_output, kubeconfig_in, run_command)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.fingerprint import (
     FileDigests, command_words, uncomparable)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.container import (
     CONTAINER_SPEC, container_failure_message, run_container, shown_items, write_output)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import RunRecords, bundle_digest, resumable
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import (
+    RunRecords, bundle_digest, recorded_message, resumable)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import TASKS_EXECUTOR, Outcome, time_left
 from ansible_collections.phasekit.kube.plugins.module_utils.masking import Masks
 from ansible_collections.phasekit.kube.plugins.module_utils.templating import has_template_strings, is_template_text
@@ -170,6 +173,8 @@ class BuiltinExecutors:
         self._has_templates: dict[str, bool] = {}
         self._digests: dict[tuple, str] = {}
         self._built_dirs: dict[str, object] = {}
+        # (phase, host) -> what its wait waits for now, for progress lines: a wait's last poll, or a look (helm)
+        self._waiting: dict[tuple, Callable[[], str]] = {}
         self.files = FileDigests()
         self._lock = threading.Lock()
         self.records = records
@@ -209,11 +214,59 @@ class BuiltinExecutors:
             # the runner would show any other error as it is: masked as the runner would word it
             raise PhasekitError(self.masks(phase, host).scrub(f"unexpected error ({type(err).__name__}): {err}")) \
                 from None
+        finally:
+            with self._lock:
+                self._waiting.pop((phase["name"], host), None)
         masks = self.masks(phase, host)
         if masks:  # what templates rendered, and what was handed a kubeconfig, may print them
             outcome.msg = masks.scrub(outcome.msg)
             outcome.details = masks.scrub(outcome.details)
         return outcome
+
+    def waiting_on(self, phase_name: str, host: str) -> str:
+        """What the phase's wait on ``host`` waits for now ("" when it is not waiting): the objects not Current
+        with their kstatus messages, masked (``LiveProgress.waiting``). A wait's come from its last poll; helm's
+        ``--wait`` gives none, so those of its release are looked at now (once per progress line)."""
+        with self._lock:
+            waiting = self._waiting.get((phase_name, host))
+        if waiting is None:
+            return ""
+        try:
+            said = waiting()
+        except Exception:  # pylint: disable=broad-exception-caught
+            return ""  # a progress line never fails a phase; the phase's own outcome says what went wrong
+        return Masks(self.access.secrets(host)).scrub(said) if said else ""
+
+    def _watching(self, phase: dict, host: str):
+        """A wait's ``on_poll``: notes what the wait on ``host`` still waits for (see ``waiting_on``)."""
+        def note(outcomes: list) -> None:
+            said = waiting_summary(outcomes)
+            with self._lock:
+                self._waiting[(phase["name"], host)] = lambda: said
+        return note
+
+    def _watching_release(self, phase: dict, host: str, request) -> None:
+        """While helm waits (``--wait``): a look at the objects of the release's newest stored revision, with
+        the readiness rules of a wait (see ``waiting_on``)."""
+        with self._lock:
+            self._waiting[(phase["name"], host)] = lambda: waiting_summary(self._release_now(host, request))
+
+    def _release_now(self, host: str, request) -> list:
+        """The state now of each object of the release's newest stored revision (``WaitOutcome``)."""
+        session = self.access.session(host, EXTRA_CONNECTIONS)
+        objects = stored_manifest_objects(session, request.name, request.namespace)
+        if not objects:
+            return []
+        return look_now(session, render_bundle(definition=objects), WaitRules(0), request.namespace)
+
+    def _release_not_ready(self, host: str, request) -> str:
+        """After helm's ``--wait`` failed: which objects of the release are not Current, and why ("" if none or
+        they cannot be read: helm's own message stands)."""
+        try:
+            found = not_ready_message(self._release_now(host, request), 0, now=True)
+        except Exception:  # pylint: disable=broad-exception-caught
+            return ""
+        return f"; now {found}" if found else ""
 
     def _run_executor(self, phase: dict, host: str) -> Outcome:
         if self.mode == DESTROY:
@@ -433,7 +486,7 @@ class BuiltinExecutors:
             options = dataclasses.replace(options, conflicts_are_drift=True)
         if options.wait is not None:
             options = dataclasses.replace(options, wait=dataclasses.replace(
-                options.wait, timeout=capped(options.wait.timeout, phase)))
+                options.wait, timeout=capped(options.wait.timeout, phase), on_poll=self._watching(phase, host)))
         if self.shared is not None:
             options = dataclasses.replace(options, concurrency=min(options.concurrency, self.shared.per_cluster(phase)))
         options = dataclasses.replace(options, owner=self._owner(phase, host))
@@ -469,7 +522,8 @@ class BuiltinExecutors:
             values["timeout"] = 0  # the state as it is now
         else:
             values["timeout"] = capped(values["timeout"], phase)
-        rules = wait_rules(values, where=f"phase {phase['name']} options")
+        rules = dataclasses.replace(wait_rules(values, where=f"phase {phase['name']} options"),
+                                    on_poll=self._watching(phase, host))
         bundle = self.bundle(phase, host)
         resolution = self.access.resolution(host)
         namespace = (phase.get("options") or {}).get("namespace") or resolution.namespace or "default"
@@ -493,8 +547,14 @@ class BuiltinExecutors:
                            chdir=values["chdir"], stdin=values["stdin"],
                            timeout=command_timeout(values["timeout"], phase),
                            kubeconfigs=kubeconfigs, env_files=values["env_files"], env_dirs=built)
-        return Outcome(changed=True, failed=done.rc != 0, msg=command_failure_message(done) if done.rc else "",
-                       details={"rc": done.rc})
+        rule = changed_when_rule(values["changed_when"])
+        succeeded = rule.succeeded(done)
+        # the output, masked with the rest of the outcome (see __call__), as Ansible's command task returns it
+        details = {"rc": done.rc, "stdout": kept_output(done.stdout), "stderr": kept_output(done.stderr)}
+        if not succeeded:
+            return Outcome(changed=True, failed=True, msg=command_failure_message(done), details=details)
+        return Outcome(changed=rule.changed(done), details=details,
+                       msg=recorded_message(command_success_message(done), self.masks(phase, host)))
 
     def _container(self, phase: dict, host: str) -> Outcome:
         values = option_values(CONTAINER_SPEC["argument_spec"], phase.get("options"))
@@ -536,6 +596,8 @@ class BuiltinExecutors:
             hidden = values_masks(request)  # the rendered objects hold them: never in diffs or messages
             outcome.msg, outcome.details = hidden.scrub(outcome.msg), hidden.scrub(outcome.details)
             return outcome
+        if request.wait and not self.dry_run:
+            self._watching_release(phase, host, request)
         report = run_release(request, kubeconfig=resolution.config, charts=self.charts, check_mode=self.dry_run,
                              diff=self.diff)
         # kubernetes.core's keys (helm's output, the values) stay out of run records and summaries
@@ -544,8 +606,11 @@ class BuiltinExecutors:
         if report.diffs:
             details["diff"] = host_diffs(host, report.diffs)
         hidden = values_masks(request)  # a plan's output goes to run records others read: no value of the release
-        return Outcome(changed=report.changed, failed=report.failure is not None,
-                       msg=hidden.scrub(report.failure or ""), details=hidden.scrub(details))
+        failure = report.failure
+        if failure is not None and request.wait and not self.dry_run:
+            failure += self._release_not_ready(host, request)  # helm names no object it waited for in vain
+        return Outcome(changed=report.changed, failed=failure is not None,
+                       msg=hidden.scrub(failure or ""), details=hidden.scrub(details))
 
     def _values_file(self, host: str, path: str) -> str:
         return self.access.render_template(host, path) if is_template(path) else plain_values_file(path)

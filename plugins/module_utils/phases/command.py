@@ -64,11 +64,16 @@ COMMAND_PHASE_SPEC = {
         "kubeconfigs": {"type": "dict", "default": {}},
         "env_files": {"type": "dict", "default": {}},
         "env_dirs": {"type": "dict", "default": {}},
+        "changed_when": {"type": "raw", "default": "always"},
     },
 }
 # The value of a ``kubeconfigs`` entry that names the phase host's own parent (``kube_parent``).
 PARENT_HOST = "{{ kube_parent }}"
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+CHANGED_ALWAYS, CHANGED_NEVER = "always", "never"
+CHANGED_WHEN_KEYS = ("rc", "stdout_matches", "stderr_matches")
+MAX_OUTPUT = 8000       # characters of stdout (and of stderr) a phase keeps: the last ones
+OUTPUT_SUMMARY_LINES = 3  # lines of output a successful command's message holds
 
 
 def check_command_phase_options(options: dict) -> None:
@@ -92,6 +97,7 @@ def check_command_phase_options(options: dict) -> None:
                 wanted = "an inventory host name" if option == "kubeconfigs" else "the text of the file"
                 raise PhasekitError(f"{option}.{name}: expected {wanted}, got {type(value).__name__}")
     check_env_dirs(options.get(ENV_DIRS) or {})
+    changed_when_rule(options.get("changed_when", CHANGED_ALWAYS))
 
 
 def command_phase_paths(options: dict, base_dir: str) -> dict:
@@ -200,6 +206,85 @@ def run_command(argv: list[str], *, kubeconfig: dict, env: dict | None = None, c
             raise PhasekitError(f"command {shlex.join(argv)} did not finish within {timeout}s "
                                 f"(output so far: {output_tail(exc.stderr) or output_tail(exc.stdout) or 'none'})") from None
     return CommandResult(argv=argv, rc=done.returncode, stdout=done.stdout, stderr=done.stderr)
+
+
+@dataclass(frozen=True)
+class ChangedWhen:
+    """When a command phase counts as changed (its option ``changed_when``): ``always`` (as Ansible's command task),
+    ``never`` (a read-only check), or when its exit code is one of ``rc`` (such a code is then a success, as
+    ``terraform plan -detailed-exitcode``'s 2) or its stdout or stderr matches a regular expression (any one)."""
+
+    always: bool = False
+    rc: tuple = ()
+    stdout: re.Pattern | None = None
+    stderr: re.Pattern | None = None
+
+    def succeeded(self, result: CommandResult) -> bool:
+        """Exit code 0, or one that ``rc`` names as a change."""
+        return result.rc == 0 or result.rc in self.rc
+
+    def changed(self, result: CommandResult) -> bool:
+        """Whether a command that succeeded changed something, by this rule."""
+        if self.always or result.rc in self.rc:
+            return True
+        return any(pattern is not None and pattern.search(output)
+                   for pattern, output in ((self.stdout, result.stdout), (self.stderr, result.stderr)))
+
+
+def changed_when_rule(value) -> ChangedWhen:
+    """The option ``changed_when`` as a rule: ``always`` or ``true``, ``never`` or ``false``, or a mapping of
+    ``rc`` (an exit code or a list of them, 1-255), ``stdout_matches`` and ``stderr_matches`` (Python regular
+    expressions, searched, ``^``/``$`` at each line). Raises PhasekitError naming the field."""
+    if value is True or value == CHANGED_ALWAYS:
+        return ChangedWhen(always=True)
+    if value is False or value == CHANGED_NEVER:
+        return ChangedWhen()
+    expected = (f"expected {CHANGED_ALWAYS}, {CHANGED_NEVER}, or a mapping of one or more of "
+                f"{', '.join(CHANGED_WHEN_KEYS)}")
+    if not isinstance(value, Mapping):
+        raise PhasekitError(f"changed_when: {expected}, got {value!r}")
+    unknown = sorted(str(key) for key in value if key not in CHANGED_WHEN_KEYS)
+    if unknown or not value:
+        raise PhasekitError(f"changed_when: {expected}, got " + (f"unknown key(s) {', '.join(unknown)}" if unknown
+                                                                else "an empty mapping"))
+    return ChangedWhen(rc=_exit_codes(value.get("rc")), stdout=_pattern(value, "stdout_matches"),
+                       stderr=_pattern(value, "stderr_matches"))
+
+
+def _exit_codes(value) -> tuple:
+    if value is None:
+        return ()
+    codes = value if isinstance(value, list) else [value]
+    if not codes or any(isinstance(code, bool) or not isinstance(code, int) or not 1 <= code <= 255 for code in codes):
+        raise PhasekitError(f"changed_when.rc: expected an exit code from 1 to 255 or a list of them, got {value!r}")
+    return tuple(codes)
+
+
+def _pattern(value: Mapping, key: str) -> re.Pattern | None:
+    if key not in value:
+        return None
+    if not isinstance(value[key], str) or not value[key]:
+        raise PhasekitError(f"changed_when.{key}: expected a regular expression (a non-empty string), "
+                            f"got {value[key]!r}")
+    try:
+        return re.compile(value[key], re.MULTILINE)
+    except re.error as err:
+        raise PhasekitError(f"changed_when.{key}: {value[key]!r} is not a regular expression: {err}") from None
+
+
+def kept_output(output: str) -> str:
+    """A command's output as a phase's result keeps it: the last ``MAX_OUTPUT`` characters (the end says how it
+    went), saying how much was left out."""
+    output = output or ""
+    if len(output) <= MAX_OUTPUT:
+        return output
+    return f"[{len(output) - MAX_OUTPUT} characters before cut]\n" + output[-MAX_OUTPUT:]
+
+
+def command_success_message(result: CommandResult) -> str:
+    """'rc N: last lines of stdout (or stderr)' for a command that succeeded ("" when it printed nothing)."""
+    detail = output_tail(result.stdout, OUTPUT_SUMMARY_LINES) or output_tail(result.stderr, OUTPUT_SUMMARY_LINES)
+    return f"rc {result.rc}: {detail}" if detail else ""
 
 
 def command_failure_message(result: CommandResult) -> str:

@@ -23,6 +23,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.private_files import
 REPORT_VERSION = 1
 FAILED_RESULTS = ("failed",)
 SKIPPED_RESULTS = ("skipped", NOT_RUN, NOT_IN_PLAY)
+OUTPUT_KEYS = ("stdout", "stderr")  # a command phase's output, in its entry as in its result
 REPORT_MODE = 0o644  # a CI artefact: no secret in it, readable by the job's other steps
 # what XML 1.0 cannot hold at all, even escaped (a command printing a bell, an escape sequence, U+FFFE)
 NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -35,14 +36,18 @@ def report_entries(phases: list[dict], records: list[dict], play_hosts: list[str
     secrets are hidden from that cluster's message."""
     entries = []
     for entry in summary_entries(phases, records, play_hosts, mode):
-        message = entry["msg"]
-        if masks_for is not None and message:
-            message = masks_for(entry["cluster"]).scrub_text(message)
+        scrub = masks_for(entry["cluster"]).scrub_text if masks_for is not None else str
+        message = scrub(entry["msg"]) if entry["msg"] else entry["msg"]
         duration = entry["duration"]
-        entries.append({"phase": entry["phase"], "cluster": entry["cluster"], "executor": entry["executor"],
-                        "result": entry["result"], "summary": entry["label"],
-                        "duration": None if duration is None else round(float(duration), 3),
-                        "objects_changed": entry["objects_changed"], "message": message})
+        reported = {"phase": entry["phase"], "cluster": entry["cluster"], "executor": entry["executor"],
+                    "result": entry["result"], "summary": entry["label"],
+                    "duration": None if duration is None else round(float(duration), 3),
+                    "objects_changed": entry["objects_changed"], "message": message}
+        record = entry["record"]
+        if any(stream in record for stream in OUTPUT_KEYS):  # a command's: what it printed, as its result keeps it
+            reported.update({"rc": record.get("rc")},
+                            **{stream: scrub(str(record.get(stream) or "")) for stream in OUTPUT_KEYS})
+        entries.append(reported)
     return entries
 
 
@@ -74,9 +79,12 @@ def junit_report(entries: list[dict], *, plan: str, mode: str) -> str:
                 ET.SubElement(case, "failure", message=summary, type=entry["executor"]).text = entry["message"]
             elif entry["result"] in SKIPPED_RESULTS:
                 ET.SubElement(case, "skipped", message=summary)
-            else:
+            if entry.get("stdout") or entry["result"] not in (*FAILED_RESULTS, *SKIPPED_RESULTS):
                 changed = "" if entry["objects_changed"] is None else f", {entry['objects_changed']} objects changed"
-                ET.SubElement(case, "system-out").text = summary + changed
+                # a command's output as CI systems show a test's: system-out and system-err
+                ET.SubElement(case, "system-out").text = entry.get("stdout") or summary + changed
+            if entry.get("stderr"):
+                ET.SubElement(case, "system-err").text = entry["stderr"]
         _count(suite, cases)
     _count(suites, entries)
     _xml_safe(suites)

@@ -147,6 +147,7 @@ class LiveCount:
     slowest_seconds: float
     slowest_running: bool
     seconds: float                                  # since the phase started
+    waiting: str = ""                               # what the slowest cluster, still running, waits for
 
 
 @dataclass
@@ -157,6 +158,7 @@ class LiveProgress:
     show: Callable[[dict, LiveCount], None]
     after: float = LIVE_AFTER
     every: float = LIVE_EVERY
+    waiting: Callable[[str, str], str] | None = None   # (phase, host) -> what its work waits for now ("": nothing)
 
 
 @dataclass
@@ -271,10 +273,10 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
             # one wake-up per line (not per cluster done): a phase over hundreds of clusters costs nothing more
             _done, pending = wait(pending, timeout=max(0.0, next_line - time.monotonic()))
             if pending:
-                self.live.show(planned, self._live_count(futures, started))
+                self.live.show(planned, self._live_count(planned, futures, started))
                 next_line = time.monotonic() + self.live.every
 
-    def _live_count(self, futures: dict, started: float) -> LiveCount:
+    def _live_count(self, planned: dict, futures: dict, started: float) -> LiveCount:
         now = time.monotonic()
         finished = [future.result() for future in futures.values() if future.done()]
         with self._lock:
@@ -283,11 +285,12 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
         times.update({host: (seconds, True) for host, seconds in running.items()})
         slowest = max(times, key=lambda host: times[host][0], default="")
         seconds, still = times.get(slowest, (0.0, False))
+        waiting = self.live.waiting(planned["name"], slowest) if still and self.live.waiting is not None else ""
         return LiveCount(clusters=len(futures), done=len(finished),
                          changed=sum(1 for record in finished if record.result == CHANGED),
                          failed=sum(1 for record in finished if record.result == FAILED),
                          running=len(futures) - len(finished), slowest=slowest, slowest_seconds=seconds,
-                         slowest_running=still, seconds=now - started)
+                         slowest_running=still, seconds=now - started, waiting=waiting)
 
     def _run_on(self, planned: dict, host: str) -> PhaseRecord:
         if self.live is not None:

@@ -10,7 +10,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube import wait as 
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import ResourceType
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.live import Target
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import (
-    WaitRules, evaluate, not_ready_message, wait_for, wait_rules)
+    WaitRules, evaluate, not_ready_message, wait_for, wait_rules, waiting_summary)
 
 DEPLOYMENT = ResourceType("apps", "v1", "Deployment", "deployments", True)
 WIDGET = ResourceType("example.com", "v1", "Widget", "widgets", True)
@@ -225,3 +225,35 @@ def test_unreadable_events_are_asked_for_once_per_namespace():
                                     deployment(0)) for name in ("a", "b", "c")]
     waiting.explained_not_ready(api, outcomes, 5)
     assert api.asked == ["/api/v1/namespaces/ns/events"]
+
+
+def test_each_poll_says_what_is_still_pending(monkeypatch):
+    targets = [Target(DEPLOYMENT, "ns", "web"), Target(WIDGET, "ns", "w")]
+    states = iter([
+        {targets[0].key: deployment(0), targets[1].key: widget("Ready")},
+        {targets[0].key: deployment(1)},
+    ])
+    monkeypatch.setattr(waiting, "fetch_live", lambda session, pending: next(states))
+    noted = []
+    clock = FakeClock()
+    wait_for(None, targets, WaitRules(timeout=30, on_poll=lambda outcomes: noted.append(waiting_summary(outcomes))),
+             clock=clock, sleep=clock.sleep)
+    assert noted == ["Deployment ns/web: Available: 0/1"]   # the second poll found every object Current
+
+
+def pending(count):
+    target = [Target(DEPLOYMENT, "ns", f"web{number}") for number in range(count)]
+    return [waiting.WaitOutcome(one, evaluate(one, deployment(0), WaitRules())) for one in target]
+
+
+@pytest.mark.parametrize("outcomes, summary", [
+    (pending(1), "Deployment ns/web0: Available: 0/1"),
+    (pending(3), "Deployment ns/web0: Available: 0/1; Deployment ns/web1: Available: 0/1; "
+                 "Deployment ns/web2: Available: 0/1"),
+    (pending(5), "Deployment ns/web0: Available: 0/1; Deployment ns/web1: Available: 0/1; "
+                 "Deployment ns/web2: Available: 0/1; and 2 more"),
+    ([waiting.WaitOutcome(Target(WIDGET, "ns", "w"), evaluate(Target(WIDGET, "ns", "w"), None, WaitRules()))],
+     "Widget ns/w: object not found"),
+], ids=["one-object-with-its-kstatus-message", "up-to-three-named", "more-counted", "missing-object"])
+def test_waiting_summary(outcomes, summary):
+    assert waiting_summary(outcomes) == summary

@@ -266,7 +266,8 @@ def test_a_command_phase_gets_the_parents_kubeconfig_and_its_files(tmp_path):
     options = {"argv": [sys.executable, "-c", PROBE], "kubeconfigs": {FROM: "{{ kube_parent }}"},
                "env_files": {CONFIG: "images: {}\n"}}
     outcome = BuiltinExecutors(FakeAccess())({"name": "move", "executor": "command", "options": options}, T)
-    assert (outcome.failed, outcome.msg) == (False, "")
+    assert not outcome.failed, outcome.msg
+    assert outcome.msg.startswith("rc 0: /") and outcome.details["rc"] == 0
 
 
 def test_a_kubeconfigs_entry_that_renders_empty_names_the_phase_and_option():

@@ -11,8 +11,12 @@ import yaml
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import (
+    MAX_OUTPUT,
+    CommandResult,
+    changed_when_rule,
     command_argv,
     command_failure_message,
+    kept_output,
     kubeconfig_file,
     run_command,
 )
@@ -120,3 +124,67 @@ def test_other_kubeconfigs_and_env_files_are_private_and_removed_afterwards():
     other, text, mode, content = result.stdout.splitlines()
     assert (mode, content) == ("0o600", "hello")
     assert not os.path.exists(other) and not os.path.exists(text)
+
+
+# ---------------------------------------------------------------- changed_when
+
+def done(rc=0, stdout="", stderr=""):
+    return CommandResult(argv=["x"], rc=rc, stdout=stdout, stderr=stderr)
+
+
+@pytest.mark.parametrize("option, result, succeeded, changed", [
+    ("always", done(), True, True),
+    (True, done(), True, True),
+    ("never", done(stdout="created"), True, False),
+    (False, done(), True, False),
+    ({"stdout_matches": r"^(created|configured)$"}, done(stdout="x\nconfigured\n"), True, True),
+    ({"stdout_matches": r"^(created|configured)$"}, done(stdout="unchanged\n"), True, False),
+    ({"stderr_matches": "moved"}, done(stderr="2 objects moved"), True, True),
+    ({"rc": 2}, done(rc=2), True, True),
+    ({"rc": [2, 3]}, done(rc=0), True, False),
+    ({"rc": 2}, done(rc=1), False, True),
+    ("never", done(rc=1), False, False),
+    ({"rc": 2, "stdout_matches": "created"}, done(stdout="created"), True, True),
+], ids=["always", "true-is-always", "never-is-a-read-only-check", "false-is-never", "stdout-matches-a-line",
+        "stdout-does-not-match", "stderr-matches", "a-listed-exit-code-is-a-change-and-a-success",
+        "rc-0-is-no-change-when-codes-are-listed", "an-unlisted-exit-code-fails", "never-still-fails-on-rc",
+        "any-one-condition-is-enough"])
+def test_changed_when(option, result, succeeded, changed):
+    rule = changed_when_rule(option)
+    assert rule.succeeded(result) is succeeded
+    if succeeded:
+        assert rule.changed(result) is changed
+
+
+@pytest.mark.parametrize("option, message", [
+    ("sometimes", "changed_when: expected always, never, or a mapping"),
+    ({}, "an empty mapping"),
+    ({"stdout": "x"}, "unknown key(s) stdout"),
+    ({"rc": 0}, "changed_when.rc: expected an exit code from 1 to 255"),
+    ({"rc": [2, "3"]}, "changed_when.rc: expected an exit code"),
+    ({"rc": True}, "changed_when.rc: expected an exit code"),
+    ({"stdout_matches": "("}, "changed_when.stdout_matches: '(' is not a regular expression"),
+    ({"stderr_matches": ""}, "changed_when.stderr_matches: expected a regular expression"),
+], ids=["unknown-word", "empty-mapping", "unknown-key", "rc-0-is-never-a-change", "rc-not-a-number",
+        "rc-not-a-boolean", "bad-regex", "empty-regex"])
+def test_changed_when_refuses(option, message):
+    with pytest.raises(PhasekitError) as err:
+        changed_when_rule(option)
+    assert message in str(err.value)
+
+
+def test_plans_name_the_bad_changed_when_option():
+    from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import executors
+    _checked, errors = executors()["command"].check_options({"cmd": "true", "changed_when": "sometimes"}, "/site")
+    assert errors == ["changed_when: expected always, never, or a mapping of one or more of rc, stdout_matches, "
+                      "stderr_matches, got 'sometimes'"]
+
+
+@pytest.mark.parametrize("size, kept", [
+    (10, 10), (MAX_OUTPUT, MAX_OUTPUT), (MAX_OUTPUT + 5, MAX_OUTPUT),
+], ids=["short-output-whole", "at-the-limit-whole", "longer-output-keeps-its-end"])
+def test_kept_output(size, kept):
+    output = "".join(str(number % 10) for number in range(size))
+    shown = kept_output(output)
+    assert shown.endswith(output[-kept:]) and len(shown) - kept < 40
+    assert ("characters before cut" in shown) is (size > MAX_OUTPUT)

@@ -99,3 +99,33 @@ def test_junit_report_parses_whatever_a_phase_printed(printed):
     kept = printed.replace("\x07", "\\x07").replace("\x1b", "\\x1b").replace("\x01", "\\x01")
     kept = kept.replace("\ufffe", "\\ufffe").replace("\ud800", "\\ud800")
     assert failure.text == kept
+
+
+OUTPUT_RECORDS = [
+    {"phase": "smoke", "host": "a", "result": "ok", "duration": 0.1, "objects_changed": None, "rc": 0,
+     "msg": "rc 0: deployment hello ready", "stdout": f"deployment hello ready\ntoken {TOKEN}\n",
+     "stderr": "warning \x1b[33mslow\x1b[0m\n"},
+    {"phase": "smoke", "host": "b", "result": "failed", "duration": 2.0, "objects_changed": None, "rc": 3,
+     "msg": "command x exited with rc 3: refused", "stdout": "", "stderr": "refused\n"},
+]
+
+
+def output_entries():
+    return report_entries(PHASES[2:3], OUTPUT_RECORDS, ["a", "b"], "run", masks_for=lambda host: Masks([TOKEN]))
+
+
+def test_json_report_holds_a_commands_output_masked():
+    results = {entry["cluster"]: entry for entry in json.loads(
+        json_report(output_entries(), plan="site", mode="run", check_mode=False))["results"]}
+    assert (results["a"]["rc"], results["a"]["stdout"]) == (0, "deployment hello ready\ntoken ***\n")
+    assert (results["b"]["rc"], results["b"]["stderr"]) == (3, "refused\n")
+    assert "stdout" not in results["c"]   # not run: nothing printed
+
+
+def test_junit_report_holds_a_commands_output_as_system_out_and_err():
+    root = ET.fromstring(junit_report(output_entries(), plan="site", mode="run").encode("utf-8"))
+    cases = {case.get("name"): case for case in root.find("testsuite")}
+    assert cases["a"].find("system-out").text == "deployment hello ready\ntoken ***\n"
+    assert cases["a"].find("system-err").text == "warning \\x1b[33mslow\\x1b[0m\n"
+    assert cases["b"].find("failure") is not None and cases["b"].find("system-err").text == "refused\n"
+    assert TOKEN not in ET.tostring(root, encoding="unicode")

@@ -96,6 +96,21 @@ def test_live_progress_counts_failures_and_names_a_finished_slowest_cluster():
     assert (shown[0].done, shown[0].failed, shown[0].running, shown[0].slowest) == (1, 0, 2, "a")
 
 
+def test_live_progress_says_what_the_slowest_running_cluster_waits_for():
+    shown = []
+    asked = []
+
+    def waiting(name, host):
+        asked.append((name, host))
+        return f"Deployment apps/web on {host}: Available: 0/2"
+
+    live = LiveProgress(lambda planned, count: shown.append(count), after=0.3, every=10, waiting=waiting)
+    run_phases([phase("one", hosts="ab")], SlowHosts({"a": 0.05, "b": 0.6}), hosts_in_play=["a", "b"],
+               concurrency=2, live=live)
+    assert [(count.slowest, count.waiting) for count in shown] == [("b", "Deployment apps/web on b: Available: 0/2")]
+    assert asked == [("one", "b")]   # only the slowest one, while it runs
+
+
 @pytest.mark.parametrize("dry_run, expected_phases", [
     (False, ["one", "one", "two", "two"]),
     (True, ["one", "one", "two", "two", "three", "three"]),
@@ -329,6 +344,53 @@ def test_a_failing_command_shows_no_credential_of_the_kubeconfigs_it_was_handed(
     for secret in ("child-token-0123456789", "KeyBodyLineOne", "KeyBodyLineTwo",
                    HandingOut().configs["parent"]["users"][0]["user"]["client-key-data"][:40]):
         assert secret not in message, message
+
+
+@pytest.mark.parametrize("changed_when, cmd, result, msg, stdout", [
+    (None, "echo configured", "changed", "rc 0: configured", "configured\n"),
+    ("never", "echo ready", "ok", "rc 0: ready", "ready\n"),
+    ({"stdout_matches": "^configured$"}, "echo unchanged", "ok", "rc 0: unchanged", "unchanged\n"),
+    ({"stdout_matches": "^configured$"}, "echo configured", "changed", "rc 0: configured", "configured\n"),
+    ({"rc": 2}, "echo drift; exit 2", "changed", "rc 2: drift", "drift\n"),
+    ("never", "echo no >&2; exit 1", "failed", "command /bin/sh -c 'echo no >&2; exit 1' exited with rc 1: no", ""),
+    ("never", "true", "ok", "", ""),
+], ids=["changed-by-default-as-ansibles-command", "never-a-read-only-check", "regex-not-matched-is-ok",
+        "regex-matched-is-changed", "a-listed-exit-code-succeeds-changed", "a-failure-stays-a-failure",
+        "no-output-no-message"])
+def test_a_command_phase_reports_its_output_and_counts_as_changed_by_its_rule(changed_when, cmd, result, msg, stdout):
+    options = {"cmd": cmd, "shell": True, **({"changed_when": changed_when} if changed_when is not None else {})}
+    report = run_phases([phase("c", "command", hosts=["child"], options=options)], BuiltinExecutors(HandingOut()),
+                        hosts_in_play=["child"])
+    record = report.records[0]
+    assert (record.result, record.msg, record.details["stdout"]) == (result, msg, stdout)
+
+
+def test_a_command_phases_output_is_masked_in_its_result_and_message():
+    script = 'sed -n "s/^ *token: //p" "$KUBECONFIG"; echo "token $(sed -n "s/^ *token: //p" "$KUBECONFIG")" >&2'
+    report = run_phases([phase("c", "command", hosts=["child"],
+                               options={"cmd": script, "shell": True, "changed_when": "never"})],
+                        BuiltinExecutors(HandingOut()), hosts_in_play=["child"])
+    record = report.records[0]
+    assert (record.result, record.details["stdout"], record.details["stderr"]) == ("ok", "***\n", "token ***\n")
+    assert record.msg == "rc 0: ***"
+    assert "child-token" not in repr(record)
+
+
+def test_what_a_wait_waits_for_is_known_while_it_runs_and_forgotten_after(monkeypatch):
+    seen = []
+
+    class Waiting(BuiltinExecutors):
+        def _run_executor(self, phase_, host):
+            self._watching(phase_, host)(["not used"])
+            seen.append(self.waiting_on(phase_["name"], host))
+            return Outcome()
+
+    from ansible_collections.phasekit.kube.plugins.module_utils.phases import builtin
+    monkeypatch.setattr(builtin, "waiting_summary", lambda outcomes: "Deployment apps/web: Available: 0/2")
+    executors = Waiting(HandingOut())
+    run_phases([phase("w", "wait", hosts=["child"])], executors, hosts_in_play=["child"])
+    assert seen == ["Deployment apps/web: Available: 0/2"]
+    assert executors.waiting_on("w", "child") == ""
 
 
 def test_a_phase_that_is_not_an_apply_forgets_the_steps_lists_before_and_after_it_runs():
