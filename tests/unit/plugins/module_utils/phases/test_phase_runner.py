@@ -331,6 +331,17 @@ def test_a_failing_command_shows_no_credential_of_the_kubeconfigs_it_was_handed(
         assert secret not in message, message
 
 
+class QuietGuard:
+    """A ``ListGuard`` whose watch never hears anything."""
+
+    @staticmethod
+    def quiet():
+        return True
+
+    def close(self):
+        pass
+
+
 def test_a_phase_that_is_not_an_apply_forgets_the_steps_lists_before_and_after_it_runs():
     memory = ListMemory()
     seen_during = []
@@ -341,14 +352,15 @@ def test_a_phase_that_is_not_an_apply_forgets_the_steps_lists_before_and_after_i
             return super().resolution(host)
 
     executors = BuiltinExecutors(Watching(), lists=memory)
-    memory.keep(0, "https://x", "/api/v1/namespaces/a/configmaps", memory.ticket(), [{"metadata": {"name": "c"}}])
+    memory.keep(0, "https://x", "/api/v1/namespaces/a/configmaps", memory.ticket(), [{"metadata": {"name": "c"}}],
+                QuietGuard())
     # an apply keeps them (here it cannot reach its cluster at all)
     run_phases([phase("apply", "apply", hosts=["child"], source=[])], BuiltinExecutors(NoCluster(), lists=memory),
                hosts_in_play=["child"])
     assert memory.recall(0, "https://x", "/api/v1/namespaces/a/configmaps") is not None
 
     def keep_meanwhile(*_args):  # something lists during the command: gone after it too
-        memory.keep(1, "https://x", "/api/v1/namespaces/b/configmaps", memory.ticket(), [])
+        memory.keep(1, "https://x", "/api/v1/namespaces/b/configmaps", memory.ticket(), [], QuietGuard())
 
     command = phase("c", "command", hosts=["child"], options={"cmd": "true", "shell": True})
     original = executors._command  # pylint: disable=protected-access
