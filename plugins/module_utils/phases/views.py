@@ -8,6 +8,8 @@ file and in an AWX job event.
 
 from __future__ import annotations
 
+import re
+
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import Plan, PlannedPhase
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import hosts_label, over_budget, rollout_of
 
@@ -211,13 +213,16 @@ def history_lines(found: list, phases: list[str]) -> list[str]:
     return table(rows)
 
 
-def plan_failure_message(records: list[dict]) -> str | None:
-    """'phase X failed on cluster Y: why' for the first failed phase, or ``None``."""
+def plan_failure_message(records: list[dict], phases: list[dict] | None = None) -> str | None:
+    """'phase X failed on cluster Y: why' for the first failed phase, or ``None``. With ``phases`` (the run list,
+    each with its ``origin``), the phase's document is named: 'phase X (phases/site.yaml document 3) failed ...'."""
     failed = [record for record in records if record.get("result") == "failed"]
     if not failed:
         return None
     first = failed[0]
-    message = f"phase {first.get('phase')} failed on cluster {first.get('host')}"
+    document = phase_document(phases or [], first.get("phase"))
+    named = f"phase {first.get('phase')}" + (f" ({document})" if document else "")
+    message = f"{named} failed on cluster {first.get('host')}"
     batch = first.get("rollout")
     if isinstance(batch, dict):
         message += f" in batch {batch.get('batch')} of {batch.get('of')} of the rollout of {batch.get('phase')}"
@@ -227,6 +232,18 @@ def plan_failure_message(records: list[dict]) -> str | None:
     if others:
         message += "; also failed: " + ", ".join(f"{phase} on {host}" for phase, host in others)
     return message
+
+
+_KIND_AND_NAME = re.compile(r" \([^()]*\)$")
+
+
+def phase_document(phases: list[dict], name) -> str:
+    """Where the run list's phase ``name`` is defined, without the kind and name its origin adds (the message names
+    the phase already): ``phases/site.yaml document 3``; empty when unknown."""
+    for phase in phases:
+        if isinstance(phase, dict) and phase.get("name") == name and phase.get("origin"):
+            return _KIND_AND_NAME.sub("", str(phase["origin"]))
+    return ""
 
 
 MAX_DRIFT_OBJECTS = 10  # objects named per phase and cluster in the drift gate's report

@@ -122,6 +122,18 @@ def test_failure_message(records, expected):
     assert views.plan_failure_message(records) == expected
 
 
+@pytest.mark.parametrize("phases, expected", [
+    ([{"name": "b", "origin": "phases/site.yaml document 2 (Phase b)"}],
+     "phase b (phases/site.yaml document 2) failed on cluster y: boom"),
+    ([{"name": "b", "origin": "plan document 1"}], "phase b (plan document 1) failed on cluster y: boom"),
+    ([{"name": "other", "origin": "phases/site.yaml document 1 (Phase other)"}, {"name": "b"}],
+     "phase b failed on cluster y: boom"),
+], ids=["names-the-failed-phases-document", "an-inline-document-is-named-too", "without-an-origin-names-none"])
+def test_failure_message_names_the_phases_document(phases, expected):
+    records = [{"phase": "b", "host": "y", "result": "failed", "msg": "boom"}]
+    assert views.plan_failure_message(records, phases) == expected
+
+
 @pytest.mark.parametrize("record, line", [
     ({"phase": "apps", "host": "target", "result": "changed", "drift": ["ConfigMap demo/x: data.a"]},
      "apps on target: differs: ConfigMap demo/x: data.a"),
