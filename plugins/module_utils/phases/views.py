@@ -215,19 +215,21 @@ def history_lines(found: list, phases: list[str]) -> list[str]:
 
 def plan_failure_message(records: list[dict], phases: list[dict] | None = None) -> str | None:
     """'phase X failed on cluster Y: why' for the first failed phase, or ``None``. With ``phases`` (the run list,
-    each with its ``origin``), the phase's document is named: 'phase X (phases/site.yaml document 3) failed ...'."""
+    each with its ``origin``), the phase's document is named after why: '...; phase X is defined in
+    phases/site.yaml document 3'."""
     failed = [record for record in records if record.get("result") == "failed"]
     if not failed:
         return None
     first = failed[0]
-    document = phase_document(phases or [], first.get("phase"))
-    named = f"phase {first.get('phase')}" + (f" ({document})" if document else "")
-    message = f"{named} failed on cluster {first.get('host')}"
+    message = f"phase {first.get('phase')} failed on cluster {first.get('host')}"
     batch = first.get("rollout")
     if isinstance(batch, dict):
         message += f" in batch {batch.get('batch')} of {batch.get('of')} of the rollout of {batch.get('phase')}"
     if first.get("msg"):
         message += f": {first['msg']}"
+    document = phase_document(phases or [], first.get("phase"))
+    if document:
+        message += f"; phase {first.get('phase')} is defined in {document}"
     others = sorted({(record.get("phase"), record.get("host")) for record in failed[1:]})
     if others:
         message += "; also failed: " + ", ".join(f"{phase} on {host}" for phase, host in others)

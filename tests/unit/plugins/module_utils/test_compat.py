@@ -91,7 +91,7 @@ def test_a_vault_value_as_the_loader_returns_it_is_a_vault_object(tmp_path):
 
 
 @pytest.mark.parametrize("result", [
-    {"failed": True, "changed": False, "msg": "phase b (phases/site.yaml document 2) failed on cluster c: boom"},
+    {"failed": True, "changed": False, "msg": "phase b failed on cluster c: boom; phase b is defined in phases/site.yaml document 2"},
     {"changed": False, "msg": "no phase failed"},
 ], ids=["a-failure-fails-the-task-without-an-exception-to-quote", "a-success-is-returned-as-it-is"])
 def test_a_failure_without_the_tasks_origin(result):

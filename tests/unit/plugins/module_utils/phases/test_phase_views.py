@@ -124,8 +124,8 @@ def test_failure_message(records, expected):
 
 @pytest.mark.parametrize("phases, expected", [
     ([{"name": "b", "origin": "phases/site.yaml document 2 (Phase b)"}],
-     "phase b (phases/site.yaml document 2) failed on cluster y: boom"),
-    ([{"name": "b", "origin": "plan document 1"}], "phase b (plan document 1) failed on cluster y: boom"),
+     "phase b failed on cluster y: boom; phase b is defined in phases/site.yaml document 2"),
+    ([{"name": "b", "origin": "plan document 1"}], "phase b failed on cluster y: boom; phase b is defined in plan document 1"),
     ([{"name": "other", "origin": "phases/site.yaml document 1 (Phase other)"}, {"name": "b"}],
      "phase b failed on cluster y: boom"),
 ], ids=["names-the-failed-phases-document", "an-inline-document-is-named-too", "without-an-origin-names-none"])
