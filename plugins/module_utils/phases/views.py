@@ -193,7 +193,10 @@ def last_run_label(last: dict | None) -> str:
         return "none recorded"
     action = "" if last.get("action", "run") == "run" else f"{last['action']}: "
     label = f"{action}{last.get('result')} {last.get('started')} by {last.get('by')}"
-    return label if last.get("same_bundle") else label + " (bundle changed since)"
+    same = last.get("same_bundle")
+    if same is None:
+        return label + " (bundle not compared)"
+    return label if same else label + " (bundle changed since)"
 
 
 def history_lines(found: list, phases: list[str]) -> list[str]:

@@ -519,3 +519,19 @@ def test_waits_end_within_the_phase_timeout(seconds, left, default, expected):
 def test_command_timeout(seconds, left, expected):
     planned = phase("one") if left is None else dict(phase("one"), deadline=time.monotonic() + left)
     assert command_timeout(seconds, planned) == expected
+
+
+@pytest.mark.parametrize("recorded, now, same", [
+    ("hmac-sha256:a", "hmac-sha256:a", True),
+    ("hmac-sha256:a", "hmac-sha256:b", False),
+    ("hmac-sha256:a", None, None),
+    (None, "hmac-sha256:a", None),
+], ids=["same-digest", "another-digest", "no-key-now-not-compared", "recorded-without-a-digest-not-compared"])
+def test_status_compares_a_bundle_only_when_both_digests_are_known(recorded, now, same):
+    class Records:
+        @staticmethod
+        def last(_host, _phase):
+            return {"run": "r", "result": "ok", "started": "2026-11-24T14:45:01Z", "by": "ci", "digest": recorded}
+
+    executors = BuiltinExecutors(HandingOut(), mode="status", records=Records())
+    assert executors._last_run({"name": "p"}, "child", now)["same_bundle"] is same  # pylint: disable=protected-access

@@ -149,3 +149,17 @@ def test_drift_lines(record, line):
     others = [{"phase": "ok", "host": "x", "result": "ok"},
               {"phase": "s", "host": "x", "result": "skipped", "msg": "commands do not run"}]
     assert views.drift_lines([record, *others]) == [line]
+
+
+LAST = {"run": "r1", "action": "run", "result": "ok", "started": "2026-11-24T14:45:01Z", "by": "ci@runner"}
+
+
+@pytest.mark.parametrize("same_bundle, suffix", [
+    (True, ""),
+    (False, " (bundle changed since)"),
+    (None, " (bundle not compared)"),
+], ids=["same-digest-says-nothing-more", "another-digest-says-the-bundle-changed",
+        "no-digest-to-compare-does-not-claim-a-change"])
+def test_last_run_label(same_bundle, suffix):
+    assert views.last_run_label({**LAST, "same_bundle": same_bundle}) == \
+        "ok 2026-11-24T14:45:01Z by ci@runner" + suffix
