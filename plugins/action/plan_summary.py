@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.report import (
     report_entries, write_reports)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import summary_lines
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import plan_failure_message, summary_lines
 from ansible_collections.phasekit.kube.plugins.plugin_utils.action import PhasekitAction
+from ansible_collections.phasekit.kube.plugins.plugin_utils.compat import fail_without_task_origin
 
 ARGUMENT_SPEC = {
     "records": {"type": "list", "elements": "dict", "default": []},
@@ -23,6 +24,7 @@ ARGUMENT_SPEC = {
     "tail": {"type": "list", "elements": "str", "default": []},
     "report_json": {"type": "path", "default": ""},
     "report_junit": {"type": "path", "default": ""},
+    "failure": {"type": "bool", "default": False},
 }
 
 
@@ -30,9 +32,16 @@ class ActionModule(PhasekitAction):
     ARGUMENT_SPEC = ARGUMENT_SPEC
     PLAIN_ARGS = True
 
+    def run(self, tmp=None, task_vars=None):
+        # a cluster's failure names the user's phase document; ansible-core 2.19+ would add the role's task file
+        return fail_without_task_origin(super().run(tmp, task_vars))
+
     def execute(self, args, task_vars):
-        hosts = args["hosts"] or list(task_vars.get("ansible_play_hosts_all") or [])
         records = [dict(record) for record in args["records"]]
+        if args["failure"]:
+            message = plan_failure_message(records, args["phases"])
+            return {"changed": False, "failed": bool(message), "msg": message or "no phase failed"}
+        hosts = args["hosts"] or list(task_vars.get("ansible_play_hosts_all") or [])
         result = {"changed": False, "msg": summary_lines(args["phases"], records, hosts, args["mode"]) + args["tail"],
                   "_ansible_verbose_always": True}   # shown at every verbosity, as a debug task's message
         paths = {option: args[option] for option in ("report_json", "report_junit")}

@@ -101,6 +101,7 @@ class ActionModule(PhasekitAction):
         hosts_of = [set(phase.get("hosts") or []) & set(in_play) for phase in phases]
         with ExitStack() as stack:
             lists = ListMemory()  # a collection one phase listed answers the next ones (see ListMemory)
+            stack.callback(lists.close)  # after the fleet's sessions: the watches guarding its lists end with the step
             fleet = stack.enter_context(Fleet(self._loader, task_vars.get("hostvars"), remembered=remembered,
                                               templar=self._templar, lists=lists))
             records = self._run_records(args, fleet, plan.name or "", mode)

@@ -13,9 +13,10 @@ def phase_summary(records, phases, play_hosts=None, mode="run"):
     return summary_lines(list(phases or []), list(records or []), list(play_hosts or []), mode=str(mode))
 
 
-def phase_failure(records):
-    """'phase X failed on cluster Y: why' for the first failed phase, or an empty string."""
-    return plan_failure_message(list(records or [])) or ""
+def phase_failure(records, phases=None):
+    """'phase X failed on cluster Y: why' for the first failed phase, or an empty string; with ``phases`` (the run
+    list) it names the phase's document too."""
+    return plan_failure_message(list(records or []), list(phases or [])) or ""
 
 
 def phase_drift(records):

@@ -63,6 +63,15 @@ options:
         Same rules as O(report_json).
     type: path
     default: ""
+  failure:
+    description:
+      - Instead of the summary, fail the task with the failure in O(records) (usually one cluster's) - the first
+        failed phase, its cluster, the document that defines it (from O(phases)) and why, and the other failures;
+        succeed when no phase failed. The role C(phasekit.kube.plan) fails each cluster whose phase failed this way.
+      - On ansible-core 2.19 and later the failure is shown without the C(Origin) excerpt of the task's own file
+        (for the role, a file of the role rather than your document).
+    type: bool
+    default: false
 attributes:
   action:
     support: full

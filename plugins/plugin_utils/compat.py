@@ -81,3 +81,29 @@ def template_failure(exc: BaseException) -> TemplateFailure:
 def _first_line(exc: BaseException) -> str:
     message = str(getattr(exc, "message", None) or exc).strip()
     return message.splitlines()[0] if message else type(exc).__name__
+
+
+def fail_without_task_origin(result: dict) -> dict:
+    """A failed ``result`` as the task's outcome, without ansible-core quoting the task's own file.
+
+    2.19 and later print every failed task's ``Origin: <task file>:line:column`` and an excerpt of that file; for a
+    task of the plan role that points into the role, not at the user's document its message names. There, the
+    failure is raised as an action failure that contributes the result and no ``exception`` (what the default
+    callback prints the excerpt from); the task still fails, with this ``msg``. Earlier lines quote nothing: the
+    result is returned as it is."""
+    if not DATA_TAGGING or not result.get("failed"):
+        return result
+    from ansible.errors import AnsibleAction  # pylint: disable=import-outside-toplevel
+
+    class TaskFailure(AnsibleAction):
+        """The result as it is, failed, without an exception to show."""
+
+        @property
+        def result_contribution(self):
+            return self._result
+
+        @property
+        def omit_exception_key(self) -> bool:
+            return True
+
+    raise TaskFailure(str(result.get("msg") or ""), result=dict(result))

@@ -1,14 +1,18 @@
 """A fleet step lists a collection once for its phases (``ListMemory``), on the real API server: a later apply phase
-takes the list an earlier one made and sends nothing for objects already applied; a write through the step lists the
-collection again; a phase that is not an apply (a command that deletes an object) makes the next apply read the cluster
+takes the list an earlier one made and sends nothing for objects already applied; a write through the step, or by
+another client between two phases (heard on the watch that guards the kept list), lists the collection again; a
+phase that is not an apply (a command that deletes an object) makes the next apply read the cluster
 again, so the object is made again in the same run; an object two phases apply with different values ends as the
 later phase says on every run."""
 
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -71,15 +75,14 @@ def test_a_later_phase_takes_the_list_of_an_earlier_one_until_the_step_writes(cl
         assert apply(session, discovery, namespace, ("b2",), value="2")[CONFIGURED] == 1
         sent = session.requests
         assert apply(session, discovery, namespace, second)[CONFIGURED] == 1      # b2 back to 1
-        assert session.requests == sent + 2, "not one LIST and one apply"
+        assert session.requests == sent + 3, "not one LIST, the watch that guards it, and one apply"
 
-        # something else deletes an object: within the memory's time the step does not see it (the documented
-        # window); once the memory is cleared (the fleet does around every phase that is not an apply), it does
+        # something else deletes an object: the watch from the kept list's resourceVersion hears it, and the
+        # next phase lists again (it no longer decides from a list made before that write)
         assert apply(session, discovery, namespace, first)[UNCHANGED] == 3        # listed after that write
         cluster.kubectl("delete", "configmap", "a1", "-n", namespace)
-        assert apply(session, discovery, namespace, first)[UNCHANGED] == 3
-        memory.clear()
         assert apply(session, discovery, namespace, first)[CREATED] == 1
+        memory.close()
     assert cluster.get_json("configmap", "a1", "-n", namespace)["data"] == {"v": "1"}
 
 
@@ -155,3 +158,147 @@ def test_an_object_two_phases_give_different_values_ends_as_the_later_one_says(
         assert target.get_json("configmap", "shared", "-n", namespace)["data"] == {"v": "2"}, output
     # on the re-run "one" writes the object back to its value, so "two" lists again and writes it once more
     assert phase_lines(output) == ["[one] apply:1 changed", "[two] apply:1 changed"], output
+
+
+class DelayingProxy:
+    """A TCP relay to an API server on loopback. Armed, it holds the first connection it accepts for ``delay``
+    seconds, calls ``before`` (an outside write, made while the run waits at the phase's barrier for this
+    cluster), then relays it; every other connection is relayed at once."""
+
+    def __init__(self, upstream: str):
+        host, port = upstream.split("://", 1)[1].rsplit(":", 1)
+        self.upstream = (host, int(port))
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"https://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.armed = None
+        self.fired = threading.Event()
+        self._lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def arm(self, before, delay: float = 1.5):
+        self.fired.clear()
+        with self._lock:
+            self.armed = (before, delay)
+
+    def _accept(self):
+        while True:
+            try:
+                client, _address = self.listener.accept()
+            except OSError:
+                return
+            with self._lock:
+                armed, self.armed = self.armed, None
+            threading.Thread(target=self._relay, args=(client, armed), daemon=True).start()
+
+    def _relay(self, client, armed):
+        if armed is not None:
+            before, delay = armed
+            time.sleep(delay)
+            before()
+            self.fired.set()
+        upstream = socket.create_connection(self.upstream)
+
+        def pump(source, sink):
+            try:
+                while data := source.recv(65536):
+                    sink.sendall(data)
+            except OSError:
+                pass
+            finally:
+                for end in (source, sink):
+                    try:
+                        end.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+
+        threading.Thread(target=pump, args=(upstream, client), daemon=True).start()
+        pump(client, upstream)
+
+    def close(self):
+        self.listener.close()
+
+
+@pytest.fixture()
+def outside_write_site(clusters, namespace, tmp_path):
+    """Phase ``first`` on the group ``both``: ``near`` (the target cluster) and ``late`` (the ephemeral cluster
+    reached through a ``DelayingProxy``); phase ``second`` on ``near``, whose ConfigMaps are in the collection
+    ``first`` listed there. Records are off: their writes would make ``second`` list again anyway."""
+    target, ephemeral = clusters[CLUSTER], clusters["ephemeral"]
+    late_namespace = f"{namespace}-late"
+    ephemeral.kubectl("create", "namespace", late_namespace)
+    proxy = DelayingProxy(ephemeral.server)
+    kubeconfig = {"apiVersion": "v1", "kind": "Config", "clusters": [], "users": [], "contexts": []}
+    for host, cluster, server, where in (("near", target, target.server, namespace),
+                                         ("late", ephemeral, proxy.url, late_namespace)):
+        admin = yaml.safe_load(cluster.admin_kubeconfig.read_text())
+        kubeconfig["clusters"].append({"name": host, "cluster": {**admin["clusters"][0]["cluster"], "server": server}})
+        kubeconfig["users"].append({"name": host, "user": admin["users"][0]["user"]})
+        kubeconfig["contexts"].append({"name": host, "context": {"cluster": host, "user": host, "namespace": where}})
+    root = tmp_path / "outside"
+    (root / "phases").mkdir(parents=True)
+    (root / "kubeconfig").write_text(yaml.safe_dump(kubeconfig))
+
+    def applying(name, cluster, names):
+        return {"apiVersion": API, "kind": "Phase", "metadata": {"name": name},
+                "spec": {"cluster": cluster, "executor": "apply",
+                         "source": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": one},
+                                     "data": {"v": "1"}} for one in names]}}
+
+    (root / "phases" / "site.yaml").write_text(yaml.safe_dump_all([
+        applying("first", "both", ("f1", "f2", "f3")),
+        applying("second", "near", ("s1", "s2", "s3")),
+        {"apiVersion": API, "kind": "PhasePlan", "metadata": {"name": "outside"},
+         "spec": {"phases": ["first", "second"]}}]))
+    (root / "inventory.yml").write_text(yaml.safe_dump({"all": {
+        "vars": {"ansible_connection": "local", "plan_record": False,
+                 "kube_kubeconfig": str(root / "kubeconfig")},
+        "children": {"both": {"hosts": {"near": {"kube_context": "near"}, "late": {"kube_context": "late"}}}}}}))
+    yield root, proxy
+    proxy.close()
+    ephemeral.kubectl("delete", "namespace", late_namespace, "--wait=false")
+
+
+def run_outside(root: Path, collections_path: Path, *args) -> subprocess.CompletedProcess:
+    env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(collections_path), "ANSIBLE_NOCOLOR": "1",
+           "ANSIBLE_PYTHON_INTERPRETER": sys.executable}
+    env.pop("KUBECONFIG", None)
+    return subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "phasekit.kube.run", "-i",
+                           "inventory.yml", "-e", "plan_name=outside", "-e", "plan_show_plan=false", *args],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=300, check=False)
+
+
+def test_a_phase_does_not_decide_from_a_list_made_before_an_outside_write(
+        clusters, namespace, outside_write_site, collections_path):
+    """``first`` lists the namespace's ConfigMaps on ``near`` (s2 among them) and changes nothing; while the run
+    waits for ``late``, another client deletes s2. ``second`` must see that: check mode says it would change,
+    status with ``plan_fail_on_drift`` fails naming it, a run makes s2 again (all three said ``ok`` / ``in sync``
+    from the kept list before)."""
+    target = clusters[CLUSTER]
+    root, proxy = outside_write_site
+    done = run_outside(root, collections_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert target.get_json("configmap", "s2", "-n", namespace)["data"] == {"v": "1"}
+
+    def delete_s2():
+        target.kubectl("delete", "configmap", "s2", "-n", namespace)
+
+    proxy.arm(delete_s2)
+    checked = run_outside(root, collections_path, "--check")
+    output = checked.stdout + checked.stderr
+    assert proxy.fired.is_set() and checked.returncode == 0, output
+    assert "[second] apply on 1 cluster(s): 1 changed" in output, output
+
+    run_outside(root, collections_path)  # s2 back, nothing armed
+    proxy.arm(delete_s2)
+    status = run_outside(root, collections_path, "-e", "plan_action=status", "-e", "plan_fail_on_drift=true")
+    output = status.stdout + status.stderr
+    assert proxy.fired.is_set() and status.returncode != 0, output
+    assert "plan_fail_on_drift is set" in output and "second" in output.split("plan_fail_on_drift")[0], output
+
+    run_outside(root, collections_path)
+    proxy.arm(delete_s2)
+    fixed = run_outside(root, collections_path)
+    output = fixed.stdout + fixed.stderr
+    assert proxy.fired.is_set() and fixed.returncode == 0, output
+    assert "[second] apply on 1 cluster(s): 1 changed" in output, output
+    assert target.get_json("configmap", "s2", "-n", namespace)["data"] == {"v": "1"}

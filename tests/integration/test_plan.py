@@ -241,6 +241,9 @@ def test_failing_phase_stops_the_plan(run_plan):
     assert started(stamps) == [("e1", "ephemeral")]
     assert "phase boom failed on cluster target: command /bin/sh -c" in result.stdout
     assert "exited with rc 3: no such chart" in result.stdout
+    # the failed cluster names the phase's document, and ansible-core 2.19+ quotes no file of the role
+    assert "; phase boom is defined in " in result.stdout and "10-commands.yaml document 5" in result.stdout
+    assert "Origin:" not in result.output and "cluster_failed.yml:" not in result.output, why(result)
     summary = result.stdout[result.stdout.index("Summary of plan failing"):]
     assert [line.split()[:3] for line in summary.splitlines() if line.strip().startswith('"after')] == \
         [['"after', "ephemeral", "not"]]

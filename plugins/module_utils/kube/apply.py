@@ -384,6 +384,13 @@ class ApplyRun:
             if changed_by_others:
                 one.action, one.drift = CONFIGURED, changed_by_others
                 return
+            if self.options.dry_run and _namespace_missing(err, one):
+                # status and check mode: the object is absent (an earlier phase makes its namespace in a run)
+                one.action = CREATED
+                one.status = Status("InProgress", f"not verified: its namespace {one.namespace} does not exist "
+                                                  "(a dry run cannot apply into it)")
+                self._record_diff(one, copy.deepcopy(one.body))
+                return
             one.action = FAILED
             one.error = scrub_secret_values(describe_api_error(err, force_hint=not self.options.force_conflicts),
                                             one.body)
@@ -549,6 +556,12 @@ def _same_content(before: dict, after: dict) -> bool:
         metadata = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in SERVER_BOOKKEEPING}
         return {**obj, "metadata": metadata}
     return strip(before) == strip(after)
+
+
+def _namespace_missing(err: ApiError, one: PlannedObject) -> bool:
+    """Whether the API server refused ``one`` because its namespace does not exist (404 naming the namespace)."""
+    return (err.status == 404 and one.namespace is not None and err.details.get("kind") == "namespaces"
+            and err.details.get("name") == one.namespace)
 
 
 def _action_from_timestamps(result: dict, manager: str, headers: dict) -> str:

@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import random
 import re
+import select
+import ssl
 import threading
 import time
 from collections import OrderedDict
@@ -45,9 +48,10 @@ SLOW_FAILURE = 10.0
 UNANSWERED_GRACE = 30.0
 TYPED_PATCH_REFUSAL = "failed to create typed patch object"
 APPLY_PATCH = "application/apply-patch+yaml"  # JSON is YAML: the body is sent as JSON
-# A collection listed during a fleet step may answer the same LIST of a later phase for this long (``ListMemory``):
-# no longer than the LIST a large phase decides its last objects from is already old by then.
+# A collection listed during a fleet step may answer the same LIST of a later phase for this long (``ListMemory``),
+# and only while a watch from that LIST on has received nothing (``ListGuard``).
 LIST_REUSE_SECONDS = 10.0
+GUARD_SLACK_SECONDS = 2  # the guard's watch outlives its entry: its end is never mistaken for a change in time
 LIST_REUSE_MAX_ITEMS = 20000  # objects a step's memory holds at most (over all clusters; the oldest lists go first)
 _NAMESPACED = re.compile(r"/namespaces/[^/]+(?=/)")
 _WARNING_HEADER = re.compile(r'^\s*\d{3}\s+\S+\s+"(?P<text>(?:[^"\\]|\\.)*)"')
@@ -88,17 +92,102 @@ class TransportError(PhasekitError):
     """The API server could not be reached (after retries)."""
 
 
+class ListGuard:
+    """A watch of a kept collection from its LIST's resourceVersion, as a client-go informer keeps its cache: the API
+    server sends on it every change to the collection made after that LIST (by anyone: this run, another client, a
+    controller, a command), milliseconds after the change. While nothing has arrived, nothing changed.
+
+    Nothing reads the stream: ``quiet`` asks the operating system, without waiting, whether any byte (an event, or
+    the end of the watch) has arrived. The first byte ends the guard's trust for good."""
+
+    def __init__(self, response, sock, buffered: bool = False):
+        self._response = response
+        self._sock = sock
+        self._heard = buffered  # bytes that came with the answer's headers
+        self._lock = threading.Lock()
+
+    @classmethod
+    def of(cls, response) -> ListGuard | None:
+        """The guard over an open watch ``response`` (urllib3, not preloaded); None when its socket cannot be
+        watched (the response is then closed)."""
+        connection = getattr(response, "connection", None) or getattr(response, "_connection", None)
+        sock = getattr(connection, "sock", None)
+        if sock is None or not hasattr(sock, "fileno"):
+            _close_response(response)
+            return None
+        return cls(response, sock, _buffered(response, sock))
+
+    def quiet(self) -> bool:
+        """Whether nothing at all has arrived on the watch (no change to the collection since its LIST)."""
+        with self._lock:
+            if self._heard or self._sock is None:
+                return False
+            try:
+                if isinstance(self._sock, ssl.SSLSocket) and self._sock.pending():
+                    self._heard = True
+                elif _readable(self._sock):
+                    self._heard = True
+            except (OSError, ValueError):  # closed under us
+                self._heard = True
+            return not self._heard
+
+    def close(self) -> None:
+        """End the watch (its connection is dropped: a stream cannot be handed back half read)."""
+        with self._lock:
+            response, self._response, self._sock, self._heard = self._response, None, None, True
+        if response is not None:
+            _close_response(response)
+
+
+def _readable(sock) -> bool:
+    """Whether bytes (or the end of the stream) wait on ``sock``, without waiting (poll: no limit on descriptors)."""
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(sock, select.POLLIN | select.POLLPRI | select.POLLERR | select.POLLHUP)
+        return bool(poller.poll(0))
+    readable, _, errors = select.select([sock], [], [sock], 0)  # pragma: no cover - controllers without poll
+    return bool(readable or errors)
+
+
+def _buffered(response, sock) -> bool:
+    """Whether the reader that parsed the answer's headers already holds bytes of its body (a server or proxy that
+    sent the first event with the headers): the socket would not show them."""
+    reader = getattr(getattr(response, "_fp", None), "fp", None)
+    if reader is None or not hasattr(reader, "peek"):
+        return False
+    timeout = sock.gettimeout()
+    try:
+        sock.settimeout(0.0)
+        return bool(reader.peek(1))
+    except (OSError, ValueError):  # nothing buffered and nothing on the socket (would block)
+        return False
+    finally:
+        try:
+            sock.settimeout(timeout)
+        except OSError:
+            pass
+
+
+def _close_response(response) -> None:
+    try:
+        response.close()
+        response.release_conn()
+    except Exception:  # pylint: disable=broad-exception-caught  # pragma: no cover - closing what is gone
+        pass
+
+
 class ListMemory:
     """Whole collections listed during a fleet step, so that a later phase on the same cluster need not list one
     again (``ApiSession.list`` with ``reuse``).
 
-    A LIST made at most ``seconds`` before answers while no write through any session sharing this memory may have
-    changed the collection: a write (any request but GET) forgets, on its server, every collection its path falls in
-    and every one that falls in its path (a namespace). Lists are kept per session: another cluster user may not
-    read what this one did. Only single-page lists are kept, and at most ``max_items`` objects in all (the oldest
-    lists go first). Changes made by anything else (another client, a controller, a phase's command) are not seen
-    until the entry is older than ``seconds`` or ``clear`` is called: the fleet calls it around every phase that is
-    not an apply.
+    A LIST answers again only while a watch from its resourceVersion on has received nothing (``ListGuard``): a
+    change made since, by anyone, ends it, so no phase decides from a read older than its start that nothing proves
+    still true. It also ends after ``seconds``, and on a write through any session sharing this memory to a path
+    that may change the collection: a write (any request but GET) forgets, on its server, every collection its path
+    falls in and every one that falls in its path (a namespace). Lists are kept per session: another cluster user
+    may not read what this one did. Only single-page lists are kept, and at most ``max_items`` objects in all (the
+    oldest lists go first). ``clear`` forgets everything: the fleet calls it around every phase that is not an
+    apply (its changes may still be on their way to the watches) and when its step ends (``close``).
     """
 
     def __init__(self, seconds: float = LIST_REUSE_SECONDS, max_items: int = LIST_REUSE_MAX_ITEMS,
@@ -106,7 +195,8 @@ class ListMemory:
         self.seconds = seconds
         self.max_items = max_items
         self._clock = clock
-        self._lists: OrderedDict = OrderedDict()  # (session id, server, path) -> (when it was asked for, items)
+        # (session id, server, path) -> (when it was asked for, items, its ListGuard)
+        self._lists: OrderedDict = OrderedDict()
         self._held = 0
         self._writes = 0  # writes so far: a list asked for before the last one is not kept
         self._ids = itertools.count()
@@ -118,30 +208,46 @@ class ListMemory:
     def recall(self, owner: int, server: str, path: str) -> list | None:
         """The items of the collection at ``path``, if this session listed it recently and nothing wrote to it."""
         with self._lock:
-            kept = self._lists.get((owner, server, path))
-            if kept is None or self._clock() - kept[0] > self.seconds:
+            key = (owner, server, path)
+            kept = self._lists.get(key)
+            if kept is None:
+                return None
+            if self._clock() - kept[0] > self.seconds or not kept[2].quiet():
+                self._drop(key)
                 return None
             return kept[1]
+
+    def guard_seconds(self) -> int:
+        """How long a guard's watch lasts: longer than its entry."""
+        return math.ceil(self.seconds) + GUARD_SLACK_SECONDS
+
+    def may_keep(self, ticket: tuple, items: list) -> bool:
+        """Whether ``keep`` would take this list now (before a guard is opened for it)."""
+        with self._lock:
+            return ticket[1] == self._writes and len(items) <= self.max_items
 
     def ticket(self) -> tuple:
         """Taken before a LIST is sent: when, and how many writes there had been (``keep`` needs it)."""
         with self._lock:
             return self._clock(), self._writes
 
-    def keep(self, owner: int, server: str, path: str, ticket: tuple, items: list) -> None:
-        """Remember a collection listed since ``ticket``, unless a write happened meanwhile (the list may predate
-        it) or it is larger than the memory."""
+    def keep(self, owner: int, server: str, path: str, ticket: tuple, items: list, guard: ListGuard) -> bool:
+        """Remember a collection listed since ``ticket``, watched by ``guard`` from that LIST on, unless a write
+        happened meanwhile (the list may predate it) or it is larger than the memory; the guard is closed then."""
         asked, writes = ticket
-        if len(items) > self.max_items:
-            return
         with self._lock:
-            if writes != self._writes:
-                return
-            self._drop((owner, server, path))
-            while self._lists and self._held + len(items) > self.max_items:
-                self._drop(next(iter(self._lists)))
-            self._lists[(owner, server, path)] = (asked, items)
-            self._held += len(items)
+            if len(items) > self.max_items or writes != self._writes:
+                kept = False
+            else:
+                self._drop((owner, server, path))
+                while self._lists and self._held + len(items) > self.max_items:
+                    self._drop(next(iter(self._lists)))
+                self._lists[(owner, server, path)] = (asked, items, guard)
+                self._held += len(items)
+                kept = True
+        if not kept:
+            guard.close()
+        return kept
 
     def forget(self, server: str, written: str) -> None:
         """A write to ``written`` (a path of ``server``): every collection it may have changed is listed again."""
@@ -152,16 +258,20 @@ class ListMemory:
                 self._drop(key)
 
     def clear(self) -> None:
-        """Forget every list (the cluster may have been changed by something else than these sessions)."""
+        """Forget every list (the cluster may have been changed by something else than these sessions), and end
+        their watches."""
         with self._lock:
             self._writes += 1
-            self._lists.clear()
-            self._held = 0
+            for key in list(self._lists):
+                self._drop(key)
+
+    close = clear  # the step's end
 
     def _drop(self, key) -> None:
         kept = self._lists.pop(key, None)
         if kept is not None:
             self._held -= len(kept[1])
+            kept[2].close()
 
 
 def _overlap(collection: str, written: str) -> bool:
@@ -238,9 +348,32 @@ class ApiSession:
             items.extend(body.get("items") or [])
             token = (body.get("metadata") or {}).get("continue")
             if not token:
-                if remembered and pages == 1:
-                    self.memory.keep(self._memory_id, self.server, path, ticket, items)
+                if remembered and pages == 1 and self.memory.may_keep(ticket, items):
+                    guard = self._guard(path, (body.get("metadata") or {}).get("resourceVersion"))
+                    if guard is not None:
+                        self.memory.keep(self._memory_id, self.server, path, ticket, items, guard)
                 return items
+
+    def _guard(self, path: str, resource_version) -> ListGuard | None:
+        """A watch of the collection at ``path`` from its LIST's ``resource_version`` (``ListGuard``); None when the
+        server will not watch it (a user without the watch verb, a resourceVersion too old, an API that does not
+        watch): the list is then not kept."""
+        if not resource_version or urllib3 is None:
+            return None
+        query = {"watch": "1", "resourceVersion": resource_version,
+                 "timeoutSeconds": self.memory.guard_seconds(), "allowWatchBookmarks": "false"}
+        try:
+            raw = self._pool.request("GET", f"{self.server}{path}?{urlencode(query)}", headers=self._headers(None, None),
+                                     preload_content=False, retries=False,
+                                     timeout=urllib3.Timeout(connect=CONNECT_TIMEOUT, read=self.read_timeout))
+        except (urllib3.exceptions.HTTPError, OSError):
+            return None
+        with self._lock:
+            self.requests += 1
+        if raw.status != 200:
+            _close_response(raw)
+            return None
+        return ListGuard.of(raw)
 
     # ------------------------------------------------------------- transport
 

@@ -405,7 +405,8 @@ class BuiltinExecutors:
         if last is None:
             return None
         shown = {key: last.get(key) for key in ("run", "action", "result", "started", "duration", "by", "version")}
-        shown["same_bundle"] = digest is not None and last.get("digest") == digest
+        # None: not compared (no digest key now, or none then), which says nothing about the bundle
+        shown["same_bundle"] = None if digest is None or not last.get("digest") else last.get("digest") == digest
         return shown
 
     def _for_host(self, phase: dict, host: str) -> dict:

@@ -8,6 +8,8 @@ file and in an AWX job event.
 
 from __future__ import annotations
 
+import re
+
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import Plan, PlannedPhase
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import hosts_label, over_budget, rollout_of
 
@@ -191,7 +193,10 @@ def last_run_label(last: dict | None) -> str:
         return "none recorded"
     action = "" if last.get("action", "run") == "run" else f"{last['action']}: "
     label = f"{action}{last.get('result')} {last.get('started')} by {last.get('by')}"
-    return label if last.get("same_bundle") else label + " (bundle changed since)"
+    same = last.get("same_bundle")
+    if same is None:
+        return label + " (bundle not compared)"
+    return label if same else label + " (bundle changed since)"
 
 
 def history_lines(found: list, phases: list[str]) -> list[str]:
@@ -211,8 +216,10 @@ def history_lines(found: list, phases: list[str]) -> list[str]:
     return table(rows)
 
 
-def plan_failure_message(records: list[dict]) -> str | None:
-    """'phase X failed on cluster Y: why' for the first failed phase, or ``None``."""
+def plan_failure_message(records: list[dict], phases: list[dict] | None = None) -> str | None:
+    """'phase X failed on cluster Y: why' for the first failed phase, or ``None``. With ``phases`` (the run list,
+    each with its ``origin``), the phase's document is named after why: '...; phase X is defined in
+    phases/site.yaml document 3'."""
     failed = [record for record in records if record.get("result") == "failed"]
     if not failed:
         return None
@@ -223,10 +230,25 @@ def plan_failure_message(records: list[dict]) -> str | None:
         message += f" in batch {batch.get('batch')} of {batch.get('of')} of the rollout of {batch.get('phase')}"
     if first.get("msg"):
         message += f": {first['msg']}"
+    document = phase_document(phases or [], first.get("phase"))
+    if document:
+        message += f"; phase {first.get('phase')} is defined in {document}"
     others = sorted({(record.get("phase"), record.get("host")) for record in failed[1:]})
     if others:
         message += "; also failed: " + ", ".join(f"{phase} on {host}" for phase, host in others)
     return message
+
+
+_KIND_AND_NAME = re.compile(r" \([^()]*\)$")
+
+
+def phase_document(phases: list[dict], name) -> str:
+    """Where the run list's phase ``name`` is defined, without the kind and name its origin adds (the message names
+    the phase already): ``phases/site.yaml document 3``; empty when unknown."""
+    for phase in phases:
+        if isinstance(phase, dict) and phase.get("name") == name and phase.get("origin"):
+            return _KIND_AND_NAME.sub("", str(phase["origin"]))
+    return ""
 
 
 MAX_DRIFT_OBJECTS = 10  # objects named per phase and cluster in the drift gate's report

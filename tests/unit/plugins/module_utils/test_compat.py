@@ -88,3 +88,23 @@ def test_a_vault_value_as_the_loader_returns_it_is_a_vault_object(tmp_path):
     value = loader.load_from_file(str(path))["header"]
     assert compat.is_vault_object(value)
     assert not compat.is_vault_object("s3cr3t") and not compat.is_vault_object({"a": 1})
+
+
+@pytest.mark.parametrize("result", [
+    {"failed": True, "changed": False, "msg": "phase b failed on cluster c: boom; phase b is defined in phases/site.yaml document 2"},
+    {"changed": False, "msg": "no phase failed"},
+], ids=["a-failure-fails-the-task-without-an-exception-to-quote", "a-success-is-returned-as-it-is"])
+def test_a_failure_without_the_tasks_origin(result):
+    if not result.get("failed") or not compat.DATA_TAGGING:
+        assert controller_compat.fail_without_task_origin(dict(result)) == result
+        return
+    # what ansible-core's task executor makes of an exception raised by an action (2.19+)
+    from ansible._internal._errors._error_utils import result_dict_from_exception  # pylint: disable=import-outside-toplevel
+    from ansible.errors import AnsibleTaskError  # pylint: disable=import-outside-toplevel
+    with pytest.raises(AnsibleError) as raised:
+        controller_compat.fail_without_task_origin(dict(result))
+    try:
+        raise AnsibleTaskError(obj={"name": "a task of the role"}) from raised.value
+    except AnsibleTaskError as task_error:
+        shown = result_dict_from_exception(task_error, accept_result_contribution=True)
+    assert shown == result  # failed, the message as it is, no exception (whose Origin the callback would print)

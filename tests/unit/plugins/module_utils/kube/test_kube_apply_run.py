@@ -466,3 +466,25 @@ def test_a_plan_phase_without_a_set_leaves_an_object_in_the_set_it_is_in():
     assert report.counts()["unchanged"] == 1
     # what it would send carries the label: server-side apply drops a field its manager no longer sends
     assert report.objects[0].body["metadata"]["labels"][PART_OF_LABEL] == set_id
+
+def _namespace_gone(path):
+    return ApiError(404, "NotFound", 'namespaces "apps" not found', {"name": "apps", "kind": "namespaces"},
+                    "PATCH", path)
+
+
+@pytest.mark.parametrize("check_mode, refusal, expected", [
+    (True, _namespace_gone, ("created", ["absent"], None)),
+    (False, _namespace_gone, ("failed", None, 'not found: namespaces "apps" not found')),
+    (True, lambda path: ApiError(404, "NotFound", "the server could not find the requested resource", {},
+                                 "PATCH", path), ("failed", None, "not found: the server could not find")),
+], ids=["a-dry-run-into-a-missing-namespace-says-absent", "a-run-into-a-missing-namespace-fails",
+        "a-dry-run-refused-otherwise-fails"])
+def test_an_object_whose_namespace_is_gone(check_mode, refusal, expected):
+    api = FakeApi()
+    api.refuse[f"{COLLECTION}/a"] = refusal(f"{COLLECTION}/a")
+    report = apply(api, config_maps("a"), applyset=None, prune=False, check_mode=check_mode)
+    (one,) = report.objects
+    action, drift, error = expected
+    assert one.action == action and one.drift == drift
+    assert (error is None and one.error is None) or (error in (one.error or "")), one.error
+    assert (report.failure is None) == (action != "failed")

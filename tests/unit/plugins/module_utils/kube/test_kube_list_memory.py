@@ -1,29 +1,61 @@
 """ListMemory: a collection listed during a fleet step answers a later LIST of the same session while it is young
 and nothing that may have changed it was written; every write through any session of the memory forgets the
 collections it may change (on its server: the object's collection, its all-namespaces list, a namespace's
-collections); lists are not shared between sessions; a list asked for before a write is not kept."""
+collections); lists are not shared between sessions; a list asked for before a write is not kept; a kept list answers
+only while the watch from its resourceVersion on (its ``ListGuard``) has heard nothing."""
 
 from __future__ import annotations
 
+import socket
+
+import pytest
 from test_kube_session import Raw  # pylint: disable=import-error
 
-from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiSession, ListMemory
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiSession, ListGuard, ListMemory
 
 CONFIGMAPS = "/api/v1/namespaces/apps/configmaps"
 
 
-class CountingPool:
-    """Answers every LIST with its collection's items (one page), every other request with an empty object."""
+class WatchAnswer:
+    """An open watch: its socket is one end of a pair; ``event`` sends bytes from the other (the API server)."""
 
-    def __init__(self, items=None):
+    def __init__(self, status=200):
+        self.status = status
+        self.server_end, mine = socket.socketpair()
+        self.connection = type("Connection", (), {"sock": mine})()
+        self.closed = False
+
+    def event(self, data=b'{"type":"MODIFIED"}\n'):
+        self.server_end.sendall(data)
+
+    def close(self):
+        self.closed = True
+        self.connection.sock.close()
+        self.server_end.close()
+
+    def release_conn(self):
+        pass
+
+
+class CountingPool:
+    """Answers every LIST with its collection's items (one page), every watch with a ``WatchAnswer`` (kept in
+    ``watches``), every other request with an empty object."""
+
+    def __init__(self, items=None, watch_status=200):
         self.items = items or {}
         self.requests = []
+        self.watches = []
+        self.watch_status = watch_status
 
     def request(self, method, url, **_kwargs):
         path = url.split("://", 1)[1].split("/", 1)[1].split("?", 1)[0]
+        if "watch=1" in url:
+            self.watches.append(("/" + path, WatchAnswer(self.watch_status)))
+            return self.watches[-1][1]
         self.requests.append((method, "/" + path))
         if method == "GET" and "/" + path in self.items:
-            return Raw(200, {"items": [dict(item) for item in self.items["/" + path]], "metadata": {}})
+            return Raw(200, {"items": [dict(item) for item in self.items["/" + path]],
+                             "metadata": {"resourceVersion": "42"}})
         return Raw(200, {})
 
 
@@ -153,3 +185,91 @@ def test_a_session_without_memory_always_asks():
     session.list(CONFIGMAPS, reuse=True)
     session.list(CONFIGMAPS, reuse=True)
     assert lists(pool) == 2
+
+
+def _event(pool):
+    pool.watches[-1][1].event()
+
+
+def _end(pool):
+    pool.watches[-1][1].server_end.close()
+
+
+def _nothing(_pool):
+    pass
+
+
+@pytest.mark.parametrize("watch_status, meanwhile, answers_again", [
+    (200, _nothing, True),
+    (200, _event, False),
+    (200, _end, False),
+    (403, _nothing, False),
+    (410, _nothing, False),
+], ids=["nothing-heard-on-the-watch-the-list-answers", "a-change-heard-on-the-watch-lists-again",
+        "the-watch-ended-lists-again", "a-user-who-may-not-watch-lists-again", "a-resource-version-too-old-lists-again"])
+def test_a_kept_list_answers_only_while_the_watch_from_it_heard_nothing(watch_status, meanwhile, answers_again):
+    (session,), pool, _memory, _clock = sessions()
+    pool.watch_status = watch_status
+    session.list(CONFIGMAPS, reuse=True)
+    assert [path for path, _answer in pool.watches] == [CONFIGMAPS]
+    meanwhile(pool)
+    session.list(CONFIGMAPS, reuse=True)
+    assert lists(pool) == (1 if answers_again else 2)
+    assert pool.watches[0][1].closed is not answers_again
+
+
+def test_the_guard_asks_for_a_watch_from_the_lists_resource_version_that_outlives_the_entry():
+    (session,), _pool, memory, _clock = sessions(seconds=10.0)
+    asked = []
+
+    class Recording(CountingPool):
+        def request(self, method, url, **kwargs):
+            asked.append(url)
+            return super().request(method, url, **kwargs)
+
+    recording = Recording({CONFIGMAPS: []})
+    session = ApiSession(FakeApiClient(recording), memory=memory)
+    session.list(CONFIGMAPS, reuse=True)
+    assert asked[1].endswith(f"{CONFIGMAPS}?watch=1&resourceVersion=42&timeoutSeconds=12&allowWatchBookmarks=false")
+    memory.close()
+    assert recording.watches[0][1].closed
+
+
+def test_a_list_without_a_resource_version_is_not_kept():
+    pool = CountingPool({CONFIGMAPS: []})
+    pool.request = lambda method, url, **kwargs: Raw(200, {"items": [], "metadata": {}})
+    session = ApiSession(FakeApiClient(pool), memory=ListMemory())
+    session.list(CONFIGMAPS, reuse=True)
+    assert session.memory.recall(session._memory_id, session.server, CONFIGMAPS) is None  # pylint: disable=protected-access
+
+
+def test_a_change_sent_with_the_watchs_headers_is_heard():
+    """A proxy may deliver the first event with the answer's headers: the reader that parsed them holds it, not the
+    socket."""
+    answer = WatchAnswer()
+    answer.event()
+    reader = answer.connection.sock.makefile("rb")
+    reader.peek(1)  # what parsing the headers leaves in the reader's buffer
+    answer._fp = type("HTTPResponse", (), {"fp": reader})()  # pylint: disable=protected-access
+    guard = ListGuard.of(answer)
+    assert guard is not None and not guard.quiet()
+    quiet = WatchAnswer()
+    quiet._fp = type("HTTPResponse", (), {"fp": quiet.connection.sock.makefile("rb")})()  # pylint: disable=protected-access
+    assert ListGuard.of(quiet).quiet()
+
+
+def test_a_list_the_memory_does_not_take_ends_its_watch():
+    (session,), pool, memory, _clock = sessions()
+
+    class WriteWhileWatching(CountingPool):
+        def request(self, method, url, **kwargs):
+            if "watch=1" in url:
+                memory.forget("https://127.0.0.1:6443", f"{CONFIGMAPS}/b")  # a write while the guard is asked for
+            return super().request(method, url, **kwargs)
+
+    racing = WriteWhileWatching(pool.items)
+    session = ApiSession(FakeApiClient(racing), memory=memory)
+    session.list(CONFIGMAPS, reuse=True)
+    assert racing.watches[0][1].closed
+    session.list(CONFIGMAPS, reuse=True)
+    assert lists(racing) == 2

@@ -392,6 +392,16 @@ def test_what_a_wait_waits_for_is_known_while_it_runs_and_forgotten_after(monkey
     assert seen == ["Deployment apps/web: Available: 0/2"]
     assert executors.waiting_on("w", "child") == ""
 
+class QuietGuard:
+    """A ``ListGuard`` whose watch never hears anything."""
+
+    @staticmethod
+    def quiet():
+        return True
+
+    def close(self):
+        pass
+
 
 def test_a_phase_that_is_not_an_apply_forgets_the_steps_lists_before_and_after_it_runs():
     memory = ListMemory()
@@ -403,14 +413,15 @@ def test_a_phase_that_is_not_an_apply_forgets_the_steps_lists_before_and_after_i
             return super().resolution(host)
 
     executors = BuiltinExecutors(Watching(), lists=memory)
-    memory.keep(0, "https://x", "/api/v1/namespaces/a/configmaps", memory.ticket(), [{"metadata": {"name": "c"}}])
+    memory.keep(0, "https://x", "/api/v1/namespaces/a/configmaps", memory.ticket(), [{"metadata": {"name": "c"}}],
+                QuietGuard())
     # an apply keeps them (here it cannot reach its cluster at all)
     run_phases([phase("apply", "apply", hosts=["child"], source=[])], BuiltinExecutors(NoCluster(), lists=memory),
                hosts_in_play=["child"])
     assert memory.recall(0, "https://x", "/api/v1/namespaces/a/configmaps") is not None
 
     def keep_meanwhile(*_args):  # something lists during the command: gone after it too
-        memory.keep(1, "https://x", "/api/v1/namespaces/b/configmaps", memory.ticket(), [])
+        memory.keep(1, "https://x", "/api/v1/namespaces/b/configmaps", memory.ticket(), [], QuietGuard())
 
     command = phase("c", "command", hosts=["child"], options={"cmd": "true", "shell": True})
     original = executors._command  # pylint: disable=protected-access
@@ -569,3 +580,19 @@ def test_waits_end_within_the_phase_timeout(seconds, left, default, expected):
 def test_command_timeout(seconds, left, expected):
     planned = phase("one") if left is None else dict(phase("one"), deadline=time.monotonic() + left)
     assert command_timeout(seconds, planned) == expected
+
+
+@pytest.mark.parametrize("recorded, now, same", [
+    ("hmac-sha256:a", "hmac-sha256:a", True),
+    ("hmac-sha256:a", "hmac-sha256:b", False),
+    ("hmac-sha256:a", None, None),
+    (None, "hmac-sha256:a", None),
+], ids=["same-digest", "another-digest", "no-key-now-not-compared", "recorded-without-a-digest-not-compared"])
+def test_status_compares_a_bundle_only_when_both_digests_are_known(recorded, now, same):
+    class Records:
+        @staticmethod
+        def last(_host, _phase):
+            return {"run": "r", "result": "ok", "started": "2026-11-24T14:45:01Z", "by": "ci", "digest": recorded}
+
+    executors = BuiltinExecutors(HandingOut(), mode="status", records=Records())
+    assert executors._last_run({"name": "p"}, "child", now)["same_bundle"] is same  # pylint: disable=protected-access

@@ -122,6 +122,18 @@ def test_failure_message(records, expected):
     assert views.plan_failure_message(records) == expected
 
 
+@pytest.mark.parametrize("phases, expected", [
+    ([{"name": "b", "origin": "phases/site.yaml document 2 (Phase b)"}],
+     "phase b failed on cluster y: boom; phase b is defined in phases/site.yaml document 2"),
+    ([{"name": "b", "origin": "plan document 1"}], "phase b failed on cluster y: boom; phase b is defined in plan document 1"),
+    ([{"name": "other", "origin": "phases/site.yaml document 1 (Phase other)"}, {"name": "b"}],
+     "phase b failed on cluster y: boom"),
+], ids=["names-the-failed-phases-document", "an-inline-document-is-named-too", "without-an-origin-names-none"])
+def test_failure_message_names_the_phases_document(phases, expected):
+    records = [{"phase": "b", "host": "y", "result": "failed", "msg": "boom"}]
+    assert views.plan_failure_message(records, phases) == expected
+
+
 @pytest.mark.parametrize("record, line", [
     ({"phase": "apps", "host": "target", "result": "changed", "drift": ["ConfigMap demo/x: data.a"]},
      "apps on target: differs: ConfigMap demo/x: data.a"),
@@ -137,3 +149,17 @@ def test_drift_lines(record, line):
     others = [{"phase": "ok", "host": "x", "result": "ok"},
               {"phase": "s", "host": "x", "result": "skipped", "msg": "commands do not run"}]
     assert views.drift_lines([record, *others]) == [line]
+
+
+LAST = {"run": "r1", "action": "run", "result": "ok", "started": "2026-11-24T14:45:01Z", "by": "ci@runner"}
+
+
+@pytest.mark.parametrize("same_bundle, suffix", [
+    (True, ""),
+    (False, " (bundle changed since)"),
+    (None, " (bundle not compared)"),
+], ids=["same-digest-says-nothing-more", "another-digest-says-the-bundle-changed",
+        "no-digest-to-compare-does-not-claim-a-change"])
+def test_last_run_label(same_bundle, suffix):
+    assert views.last_run_label({**LAST, "same_bundle": same_bundle}) == \
+        "ok 2026-11-24T14:45:01Z by ci@runner" + suffix
