@@ -83,3 +83,16 @@ def test_bad_report_paths_are_refused_clearly(tmp_path, where, message):
     with pytest.raises(PhasekitError, match=f"report_junit: cannot write the report .*{message}"):
         write_report(str(tmp_path / where), "x", "report_junit")
     assert not (tmp_path / "missing").exists()
+
+
+def test_reports_show_each_cluster_server_never_a_missing_one():
+    servers = {"a": "127.0.0.1:6443", "b": "127.0.0.1:6443"}   # a and b share one server: the reports show it
+    found = report_entries(PHASES, RECORDS, ["a", "b"], "run", servers=servers)
+    assert {(entry["cluster"], entry["server"]) for entry in found} == {
+        ("a", "127.0.0.1:6443"), ("b", "127.0.0.1:6443"), ("c", "")}
+    report = json.loads(json_report(found, plan="site", mode="run", check_mode=False))
+    assert report["results"][0]["server"] == "127.0.0.1:6443"
+    root = ET.fromstring(junit_report(found, plan="site", mode="run"))
+    cases = {case.get("name"): case for case in root[1]}
+    assert cases["a"].find("properties/property").attrib == {"name": "server", "value": "127.0.0.1:6443"}
+    assert cases["c"].find("properties") is None
