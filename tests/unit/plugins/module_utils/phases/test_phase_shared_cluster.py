@@ -119,22 +119,25 @@ def test_a_tasks_phase_is_guarded_too():
     assert report.stopped_by == "user"
 
 
-def test_a_rollout_is_guarded_with_all_its_hosts_before_its_first_batch():
-    hosts = [f"h{index}" for index in range(6)]
-    rollout = RolloutOf("cni", Rollout((1, "100%"), 0.0, 0.0), hosts).to_dict()
+def test_a_rollout_batch_is_guarded_with_the_earlier_batches_and_no_later_cluster_is_looked_at():
+    hosts = [f"h{index}" for index in range(8)]
+    rollout = RolloutOf("cni", Rollout((1, 2, "100%"), 0.0, 0.0), hosts).to_dict()
     phases = [{"name": "cni", "executor": None, "hosts": [], "rollout": rollout},
               phase("cni/apply", hosts, rollout=rollout), phase("cni/ready", hosts, executor="wait", rollout=rollout)]
     seen = []
 
-    def guard(phase_, guarded):
+    def guard(phase_, guarded):   # h2 reaches h0's cluster and namespace
         seen.append((phase_["name"], list(guarded)))
-        return "shared" if phase_["name"] == "cni/ready" else None
+        return "h0 and h2 are one cluster" if {"h0", "h2"} <= set(guarded) else None
 
     work = Work()
     report = run_phases(phases, work, hosts_in_play=hosts, guard=guard)
-    assert seen == [("cni/apply", hosts), ("cni/ready", hosts)]   # asked once per phase, with every cluster
-    assert not work.calls                                         # batch 1 did not start either
-    assert report.stopped_by == "cni" and {record.host for record in report.records} == set(hosts)
+    assert seen == [("cni/apply", ["h0"]), ("cni/ready", ["h0"]), ("cni/apply", ["h0", "h1", "h2"])]
+    assert sorted(work.calls) == [("cni/apply", "h0"), ("cni/ready", "h0")]   # batch 2 wrote nothing
+    refused = [(record.phase, record.host, record.details["rollout"]["batch"]) for record in report.records
+               if record.result == FAILED]
+    assert refused == [("cni/apply", "h1", 2), ("cni/apply", "h2", 2)]
+    assert report.stopped_by == "cni" and report.stop["batch"] == 2 and report.stop["untouched"] == hosts[3:]
 
 
 def test_a_guard_that_fails_fails_the_phase_naming_why():
