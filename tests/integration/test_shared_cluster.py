@@ -173,3 +173,18 @@ def test_one_api_server_reached_by_two_names(clusters, namespaces, site, same_na
         assert written(cluster, chosen[1]) == [PROBE, "phasekit-run-site.beta"]
     summary = result.output[result.output.index("Summary of plan site"):]
     assert f"127.0.0.1:{port}" in summary and f"localhost:{port}" in summary, summary
+
+
+def test_a_user_who_may_not_read_kube_system_is_compared_by_address(clusters, namespaces, site):
+    """Both names impersonate a user without any right: no kube-system UID, so the server's address decides
+    (localhost and 127.0.0.1 resolve to one address), and the refusal says so."""
+    cluster = clusters["target"]
+    config = two_names_kubeconfig(cluster, (namespaces[0], namespaces[0]))
+    config["users"][0]["user"]["as"] = "nobody-at-all"
+    result = site(config, {"alpha": {"kube_context": "by-ip"}, "beta": {"kube_context": "by-name"}})()
+    assert result.rc != 0, result
+    message = refusal(result)
+    port = cluster.server.rsplit(":", 1)[1]
+    assert f"compared by address (https://127.0.0.1:{port}" in message, message
+    assert "kube-system could not be read (403 Forbidden)" in message, message
+    assert written(cluster, namespaces[0]) == [], result
