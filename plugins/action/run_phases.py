@@ -138,6 +138,9 @@ class ActionModule(PhasekitAction):
                 # entries the records held back, in one write per cluster (also when the step was interrupted)
                 for problem in records.flush() if writes else ():
                     display.warning(problem)
+            if fleet.identities_asked:
+                display.vvv(f"phasekit.kube.run_phases: cluster identity (kube-system uid) asked of "
+                            f"{fleet.identities_asked} API endpoint(s)")
             memory = fleet.memory() if args["remember"] else None
             servers = fleet.servers()  # host:port of each cluster host, so that hosts on one server show it
             records = [record.to_dict() for record in report.records]

@@ -131,6 +131,11 @@ class Fleet:
         resolution = self.resolution(host)
         return self._identities.of(resolution.config, lambda: self.session(host, connections))
 
+    @property
+    def identities_asked(self) -> int:
+        """API endpoints asked for their cluster identity in this step."""
+        return self._identities.asked
+
     def servers(self) -> dict[str, str]:
         """Every host resolved so far in the run (earlier steps too) -> its API server as host:port (no
         credentials, no path), for the summary and the reports."""

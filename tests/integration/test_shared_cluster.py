@@ -7,7 +7,9 @@
 - one API server reached by two names (``https://127.0.0.1:PORT`` and ``https://localhost:PORT``, which its
   serving certificate covers) in one namespace: refused; in two namespaces: both written; with
   ``plan_allow_shared_cluster``: written;
-- kubectl says nothing was written where the run was refused, not even a run record.
+- kubectl says nothing was written where the run was refused, not even a run record;
+- a fleet of 12 hosts over the two API servers, a namespace each, runs as always, and asks each server for its
+  identity once.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import uuid
 
 import pytest
 import yaml
+from fleet_site import fleet_kubeconfig, recap
 
 pytestmark = [pytest.mark.smoke]
 
@@ -188,3 +191,27 @@ def test_a_user_who_may_not_read_kube_system_is_compared_by_address(clusters, na
     assert f"compared by address (https://127.0.0.1:{port}" in message, message
     assert "kube-system could not be read (403 Forbidden)" in message, message
     assert written(cluster, namespaces[0]) == [], result
+
+
+def test_a_fleet_over_two_servers_a_namespace_each_runs_and_asks_each_server_once(clusters, site):
+    hosts = [f"tenant{index:02d}" for index in range(12)]
+    names = sorted(clusters)
+
+    def cluster_of(host, _clusters):
+        return names[int(host[-2:]) % len(names)]
+
+    def namespace_of(host):
+        return f"pk-fanin-{RUN}-{host}"
+
+    config = fleet_kubeconfig(clusters, hosts, cluster_of, namespace_of)
+    try:
+        result = site(config, {host: {"kube_context": host} for host in hosts})("-vvv")
+        assert result.rc == 0 and not [row for row in recap(result.output).values() if row["failed"]], result
+        assert "cluster identity (kube-system uid) asked of 2 API endpoint(s)" in result.output, result
+        for host in hosts:
+            assert written(clusters[cluster_of(host, clusters)], namespace_of(host)) == [
+                PROBE, f"phasekit-run-site.{host}"]
+    finally:
+        for host in hosts:
+            clusters[cluster_of(host, clusters)].kubectl("delete", "namespace", namespace_of(host), "--wait=false",
+                                                         "--ignore-not-found")
