@@ -237,7 +237,13 @@ class ActionModule(PhasekitAction):
         if phase["executor"] == TASKS_EXECUTOR and counts.get(OK):
             tally = tally.replace(f"{counts[OK]} {OK}", f"{counts[OK]} prepared (the task file runs on each host)")
         display.display(f"{_phase_head(phase, len(records))}: {tally} ({seconds:.2f}s)")
+        refused = [record for record in records if record.details.get("refused")]
+        if refused:  # one reason for all the phase's clusters: said once, not once per cluster
+            display.display(f"  {hosts_label([record.host for record in refused])}: failed: {refused[0].msg}",
+                            color="red")
         for record in records:
+            if record.details.get("refused"):
+                continue
             if record.result == FAILED:
                 display.display(f"  {record.host}: failed: {record.msg}", color="red")
             elif record.result == SKIPPED and record.msg.startswith(UNREACHABLE):
