@@ -138,7 +138,7 @@ def test_hosts_without_a_context_falling_to_the_current_context_are_refused(clus
     for cluster in clusters.values():
         assert written(cluster, namespaces[0]) == [], result
     # the phase's line says it once for its three clusters
-    assert "  ephemeral, cluster-b, cluster-c: failed: phase probe refused before anything" in result.output, result
+    assert "  cluster-b, cluster-c, ephemeral: failed: phase probe refused before anything" in result.output, result
     # the summary shows where each host went: all three on ephemeral's server
     server = clusters["ephemeral"].server.removeprefix("https://")
     rows = dict(re.findall(r'"probe\s+(\S+)\s+failed\s+\S+\s+-\s+(\S+)"', result.output))
