@@ -22,6 +22,7 @@ ARGUMENT_SPEC = {
     "plan": {"type": "str", "default": ""},
     "stopped_by": {"type": "str", "default": ""},
     "tail": {"type": "list", "elements": "str", "default": []},
+    "servers": {"type": "dict", "default": {}},
     "report_json": {"type": "path", "default": ""},
     "report_junit": {"type": "path", "default": ""},
     "failure": {"type": "bool", "default": False},
@@ -42,10 +43,13 @@ class ActionModule(PhasekitAction):
             message = plan_failure_message(records, args["phases"])
             return {"changed": False, "failed": bool(message), "msg": message or "no phase failed"}
         hosts = args["hosts"] or list(task_vars.get("ansible_play_hosts_all") or [])
-        result = {"changed": False, "msg": summary_lines(args["phases"], records, hosts, args["mode"]) + args["tail"],
+        servers = {str(host): str(server) for host, server in (args["servers"] or {}).items()}
+        result = {"changed": False,
+                  "msg": summary_lines(args["phases"], records, hosts, args["mode"], servers=servers) + args["tail"],
                   "_ansible_verbose_always": True}   # shown at every verbosity, as a debug task's message
         paths = {option: args[option] for option in ("report_json", "report_junit")}
         if any(paths.values()):
-            write_reports(paths, report_entries(args["phases"], records, hosts, args["mode"]), plan=args["plan"],
+            write_reports(paths, report_entries(args["phases"], records, hosts, args["mode"], servers=servers),
+                          plan=args["plan"],
                           mode=args["mode"], check_mode=bool(self._task.check_mode), stopped_by=args["stopped_by"])
         return result

@@ -64,6 +64,7 @@ ARGUMENT_SPEC = {
     "rollout_batches_before": {"type": "int", "default": 0},
     "report_json": {"type": "path", "default": ""},
     "report_junit": {"type": "path", "default": ""},
+    "allow_shared_cluster": {"type": "bool", "default": False},
 }
 REPORT_OPTIONS = ("report_json", "report_junit")  # the summary for CI, written when asked
 MAX_CLUSTER_CONCURRENCY = 256
@@ -118,7 +119,7 @@ class ActionModule(PhasekitAction):
                                          diff=bool(self._task.diff), shared=shared, charts=charts,
                                          skip_unreachable=args["unreachable"] == "skip", records=records,
                                          resume=args["resume"], resumed_hosts=args["resumed_hosts"], lists=lists,
-                                         plan=plan.name or "")
+                                         plan=plan.name or "", allow_shared_cluster=args["allow_shared_cluster"])
             writes = records is not None and mode in (RUN, DESTROY) and not self._task.check_mode
             # check mode, status, validate and destroy run batch by batch without the soak
             rollouts = RolloutRun(pause=mode == RUN and not self._task.check_mode,
@@ -134,17 +135,22 @@ class ActionModule(PhasekitAction):
                                     recorded=phase_recorder(records, masks_for=lambda host: Masks(fleet.secrets(host)))
                                     if writes else None,
                                     prepare=fleet.vars.prefetch, rollouts=rollouts,
-                                    live=live_progress(waiting=executors.waiting_on))
+                                    live=live_progress(waiting=executors.waiting_on),
+                                    guard=executors.shared_cluster_refusal)
             finally:
                 # entries the records held back, in one write per cluster (also when the step was interrupted)
                 for problem in records.flush() if writes else ():
                     display.warning(problem)
+            if fleet.identities_asked:
+                display.vvv(f"phasekit.kube.run_phases: cluster identity (kube-system uid) asked of "
+                            f"{fleet.identities_asked} API endpoint(s)")
             memory = fleet.memory() if args["remember"] else None
+            servers = fleet.servers()  # host:port of each cluster host, so that hosts on one server show it
             records = [record.to_dict() for record in report.records]
             if reports and args["phases"] is None:   # one step of a run: only checked (plan_summary writes them)
                 play_hosts = list(task_vars.get("ansible_play_hosts_all") or in_play)
                 entries = report_entries(planned, records, play_hosts, mode,
-                                         masks_for=lambda host: Masks(fleet.secrets(host)))
+                                         masks_for=lambda host: Masks(fleet.secrets(host)), servers=servers)
                 write_reports(reports, entries, plan=plan.name or "", mode=mode,
                               check_mode=bool(self._task.check_mode), stopped_by=report.stopped_by)
                 display.vvv(f"phasekit.kube.run_phases: reports written: {', '.join(reports.values())}")
@@ -156,14 +162,14 @@ class ActionModule(PhasekitAction):
         batches = [batch.to_dict() for batch in report.batches]
         # status and validate read the clusters: what they would change is their report, not a change
         result = {"changed": report.changed and mode in (RUN, DESTROY), "records": records, "stopped_by": report.stopped_by,
-                  "failed_hosts": report.failed_hosts(), "resumed_hosts": executors.resumed_hosts(),
+                  "failed_hosts": report.failed_hosts(), "resumed_hosts": executors.resumed_hosts(), "servers": servers,
                   "rollout": {"batches": batches, "batches_run": report.batches_run, "stop": report.stop,
                               "message": rollout_stop_message(report.stop, plan.name) if report.stop else ""}}
         if args["phases"] is None:
             # the whole run list in this task: its summary table, made here (templating hosts x phases records
             # in the role cost more than the table is worth at fleet size)
             result["summary"] = summary_lines(planned, records, list(task_vars.get("ansible_play_hosts_all") or in_play),
-                                              mode, batches=batches)
+                                              mode, batches=batches, servers=servers)
         if memory is not None:
             # credentials: kept in the registered variable for later steps, hidden from every output;
             # so are the tasks phases as their task files get them (options unredacted)
@@ -235,7 +241,13 @@ class ActionModule(PhasekitAction):
         if phase["executor"] == TASKS_EXECUTOR and counts.get(OK):
             tally = tally.replace(f"{counts[OK]} {OK}", f"{counts[OK]} prepared (the task file runs on each host)")
         display.display(f"{_phase_head(phase, len(records))}: {tally} ({seconds:.2f}s)")
+        refused = [record for record in records if record.details.get("refused")]
+        if refused:  # one reason for all the phase's clusters: said once, not once per cluster
+            display.display(f"  {hosts_label([record.host for record in refused])}: failed: {refused[0].msg}",
+                            color="red")
         for record in records:
+            if record.details.get("refused"):
+                continue
             _show_record(record)
             if display.verbosity >= 1:
                 _show_output(record)

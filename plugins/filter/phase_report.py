@@ -8,9 +8,11 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import 
     drift_lines, plan_failure_message, summary_lines)
 
 
-def phase_summary(records, phases, play_hosts=None, mode="run"):
-    """Table lines: one row per phase and host of the run list, with result, duration and objects changed."""
-    return summary_lines(list(phases or []), list(records or []), list(play_hosts or []), mode=str(mode))
+def phase_summary(records, phases, play_hosts=None, mode="run", servers=None):
+    """Table lines: one row per phase and host of the run list, with result, duration, objects changed and the
+    host's API server (``servers``: host -> host:port, as RV(run_phases) returns them)."""
+    return summary_lines(list(phases or []), list(records or []), list(play_hosts or []), mode=str(mode),
+                         servers={str(host): str(server) for host, server in dict(servers or {}).items()})
 
 
 def phase_failure(records, phases=None):

@@ -51,6 +51,12 @@ options:
     type: list
     elements: str
     default: []
+  servers:
+    description:
+      - Each host's API server as host:port, the summary's C(SERVER) column and the reports' C(server) (the role
+        gathers RV(phasekit.kube.run_phases#module:servers) of every step). A host it does not name shows C(-).
+    type: dict
+    default: {}
   report_json:
     description:
       - Write the summary to this file as JSON (see O(phasekit.kube.run_phases#module:report_json)). The

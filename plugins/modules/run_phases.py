@@ -137,8 +137,9 @@ options:
       - Also write the run's summary to this file as JSON, for CI - one entry per phase and cluster of the run
         list (C(results)) with C(phase), C(cluster), C(executor), C(result) (C(ok), C(changed), C(failed),
         C(skipped), C(not ready), C(not run), C(not in play)), C(summary) (the summary table's word),
-        C(duration) (seconds), C(objects_changed) and C(message), and for C(command) phases C(rc), C(stdout)
-        and C(stderr); then C(totals) per result, C(failed), C(stopped_by), C(plan), C(mode), C(check_mode).
+        C(duration) (seconds), C(objects_changed), C(message) and C(server) (the cluster's API server as
+        host:port, empty when it was not resolved), and for C(command) phases C(rc), C(stdout) and C(stderr);
+        then C(totals) per result, C(failed), C(stopped_by), C(plan), C(mode), C(check_mode).
       - Messages are masked as in the task output - no credential, no Secret value.
       - Written in check mode too (C(check_mode) says the run was one), as the report of a drift check.
       - Written atomically (a temporary file, then one rename); its directory must exist. A relative path is
@@ -155,8 +156,28 @@ options:
         phase failed and a C(skipped) element for one skipped or not run; a C(command) phase's output is its
         C(system-out) and C(system-err).
       - Same rules as O(report_json).
+      - Each C(testcase) has a property C(server), the cluster's API server as host:port, when it was resolved.
     type: path
     default: ""
+  allow_shared_cluster:
+    description:
+      - Run a phase on hosts that reach the same cluster and the same default namespace (the namespace of their
+        kubeconfig context, else C(default)). The role's C(plan_allow_shared_cluster).
+      - By default, in the modes that write (C(run), C(destroy), and their check mode), such a phase is refused on
+        all its hosts before anything is written there, and the plan stops. The message names the hosts, the
+        cluster (its server as host:port and the UID of its C(kube-system) Namespace), the namespace, and which
+        setting chose each host's context (C(host var kube_context), C(current-context), ...).
+      - The cluster is known by the UID of its C(kube-system) Namespace, asked once per endpoint (server URL, CA,
+        proxy) and step - one API server reached by two names is one cluster. A user who may not read it is
+        compared by the server's address (scheme, the IP addresses of its host, port) instead, and the refusal says
+        so; an identity that cannot be read never fails a run by itself.
+      - Hosts on one cluster in different namespaces (a context per tenant namespace) are always allowed.
+        C(kubeconfig) phases are not checked (they resolve their host's kubeconfig), nor, with O(mode=destroy),
+        the phases destroy has nothing to undo for.
+      - Allowing it costs this - the hosts apply into one namespace, so their objects overwrite each other and
+        each host's prune deletes what the others applied; their run records stay separate.
+    type: bool
+    default: false
 attributes:
   action:
     support: full
@@ -276,8 +297,8 @@ stopped_by:
   type: str
 summary:
   description:
-    - The summary table (one line per phase and cluster of the run list, with result, duration and objects
-      changed), as the filter P(phasekit.kube.phase_summary#filter) makes it.
+    - The summary table (one line per phase and cluster of the run list, with result, duration, objects
+      changed and the cluster's API server), as the filter P(phasekit.kube.phase_summary#filter) makes it.
   returned: when O(phases) is not given (the whole run list runs in this task)
   type: list
   elements: str
@@ -286,6 +307,13 @@ resumed_hosts:
   returned: success
   type: list
   elements: str
+servers:
+  description:
+    - Each host resolved so far in the run -> its API server as host:port (no credentials, no path), as the
+      summary's C(SERVER) column shows it; hosts that share one server show it.
+  returned: success
+  type: dict
+  sample: {ephemeral: "127.0.0.1:6443", target: "127.0.0.1:6444"}
 history:
   description: O(mode=history), each host's recorded runs, newest first, with each phase's result.
   returned: O(mode=history)

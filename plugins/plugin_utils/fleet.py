@@ -21,6 +21,8 @@ from contextlib import ExitStack
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.identity import (
+    ClusterIdentities, ClusterIdentity, server_address)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiSession, ListMemory
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.connection import HOST_VARS as CONNECTION_VARS
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.redact import kubeconfig_credentials
@@ -97,6 +99,7 @@ class Fleet:
         self._templated: set[str] = set()           # hosts whose templates were rendered
         self._secrets: dict[str, frozenset] = {}       # vault-encrypted values, of hosts with templates
         self._credentials: dict[str, frozenset] = {}   # of resolved kubeconfigs
+        self._identities = ClusterIdentities()          # once per endpoint for the step, whatever the hosts
         self._stack = ExitStack()
 
     def __enter__(self) -> Fleet:
@@ -121,6 +124,28 @@ class Fleet:
                                                            pool_maxsize=max(connections, MIN_CONNECTIONS)))
                 self._sessions[host] = ApiSession(api, memory=self.lists)
             return self._sessions[host]
+
+    def identity(self, host: str, connections: int) -> ClusterIdentity:
+        """The cluster the host's kubeconfig reaches (``kube.identity``): asked once per endpoint for the step,
+        through the session of the first host that asks."""
+        resolution = self.resolution(host)
+        return self._identities.of(resolution.config, lambda: self.session(host, connections))
+
+    @property
+    def identities_asked(self) -> int:
+        """API endpoints asked for their cluster identity in this step."""
+        return self._identities.asked
+
+    def servers(self) -> dict[str, str]:
+        """Every host resolved so far in the run (earlier steps too) -> its API server as host:port (no
+        credentials, no path), for the summary and the reports."""
+        found = {}
+        for host, memory in self.memory().items():
+            try:
+                found[host] = server_address(memory["config"]["clusters"][0]["cluster"]["server"])
+            except (KeyError, IndexError, TypeError):
+                continue
+        return found
 
     def render_template(self, host: str, path: str) -> str:
         """A template file (a bundle manifest or a helm values file ending in .j2) rendered with the host's

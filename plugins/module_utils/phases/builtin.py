@@ -18,7 +18,7 @@ import math
 import os
 import threading
 import time
-from concurrent.futures import Executor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
@@ -52,6 +52,8 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.container imp
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import (
     RunRecords, bundle_digest, recorded_message, resumable)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import TASKS_EXECUTOR, Outcome, time_left
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.shared_cluster import (
+    HostTarget, shared_cluster_refusal)
 from ansible_collections.phasekit.kube.plugins.module_utils.masking import Masks
 from ansible_collections.phasekit.kube.plugins.module_utils.templating import has_template_strings, is_template_text
 
@@ -60,6 +62,8 @@ UNREACHABLE = "cluster unreachable, skipped"
 EXTRA_CONNECTIONS = 4  # live-state reads run beside the apply workers
 REQUEST_BUDGET = 32
 HELM_TIMEOUT = 300  # helm's own default --timeout (5m)
+UNDONE_BY_DESTROY = ("apply", "helm")  # the executors whose work destroy undoes; the others have nothing to undo
+IDENTITY_THREADS = 16  # hosts whose kubeconfig and cluster identity are looked up at once before a phase
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,10 @@ class ClusterAccess(Protocol):
     def secrets(self, host: str) -> frozenset:
         """What must not be shown of this host: the values its templates may have carried into output
         (vault-encrypted variables) and the credentials of its kubeconfig once resolved (``masking.Masks``)."""
+
+    def identity(self, host: str, connections: int):
+        """The ``kube.identity.ClusterIdentity`` of the host's cluster, asked once per endpoint and run; raises
+        PhasekitError only when the host's kubeconfig cannot be resolved."""
 
 
 def option_values(spec: dict, options: dict) -> dict:
@@ -155,10 +163,11 @@ class BuiltinExecutors:
                  render: Callable[[dict], list] | None = None, shared: SharedRequests | None = None,
                  charts: ChartCache | None = None, skip_unreachable: bool = False,
                  records: RunRecords | None = None, resume: bool = False, resumed_hosts=(),
-                 lists: ListMemory | None = None, plan: str | None = None):
+                 lists: ListMemory | None = None, plan: str | None = None, allow_shared_cluster: bool = False):
         self.access = access
         self.plan = plan
         self.started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())  # when the run started: a set it takes is its since then
+        self.allow_shared_cluster = allow_shared_cluster  # hosts of a phase may share a cluster and namespace
         self.lists = lists  # the sessions' ListMemory: forgotten around every phase that is not an apply
         self.charts = charts or ChartCache()  # the caller closes the one it gives; one made here lives with us
         self.shared = shared  # None: one cluster at a time, each apply with its own threads
@@ -281,6 +290,32 @@ class BuiltinExecutors:
             return run(phase, host)
         finally:
             self.lists.clear()
+
+    # ------------------------------------------------------------ each host its own cluster
+
+    def shared_cluster_refusal(self, phase: dict, hosts: list[str]) -> str | None:
+        """The runner's guard: why ``phase`` must not start on ``hosts`` because two or more of them reach one
+        cluster and namespace (see ``shared_cluster.py``); None when it may. Asked in the modes that write (run,
+        destroy, and their check mode, which previews them), not for ``kubeconfig`` phases (they resolve their
+        host's kubeconfig, waiting for it: it cannot be looked at before), nor, in destroy, for phases it leaves."""
+        if self.allow_shared_cluster or self.mode not in (RUN, DESTROY) or len(hosts) < 2:
+            return None
+        if phase["executor"] == "kubeconfig" or (self.mode == DESTROY and phase["executor"] not in UNDONE_BY_DESTROY):
+            return None
+        with ThreadPoolExecutor(min(IDENTITY_THREADS, len(hosts)), thread_name_prefix="phasekit-identity") as pool:
+            found = list(pool.map(self._target, hosts))
+        return shared_cluster_refusal(phase["name"], [target for target in found if target is not None])
+
+    def _target(self, host: str) -> HostTarget | None:
+        """Where ``host`` writes by default; None when its kubeconfig does not resolve (its phase fails on that)."""
+        try:
+            resolution = self.access.resolution(host)
+            identity = self.access.identity(host, REQUEST_BUDGET + EXTRA_CONNECTIONS)
+        except PhasekitError:
+            return None
+        return HostTarget(host=host, identity=identity, namespace=resolution.namespace or "default",
+                          context=resolution.context,
+                          context_from=str(resolution.provenance.get("context_from") or "current-context"))
 
     def masks(self, phase: dict, host: str) -> Masks:
         """What a phase on ``host`` must not show: the host's secrets, and those of every host whose kubeconfig
@@ -634,7 +669,7 @@ class BuiltinExecutors:
     def _destroy(self, phase: dict, host: str) -> Outcome:
         """Undo one phase on one host: apply phases lose their objects, helm phases their release; the others
         have nothing the collection could undo."""
-        undo = {"apply": self._destroy_apply, "helm": self._destroy_helm}.get(phase["executor"])
+        undo = {"apply": self._destroy_apply, "helm": self._destroy_helm}.get(phase["executor"])  # UNDONE_BY_DESTROY
         if undo is None:
             return Outcome(skipped=True, msg=f"{phase['executor']} phases have nothing to destroy")
         try:

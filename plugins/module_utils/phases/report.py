@@ -30,17 +30,18 @@ NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\
 
 
 def report_entries(phases: list[dict], records: list[dict], play_hosts: list[str], mode: str = "run",
-                   masks_for=None) -> list[dict]:
-    """One plain entry per phase and cluster: phase, cluster, executor, result, summary (the summary's word),
-    duration (seconds, None when not run), objects_changed, message. ``masks_for(host)``: a ``Masks`` whose
-    secrets are hidden from that cluster's message."""
+                   masks_for=None, servers: dict | None = None) -> list[dict]:
+    """One plain entry per phase and cluster: phase, cluster, server (its API server as host:port, "" when it was
+    not resolved; ``servers``), executor, result, summary (the summary's word), duration (seconds, None when not
+    run), objects_changed, message. ``masks_for(host)``: a ``Masks`` whose secrets are hidden from that cluster's
+    message."""
     entries = []
-    for entry in summary_entries(phases, records, play_hosts, mode):
+    for entry in summary_entries(phases, records, play_hosts, mode, servers):
         scrub = masks_for(entry["cluster"]).scrub_text if masks_for is not None else str
         message = scrub(entry["msg"]) if entry["msg"] else entry["msg"]
         duration = entry["duration"]
-        reported = {"phase": entry["phase"], "cluster": entry["cluster"], "executor": entry["executor"],
-                    "result": entry["result"], "summary": entry["label"],
+        reported = {"phase": entry["phase"], "cluster": entry["cluster"], "server": entry["server"],
+                    "executor": entry["executor"], "result": entry["result"], "summary": entry["label"],
                     "duration": None if duration is None else round(float(duration), 3),
                     "objects_changed": entry["objects_changed"], "message": message}
         record = entry["record"]
@@ -74,6 +75,9 @@ def junit_report(entries: list[dict], *, plan: str, mode: str) -> str:
         for entry in cases:
             case = ET.SubElement(suite, "testcase", name=entry["cluster"], classname=f"{plan or 'plan'}.{phase}",
                                  time=f"{entry['duration'] or 0:.3f}")
+            if entry.get("server"):  # the cluster's API server: hosts that share one show it
+                properties = ET.SubElement(case, "properties")
+                ET.SubElement(properties, "property", name="server", value=entry["server"])
             summary = entry["summary"] + (f": {entry['message']}" if entry["message"] else "")
             if entry["result"] in FAILED_RESULTS:
                 ET.SubElement(case, "failure", message=summary, type=entry["executor"]).text = entry["message"]

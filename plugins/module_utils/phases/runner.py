@@ -16,6 +16,8 @@ controller task runs a whole step of built-in phases:
 - a failed attempt is tried again on that host while the phase's ``retries``
   and ``timeout`` allow (pausing ``delay`` seconds, doubled each time); the
   other hosts of the phase do not wait for it until the barrier;
+- before a phase starts on its hosts (a rollout's: on a batch), a ``guard`` may refuse it (hosts that are one
+  cluster, see ``shared_cluster.py``): it then fails on all of them, nothing run and nothing recorded there;
 - a ``tasks`` phase is only prepared here (its clusters' kubeconfigs resolved,
   so the user's task files reuse them): the role then includes its task file
   on each host, which records the outcome; only a failed preparation, or a
@@ -131,6 +133,7 @@ Progress = Callable[[dict, list, float], None]      # (planned phase, its record
 Recorded = Callable[[dict, PhaseRecord], None]      # (planned phase, a host's record) as soon as it is made
 Watch = Callable[[list, str], "str | None"]        # (a rollout's phases, host) -> why its objects are not Current
 BatchDone = Callable[[BatchReport], None]           # after a batch (and its soak)
+Guard = Callable[[dict, list], "str | None"]        # (planned phase, its hosts) -> why it must not start there
 
 
 @dataclass
@@ -180,7 +183,8 @@ def run_phases(phases: list[dict], work: HostWork, *, hosts_in_play: list[str], 
                status_mode: bool = False, stopped_by: str = "", concurrency: int = DEFAULT_CLUSTER_CONCURRENCY,
                progress: Progress | None = None, sleep: Callable[[float], None] = time.sleep,
                recorded: Recorded | None = None, prepare: Callable[[list], None] | None = None,
-               rollouts: RolloutRun | None = None, live: LiveProgress | None = None) -> RunReport:
+               rollouts: RolloutRun | None = None, live: LiveProgress | None = None,
+               guard: Guard | None = None) -> RunReport:
     """Run ``phases`` (as ``phase_plan`` returns them) in order on their hosts that are in the play.
 
     ``dry_run`` (validate, status): a failure does not stop the plan, and nothing is retried. ``stopped_by``: a
@@ -190,11 +194,13 @@ def run_phases(phases: list[dict], work: HostWork, *, hosts_in_play: list[str], 
     ``prepare``: called with the hosts a barrier is about to run on, in this thread, before it (hosts no phase
     reaches are never prepared). Phases under a rollout (``phase["rollout"]``) run batch by batch: see
     ``rollout.py`` and ``RolloutRun``. ``live``: progress lines while a long phase runs (``LiveProgress``).
+    ``guard``: asked with a phase's hosts before it starts on them (in a rollout: a batch's, with those of the
+    phase's earlier batches); a reason fails the phase on every one of them, without running or recording it there.
     """
     report = RunReport(stopped_by=stopped_by)
     with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="phasekit-cluster") as pool:
         runner = _Runner(pool, work, report, set(hosts_in_play), dry_run, status_mode, progress, sleep, recorded,
-                         prepare, rollouts or RolloutRun(pause=not dry_run), live)
+                         prepare, rollouts or RolloutRun(pause=not dry_run), live, guard)
         units = list(_units(phases))
         for position, unit in enumerate(units):
             if report.stopped_by:
@@ -228,11 +234,13 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
     """One run's state: the pool, the report, the clusters failed so far (they take no later phase)."""
 
     def __init__(self, pool, work, report, in_play, dry_run, status_mode, progress, sleep, recorded, prepare,
-                 rollouts: RolloutRun, live: LiveProgress | None = None):
+                 rollouts: RolloutRun, live: LiveProgress | None = None, guard: Guard | None = None):
         self.pool, self.work, self.report, self.in_play = pool, work, report, in_play
+        self.guard = guard
         self.dry_run, self.status_mode, self.progress, self.sleep = dry_run, status_mode, progress, sleep
         self.recorded, self.prepare, self.rollouts, self.live = recorded, prepare, rollouts, live
         self.failed: set[str] = set()
+        self._guarded: dict[str, list[str]] = {}   # a rollout's phase -> hosts its earlier batches were let run on
         self._started: dict[str, float] = {}    # host -> when its work on the current phase began (live lines)
         self._lock = threading.Lock()
         report.batches_run = rollouts.batches_before
@@ -245,6 +253,9 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
         """One barrier: the phase on ``hosts``, all at once (up to the pool's size)."""
         if self.prepare is not None and hosts:
             self.prepare(hosts)
+        refused = self.refused(phase, hosts, batch)
+        if refused is not None:
+            return refused
         planned = dict(phase, running=len(hosts))
         if batch is not None:
             planned["batch"] = {"phase": batch.rollout, "batch": batch.number, "of": batch.of}
@@ -263,6 +274,38 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
             self.failed.update(record.host for record in records if record.result == FAILED)
             if batch is None and any(record.result == FAILED for record in records):
                 self.report.stopped_by = phase["name"]
+        return records
+
+    def refused(self, phase: dict, hosts: list[str], batch: BatchReport | None = None) -> list[PhaseRecord] | None:
+        """The phase failed on all ``hosts`` when the guard refuses it there (None: it may start). Nothing ran, so
+        nothing is recorded in the clusters (``recorded`` is not called). In a rollout the guard sees the hosts of
+        the phase's earlier batches too (a later batch's cluster is not looked at before its batch: a rollout
+        touches no cluster ahead of its turn), and a refusal fails this batch's hosts, which the budget counts."""
+        if self.guard is None or not hosts:
+            return None
+        started, started_at = time.monotonic(), time.time()
+        earlier = self._guarded.setdefault(phase["name"], []) if batch is not None else []
+        try:
+            known = set(earlier)
+            reason = self.guard(phase, earlier + [host for host in hosts if host not in known])
+        except PhasekitError as err:
+            reason = str(err)
+        if not reason:
+            earlier.extend(hosts)
+            return None
+        planned, details = dict(phase, running=len(hosts)), {"refused": True}
+        if batch is not None:
+            planned["batch"] = details["rollout"] = {"phase": batch.rollout, "batch": batch.number, "of": batch.of}
+        records = [PhaseRecord(phase=phase["name"], host=host, executor=phase["executor"], result=FAILED,
+                               duration=0.0, msg=_short(reason), details=dict(details), started=started_at)
+                   for host in hosts]
+        if self.progress is not None:
+            self.progress(planned, records, time.monotonic() - started)
+        self.report.records.extend(records)
+        if not self.dry_run:
+            self.failed.update(hosts)
+            if batch is None:   # a rollout's budget decides whether a batch's failures stop it
+                self.report.stopped_by = self.report.stopped_by or phase["name"]
         return records
 
     def _watch_live(self, planned: dict, futures: dict, started: float) -> None:

@@ -133,37 +133,42 @@ DESTROY_RESULTS = {"changed": "destroyed", "ok": "nothing left"}
 
 
 def summary_lines(phases: list[dict], records: list[dict], play_hosts: list[str], mode: str = "run",
-                  batches: list[dict] | None = None) -> list[str]:
-    """One row per phase and host of the run list: result, duration, objects changed; then, for a plan with
-    rollouts, one row per batch (see ``batch_lines``).
+                  batches: list[dict] | None = None, servers: dict | None = None) -> list[str]:
+    """One row per phase and host of the run list: result, duration, objects changed, the host's API server; then,
+    for a plan with rollouts, one row per batch (see ``batch_lines``).
 
     ``phases`` are the selected phases as ``phase_plan`` returns them; ``records``
     what the role recorded per phase and host (``phase``, ``host``, ``result``,
-    ``duration``, ``objects_changed``).
+    ``duration``, ``objects_changed``); ``servers`` each resolved host's API
+    server as host:port (``-`` for a host not resolved in the run).
     """
-    lines = phase_summary_lines(phases, records, play_hosts, mode)
+    lines = phase_summary_lines(phases, records, play_hosts, mode, servers)
     rollouts = batch_lines(phases, records, play_hosts, batches)
     return lines + [""] + rollouts if rollouts else lines
 
 
-def phase_summary_lines(phases: list[dict], records: list[dict], play_hosts: list[str], mode: str = "run") -> list[str]:
+def phase_summary_lines(phases: list[dict], records: list[dict], play_hosts: list[str], mode: str = "run",
+                        servers: dict | None = None) -> list[str]:
     """The summary's table of phases and hosts."""
-    entries = summary_entries(phases, records, play_hosts, mode)
+    entries = summary_entries(phases, records, play_hosts, mode, servers)
     last_runs = mode == "status" and any("last_run" in entry["record"] for entry in entries)
-    rows = [["PHASE", "CLUSTER", "RESULT", "DURATION", "CHANGED"] + (["LAST RUN"] if last_runs else [])]
+    rows = [["PHASE", "CLUSTER", "RESULT", "DURATION", "CHANGED", "SERVER"] + (["LAST RUN"] if last_runs else [])]
     for entry in entries:
         changed = entry["objects_changed"]
         rows.append([entry["phase"], entry["cluster"], entry["label"], duration_label(entry["duration"]),
-                     "-" if changed is None else str(changed)]
+                     "-" if changed is None else str(changed), entry["server"] or "-"]
                     + ([last_run_label(entry["record"].get("last_run"))] if last_runs else []))
     return table(rows)
 
 
-def summary_entries(phases: list[dict], records: list[dict], play_hosts: list[str], mode: str = "run") -> list[dict]:
+def summary_entries(phases: list[dict], records: list[dict], play_hosts: list[str], mode: str = "run",
+                    servers: dict | None = None) -> list[dict]:
     """One entry per phase and host of the run list, in the summary's order: ``phase``, ``cluster``,
     ``executor``, ``result`` (the record's word: ok, changed, failed, skipped, not ready, not run, not in play),
     ``label`` (the summary's word for it in ``mode``), ``duration`` and ``objects_changed`` (None when not
-    run), ``msg``, and the ``record`` itself ({} when not run). The summary table and the CI reports read it."""
+    run), ``msg``, ``server`` (the host's API server as host:port, "" when not resolved), and the ``record``
+    itself ({} when not run). The summary table and the CI reports read it."""
+    servers = servers or {}
     play_hosts = set(play_hosts)  # a row per phase and host: a list here made the summary quadratic in the fleet
     results = {"status": STATUS_RESULTS, "destroy": DESTROY_RESULTS}.get(mode, {})
     if mode == "destroy":
@@ -183,7 +188,7 @@ def summary_entries(phases: list[dict], records: list[dict], play_hosts: list[st
             entries.append({"phase": phase["name"], "cluster": host, "executor": phase["executor"],
                             "result": result, "label": label, "duration": record.get("duration"),
                             "objects_changed": record.get("objects_changed"), "msg": str(record.get("msg") or ""),
-                            "record": record})
+                            "server": str(servers.get(host) or ""), "record": record})
     return entries
 
 

@@ -81,3 +81,11 @@ def test_host_vars_keep_only_what_resolution_reads():
                       "phasekit_kube_resolved": {"resolution": {"format": 1}}}
     with pytest.raises(PhasekitError, match="not in the inventory"):
         FleetVars(hostvars)["nobody"]  # pylint: disable=expression-not-assigned
+
+
+def test_servers_are_host_and_port_of_every_host_resolved_so_far(fleet_file):
+    earlier = {"old": {"config": {"clusters": [{"cluster": {"server": "https://user:pw@old.example/path/t0ken"}}]}}}
+    with Fleet(None, hostvars_for(fleet_file, ["c0", "c1", "c2"]), environ={}, remembered=earlier) as fleet:
+        fleet.resolution("c0")
+        fleet.resolution("c2")
+        assert fleet.servers() == {"old": "old.example:443", "c0": "c0.example:6443", "c2": "c2.example:6443"}

@@ -79,34 +79,36 @@ PHASES = [
       {"phase": "spread", "host": "ephemeral", "result": "ok", "duration": 75, "objects_changed": 0},
       {"phase": "spread", "host": "target", "result": "changed", "duration": 2, "objects_changed": 3}],
      "run",
-     [["certs/ca", "ephemeral", "changed", "1.2s", "-"],
-      ["spread", "ephemeral", "ok", "1m15s", "0"],
-      ["spread", "target", "changed", "2.0s", "3"],
-      ["late", "target", "not", "run", "-", "-"],
-      ["late", "elsewhere", "not", "in", "play", "-", "-"]]),
+     [["certs/ca", "ephemeral", "changed", "1.2s", "-", "127.0.0.1:6443"],
+      ["spread", "ephemeral", "ok", "1m15s", "0", "127.0.0.1:6443"],
+      ["spread", "target", "changed", "2.0s", "3", "[::1]:6444"],
+      ["late", "target", "not", "run", "-", "-", "[::1]:6444"],
+      ["late", "elsewhere", "not", "in", "play", "-", "-", "-"]]),
     ([{"phase": "spread", "host": "target", "result": "changed", "duration": 2, "objects_changed": 3},
       {"phase": "spread", "host": "ephemeral", "result": "ok", "duration": 1}],
      "status",
-     [["certs/ca", "ephemeral", "not", "run", "-", "-"],
-      ["spread", "ephemeral", "in", "sync", "1.0s", "-"],
-      ["spread", "target", "differs", "2.0s", "3"],
-      ["late", "target", "not", "run", "-", "-"],
-      ["late", "elsewhere", "not", "in", "play", "-", "-"]]),
+     [["certs/ca", "ephemeral", "not", "run", "-", "-", "127.0.0.1:6443"],
+      ["spread", "ephemeral", "in", "sync", "1.0s", "-", "127.0.0.1:6443"],
+      ["spread", "target", "differs", "2.0s", "3", "[::1]:6444"],
+      ["late", "target", "not", "run", "-", "-", "[::1]:6444"],
+      ["late", "elsewhere", "not", "in", "play", "-", "-", "-"]]),
     ([{"phase": "late", "host": "target", "result": "changed", "duration": 2, "objects_changed": 4},
       {"phase": "spread", "host": "target", "result": "ok", "duration": 1, "objects_changed": 0},
       {"phase": "spread", "host": "ephemeral", "result": "changed", "duration": 1, "objects_changed": 2},
       {"phase": "certs/ca", "host": "ephemeral", "result": "skipped", "duration": 0}],
      "destroy",
-     [["late", "target", "destroyed", "2.0s", "4"],
-      ["late", "elsewhere", "not", "in", "play", "-", "-"],
-      ["spread", "ephemeral", "destroyed", "1.0s", "2"],
-      ["spread", "target", "nothing", "left", "1.0s", "0"],
-      ["certs/ca", "ephemeral", "skipped", "0.0s", "-"]]),
+     [["late", "target", "destroyed", "2.0s", "4", "[::1]:6444"],
+      ["late", "elsewhere", "not", "in", "play", "-", "-", "-"],
+      ["spread", "ephemeral", "destroyed", "1.0s", "2", "127.0.0.1:6443"],
+      ["spread", "target", "nothing", "left", "1.0s", "0", "[::1]:6444"],
+      ["certs/ca", "ephemeral", "skipped", "0.0s", "-", "127.0.0.1:6443"]]),
 ], ids=["run-rows-per-phase-and-host-in-plan-order", "status-says-in-sync-or-differs",
         "destroy-rows-in-reverse-order"])
 def test_summary(records, mode, expected):
-    lines = views.summary_lines(PHASES, records, ["ephemeral", "target"], mode=mode)
-    assert lines[0].split() == ["PHASE", "CLUSTER", "RESULT", "DURATION", "CHANGED"]
+    # elsewhere was never resolved: no server to show
+    servers = {"ephemeral": "127.0.0.1:6443", "target": "[::1]:6444"}
+    lines = views.summary_lines(PHASES, records, ["ephemeral", "target"], mode=mode, servers=servers)
+    assert lines[0].split() == ["PHASE", "CLUSTER", "RESULT", "DURATION", "CHANGED", "SERVER"]
     assert [line.split() for line in lines[1:]] == expected
 
 
