@@ -10,7 +10,6 @@ flipped the marker, and both exited 0. A plan of the same documents that runs al
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
