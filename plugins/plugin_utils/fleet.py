@@ -27,7 +27,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.redact im
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import Resolution
 from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import (
     HOST_VAR_CLUSTER, HOST_VAR_CONTEXT, HOST_VAR_KUBECONFIG, HOST_VAR_PARENT, REMEMBERED_VAR, RESOLUTION_KEY,
-    RESOLUTIONS_KEY, HostResolver, remembered_resolution, to_plain)
+    RESOLUTIONS_KEY, HostResolver, kubeconfig_request, remembered_resolution, to_plain)
 from ansible_collections.phasekit.kube.plugins.plugin_utils.templates import (
     TEMPLATE_LOCK, host_variables, render_strings, render_template_file, vault_values)
 
@@ -89,6 +89,7 @@ class Fleet:
         self._templar = templar
         # a parent read for a child's Secret source: the same cache; the nested resolver keeps the cycle chain
         self._resolver = HostResolver(loader, self.vars, environ, other_hosts=self._resolve)
+        self.environ = self._resolver.environ  # the task's environment: over the controller's
         self._remembered = dict(remembered or {})     # earlier steps' resolutions, carried forward
         self._resolutions: dict[str, Resolution | PhasekitError] = {}
         self._sessions: dict[str, ApiSession] = {}
@@ -161,6 +162,22 @@ class Fleet:
         memory.update({host: found.to_memory() for host, found in self._resolutions.items()
                        if isinstance(found, Resolution)})
         return memory
+
+    def overridden(self, hosts) -> dict:
+        """``Overridden`` (a K8S_AUTH_* variable of the environment) -> the hosts whose own kube_* variables beat
+        it, from the hosts' requests: nothing is read or resolved (a host whose request is wrong says so when it is
+        resolved)."""
+        found: dict = {}
+        for host in hosts:
+            if host not in self.vars:
+                continue
+            try:
+                request = kubeconfig_request(host, self._host_vars(host), {}, self.environ)
+            except PhasekitError:
+                continue
+            for overridden in request.overridden:
+                found.setdefault(overridden, []).append(host)
+        return found
 
     def _resolve(self, host: str, resolver: HostResolver) -> Resolution:
         with self._lock_for(host):
