@@ -72,7 +72,7 @@ class ActionModule(PhasekitAction):
 
     def _apply(self, request, resolution, charts, check_mode: bool, diff: bool) -> dict:
         if request.state == ABSENT:
-            with api_client(resolution.config, pool_maxsize=EXTRA_CONNECTIONS) as api:
+            with api_client(resolution.config, pool_maxsize=EXTRA_CONNECTIONS, environ=self.environ) as api:
                 report = remove_rendered_release(ApiSession(api), request, dry_run=check_mode)
             result = report.result()
             if report.failure:
@@ -81,7 +81,8 @@ class ActionModule(PhasekitAction):
         bundle = render_release(request, kubeconfig=resolution.config, charts=charts, environ=self.environ)
         options = apply_options(release_apply_arguments(request), namespace=request.namespace,
                                 check_mode=check_mode, diff=diff)
-        with api_client(resolution.config, pool_maxsize=options.concurrency + EXTRA_CONNECTIONS) as api:
+        with api_client(resolution.config, pool_maxsize=options.concurrency + EXTRA_CONNECTIONS,
+                        environ=self.environ) as api:
             report = apply_bundle(ApiSession(api), bundle, options)
         result = report.result()
         if report.warnings:

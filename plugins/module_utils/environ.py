@@ -99,3 +99,24 @@ def overridden_warning(overridden: Overridden, whose: str = "the hosts'") -> str
     return (f"{overridden.variable} from the {overridden.origin} is overridden by {whose} own "
             f"{overridden.host_var}: a host's own kube_* variables win, {overridden.variable} only fills what a "
             f"host leaves unset (see {PRECEDENCE_DOC})")
+
+
+def environment_proxies(environ: Mapping) -> dict:
+    """``urllib.request.getproxies_environment`` over ``environ``: scheme (``https``, ``http``, ``all``, ``no``) ->
+    value of ``<scheme>_proxy``, any case, the lowercase name winning (an empty lowercase one unsets it)."""
+    proxies = {}
+    for name, value in environ.items():
+        if value and name.lower().endswith("_proxy"):
+            proxies[name.lower()[:-len("_proxy")]] = value
+    for name, value in environ.items():
+        if name.endswith("_proxy") and name == name.lower():
+            if value:
+                proxies[name[:-len("_proxy")]] = value
+            else:
+                proxies.pop(name[:-len("_proxy")], None)
+    return proxies
+
+
+def sets_proxies(environ: Mapping | None) -> bool:
+    """Whether an action's ``environment:`` keyword sets a proxy variable (the controller's own are the client's)."""
+    return isinstance(environ, Environ) and any(name.lower().endswith("_proxy") for name in environ.keyword)

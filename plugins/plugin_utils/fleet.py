@@ -119,7 +119,8 @@ class Fleet:
             if host not in self._sessions:
                 resolution = self.resolution(host)
                 api = self._stack.enter_context(api_client(resolution.config,
-                                                           pool_maxsize=max(connections, MIN_CONNECTIONS)))
+                                                           pool_maxsize=max(connections, MIN_CONNECTIONS),
+                                                           environ=self.environ))
                 self._sessions[host] = ApiSession(api, memory=self.lists)
             return self._sessions[host]
 

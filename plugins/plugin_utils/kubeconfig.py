@@ -294,7 +294,7 @@ def read_secret_through_parent(resolver: HostResolver, host: str | None, host_va
     resolver.check_no_cycle(parent, host)
     try:
         resolution = resolver.resolve_other_host(parent, host)
-        return read_kubeconfig_secret(resolution.config, secret)
+        return read_kubeconfig_secret(resolution.config, secret, environ=resolver.environ)
     except PhasekitError as err:
         raise PhasekitError(str(err), where=f"host {parent}") from None
 
