@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from ansible_collections.phasekit.kube.plugins.module_utils.environ import Overridden
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig import readers
 from ansible_collections.phasekit.kube.plugins.plugin_utils.fleet import Fleet, FleetVars, remembered_by_host
@@ -81,3 +82,20 @@ def test_host_vars_keep_only_what_resolution_reads():
                       "phasekit_kube_resolved": {"resolution": {"format": 1}}}
     with pytest.raises(PhasekitError, match="not in the inventory"):
         FleetVars(hostvars)["nobody"]  # pylint: disable=expression-not-assigned
+
+
+def test_hosts_that_beat_the_environment_are_counted_without_resolving(fleet_file):
+    hostvars = {**hostvars_for(fleet_file, ["c0", "c1"]), "c2": {}, "c3": {"kube_context": ["not", "a", "name"]}}
+    environ = {"K8S_AUTH_CONTEXT": "c4", "K8S_AUTH_KUBECONFIG": fleet_file}
+    with Fleet(None, hostvars, environ=environ) as fleet:
+        found = fleet.overridden(["c0", "c1", "c2", "c3", "not-in-inventory"])
+        assert fleet.memory() == {}  # nothing was resolved
+    assert found == {Overridden("K8S_AUTH_CONTEXT", "controller environment", "kube_context"): ["c0", "c1"],
+                     Overridden("K8S_AUTH_KUBECONFIG", "controller environment", "kube_kubeconfig"): ["c0", "c1"]}
+
+
+def test_a_host_without_its_own_context_takes_the_environment_s(fleet_file):
+    hostvars = {**hostvars_for(fleet_file, ["c0"]), "c2": {"kube_kubeconfig": fleet_file}}
+    with Fleet(None, hostvars, environ={"K8S_AUTH_CONTEXT": "c4"}) as fleet:
+        assert (fleet.resolution("c0").context, fleet.resolution("c2").context) == ("c0", "c4")
+        assert fleet.resolution("c2").summary()["provenance"]["context_from"] == "controller environment K8S_AUTH_CONTEXT"

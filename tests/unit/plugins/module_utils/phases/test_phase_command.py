@@ -120,3 +120,14 @@ def test_other_kubeconfigs_and_env_files_are_private_and_removed_afterwards():
     other, text, mode, content = result.stdout.splitlines()
     assert (mode, content) == ("0o600", "hello")
     assert not os.path.exists(other) and not os.path.exists(text)
+
+
+@pytest.mark.parametrize("environ, env, shown", [
+    (None, None, "controller"),
+    ({"EXTRA": "from the task's environment", "PATH": os.environ["PATH"]}, None, "from the task's environment"),
+    ({"EXTRA": "from the task's environment", "PATH": os.environ["PATH"]}, {"EXTRA": "env option"}, "env option"),
+], ids=["controller-environment-by-default", "task-environment-replaces-it", "env-option-wins"])
+def test_a_command_starts_from_its_task_s_environment(monkeypatch, environ, env, shown):
+    monkeypatch.setenv("EXTRA", "controller")
+    result = run_command([sys.executable, "-c", PROBE, "0"], kubeconfig=CONFIG, env=env, environ=environ)
+    assert result.stdout.splitlines()[4] == shown
