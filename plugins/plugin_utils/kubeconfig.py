@@ -7,17 +7,24 @@ includes ``AUTH_ARGUMENT_SPEC`` in its argument spec (documented by the doc
 fragment ``phasekit.kube.kubeconfig``).
 
 Precedence, decided separately for the sources, the context and each of kubernetes.core's connection options
-(``host``, ``api_key``, ``ca_cert``, ... see ``module_utils.kubeconfig.connection``):
+(``host``, ``api_key``, ``ca_cert``, ... see ``module_utils.kubeconfig.connection``); each host acts on the cluster
+it names, and a value set for the whole controller or play only fills what a host leaves unset:
 
-=========================  ==========================  =====================  =========================
-                           kubeconfig sources          context                connection option
-=========================  ==========================  =====================  =========================
-1. task parameter          ``kubeconfig``              ``context``            ``host``, ``api_key``, ...
-2. controller environment  ``K8S_AUTH_KUBECONFIG``     ``K8S_AUTH_CONTEXT``   ``K8S_AUTH_HOST``, ...
-3. host/group vars         ``kube_kubeconfig``         ``kube_context``       ``kube_host``, ...
-4. kubectl default         ``$KUBECONFIG``, else       merged current-context (none)
-                           ``~/.kube/config``
-=========================  ==========================  =====================  =========================
+==============================  ==========================  =====================  =========================
+                                kubeconfig sources          context                connection option
+==============================  ==========================  =====================  =========================
+1. task parameter               ``kubeconfig``              ``context``            ``host``, ``api_key``, ...
+2. host/group vars              ``kube_kubeconfig``         ``kube_context``       ``kube_host``, ...
+3. environment: keyword, then   ``K8S_AUTH_KUBECONFIG``     ``K8S_AUTH_CONTEXT``   ``K8S_AUTH_HOST``, ...
+   the controller's environment
+4. kubectl default              ``$KUBECONFIG``, else       merged current-context (none)
+                                ``~/.kube/config``
+==============================  ==========================  =====================  =========================
+
+Row 3 is the action's ``environ`` (``plugin_utils.environment``: the task's ``environment:`` over the controller's
+environment; a lookup has no task and sees the controller's only). Provenance names the row and, for the
+environment, which one (``play environment K8S_AUTH_CONTEXT``). An environment value a host's own variable beat is
+in the request's ``overridden``, said once per run (``resolve_for_task``; the fleet in ``run_phases``).
 
 A ``host`` with a credential is a complete connection: no kubeconfig is read (kubernetes.core's rule);
 otherwise the options that are set override the resolved context's cluster and user.
