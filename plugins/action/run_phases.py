@@ -102,7 +102,8 @@ class ActionModule(PhasekitAction):
         with ExitStack() as stack:
             lists = ListMemory()  # a collection one phase listed answers the next ones (see ListMemory)
             fleet = stack.enter_context(Fleet(self._loader, task_vars.get("hostvars"), remembered=remembered,
-                                              templar=self._templar, lists=lists, environ=self.environ))
+                                              templar=self._templar, lists=lists, environ=self.environ,
+                                              environment=self.task_environment))
             if runs_first_phase(plan, args["phases"]):  # once per run: a run's later steps say nothing
                 for warning in overridden_warnings(fleet.overridden(plan_hosts(plan, in_play))):
                     display.warning(warning)
@@ -120,7 +121,7 @@ class ActionModule(PhasekitAction):
                                          diff=bool(self._task.diff), shared=shared, charts=charts,
                                          skip_unreachable=args["unreachable"] == "skip", records=records,
                                          resume=args["resume"], resumed_hosts=args["resumed_hosts"], lists=lists,
-                                         environ=self.environ)
+                                         environ_of=fleet.environ_of)
             writes = records is not None and mode in (RUN, DESTROY) and not self._task.check_mode
             # check mode, status, validate and destroy run batch by batch without the soak
             rollouts = RolloutRun(pause=mode == RUN and not self._task.check_mode,

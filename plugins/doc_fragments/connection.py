@@ -17,7 +17,7 @@ options:
         says so. Without one, it replaces the server of the kubeconfig's context.
       - "Each connection option is taken from the task parameter, else the host's C(kube_<option>) variable (so
         plan phases get them too, and a host's own value beats one set for the whole controller or play), else its
-        E(K8S_AUTH_*) variable: from the task's C(environment:) keyword (play, block, role or task), then the
+        E(K8S_AUTH_*) variable: from the task's C(environment) keyword (play, block, role or task), then the
         controller's environment. An empty value is unset. See the collection's C(docs/kubeconfig.md#precedence)."
     type: str
   api_key:

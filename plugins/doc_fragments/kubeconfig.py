@@ -20,7 +20,7 @@ options:
         (C(name), C(namespace=default), C(key=value), C(host=kube_parent), C(timeout=60)) or C(bundle) (a file or
         directory of airshipctl documents whose C(KubeConfig) document holds the kubeconfig, decrypted with sops when
         encrypted; with C(name), its C(metadata.name)); and C(optional)."
-      - Without it, the host's C(kube_kubeconfig); else E(K8S_AUTH_KUBECONFIG) (from the task's C(environment:)
+      - Without it, the host's C(kube_kubeconfig); else E(K8S_AUTH_KUBECONFIG) (from the task's C(environment)
         keyword, then the controller's environment); else kubectl's default, C($KUBECONFIG) else C(~/.kube/config).
         A host's own variable beats a value set for the whole controller or play, which only fills what a host
         leaves unset.
@@ -30,8 +30,8 @@ options:
     type: raw
   context:
     description:
-      - Context to use, overriding the host's C(kube_context) and E(K8S_AUTH_CONTEXT) (in that order: a host's
-        own C(kube_context) beats E(K8S_AUTH_CONTEXT), from the task's C(environment:) or the controller's).
+      - Context to use, overriding the host's C(kube_context) and E(K8S_AUTH_CONTEXT) (from the task's
+        C(environment) keyword or the controller's environment), which come in that order.
       - Default is the merged current-context. An unknown context, or one whose cluster or user no source
         defines, is an error that lists what exists.
     type: str

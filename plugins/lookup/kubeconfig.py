@@ -27,9 +27,9 @@ description:
     variable, else its E(K8S_AUTH_*) environment variable. A O(host) with a credential is a complete connection and
     no source is read (kubernetes.core's rule); otherwise the options that are set override the cluster and user of
     O(context), else of the current-context. With O(provenance) the answer says where each option came from.
-  - A lookup sees the controller's environment only (E(K8S_AUTH_*), E(KUBECONFIG), E(SOPS_AGE_KEY_FILE)): Ansible
-    gives lookups no task, so a play's or task's C(environment:) does not reach it (nor C(lookup('env'))), unlike
-    the actions. Pass such values as keywords or O(sources) instead.
+  - A lookup sees the controller's environment only (E(K8S_AUTH_*), E(KUBECONFIG), E(SOPS_AGE_KEY_FILE)). Ansible
+    gives lookups no task, so a play's or task's C(environment) keyword does not reach it (nor C(lookup('env'))),
+    unlike the actions. Pass such values as keywords or O(sources) instead.
 extends_documentation_fragment:
   - phasekit.kube.connection
 options:

@@ -216,6 +216,10 @@ class HostResolver:
                                                   "context_from": request.context_from},
                                        fingerprint=request.fingerprint)
 
+    def with_environ(self, environ: Mapping) -> HostResolver:
+        """This resolver (same chain, cache and record of overridden values) reading ``environ``."""
+        return HostResolver(self.loader, self.hostvars, environ, self.chain, self.other_hosts, self.overridden)
+
     def check_no_cycle(self, host: str, requested_by: str | None) -> tuple[str, ...]:
         """The chain of hosts being resolved; fails when ``host`` is already in it."""
         chain = self.chain + ((requested_by,) if requested_by else ())

@@ -149,9 +149,10 @@ class BuiltinExecutors:
                  render: Callable[[dict], list] | None = None, shared: SharedRequests | None = None,
                  charts: ChartCache | None = None, skip_unreachable: bool = False,
                  records: RunRecords | None = None, resume: bool = False, resumed_hosts=(),
-                 lists: ListMemory | None = None, environ: Mapping | None = None):
+                 lists: ListMemory | None = None, environ_of: Callable[[str], Mapping | None] | None = None):
         self.access = access
-        self.environ = environ  # the task's environment: over the controller's, for commands, helm and containers
+        # a host's environment (the task's environment: over the controller's), for commands, helm and containers
+        self.environ_of = environ_of or (lambda _host: None)
         self.lists = lists  # the sessions' ListMemory: forgotten around every phase that is not an apply
         self.charts = charts or ChartCache()  # the caller closes the one it gives; one made here lives with us
         self.shared = shared  # None: one cluster at a time, each apply with its own threads
@@ -313,7 +314,7 @@ class BuiltinExecutors:
                                read_values_file=lambda path: self._values_file(host, path))
         content = {"values": request.values}
         if request.chart is not None and request.state != ABSENT:
-            content["chart"] = request_chart(request, self.charts, self.environ).digest
+            content["chart"] = request_chart(request, self.charts, self.environ_of(host)).digest
         return content
 
     def _bundle_digest(self, phase: dict, host: str) -> str:
@@ -479,7 +480,7 @@ class BuiltinExecutors:
                            chdir=values["chdir"], stdin=values["stdin"],
                            timeout=command_timeout(values["timeout"], phase),
                            kubeconfigs=kubeconfigs, env_files=values["env_files"], env_dirs=built,
-                           environ=self.environ)
+                           environ=self.environ_of(host))
         return Outcome(changed=True, failed=done.rc != 0, msg=command_failure_message(done) if done.rc else "",
                        details={"rc": done.rc})
 
@@ -493,7 +494,7 @@ class BuiltinExecutors:
         resolution = self.access.resolution(host)
         done = run_container(values, items, kubeconfig=resolution.config, context=resolution.context,
                              mounts_base=os.getcwd(), timeout=command_timeout(values["timeout"], phase),
-                             environ=self.environ)
+                             environ=self.environ_of(host))
         if done.rc != 0:
             return Outcome(changed=True, failed=True, msg=container_failure_message(done, values["image"]),
                            details={"rc": done.rc})
@@ -519,13 +520,14 @@ class BuiltinExecutors:
             return teardown_outcome(remove_rendered_release(self.access.session(host, EXTRA_CONNECTIONS), request,
                                                             dry_run=self.dry_run))
         if request.mode == MODE_APPLY:
-            bundle = render_release(request, kubeconfig=resolution.config, charts=self.charts, environ=self.environ)
+            bundle = render_release(request, kubeconfig=resolution.config, charts=self.charts,
+                                    environ=self.environ_of(host))
             outcome = self._apply_objects(phase, host, bundle, release_apply_arguments(request), request.namespace)
             hidden = values_masks(request)  # the rendered objects hold them: never in diffs or messages
             outcome.msg, outcome.details = hidden.scrub(outcome.msg), hidden.scrub(outcome.details)
             return outcome
         report = run_release(request, kubeconfig=resolution.config, charts=self.charts, check_mode=self.dry_run,
-                             diff=self.diff, environ=self.environ)
+                             diff=self.diff, environ=self.environ_of(host))
         # kubernetes.core's keys (helm's output, the values) stay out of run records and summaries
         details = {key: value for key, value in report.result().items()
                    if key not in ("changed", "diff", "status", "stdout", "stderr", "command")}

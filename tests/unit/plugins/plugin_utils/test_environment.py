@@ -6,10 +6,13 @@ templated, and told apart (play or task) for provenance."""
 from __future__ import annotations
 
 import pytest
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar as AnsibleTemplar
 
 from ansible_collections.phasekit.kube.plugins.module_utils.environ import CONTROLLER, PLAY, TASK, origin_of
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.plugin_utils.environment import merged_environment, task_environ
+from ansible_collections.phasekit.kube.plugins.plugin_utils.environment import (
+    TaskEnvironment, merged_environment, task_environ)
 
 
 class Templar:
@@ -67,3 +70,26 @@ def test_values_become_strings_as_a_process_environment_holds_them():
 def test_an_environment_that_is_no_mapping_is_refused():
     with pytest.raises(PhasekitError, match="environment: expected a mapping of variable names to values, got list"):
         merged_environment([["A=b"]], Templar(), "environment")
+
+
+@pytest.fixture
+def ansible_templar():
+    return AnsibleTemplar(loader=DataLoader())
+
+
+@pytest.mark.parametrize("inherited, own, host, expected", [
+    ([{"K8S_AUTH_CONTEXT": "{{ inventory_hostname }}-ctx"}], {}, "c2", {"K8S_AUTH_CONTEXT": ("c2-ctx", PLAY)}),
+    ([{"K8S_AUTH_CONTEXT": "{{ inventory_hostname }}"}], {"K8S_AUTH_CONTEXT": "own"}, "c2",
+     {"K8S_AUTH_CONTEXT": ("own", TASK)}),
+    ([{"A": "{{ region }}"}, {"B": "fixed"}], {}, "c2", {"A": ("eu", PLAY), "B": ("fixed", PLAY)}),
+], ids=["inherited-templates-rendered-for-each-host", "the-task-s-own-value-stays", "later-parents-kept"])
+def test_a_plan_run_templates_the_play_environment_for_each_host(ansible_templar, inherited, own, host, expected):
+    environment = TaskEnvironment(inherited=tuple(inherited), play={"K8S_AUTH_CONTEXT": "c1"}, own=own)
+    environ = environment.for_host(ansible_templar, {"inventory_hostname": host, "region": "eu"}, host)
+    assert {name: (environ[name], origin_of(environ, name)) for name in environ.keyword} == expected
+
+
+def test_without_templates_every_host_shares_the_running_host_s_environ(ansible_templar):
+    environment = TaskEnvironment(inherited=({"A": "a"},), play={"A": "a"})
+    assert not environment.per_host
+    assert environment.for_host(ansible_templar, {}, "c2").keyword == {"A": "a"}
