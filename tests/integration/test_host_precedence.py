@@ -93,6 +93,20 @@ def test_every_host_writes_to_the_cluster_it_names(clusters, run_playbook, site,
     assert WARNING.format(origin=origin) in " ".join(result.output.split()), result
 
 
+def test_a_templated_play_environment_names_each_host_s_own_context(clusters, run_playbook, site):
+    """kubernetes.core's way of naming each host's cluster, in a plan run (one task for every host): the play's
+    environment: is templated with each host's variables, not only the first host's."""
+    play = {"name": "Deploy the site", "hosts": "all", "gather_facts": False,
+            "environment": {"K8S_AUTH_KUBECONFIG": site["kubeconfig"], "K8S_AUTH_CONTEXT": "{{ inventory_hostname }}"},
+            "roles": [{"role": "phasekit.kube.plan", "vars": {"plan_src": ["phases"], "plan_name": "site"}}]}
+    inventory = {"all": {"vars": {"ansible_connection": "local"}, "hosts": {host: {} for host in HOSTS}}}
+    result = run_playbook(yaml.safe_dump([play]), yaml.safe_dump(inventory))
+    assert result.rc == 0, result
+    namespaces = {namespace for _cluster, namespace in site["expected"].values()}
+    assert written(clusters, namespaces) == {where: host for host, where in site["expected"].items()}
+    assert "[WARNING]" not in result.output, result
+
+
 ACTIONS_PLAY = """\
 - hosts: cluster
   gather_facts: false
