@@ -134,9 +134,8 @@ class HelmCli:
 
     def call(self, args: list[str], *, what: str, timeout: int | None = None) -> HelmOutput:
         """helm run with ``args``: its command line, standard output and standard error."""
-        return _call([self.binary, *args], env=helm_environment(os.path.join(self._directory, "kubeconfig"),
-                                                                 self.environ),
-                     what=what, timeout=timeout)
+        environment = helm_environment(os.path.join(self._directory, "kubeconfig"), self.environ)
+        return _call([self.binary, *args], env=environment, what=what, timeout=timeout)
 
     def command(self, args: list[str]) -> str:
         """The command line of helm with ``args``, as a shell would take it (shown as kubernetes.core shows it)."""
