@@ -32,7 +32,8 @@ class ActionModule(PhasekitAction):
         resolution = resolve_for_task(self, task_vars, args)
         options = apply_options(args, namespace=args["namespace"] or resolution.namespace or "default",
                                 check_mode=bool(self._task.check_mode), diff=bool(self._task.diff))
-        with api_client(resolution.config, pool_maxsize=options.concurrency + EXTRA_CONNECTIONS) as api:
+        with api_client(resolution.config, pool_maxsize=options.concurrency + EXTRA_CONNECTIONS,
+                        environ=self.environ) as api:
             report = apply_bundle(ApiSession(api), bundle, options)
         result = report.result()
         result["kubeconfig"] = resolution.summary()

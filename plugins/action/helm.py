@@ -52,7 +52,7 @@ class ActionModule(PhasekitAction):
         try:
             resolution = resolve_for_task(self, task_vars, args)
         except PhasekitError as err:
-            return unresolved_kubeconfig_result(err, args)
+            return unresolved_kubeconfig_result(err, args, self.environ)
         request = helm_request(args, namespace=resolution.namespace or "default",
                                read_values_file=lambda path: self._values_file(path, task_vars))
         self.hand_out(resolution.config, release_masks(request))
@@ -62,7 +62,7 @@ class ActionModule(PhasekitAction):
                 result = self._apply(request, resolution, charts, check_mode, diff)
             else:
                 report = run_release(request, kubeconfig=resolution.config, charts=charts, check_mode=check_mode,
-                                     diff=diff)
+                                     diff=diff, environ=self.environ)
                 self.hand_out(masks=report.masks)  # the live release's values too
                 result = report.result()
                 if report.failure:
@@ -70,19 +70,19 @@ class ActionModule(PhasekitAction):
         result["kubeconfig"] = resolution.summary()
         return result
 
-    @staticmethod
-    def _apply(request, resolution, charts, check_mode: bool, diff: bool) -> dict:
+    def _apply(self, request, resolution, charts, check_mode: bool, diff: bool) -> dict:
         if request.state == ABSENT:
-            with api_client(resolution.config, pool_maxsize=EXTRA_CONNECTIONS) as api:
+            with api_client(resolution.config, pool_maxsize=EXTRA_CONNECTIONS, environ=self.environ) as api:
                 report = remove_rendered_release(ApiSession(api), request, dry_run=check_mode)
             result = report.result()
             if report.failure:
                 result.update(failed=True, msg=report.failure)
             return result
-        bundle = render_release(request, kubeconfig=resolution.config, charts=charts)
+        bundle = render_release(request, kubeconfig=resolution.config, charts=charts, environ=self.environ)
         options = apply_options(release_apply_arguments(request), namespace=request.namespace,
                                 check_mode=check_mode, diff=diff)
-        with api_client(resolution.config, pool_maxsize=options.concurrency + EXTRA_CONNECTIONS) as api:
+        with api_client(resolution.config, pool_maxsize=options.concurrency + EXTRA_CONNECTIONS,
+                        environ=self.environ) as api:
             report = apply_bundle(ApiSession(api), bundle, options)
         result = report.result()
         if report.warnings:

@@ -36,7 +36,7 @@ class ActionModule(PhasekitAction):
         resolution = resolve_for_task(self, task_vars, args)
         self.hand_out(resolution.config)  # what the command prints may hold its credentials
         done = run_command(argv, kubeconfig=resolution.config, env=args["env"], chdir=args["chdir"],
-                           stdin=args["stdin"], timeout=args["timeout"])
+                           stdin=args["stdin"], timeout=args["timeout"], environ=self.environ)
         result = {"changed": True, **done.to_dict(), "kubeconfig": resolution.summary()}
         if done.rc != 0:
             result.update(failed=True, msg=command_failure_message(done))

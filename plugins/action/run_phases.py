@@ -35,6 +35,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.version import COLLE
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import (
     CHANGED, DEFAULT_CLUSTER_CONCURRENCY, FAILED, LIVE_AFTER, LIVE_EVERY, OK, SKIPPED, TASKS_EXECUTOR, LiveProgress,
     RolloutRun, run_phases)
+from ansible_collections.phasekit.kube.plugins.module_utils.environ import overridden_warnings
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import ChartCache
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ListMemory
@@ -104,7 +105,11 @@ class ActionModule(PhasekitAction):
             lists = ListMemory()  # a collection one phase listed answers the next ones (see ListMemory)
             stack.callback(lists.close)  # after the fleet's sessions: the watches guarding its lists end with the step
             fleet = stack.enter_context(Fleet(self._loader, task_vars.get("hostvars"), remembered=remembered,
-                                              templar=self._templar, lists=lists))
+                                              templar=self._templar, lists=lists, environ=self.environ,
+                                              environment=self.task_environment))
+            if runs_first_phase(plan, args["phases"]):  # once per run: a run's later steps say nothing
+                for warning in overridden_warnings(fleet.overridden(plan_hosts(plan, in_play))):
+                    display.warning(warning)
             records = self._run_records(args, fleet, plan.name or "", mode)
             if mode == HISTORY:
                 return self._history(records, planned, in_play, concurrency)
@@ -119,7 +124,8 @@ class ActionModule(PhasekitAction):
                                          diff=bool(self._task.diff), shared=shared, charts=charts,
                                          skip_unreachable=args["unreachable"] == "skip", records=records,
                                          resume=args["resume"], resumed_hosts=args["resumed_hosts"], lists=lists,
-                                         plan=plan.name or "", allow_shared_cluster=args["allow_shared_cluster"])
+                                         plan=plan.name or "", allow_shared_cluster=args["allow_shared_cluster"],
+                                         environ_of=fleet.environ_of)
             writes = records is not None and mode in (RUN, DESTROY) and not self._task.check_mode
             # check mode, status, validate and destroy run batch by batch without the soak
             rollouts = RolloutRun(pause=mode == RUN and not self._task.check_mode,
@@ -347,6 +353,17 @@ def selected_phases(plan, names: list | None) -> list[dict]:
         raise PhasekitError(f"phases: {', '.join(unknown)} not among the selected phases of the plan "
                             f"({', '.join(sorted(known)) or 'none'})")
     return [phase for phase in phases if phase["name"] in set(names)]
+
+
+def runs_first_phase(plan, names: list | None) -> bool:
+    """Whether this step runs the plan's first selected phase (a whole run list does)."""
+    return names is None or bool(plan.selected) and plan.selected[0].name in names
+
+
+def plan_hosts(plan, in_play: list) -> list[str]:
+    """The hosts in play that a selected phase of the plan runs on, in play order."""
+    named = {host for phase in selected_phases(plan, None) for host in phase.get("hosts") or []}
+    return [host for host in in_play if host in named]
 
 
 def new_run_id() -> str:

@@ -36,7 +36,7 @@ class ActionModule(PhasekitAction):
         rules = wait_rules(args, where="wait")
         bundle = self.render_task_bundle(args, task_vars)
         resolution = resolve_for_task(self, task_vars, args)
-        with api_client(resolution.config) as api:
+        with api_client(resolution.config, environ=self.environ) as api:
             outcomes, problem = wait_for_bundle(ApiSession(api), bundle, rules,
                                                 args["namespace"] or resolution.namespace or "default")
         result = {"changed": False, "ready": problem is None, "objects": [o.entry() for o in outcomes],

@@ -10,14 +10,15 @@ class ModuleDocFragment:
 options:
   host:
     description:
-      - URL of the API server, as in kubernetes.core. Can also be given by the E(K8S_AUTH_HOST) environment
-        variable, or the host's C(kube_host) variable.
+      - URL of the API server, as in kubernetes.core. Can also be given by the host's C(kube_host) variable, or
+        the E(K8S_AUTH_HOST) environment variable.
       - With a credential (O(api_key), O(username) and O(password), or O(client_cert) and O(client_key)) it is a
         complete connection and no kubeconfig is read, as in kubernetes.core; the result's C(kubeconfig.provenance)
         says so. Without one, it replaces the server of the kubeconfig's context.
-      - "Each connection option is taken from the task parameter, else its E(K8S_AUTH_*) variable, else the host's
-        C(kube_<option>) variable (so plan phases get them too); an empty value is unset. See the collection's
-        C(docs/kubeconfig.md)."
+      - "Each connection option is taken from the task parameter, else the host's C(kube_<option>) variable (so
+        plan phases get them too, and a host's own value beats one set for the whole controller or play), else its
+        E(K8S_AUTH_*) variable: from the task's C(environment) keyword (play, block, role or task), then the
+        controller's environment. An empty value is unset. See the collection's C(docs/kubeconfig.md#precedence)."
     type: str
   api_key:
     description:

@@ -131,8 +131,9 @@ options:
         C(kube_parent) is the management host and whose C(kube_kubeconfig) is
         C({secret: {host: <management host>, name: <cluster>-kubeconfig, namespace: <cluster namespace>}})."
       - The management host must be defined by an earlier source of this file or by an earlier inventory
-        source. Its kubeconfig is resolved as in a play (C(K8S_AUTH_KUBECONFIG)/C(K8S_AUTH_CONTEXT) environment,
-        then C(kube_kubeconfig)/C(kube_context), then kubectl's default), with every source kind; a C(secret)
+        source. Its kubeconfig is resolved as in a play (its C(kube_kubeconfig)/C(kube_context), then
+        E(K8S_AUTH_KUBECONFIG)/E(K8S_AUTH_CONTEXT) in the controller's environment, then kubectl's default), with
+        every source kind; a C(secret)
         source is read from its parent among the hosts known so far. Variables are used as written,
         Jinja2 templates in them are not rendered.
       - Discovered hosts do not get C(kube_context); the Secret's current context is used

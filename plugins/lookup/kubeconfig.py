@@ -23,10 +23,13 @@ description:
   - The result holds credentials. Do not print it; prefer the action's O(phasekit.kube.kubeconfig#module:dest)
     to hand a kubeconfig to other tools.
   - kubernetes.core's connection options (O(host), O(api_key), O(ca_cert), ...) are applied on top, as the actions
-    apply them and with the same precedence, each from the lookup's keyword, else its E(K8S_AUTH_*) environment
-    variable, else the host's C(kube_<option>) variable. A O(host) with a credential is a complete connection and no
-    source is read (kubernetes.core's rule); otherwise the options that are set override the cluster and user of
+    apply them and with the same precedence, each from the lookup's keyword, else the host's C(kube_<option>)
+    variable, else its E(K8S_AUTH_*) environment variable. A O(host) with a credential is a complete connection and
+    no source is read (kubernetes.core's rule); otherwise the options that are set override the cluster and user of
     O(context), else of the current-context. With O(provenance) the answer says where each option came from.
+  - A lookup sees the controller's environment only (E(K8S_AUTH_*), E(KUBECONFIG), E(SOPS_AGE_KEY_FILE)). Ansible
+    gives lookups no task, so a play's or task's C(environment) keyword does not reach it (nor the C(ansible.builtin.env) lookup),
+    unlike the actions. Pass such values as keywords or O(sources) instead.
 extends_documentation_fragment:
   - phasekit.kube.connection
 options:

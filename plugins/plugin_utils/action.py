@@ -5,7 +5,9 @@ arguments against one spec, and turns a PhasekitError into a failed result for p
 
 from __future__ import annotations
 
+import os
 import traceback
+from collections.abc import Mapping
 
 from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
@@ -15,6 +17,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.errors import Phasek
 from ansible_collections.phasekit.kube.plugins.module_utils.private_files import remove_on_signals
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.redact import kubeconfig_credentials
 from ansible_collections.phasekit.kube.plugins.module_utils.masking import Masks
+from ansible_collections.phasekit.kube.plugins.plugin_utils.environment import TaskEnvironment, task_environment
 from ansible_collections.phasekit.kube.plugins.plugin_utils.templates import render_template_file, vault_values
 
 
@@ -65,6 +68,9 @@ class PhasekitAction(ActionBase):
     PLAIN_ARGS = False  # True: arguments become plain dicts/lists (objects are dumped as JSON and YAML)
     _rendered_templates = False  # set once render_task_bundle rendered a .j2 manifest with the task's variables
     _masks: Masks | None = None  # what the task handed out (kubeconfig credentials, helm values), hidden in results
+    # the task's environment: keyword over the controller's environment (see plugin_utils.environment), set by run
+    environ: Mapping = os.environ
+    task_environment: TaskEnvironment = TaskEnvironment()
 
     def run(self, tmp=None, task_vars=None):
         remove_on_signals()  # an interrupted run leaves no kubeconfig or client key on disk
@@ -83,6 +89,8 @@ class PhasekitAction(ActionBase):
         self._rendered_templates = False
         self._masks = Masks()
         try:
+            self.task_environment = task_environment(self._task, self._templar)
+            self.environ = self.task_environment.environ
             result.update(self.execute(args, task_vars))
         except Exception as err:  # pylint: disable=broad-exception-caught
             return error_result(err, lambda value: self._scrubbed(value, task_vars))

@@ -29,7 +29,8 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.redact im
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import Resolution
 from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import (
     HOST_VAR_CLUSTER, HOST_VAR_CONTEXT, HOST_VAR_KUBECONFIG, HOST_VAR_PARENT, REMEMBERED_VAR, RESOLUTION_KEY,
-    RESOLUTIONS_KEY, HostResolver, remembered_resolution, to_plain)
+    RESOLUTIONS_KEY, HostResolver, kubeconfig_request, remembered_resolution, to_plain)
+from ansible_collections.phasekit.kube.plugins.plugin_utils.environment import TaskEnvironment
 from ansible_collections.phasekit.kube.plugins.plugin_utils.templates import (
     TEMPLATE_LOCK, host_variables, render_strings, render_template_file, vault_values)
 
@@ -84,13 +85,17 @@ class Fleet:
     """``ClusterAccess`` over the inventory: a resolution and an API session per host, kept for the step."""
 
     def __init__(self, loader, hostvars, *, environ: Mapping | None = None, remembered: Mapping | None = None,
-                 templar=None, lists: ListMemory | None = None):
+                 templar=None, lists: ListMemory | None = None, environment: TaskEnvironment | None = None):
         self.vars = FleetVars(hostvars)
         self.lists = lists  # the step's collections listed, shared by its sessions (see ListMemory)
         self._hostvars = hostvars
         self._templar = templar
         # a parent read for a child's Secret source: the same cache; the nested resolver keeps the cycle chain
         self._resolver = HostResolver(loader, self.vars, environ, other_hosts=self._resolve)
+        self.environ = self._resolver.environ  # the task's environment: over the controller's
+        # the task's environment: as each host sees it, when it holds templates (else ``environ`` for every host)
+        self._environment = environment if environment is not None and environment.per_host else None
+        self._environs: dict[str, Mapping] = {}
         self._remembered = dict(remembered or {})     # earlier steps' resolutions, carried forward
         self._resolutions: dict[str, Resolution | PhasekitError] = {}
         self._sessions: dict[str, ApiSession] = {}
@@ -116,12 +121,24 @@ class Fleet:
     def resolution(self, host: str) -> Resolution:
         return self._resolve(host, self._resolver)
 
+    def environ_of(self, host: str) -> Mapping:
+        """The environment a task on ``host`` would have: its ``environment:`` keyword (templated with the host's
+        variables) over the controller's environment."""
+        if self._environment is None:
+            return self.environ
+        with self._lock_for(host):
+            if host not in self._environs:
+                self._environs[host] = self._environment.for_host(self._templar, self._variables(host, "environment"),
+                                                                  host)
+            return self._environs[host]
+
     def session(self, host: str, connections: int) -> ApiSession:
         with self._lock_for(host):
             if host not in self._sessions:
                 resolution = self.resolution(host)
                 api = self._stack.enter_context(api_client(resolution.config,
-                                                           pool_maxsize=max(connections, MIN_CONNECTIONS)))
+                                                           pool_maxsize=max(connections, MIN_CONNECTIONS),
+                                                           environ=self.environ_of(host)))
                 self._sessions[host] = ApiSession(api, memory=self.lists)
             return self._sessions[host]
 
@@ -187,10 +204,28 @@ class Fleet:
                        if isinstance(found, Resolution)})
         return memory
 
+    def overridden(self, hosts) -> dict:
+        """``Overridden`` (a K8S_AUTH_* variable of the environment) -> the hosts whose own kube_* variables beat
+        it, from the hosts' requests: nothing is read or resolved (a host whose request is wrong says so when it is
+        resolved)."""
+        found: dict = {}
+        for host in hosts:
+            if host not in self.vars:
+                continue
+            try:
+                request = kubeconfig_request(host, self._host_vars(host), {}, self.environ_of(host))
+            except PhasekitError:
+                continue
+            for overridden in request.overridden:
+                found.setdefault(overridden, []).append(host)
+        return found
+
     def _resolve(self, host: str, resolver: HostResolver) -> Resolution:
         with self._lock_for(host):
             if host not in self._resolutions:
                 try:
+                    if self._environment is not None:
+                        resolver = resolver.with_environ(self.environ_of(host))
                     self._resolutions[host] = resolver.resolve(host, self._host_vars(host), {})
                 except PhasekitError as err:
                     self._resolutions[host] = err      # once: a broken source is not read again

@@ -7,17 +7,24 @@ includes ``AUTH_ARGUMENT_SPEC`` in its argument spec (documented by the doc
 fragment ``phasekit.kube.kubeconfig``).
 
 Precedence, decided separately for the sources, the context and each of kubernetes.core's connection options
-(``host``, ``api_key``, ``ca_cert``, ... see ``module_utils.kubeconfig.connection``):
+(``host``, ``api_key``, ``ca_cert``, ... see ``module_utils.kubeconfig.connection``); each host acts on the cluster
+it names, and a value set for the whole controller or play only fills what a host leaves unset:
 
-=========================  ==========================  =====================  =========================
-                           kubeconfig sources          context                connection option
-=========================  ==========================  =====================  =========================
-1. task parameter          ``kubeconfig``              ``context``            ``host``, ``api_key``, ...
-2. controller environment  ``K8S_AUTH_KUBECONFIG``     ``K8S_AUTH_CONTEXT``   ``K8S_AUTH_HOST``, ...
-3. host/group vars         ``kube_kubeconfig``         ``kube_context``       ``kube_host``, ...
-4. kubectl default         ``$KUBECONFIG``, else       merged current-context (none)
-                           ``~/.kube/config``
-=========================  ==========================  =====================  =========================
+==============================  ==========================  =====================  =========================
+                                kubeconfig sources          context                connection option
+==============================  ==========================  =====================  =========================
+1. task parameter               ``kubeconfig``              ``context``            ``host``, ``api_key``, ...
+2. host/group vars              ``kube_kubeconfig``         ``kube_context``       ``kube_host``, ...
+3. environment: keyword, then   ``K8S_AUTH_KUBECONFIG``     ``K8S_AUTH_CONTEXT``   ``K8S_AUTH_HOST``, ...
+   the controller's environment
+4. kubectl default              ``$KUBECONFIG``, else       merged current-context (none)
+                                ``~/.kube/config``
+==============================  ==========================  =====================  =========================
+
+Row 3 is the action's ``environ`` (``plugin_utils.environment``: the task's ``environment:`` over the controller's
+environment; a lookup has no task and sees the controller's only). Provenance names the row and, for the
+environment, which one (``play environment K8S_AUTH_CONTEXT``). An environment value a host's own variable beat is
+in the request's ``overridden``, said once per run (``resolve_for_task``; the fleet in ``run_phases``).
 
 A ``host`` with a credential is a complete connection: no kubeconfig is read (kubernetes.core's rule);
 otherwise the options that are set override the resolved context's cluster and user.
@@ -35,7 +42,11 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from ansible.utils.display import Display
+
 from ansible_collections.phasekit.kube.plugins.module_utils import compat
+from ansible_collections.phasekit.kube.plugins.module_utils.environ import (
+    CONTROLLER, Overridden, environment_label, origin_of, overridden_warning)
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.connection import ARGUMENT_SPEC as CONNECTION_SPEC
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.connection import ConnectionOptions
@@ -71,6 +82,7 @@ HOST_VAR_CLUSTER = "kube_cluster"
 DEFAULT_KUBECONFIG = "~/.kube/config"
 VAULT_HEADER = b"$ANSIBLE_VAULT;"
 
+display = Display()
 HostVars = Callable[[str], object]  # variable name -> templated value, or None when unset
 
 
@@ -85,6 +97,7 @@ class KubeconfigRequest:
     context_from: str
     expected_cluster: str | None = None
     connection: ConnectionOptions = ConnectionOptions({})
+    overridden: tuple = ()  # Overridden: K8S_AUTH_* variables the host's own kube_* variables beat
 
     @property
     def fingerprint(self) -> str:
@@ -92,43 +105,58 @@ class KubeconfigRequest:
 
 
 def kubeconfig_request(host: str | None, host_vars: HostVars, task_args: Mapping, environ: Mapping) -> KubeconfigRequest:
-    """Apply the precedence table: task parameter > K8S_AUTH_* environment > host vars > kubectl default."""
+    """Apply the precedence table: task parameter > host vars > K8S_AUTH_* (the task's environment: keyword, then
+    the controller's environment) > kubectl default, separately for the sources, the context and each option."""
     # plain data: a templated parameter is Ansible's tagged string on 2.19, which the kubeconfig YAML cannot hold
     connection = connection_options({name: to_plain(task_args.get(name)) for name in CONNECTION_SPEC}, environ,
                                     lambda name: to_plain(host_vars(name)), host)
-    task_sources = to_plain(task_args.get("kubeconfig"))
-    host_sources = to_plain(host_vars(HOST_VAR_KUBECONFIG))
-    host_label = f"host var {HOST_VAR_KUBECONFIG}" + (f" of {host}" if host else "")
-    if _is_set(task_sources):
-        sources, sources_from = normalize_sources(task_sources, "task parameter kubeconfig"), "task parameter kubeconfig"
-    elif environ.get(ENV_KUBECONFIG):
-        sources_from = f"environment {ENV_KUBECONFIG}"
-        sources = normalize_sources({"path": environ[ENV_KUBECONFIG]}, sources_from)
-    elif _is_set(host_sources):
-        sources, sources_from = normalize_sources(host_sources, host_label), host_label
-    else:
+    overridden = list(connection.overridden)
+    source, sources_from = _by_precedence(to_plain(task_args.get("kubeconfig")), "task parameter kubeconfig",
+                                          to_plain(host_vars(HOST_VAR_KUBECONFIG)), HOST_VAR_KUBECONFIG, host,
+                                          environ, ENV_KUBECONFIG, overridden)
+    if sources_from is None:
         sources, sources_from = kubectl_default_sources(environ)
-    context, context_from = None, "current-context"
-    for value, label in ((task_args.get("context"), "task parameter context"),
-                         (environ.get(ENV_CONTEXT), f"environment {ENV_CONTEXT}"),
-                         (host_vars(HOST_VAR_CONTEXT), f"host var {HOST_VAR_CONTEXT}")):
-        value = to_plain(value)
-        if _is_set(value):
-            if not isinstance(value, str):
-                raise PhasekitError(f"{label}: expected a context name (a string)")
-            context, context_from = value, label
-            break
+    elif sources_from == environment_label(environ, ENV_KUBECONFIG):  # a path list, as kubernetes.core reads it
+        sources = normalize_sources({"path": source}, sources_from)
+    else:
+        sources = normalize_sources(source, sources_from)
+    context, context_from = _by_precedence(to_plain(task_args.get("context")), "task parameter context",
+                                           to_plain(host_vars(HOST_VAR_CONTEXT)), HOST_VAR_CONTEXT, host,
+                                           environ, ENV_CONTEXT, overridden)
+    if context_from is None:
+        context_from = "current-context"
+    elif not isinstance(context, str):
+        raise PhasekitError(f"{context_from}: expected a context name (a string)")
     expected = to_plain(host_vars(HOST_VAR_CLUSTER))
     if expected is not None and not isinstance(expected, str):
         raise PhasekitError(f"host var {HOST_VAR_CLUSTER}: expected a cluster name (a string)")
     return KubeconfigRequest(host=host, sources=sources, sources_from=sources_from, context=context,
-                             context_from=context_from, expected_cluster=expected or None, connection=connection)
+                             context_from=context_from, expected_cluster=expected or None, connection=connection,
+                             overridden=tuple(overridden))
+
+
+def _by_precedence(task_value, task_label: str, host_value, host_var: str, host: str | None, environ: Mapping,
+                   env_var: str, overridden: list) -> tuple:
+    """(value, provenance) of the first that is set of the task parameter, the host variable and the environment
+    variable, or (None, None); an environment variable the host variable beat is added to ``overridden``."""
+    env_value = environ.get(env_var)
+    if _is_set(task_value):
+        return task_value, task_label
+    if _is_set(host_value):
+        if _is_set(env_value):
+            overridden.append(Overridden(env_var, origin_of(environ, env_var), host_var))
+        return host_value, f"host var {host_var}" + (f" of {host}" if host else "")
+    if _is_set(env_value):
+        return env_value, environment_label(environ, env_var)
+    return None, None
 
 
 def kubectl_default_sources(environ: Mapping) -> tuple[list[SourceSpec], str]:
     """kubectl's own default: the files in $KUBECONFIG, else ~/.kube/config."""
     if environ.get("KUBECONFIG"):
-        return normalize_sources({"env": "KUBECONFIG"}, "kubectl default"), "kubectl default ($KUBECONFIG)"
+        origin = origin_of(environ, "KUBECONFIG")
+        return normalize_sources({"env": "KUBECONFIG"}, "kubectl default"), \
+            "kubectl default ($KUBECONFIG)" if origin == CONTROLLER else f"kubectl default ($KUBECONFIG from the {origin})"
     return normalize_sources({"path": DEFAULT_KUBECONFIG}, "kubectl default"), f"kubectl default ({DEFAULT_KUBECONFIG})"
 
 
@@ -157,18 +185,24 @@ class HostResolver:
     """Resolves inventory hosts' kubeconfigs within one task, following kube_parent for Secret sources."""
 
     def __init__(self, loader, hostvars, environ: Mapping | None = None, chain: tuple[str, ...] = (),
-                 other_hosts: Callable[[str, "HostResolver"], Resolution] | None = None):
+                 other_hosts: Callable[[str, "HostResolver"], Resolution] | None = None,
+                 overridden: dict | None = None):
         self.loader = loader
         self.hostvars = hostvars
+        # the task's environment: keyword over the controller's environment (plugin_utils.environment)
         self.environ = os.environ if environ is None else environ
         self.chain = chain
         # how another host (a parent holding a Secret) is resolved; a fleet run shares one cache here
         self.other_hosts = other_hosts
+        # Overridden -> the hosts whose own variables beat it, of the requests made here (and by nested resolvers)
+        self.overridden: dict = {} if overridden is None else overridden
 
     def resolve(self, host: str | None, host_vars: HostVars, task_args: Mapping, *,
                 keep_merged: bool = False) -> Resolution:
         """Resolve ``host``'s kubeconfig, reusing the remembered resolution when it answers the same request."""
         request = kubeconfig_request(host, host_vars, task_args, self.environ)
+        for overridden in request.overridden:
+            self.overridden.setdefault(overridden, set()).add(host)
         if not keep_merged:
             reused = Resolution.from_memory(remembered_resolution(host_vars, host), request.fingerprint)
             if reused is not None:
@@ -182,6 +216,10 @@ class HostResolver:
                                                   "context_from": request.context_from},
                                        fingerprint=request.fingerprint)
 
+    def with_environ(self, environ: Mapping) -> HostResolver:
+        """This resolver (same chain, cache and record of overridden values) reading ``environ``."""
+        return HostResolver(self.loader, self.hostvars, environ, self.chain, self.other_hosts, self.overridden)
+
     def check_no_cycle(self, host: str, requested_by: str | None) -> tuple[str, ...]:
         """The chain of hosts being resolved; fails when ``host`` is already in it."""
         chain = self.chain + ((requested_by,) if requested_by else ())
@@ -194,7 +232,7 @@ class HostResolver:
         chain = self.check_no_cycle(host, requested_by)
         if self.hostvars is None or host not in self.hostvars:
             raise PhasekitError(f"host {host!r} is not in the inventory")
-        nested = HostResolver(self.loader, self.hostvars, self.environ, chain, self.other_hosts)
+        nested = HostResolver(self.loader, self.hostvars, self.environ, chain, self.other_hosts, self.overridden)
         if self.other_hosts is not None:
             return self.other_hosts(host, nested)
         return nested.resolve(host, vars_of(self.hostvars, host), {})
@@ -267,7 +305,7 @@ def read_secret_through_parent(resolver: HostResolver, host: str | None, host_va
     resolver.check_no_cycle(parent, host)
     try:
         resolution = resolver.resolve_other_host(parent, host)
-        return read_kubeconfig_secret(resolution.config, secret)
+        return read_kubeconfig_secret(resolution.config, secret, environ=resolver.environ)
     except PhasekitError as err:
         raise PhasekitError(str(err), where=f"host {parent}") from None
 
@@ -291,7 +329,9 @@ def current_host_vars(templar, task_vars: Mapping) -> HostVars:
 
 
 def resolver_for(plugin, task_vars: Mapping) -> HostResolver:
-    return HostResolver(getattr(plugin, "_loader", None), task_vars.get("hostvars"))
+    """A resolver for an action (its task's environment: keyword over the controller's environment) or a lookup
+    (the controller's environment: Ansible gives lookups no task)."""
+    return HostResolver(getattr(plugin, "_loader", None), task_vars.get("hostvars"), getattr(plugin, "environ", None))
 
 
 def resolve_for_task(action_plugin, task_vars: Mapping, args: Mapping, *, keep_merged: bool = False) -> Resolution:
@@ -302,9 +342,13 @@ def resolve_for_task(action_plugin, task_vars: Mapping, args: Mapping, *, keep_m
     kept too (sources are then all read). Raises PhasekitError.
     """
     host = task_vars.get("inventory_hostname")
-    return resolver_for(action_plugin, task_vars).resolve(
-        host, current_host_vars(action_plugin._templar, task_vars), args,  # pylint: disable=protected-access
-        keep_merged=keep_merged)
+    resolver = resolver_for(action_plugin, task_vars)
+    resolution = resolver.resolve(host, current_host_vars(action_plugin._templar, task_vars),  # pylint: disable=protected-access
+                                  args, keep_merged=keep_merged)
+    # the same text on every host: Ansible shows a warning once per run
+    for overridden in sorted(resolver.overridden, key=lambda item: (item.variable, item.origin)):
+        display.warning(overridden_warning(overridden))
+    return resolution
 
 
 def view_for_lookup(lookup_plugin, variables: Mapping, sources, *, context: str | None, minify: bool,

@@ -177,11 +177,11 @@ def test_k8s_auth_host_replaces_the_kubeconfig_server_in_actions_and_plans(clust
     assert result.rc == 0, result
     summary = saved(tmp_path, "applied")["kubeconfig"]
     assert summary["server"] == target.server
-    assert summary["provenance"]["connection"] == {"host": {"from": "K8S_AUTH_HOST"}}
+    assert summary["provenance"]["connection"] == {"host": {"from": "controller environment K8S_AUTH_HOST"}}
     assert summary["provenance"]["cluster"]["location"] == str(unreachable)  # the user and CA still came from it
     assert target.kubectl("get", "configmap", "-n", LIMITED_NAMESPACE, marker, check=False).returncode == 0
 
-    # a plan phase: the host's kube_host does the same, and an unset K8S_AUTH_HOST leaves it in charge
+    # a plan phase: the host's kube_host does the same, and beats a K8S_AUTH_HOST set for the whole controller
     site = tmp_path / "site"
     (site / "phases").mkdir(parents=True)
     phase = {"apiVersion": "phasekit.dev/v1alpha1", "kind": "Phase", "metadata": {"name": "app"},
@@ -194,17 +194,19 @@ def test_k8s_auth_host_replaces_the_kubeconfig_server_in_actions_and_plans(clust
     inventory["all"]["hosts"]["cluster"]["kube_host"] = target.server
     (site / "inventory.yml").write_text(yaml.safe_dump(inventory))
     result = run_playbook("- ansible.builtin.import_playbook: phasekit.kube.run\n", site / "inventory.yml",
-                          "-e", "plan=deploy", env={"K8S_AUTH_HOST": ""})
+                          "-e", "plan=deploy", env={"K8S_AUTH_HOST": "https://127.0.0.1:1"})
     assert result.rc == 0, result
+    assert "K8S_AUTH_HOST from the controller environment is overridden by 1 host's own kube_host" in \
+        " ".join(result.output.split()), result
     assert target.kubectl("get", "configmap", "-n", LIMITED_NAMESPACE, f"{marker}-plan",
                           check=False).returncode == 0
 
 
 def test_the_kubeconfig_lookup_takes_the_connection_options_with_the_actions_precedence(
         clusters, run_playbook, tmp_path):
-    """The lookup applies kubernetes.core's options as the actions do: keyword > K8S_AUTH_* > host var kube_*.
-    Here the host var's host and the environment's token and CA make a complete connection (the host var's own
-    token loses to the environment's), which kubectl then uses as the limited user; a keyword overrides the host;
+    """The lookup applies kubernetes.core's options as the actions do: keyword > host var kube_* > K8S_AUTH_*.
+    Here the host var's host and token and the environment's CA make a complete connection (the environment's own
+    token loses to the host var's), which kubectl then uses as the limited user; a keyword overrides the host;
     provenance says where each came from; the token is never shown at -vvv."""
     target, ephemeral = clusters["target"], clusters["ephemeral"]
     token = (target.dir / "pki/limited.token").read_text().strip()
@@ -230,17 +232,18 @@ def test_the_kubeconfig_lookup_takes_the_connection_options_with_the_actions_pre
     playbook = [{"hosts": "cluster", "gather_facts": False, "tasks": tasks}]
     inventory = {"all": {"hosts": {"cluster": {"ansible_connection": "local",
                                                "kube_kubeconfig": str(ephemeral.admin_kubeconfig),
-                                               "kube_host": target.server, "kube_api_key": "wrong-token-of-host-var"}}}}
+                                               "kube_host": target.server, "kube_api_key": token}}}}
     result = run_playbook(yaml.safe_dump(playbook), yaml.safe_dump(inventory), verbosity=3,
-                          env={"K8S_AUTH_API_KEY": token, "K8S_AUTH_SSL_CA_CERT": ca_cert})
+                          env={"K8S_AUTH_API_KEY": "wrong-token-of-the-controller", "K8S_AUTH_SSL_CA_CERT": ca_cert})
     assert result.rc == 0, result
     assert token not in result.output
     provenance = json.loads((tmp_path / "provenance.json").read_text())
     assert provenance["found"]["connection"] == {"host": {"from": "host var kube_host of cluster"},
-                                                 "api_key": {"from": "K8S_AUTH_API_KEY"},
-                                                 "ca_cert": {"from": "K8S_AUTH_SSL_CA_CERT"}}
+                                                 "api_key": {"from": "host var kube_api_key of cluster"},
+                                                 "ca_cert": {"from": "controller environment K8S_AUTH_SSL_CA_CERT"}}
     assert provenance["found"]["sources"].startswith("not read: host (from host var kube_host of cluster) and "
-                                                     "api_key (from K8S_AUTH_API_KEY) make a complete connection")
+                                                     "api_key (from host var kube_api_key of cluster) make a "
+                                                     "complete connection")
     assert provenance["keyword"]["connection"]["host"] == {"from": "lookup option host"}
     assert provenance["keyword_server"] == "https://127.0.0.2:6443"
     config = yaml.safe_load(written.read_text())

@@ -10,6 +10,7 @@ including failures (stderr, command, changed: false), one release per test, on t
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -656,3 +657,32 @@ def test_every_option_and_return_key_of_kubernetes_core_helm(clusters, run_playb
     finally:
         delete_namespace(target, namespace)
         target.kubectl("delete", "crd", f"widgets.{crd_group}", "--ignore-not-found")
+
+
+# test_read_envvars.yml of kubernetes.core 6.5.0, the module name changed: a task's environment: reaches the module
+KUBERNETES_CORE_TEST_READ_ENVVARS = """
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Pass a bogus server through the K8S_AUTH_HOST environment variable and ensure helm fails as expected
+      phasekit.kube.helm:
+        binary_path: "{{ helm_binary }}"
+        state: absent
+        name: does-not-exist
+        namespace: "{{ helm_namespace }}"
+      environment:
+        K8S_AUTH_HOST: somewhere
+      vars:
+        helm_namespace: "{{ test_namespace[2] }}"
+      register: _helm_result
+      failed_when: '"http://somewhere/version" not in _helm_result.stderr'
+"""
+
+
+@pytest.mark.parametrize("binary", BINARIES)
+def test_kubernetes_cores_read_envvars_test_passes(clusters, run_playbook, bin_dir, binary):
+    """A task's environment: K8S_AUTH_HOST is the server helm is pointed at, as kubernetes.core.helm receives it."""
+    variables = json.dumps({"helm_binary": helm_path(bin_dir, binary), "test_namespace": ["a", "b", "default"]})
+    result = run_playbook(KUBERNETES_CORE_TEST_READ_ENVVARS, None, "-e", variables, env=helm_env(clusters[CLUSTER]))
+    assert result.rc == 0, result
+    assert "failed=0" in result.stdout, result.stdout[-600:]

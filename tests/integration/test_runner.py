@@ -164,37 +164,48 @@ def test_site_run_succeeds_without_leaking_secrets(clusters, private_data_dir, s
     assert leaked(text, secrets) == []
 
 
-@pytest.mark.parametrize("case", ["fleet", "forced-context", "override-inventory"])
+@pytest.mark.parametrize("case", ["fleet", "default-context", "host-sources-win"])
 def test_awx_credential_type_is_picked_up(clusters, private_data_dir, secrets, tmp_path, case):
     """The shipped credential type, injected as AWX does, reaches every host through the precedence.
 
     fleet: KUBECONFIG lists both files, each host names its context (kubectl default tier).
-    forced-context: K8S_AUTH_CONTEXT pins every host to one context (environment tier).
-    override-inventory: K8S_AUTH_KUBECONFIG wins over the hosts' own kube_kubeconfig.
+    default-context: K8S_AUTH_CONTEXT gives a context to the host that names none; the other keeps its own.
+    host-sources-win: K8S_AUTH_KUBECONFIG does not replace the hosts' own kube_kubeconfig (host variables tier).
     """
     inputs = {"kubeconfig_1": flattened(clusters["ephemeral"], tmp_path / "e.yaml").read_text(),
               "kubeconfig_2": flattened(clusters["target"], tmp_path / "t.yaml", limited=True).read_text()}
-    if case == "forced-context":
+    if case == "default-context":
         inputs["context"] = "target-limited"
-    if case == "override-inventory":
+    if case == "host-sources-win":
         inputs["override_inventory"] = True
     env = awx_inject(CREDENTIAL_TYPE, inputs, private_data_dir / "env")
     assert env["KUBECONFIG"].count(os.pathsep) == 1  # two files; the empty fields are left out
     # AWX sets every injector variable, empty ones included: empty means unset, as for kubectl's KUBECONFIG
     site = {"ephemeral": {"context": "ephemeral"}, "target": {"context": "target-limited"}}
-    if case == "override-inventory":
-        for host in site.values():
-            host["kubeconfig"] = str(tmp_path / "nowhere.yaml")
+    if case == "default-context":
+        del site["target"]["context"]
+    if case == "host-sources-win":
+        site["ephemeral"]["kubeconfig"] = str(flattened(clusters["ephemeral"], tmp_path / "own-e.yaml"))
+        site["target"]["kubeconfig"] = str(flattened(clusters["target"], tmp_path / "own-t.yaml", limited=True))
     (private_data_dir / "inventory/clusters.yml").write_text(yaml.safe_dump({"clusters": site}))
     runner = run(private_data_dir, SITE, "plugin: phasekit.kube.clusters\nsite: [clusters.yml]\n", env=env,
                  verbosity=3)
     text = events_text(runner)
     assert runner.status == "successful", text[-4000:]
-    used = {e["event_data"]["host"]: e["event_data"]["res"]["context"] for e in runner.events
+    used = {e["event_data"]["host"]: e["event_data"]["res"] for e in runner.events
             if e["event"] == "runner_on_ok" and e["event_data"].get("task_action") == "phasekit.kube.kubeconfig"}
-    expected = {"ephemeral": "ephemeral", "target": "target-limited"}
-    assert used == ({"ephemeral": "target-limited", "target": "target-limited"} if case == "forced-context"
-                    else expected)
+    assert {host: result["context"] for host, result in used.items()} == {"ephemeral": "ephemeral",
+                                                                          "target": "target-limited"}
+    chosen = {host: (result["provenance"]["kubeconfig_from"], result["provenance"]["context_from"])
+              for host, result in used.items()}
+    own_context = {host: f"host var kube_context of {host}" for host in site}
+    if case == "fleet":
+        assert chosen == {host: ("kubectl default ($KUBECONFIG)", own_context[host]) for host in site}
+    if case == "default-context":
+        assert chosen == {"ephemeral": ("kubectl default ($KUBECONFIG)", own_context["ephemeral"]),
+                          "target": ("kubectl default ($KUBECONFIG)", "controller environment K8S_AUTH_CONTEXT")}
+    if case == "host-sources-win":
+        assert chosen == {host: (f"host var kube_kubeconfig of {host}", own_context[host]) for host in site}
     assert leaked(text, secrets) == []
 
 
@@ -266,7 +277,8 @@ def test_awx_bearer_token_credential_attached(clusters, private_data_dir, secret
     direct = [e["event_data"]["res"]["kubeconfig"] for e in runner.events
               if e["event"] == "runner_on_ok" and e["event_data"].get("task_action") == "phasekit.kube.apply"]
     assert [(summary["server"], summary["provenance"]["cluster"], summary["provenance"]["user"])
-            for summary in direct] == [(target.server, {"from": "K8S_AUTH_HOST"}, {"from": "K8S_AUTH_API_KEY"})]
+            for summary in direct] == [(target.server, {"from": "controller environment K8S_AUTH_HOST"},
+                                        {"from": "controller environment K8S_AUTH_API_KEY"})]
     for name in (f"{marker}-plan", f"{marker}-direct"):
         assert target.kubectl("get", "configmap", "-n", "phasekit-limited", name, check=False).returncode == 0, name
         assert ephemeral.kubectl("get", "configmap", "-n", "phasekit-limited", name, check=False).returncode != 0

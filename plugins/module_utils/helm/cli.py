@@ -24,10 +24,12 @@ import shlex
 import shutil
 import subprocess
 import threading
+from collections.abc import Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
 
 from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
+from ansible_collections.phasekit.kube.plugins.module_utils.environ import process_environment
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import ChartSource
 from ansible_collections.phasekit.kube.plugins.module_utils.private_files import private_directory
@@ -59,11 +61,11 @@ class HelmCommandError(PhasekitError):
         self.returncode = returncode
 
 
-def helm_version(binary: str) -> tuple[int, int]:
+def helm_version(binary: str, environ: Mapping | None = None) -> tuple[int, int]:
     """(major, minor) of the helm at ``binary``, asked once per run and binary."""
     with _VERSIONS_LOCK:
         if binary not in _VERSIONS:
-            text = _run([binary, "version", "--template", "{{.Version}}"], env=helm_environment(None),
+            text = _run([binary, "version", "--template", "{{.Version}}"], env=helm_environment(None, environ),
                         what="helm version").strip()
             found = re.match(r"v?(\d+)\.(\d+)", text)
             if not found:
@@ -75,16 +77,17 @@ def helm_version(binary: str) -> tuple[int, int]:
         return _VERSIONS[binary]
 
 
-def helm_environment(kubeconfig_path: str | None) -> dict:
-    """The process environment for helm: ours without the variables that would point helm elsewhere."""
-    environment = {key: value for key, value in os.environ.items() if not OVERRIDING_ENV.match(key)}
+def helm_environment(kubeconfig_path: str | None, environ: Mapping | None = None) -> dict:
+    """The process environment for helm: ``environ`` (the task's environment: over the controller's; default the
+    controller's) without the variables that would point helm elsewhere."""
+    environment = {key: value for key, value in process_environment(environ).items() if not OVERRIDING_ENV.match(key)}
     environment.pop("KUBECONFIG", None)
     if kubeconfig_path is not None:
         environment["KUBECONFIG"] = kubeconfig_path
     return environment
 
 
-def pull_chart(binary: str, source: ChartSource, into: str) -> str:
+def pull_chart(binary: str, source: ChartSource, into: str, environ: Mapping | None = None) -> str:
     """``helm pull`` of a repository or OCI chart into ``into``; the path of the archive (no cluster needed)."""
     argv = [binary, "pull", source.ref, "--destination", into]
     if source.repo_url:
@@ -95,7 +98,7 @@ def pull_chart(binary: str, source: ChartSource, into: str) -> str:
         argv.append("--plain-http")
     if source.insecure_skip_tls_verify:
         argv.append("--insecure-skip-tls-verify")
-    _run(argv, env=helm_environment(None), what=f"helm pull {source.ref}")
+    _run(argv, env=helm_environment(None, environ), what=f"helm pull {source.ref}")
     archives = glob.glob(os.path.join(into, "*.tgz"))
     if len(archives) != 1:
         raise PhasekitError(f"helm pull {source.ref}: expected one chart archive, found {len(archives)}")
@@ -105,8 +108,9 @@ def pull_chart(binary: str, source: ChartSource, into: str) -> str:
 class HelmCli:
     """helm against one cluster; a context manager holding the private kubeconfig (and values) files."""
 
-    def __init__(self, binary: str, kubeconfig: dict):
-        self.version = helm_version(binary)
+    def __init__(self, binary: str, kubeconfig: dict, environ: Mapping | None = None):
+        self.environ = environ  # the task's environment (None: the controller's)
+        self.version = helm_version(binary, environ)
         self.binary = shutil.which(binary) or binary  # its path in ``command``, as kubernetes.core shows it
         self._kubeconfig = kubeconfig
         self._stack = ExitStack()
@@ -130,8 +134,8 @@ class HelmCli:
 
     def call(self, args: list[str], *, what: str, timeout: int | None = None) -> HelmOutput:
         """helm run with ``args``: its command line, standard output and standard error."""
-        return _call([self.binary, *args], env=helm_environment(os.path.join(self._directory, "kubeconfig")),
-                     what=what, timeout=timeout)
+        environment = helm_environment(os.path.join(self._directory, "kubeconfig"), self.environ)
+        return _call([self.binary, *args], env=environment, what=what, timeout=timeout)
 
     def command(self, args: list[str]) -> str:
         """The command line of helm with ``args``, as a shell would take it (shown as kubernetes.core shows it)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 
 from ansible_collections.phasekit.kube.plugins.module_utils.bundle import BundleObject
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
@@ -30,18 +31,19 @@ from ansible_collections.phasekit.kube.plugins.module_utils.helm.release import 
 NAMESPACE_ORIGIN = "create_namespace"
 
 
-def request_chart(request: HelmRequest, charts: ChartCache) -> Chart:
+def request_chart(request: HelmRequest, charts: ChartCache, environ: Mapping | None = None) -> Chart:
     """The request's chart, made local once per run."""
     if request.chart is None:
         raise PhasekitError(f"release {request.name}: chart_ref is required to install it")
-    return charts.chart(request.chart, lambda source, into: pull_chart(request.binary, source, into))
+    return charts.chart(request.chart, lambda source, into: pull_chart(request.binary, source, into, environ))
 
 
 def run_release(request: HelmRequest, *, kubeconfig: dict, charts: ChartCache, check_mode: bool,
-                diff: bool) -> HelmReport:
+                diff: bool, environ: Mapping | None = None) -> HelmReport:
     """Install, upgrade or uninstall the release as ``request`` asks; a failed helm call is the report's failure,
-    with the call's command line, output and error output, as kubernetes.core.helm reports it."""
-    with HelmCli(request.binary, kubeconfig) as helm:
+    with the call's command line, output and error output, as kubernetes.core.helm reports it. helm runs with
+    ``environ`` (the task's environment: over the controller's; default the controller's)."""
+    with HelmCli(request.binary, kubeconfig, environ) as helm:
         if request.state == ABSENT:
             before = _prepare(helm, request, HelmReport(request.name, request.namespace, action=ABSENT))
             return before or remove_release(helm, request, check_mode=check_mode, diff=diff)
@@ -50,7 +52,7 @@ def run_release(request: HelmRequest, *, kubeconfig: dict, charts: ChartCache, c
         if before is not None:
             return before
         try:
-            chart = request_chart(request, charts)
+            chart = request_chart(request, charts, environ)
         except PhasekitError as err:
             return report.failed(err)
         done = ensure_release(helm, request, chart, check_mode=check_mode, diff=diff)
@@ -108,10 +110,11 @@ def remove_rendered_release(session, request: HelmRequest, *, dry_run: bool):
     return teardown.applyset(request.name, tooling=DEFAULT_TOOLING, namespace=request.namespace)
 
 
-def render_release(request: HelmRequest, *, kubeconfig: dict, charts: ChartCache) -> list:
+def render_release(request: HelmRequest, *, kubeconfig: dict, charts: ChartCache,
+                   environ: Mapping | None = None) -> list:
     """The release's objects as ``helm template`` renders them (and its namespace when create_namespace)."""
-    chart = request_chart(request, charts)
-    with HelmCli(request.binary, kubeconfig) as helm:
+    chart = request_chart(request, charts, environ)
+    with HelmCli(request.binary, kubeconfig, environ) as helm:
         try:
             manifest = helm.run(template_argv(request, chart, helm.values_file(request.values)),
                                 what=f"helm template {request.name}")
@@ -129,7 +132,7 @@ UNDEFINED_CONTEXT = re.compile(r"\bcontext '([^']+)' is not defined by any kubec
 EMPTY_KUBECONFIG = {"apiVersion": "v1", "kind": "Config", "clusters": [], "contexts": [], "users": []}
 
 
-def unresolved_kubeconfig_result(err: PhasekitError, args: dict) -> dict:
+def unresolved_kubeconfig_result(err: PhasekitError, args: dict, environ: Mapping | None = None) -> dict:
     """kubernetes.core.helm's failure when the cluster cannot be named. phasekit resolves the kubeconfig before
     helm runs; for a context no source defines, helm is then asked as kubernetes.core asks it first (``helm list``
     of the release, in that context), so ``stderr``, ``stdout`` and ``command`` are helm's own and ``msg`` starts
@@ -141,7 +144,7 @@ def unresolved_kubeconfig_result(err: PhasekitError, args: dict) -> dict:
         return result
     context = undefined.group(1)
     try:
-        with HelmCli(args.get("binary_path") or DEFAULT_BINARY, EMPTY_KUBECONFIG) as helm:
+        with HelmCli(args.get("binary_path") or DEFAULT_BINARY, EMPTY_KUBECONFIG, environ) as helm:
             argv = ["list", "--output=yaml", "--filter", str(args.get("name") or ""), "--kube-context", context]
             if args.get("release_state") != ABSENT:
                 argv.append("--deployed")

@@ -24,9 +24,11 @@ import string
 import sys
 import threading
 import weakref
+from collections.abc import Mapping
 from contextlib import contextmanager
 from urllib.parse import quote, urlsplit
 
+from ansible_collections.phasekit.kube.plugins.module_utils.environ import environment_proxies, sets_proxies
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.private_files import private_directory
 
@@ -149,7 +151,8 @@ def _items(value) -> list:
 
 
 @contextmanager
-def api_client(kubeconfig: dict, context: str | None = None, *, pool_maxsize: int | None = None):
+def api_client(kubeconfig: dict, context: str | None = None, *, pool_maxsize: int | None = None,
+               environ: Mapping | None = None):
     """Yield a ``kubernetes.client.ApiClient`` for the kubeconfig dict and context.
 
     Certificate files the TLS stack needs live only for the duration of the block; a client whose TLS material an
@@ -157,22 +160,23 @@ def api_client(kubeconfig: dict, context: str | None = None, *, pool_maxsize: in
     through ``session.ApiSession`` (the one transport: it sends the impersonation headers of ``as``/``as-groups``/
     ``as-uid``/``as-user-extra``, which the generated API classes would not).
     ``pool_maxsize`` sizes the one HTTP connection pool shared by every thread
-    that uses the client (default: the client's own, 5 per CPU).
+    that uses the client (default: the client's own, 5 per CPU). ``environ``: the task's environment, whose proxy
+    variables are taken as the client takes the controller's (see ``use_environment_proxies``).
     """
     require_kubernetes()
     shared = live_tls_context(kubeconfig)
     if shared is not None:
-        yield from _client_in(None, kubeconfig, context, pool_maxsize, shared)
+        yield from _client_in(None, kubeconfig, context, pool_maxsize, shared, environ=environ)
         return
     with private_directory("phasekit-tls-") as material_dir:
         try:
-            yield from _client_in(material_dir, kubeconfig, context, pool_maxsize)
+            yield from _client_in(material_dir, kubeconfig, context, pool_maxsize, environ=environ)
         finally:
             _forget_material(material_dir)
 
 
 def _client_in(material_dir: str | None, kubeconfig: dict, context: str | None, pool_maxsize: int | None,
-               shared: SessionReusingContext | None = None):
+               shared: SessionReusingContext | None = None, *, environ: Mapping | None = None):
     """``shared``: the TLS context to use as it is; the loader then sees the kubeconfig without its TLS material
     (nothing to write). Otherwise the material is written to ``material_dir`` and read into a context."""
     # An unverified connection is what insecure-skip-tls-verify (or validate_certs=false) asked for: kubectl does not
@@ -193,6 +197,7 @@ def _client_in(material_dir: str | None, kubeconfig: dict, context: str | None, 
         raise PhasekitError(f"cannot use kubeconfig: {exc}") from None
     if pool_maxsize:
         configuration.connection_pool_maxsize = pool_maxsize
+    use_environment_proxies(configuration, kubeconfig, context, environ)
     impersonation = impersonation_headers(kubeconfig)
     api = k8s_client.ApiClient(configuration=configuration)
     pool_kw = api.rest_client.pool_manager.connection_pool_kw
@@ -205,6 +210,26 @@ def _client_in(material_dir: str | None, kubeconfig: dict, context: str | None, 
         yield api
     finally:
         api.close()
+
+
+def use_environment_proxies(configuration, kubeconfig: dict, context: str | None, environ: Mapping | None) -> None:
+    """The proxy variables a task's ``environment:`` sets (``HTTPS_PROXY``, ``NO_PROXY``, ...), taken as the
+    kubernetes client takes the controller's (the scheme's proxy, else ``all_proxy``; ``no_proxy``), unless the
+    cluster names its own ``proxy-url`` (which wins, as in kubectl)."""
+    if not sets_proxies(environ) or _cluster_of(kubeconfig, context).get("proxy-url"):
+        return
+    proxies = environment_proxies(environ)
+    configuration.proxy = proxies.get(urlsplit(configuration.host).scheme) or proxies.get("all")
+    configuration.no_proxy = proxies.get("no")
+
+
+def _cluster_of(kubeconfig: dict, context: str | None) -> dict:
+    """The cluster entry of ``context`` (default the current-context), or {}."""
+    def named(field: str, name) -> dict:
+        return next((item.get(field[:-1]) or {} for item in kubeconfig.get(field) or []
+                     if isinstance(item, dict) and item.get("name") == name), {})
+
+    return named("clusters", named("contexts", context or kubeconfig.get("current-context")).get("cluster"))
 
 
 def live_tls_context(kubeconfig: dict) -> SessionReusingContext | None:

@@ -2,8 +2,9 @@
 # Apache License 2.0 (see LICENSE)
 """kubernetes.core's connection options (``host``, ``api_key``, ``ca_cert``, ...) as one more kubeconfig source.
 
-Each option is taken, as kubernetes.core takes it, from the task parameter, else its ``K8S_AUTH_*`` environment
-variable; phasekit adds a third place, the host's ``kube_<option>`` variable (so plan phases get them too).
+Each option is taken from the task parameter, else the host's ``kube_<option>`` variable (so plan phases get
+them too, and a host's own value beats one set for the whole controller or play), else its ``K8S_AUTH_*``
+environment variable as kubernetes.core reads it (the task's ``environment:`` keyword, then the controller's).
 Then kubernetes.core's rule (``module_utils/k8s/client.py``): a ``host`` with a credential (``api_key``,
 ``username`` and ``password``, or ``client_cert`` and ``client_key``) is a complete connection and no kubeconfig
 is read; otherwise the kubeconfig is resolved as usual and every option that is set overrides the matching
@@ -20,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from ansible_collections.phasekit.kube.plugins.module_utils.environ import Overridden, environment_label, origin_of
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 
 try:
@@ -28,31 +30,54 @@ except ImportError:  # pragma: no cover - always present where the collection ru
     boolean = None
 
 
+PROXY_HEADER_KEYS = ("proxy_basic_auth", "basic_auth", "user_agent")
+PROXY_HEADERS_OPTIONS = {
+    "proxy_basic_auth": {"type": "str", "no_log": True},
+    "basic_auth": {"type": "str", "no_log": True},
+    "user_agent": {"type": "str"},
+}
+
+
 @dataclass(frozen=True)
 class OptionSpec:
-    """One connection option: its name, type, the environment variables kubernetes.core reads, in order."""
+    """One connection option: its name, type, the environment variables kubernetes.core reads (in order), and
+    its argument spec's aliases."""
 
     name: str
-    kind: str  # str, bool, path, list, dict
+    kind: str  # str, bool, path, list, dict: also its argument spec's type
     env: tuple
     secret: bool = False
+    aliases: tuple = ()
 
     @property
     def host_var(self) -> str:
         return f"kube_{self.name}"
 
+    @property
+    def argument(self) -> dict:
+        """The option's argument spec (kubernetes.core's ``args_common.AUTH_ARG_SPEC`` entry)."""
+        argument = {"type": self.kind}
+        if self.kind == "dict":
+            argument["options"] = PROXY_HEADERS_OPTIONS  # secret in its suboptions
+        elif self.secret:
+            argument["no_log"] = True
+        if self.kind == "list":
+            argument["elements"] = "str"
+        if self.aliases:
+            argument["aliases"] = list(self.aliases)
+        return argument
 
-PROXY_HEADER_KEYS = ("proxy_basic_auth", "basic_auth", "user_agent")
+
 # kubernetes.core reads K8S_AUTH_<option> then K8S_AUTH_<kubernetes client name> (validate_certs, verify_ssl)
 OPTIONS = (
     OptionSpec("host", "str", ("K8S_AUTH_HOST",)),
     OptionSpec("api_key", "str", ("K8S_AUTH_API_KEY",), secret=True),
     OptionSpec("username", "str", ("K8S_AUTH_USERNAME",)),
     OptionSpec("password", "str", ("K8S_AUTH_PASSWORD",), secret=True),
-    OptionSpec("validate_certs", "bool", ("K8S_AUTH_VALIDATE_CERTS", "K8S_AUTH_VERIFY_SSL")),
-    OptionSpec("ca_cert", "path", ("K8S_AUTH_CA_CERT", "K8S_AUTH_SSL_CA_CERT")),
-    OptionSpec("client_cert", "path", ("K8S_AUTH_CLIENT_CERT", "K8S_AUTH_CERT_FILE")),
-    OptionSpec("client_key", "path", ("K8S_AUTH_CLIENT_KEY", "K8S_AUTH_KEY_FILE")),
+    OptionSpec("validate_certs", "bool", ("K8S_AUTH_VALIDATE_CERTS", "K8S_AUTH_VERIFY_SSL"), aliases=("verify_ssl",)),
+    OptionSpec("ca_cert", "path", ("K8S_AUTH_CA_CERT", "K8S_AUTH_SSL_CA_CERT"), aliases=("ssl_ca_cert",)),
+    OptionSpec("client_cert", "path", ("K8S_AUTH_CLIENT_CERT", "K8S_AUTH_CERT_FILE"), aliases=("cert_file",)),
+    OptionSpec("client_key", "path", ("K8S_AUTH_CLIENT_KEY", "K8S_AUTH_KEY_FILE"), aliases=("key_file",)),
     OptionSpec("proxy", "str", ("K8S_AUTH_PROXY",)),
     OptionSpec("no_proxy", "str", ("K8S_AUTH_NO_PROXY",)),
     OptionSpec("proxy_headers", "dict",
@@ -64,26 +89,7 @@ OPTIONS = (
 OPTION_NAMES = tuple(spec.name for spec in OPTIONS)
 HOST_VARS = tuple(spec.host_var for spec in OPTIONS)
 # the argument spec every cluster action adds (kubernetes.core's args_common.AUTH_ARG_SPEC, less kubeconfig/context)
-ARGUMENT_SPEC = {
-    "host": {"type": "str"},
-    "api_key": {"type": "str", "no_log": True},
-    "username": {"type": "str"},
-    "password": {"type": "str", "no_log": True},
-    "validate_certs": {"type": "bool", "aliases": ["verify_ssl"]},
-    "ca_cert": {"type": "path", "aliases": ["ssl_ca_cert"]},
-    "client_cert": {"type": "path", "aliases": ["cert_file"]},
-    "client_key": {"type": "path", "aliases": ["key_file"]},
-    "proxy": {"type": "str"},
-    "no_proxy": {"type": "str"},
-    "proxy_headers": {"type": "dict", "options": {
-        "proxy_basic_auth": {"type": "str", "no_log": True},
-        "basic_auth": {"type": "str", "no_log": True},
-        "user_agent": {"type": "str"},
-    }},
-    "persist_config": {"type": "bool"},
-    "impersonate_user": {"type": "str"},
-    "impersonate_groups": {"type": "list", "elements": "str"},
-}
+ARGUMENT_SPEC = {spec.name: spec.argument for spec in OPTIONS}
 CONNECTION_NAME = "connection-options"  # the context, cluster and user a complete connection is described as
 FALSE_WORDS = ("0", "false", "no")  # kubernetes.core: any other value of a K8S_AUTH_* boolean is true
 
@@ -101,6 +107,7 @@ class ConnectionOptions:
     """The connection options that are set, each with its origin."""
 
     settings: dict  # option name -> Setting
+    overridden: tuple = ()  # Overridden: environment variables a host's own kube_<option> beat
 
     def __bool__(self) -> bool:
         return bool(self.settings)
@@ -138,17 +145,27 @@ class ConnectionOptions:
 
 def connection_options(task_args: Mapping, environ: Mapping, host_vars: Callable[[str], object],
                        host: str | None = None, given_as: str = "task parameter") -> ConnectionOptions:
-    """Each option from the task parameter (``given_as``: the lookup's keyword), else its K8S_AUTH_* variables, else
-    the host's ``kube_<option>``."""
-    settings = {}
+    """Each option from the task parameter (``given_as``: the lookup's keyword), else the host's ``kube_<option>``,
+    else its K8S_AUTH_* variables in ``environ`` (the task's environment: keyword over the controller's)."""
+    settings, overridden = {}, []
     for spec in OPTIONS:
-        setting = (_from_task(spec, task_args, given_as) or _from_environment(spec, environ)
-                   or _from_host_vars(spec, host_vars, host))
+        setting = _from_task(spec, task_args, given_as)
+        if setting is None:
+            setting = _from_host_vars(spec, host_vars, host)
+            if setting is not None:
+                overridden += _environment_overridden(spec, environ)
+        if setting is None:
+            setting = _from_environment(spec, environ)
         if setting is not None:
             settings[spec.name] = setting
-    options = ConnectionOptions(settings)
+    options = ConnectionOptions(settings, tuple(overridden))
     _check(options)
     return options
+
+
+def _environment_overridden(spec: OptionSpec, environ: Mapping) -> list:
+    """The option's environment variables that are set, now that the host's own variable wins over them."""
+    return [Overridden(name, origin_of(environ, name), spec.host_var) for name in spec.env if environ.get(name)]
 
 
 def _is_set(value) -> bool:
@@ -167,16 +184,17 @@ def _from_environment(spec: OptionSpec, environ: Mapping) -> Setting | None:
     unset here (AWX sets every injector variable, empty ones included)."""
     if spec.name == "proxy_headers":
         found = {key: environ[name] for key, name in zip(PROXY_HEADER_KEYS, spec.env) if environ.get(name)}
-        names = [name for name in spec.env if environ.get(name)]
+        names = [environment_label(environ, name) for name in spec.env if environ.get(name)]
         return Setting(found, ", ".join(names)) if found else None
     for name in spec.env:
         text = environ.get(name)
         if text:
+            label = environment_label(environ, name)
             if spec.kind == "bool":
-                return Setting(text.lower() not in FALSE_WORDS, name)
+                return Setting(text.lower() not in FALSE_WORDS, label)
             if spec.kind == "list":
-                return Setting([item for item in text.split(",") if item], name)
-            return Setting(text, name)
+                return Setting([item for item in text.split(",") if item], label)
+            return Setting(text, label)
     return None
 
 

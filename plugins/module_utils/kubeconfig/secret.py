@@ -20,10 +20,12 @@ POLL_SECONDS = 2.0
 MISSING_STATUSES = (404,)
 
 
-def read_kubeconfig_secret(config: dict, secret: dict, *, sleep=time.sleep, clock=time.monotonic) -> bytes:
+def read_kubeconfig_secret(config: dict, secret: dict, *, sleep=time.sleep, clock=time.monotonic,
+                           environ=None) -> bytes:
     """The decoded ``secret['key']`` of Secret ``namespace/name``, waiting up to ``timeout`` seconds for it.
 
-    ``config`` is the resolved kubeconfig of the cluster holding the Secret.
+    ``config`` is the resolved kubeconfig of the cluster holding the Secret; ``environ`` the task's environment
+    (its proxy variables).
     """
     # imported here: the kubernetes client is slow to import and only Secret sources need it
     from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
@@ -32,7 +34,7 @@ def read_kubeconfig_secret(config: dict, secret: dict, *, sleep=time.sleep, cloc
     name, namespace, key, timeout = secret["name"], secret["namespace"], secret["key"], secret["timeout"]
     where = f"Secret {namespace}/{name}"
     deadline = clock() + timeout
-    with api_client(config) as api:
+    with api_client(config, environ=environ) as api:
         session = ApiSession(api)
         while True:
             found = _read_secret(session, name, namespace, where)

@@ -18,6 +18,7 @@ import math
 import os
 import threading
 import time
+from collections.abc import Mapping
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Protocol
@@ -163,11 +164,14 @@ class BuiltinExecutors:
                  render: Callable[[dict], list] | None = None, shared: SharedRequests | None = None,
                  charts: ChartCache | None = None, skip_unreachable: bool = False,
                  records: RunRecords | None = None, resume: bool = False, resumed_hosts=(),
-                 lists: ListMemory | None = None, plan: str | None = None, allow_shared_cluster: bool = False):
+                 lists: ListMemory | None = None, plan: str | None = None, allow_shared_cluster: bool = False,
+                 environ_of: Callable[[str], Mapping | None] | None = None):
         self.access = access
         self.plan = plan
         self.started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())  # when the run started: a set it takes is its since then
         self.allow_shared_cluster = allow_shared_cluster  # hosts of a phase may share a cluster and namespace
+        # a host's environment (the task's environment: over the controller's), for commands, helm and containers
+        self.environ_of = environ_of or (lambda _host: None)
         self.lists = lists  # the sessions' ListMemory: forgotten around every phase that is not an apply
         self.charts = charts or ChartCache()  # the caller closes the one it gives; one made here lives with us
         self.shared = shared  # None: one cluster at a time, each apply with its own threads
@@ -405,7 +409,7 @@ class BuiltinExecutors:
                                read_values_file=lambda path: self._values_file(host, path))
         content = {"values": request.values}
         if request.chart is not None and request.state != ABSENT:
-            content["chart"] = request_chart(request, self.charts).digest
+            content["chart"] = request_chart(request, self.charts, self.environ_of(host)).digest
         return content
 
     def _bundle_digest(self, phase: dict, host: str) -> str:
@@ -582,7 +586,8 @@ class BuiltinExecutors:
                            env={**(values["env"] or {}), **phase_environment(phase, host)},
                            chdir=values["chdir"], stdin=values["stdin"],
                            timeout=command_timeout(values["timeout"], phase),
-                           kubeconfigs=kubeconfigs, env_files=values["env_files"], env_dirs=built)
+                           kubeconfigs=kubeconfigs, env_files=values["env_files"], env_dirs=built,
+                           environ=self.environ_of(host))
         rule = changed_when_rule(values["changed_when"])
         succeeded = rule.succeeded(done)
         # the output, masked with the rest of the outcome (see __call__), as Ansible's command task returns it
@@ -601,7 +606,8 @@ class BuiltinExecutors:
         items = [one.obj for one in self.bundle(phase, host)] if phase.get("source") is not None else []
         resolution = self.access.resolution(host)
         done = run_container(values, items, kubeconfig=resolution.config, context=resolution.context,
-                             mounts_base=os.getcwd(), timeout=command_timeout(values["timeout"], phase))
+                             mounts_base=os.getcwd(), timeout=command_timeout(values["timeout"], phase),
+                             environ=self.environ_of(host))
         if done.rc != 0:
             return Outcome(changed=True, failed=True, msg=container_failure_message(done, values["image"]),
                            details={"rc": done.rc})
@@ -627,7 +633,8 @@ class BuiltinExecutors:
             return teardown_outcome(remove_rendered_release(self.access.session(host, EXTRA_CONNECTIONS), request,
                                                             dry_run=self.dry_run))
         if request.mode == MODE_APPLY:
-            bundle = render_release(request, kubeconfig=resolution.config, charts=self.charts)
+            bundle = render_release(request, kubeconfig=resolution.config, charts=self.charts,
+                                    environ=self.environ_of(host))
             outcome = self._apply_objects(phase, host, bundle, release_apply_arguments(request), request.namespace)
             hidden = values_masks(request)  # the rendered objects hold them: never in diffs or messages
             outcome.msg, outcome.details = hidden.scrub(outcome.msg), hidden.scrub(outcome.details)
@@ -635,7 +642,7 @@ class BuiltinExecutors:
         if request.wait and not self.dry_run:
             self._watching_release(phase, host, request)
         report = run_release(request, kubeconfig=resolution.config, charts=self.charts, check_mode=self.dry_run,
-                             diff=self.diff)
+                             diff=self.diff, environ=self.environ_of(host))
         # kubernetes.core's keys (helm's output, the values) stay out of run records and summaries
         details = {key: value for key, value in report.result().items()
                    if key not in ("changed", "diff", "status", "stdout", "stderr", "command")}

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from ansible.module_utils.common.validation import check_type_str
 
 from ansible_collections.phasekit.kube.plugins.module_utils import compat, yaml_io
+from ansible_collections.phasekit.kube.plugins.module_utils.environ import process_environment
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs import OPTION as ENV_DIRS
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs import (
@@ -173,13 +174,15 @@ def command_argv(argv: list[str] | None, cmd: str | None, shell: bool) -> list[s
 
 def run_command(argv: list[str], *, kubeconfig: dict, env: dict | None = None, chdir: str | None = None,
                 stdin: str | None = None, timeout: int | None = None, kubeconfigs: dict | None = None,
-                env_files: dict | None = None, env_dirs: dict | None = None) -> CommandResult:
+                env_files: dict | None = None, env_dirs: dict | None = None,
+                environ: Mapping | None = None) -> CommandResult:
     """Run ``argv`` with ``KUBECONFIG`` set to a private copy of ``kubeconfig``; never raises for a non-zero exit.
 
     ``kubeconfigs`` (variable -> kubeconfig) and ``env_files`` (variable -> text): private files as long as the
     command runs, each variable holding its file's path. ``env_dirs`` (variable -> relative path -> text, see
     ``built_dirs.build_env_dirs``): private directories, each variable holding its directory's path, which the
-    ``env_files`` texts may name as ``${VARIABLE}``.
+    ``env_files`` texts may name as ``${VARIABLE}``. ``environ``: the environment the command starts from (the
+    task's ``environment:`` over the controller's; default: the controller's).
     """
     if chdir is not None and not os.path.isdir(chdir):
         raise PhasekitError(f"chdir {chdir}: no such directory")
@@ -189,7 +192,7 @@ def run_command(argv: list[str], *, kubeconfig: dict, env: dict | None = None, c
         texts = {name: yaml_io.safe_dump(config) for name, config in (kubeconfigs or {}).items()}
         texts.update({name: with_directories(text, directories) for name, text in (env_files or {}).items()})
         files = {**directories, **(stack.enter_context(private_text_files(texts)) if texts else {})}
-        environment = dict(os.environ)
+        environment = process_environment(environ)
         environment.update({str(key): str(value) for key, value in (env or {}).items()})
         environment.update(files)
         environment["KUBECONFIG"] = path  # last: the phase's cluster, whatever env says

@@ -18,10 +18,12 @@ import os
 import shutil
 import subprocess
 import uuid
+from collections.abc import Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
 
 from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
+from ansible_collections.phasekit.kube.plugins.module_utils.environ import process_environment
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import redact
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import kubeconfig_file, output_tail
@@ -179,16 +181,19 @@ def mount_argument(mount: dict, base: str) -> str:
 
 
 def run_container(options: dict, items: list[dict], *, kubeconfig: dict | None, context: str | None,
-                  mounts_base: str, timeout: int | None) -> ContainerResult:
-    """Run the container once; never raises for a non-zero exit. A timeout removes the container."""
+                  mounts_base: str, timeout: int | None, environ: Mapping | None = None) -> ContainerResult:
+    """Run the container once; never raises for a non-zero exit. A timeout removes the container.
+    ``environ``: the task's environment (default: the controller's), the engine's and the variables ``env`` names."""
     engine = container_engine(options.get("engine") or AUTO)
     name = f"phasekit-{uuid.uuid4().hex[:12]}"
     stdin = resource_list(items, function_config(options.get("config")))
     with ExitStack() as stack:
         path = stack.enter_context(kubeconfig_file(kubeconfig)) if kubeconfig is not None else None
-        argv = container_argv(engine, options, name=name, kubeconfig=path, context=context, mounts_base=mounts_base)
+        argv = container_argv(engine, options, name=name, kubeconfig=path, context=context, mounts_base=mounts_base,
+                              environ=environ)
         try:
             done = subprocess.run(argv, input=stdin, capture_output=True, timeout=timeout,  # pylint: disable=ansible-bad-function
+                                  env=process_environment(environ),
                                   encoding="utf-8", errors="replace",
                                   check=False)
         except subprocess.TimeoutExpired as exc:

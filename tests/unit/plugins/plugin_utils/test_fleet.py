@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from ansible_collections.phasekit.kube.plugins.module_utils.environ import Overridden
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig import readers
 from ansible_collections.phasekit.kube.plugins.plugin_utils.fleet import Fleet, FleetVars, remembered_by_host
@@ -89,3 +90,19 @@ def test_servers_are_host_and_port_of_every_host_resolved_so_far(fleet_file):
         fleet.resolution("c0")
         fleet.resolution("c2")
         assert fleet.servers() == {"old": "old.example:443", "c0": "c0.example:6443", "c2": "c2.example:6443"}
+
+def test_hosts_that_beat_the_environment_are_counted_without_resolving(fleet_file):
+    hostvars = {**hostvars_for(fleet_file, ["c0", "c1"]), "c2": {}, "c3": {"kube_context": ["not", "a", "name"]}}
+    environ = {"K8S_AUTH_CONTEXT": "c4", "K8S_AUTH_KUBECONFIG": fleet_file}
+    with Fleet(None, hostvars, environ=environ) as fleet:
+        found = fleet.overridden(["c0", "c1", "c2", "c3", "not-in-inventory"])
+        assert fleet.memory() == {}  # nothing was resolved
+    assert found == {Overridden("K8S_AUTH_CONTEXT", "controller environment", "kube_context"): ["c0", "c1"],
+                     Overridden("K8S_AUTH_KUBECONFIG", "controller environment", "kube_kubeconfig"): ["c0", "c1"]}
+
+
+def test_a_host_without_its_own_context_takes_the_environment_s(fleet_file):
+    hostvars = {**hostvars_for(fleet_file, ["c0"]), "c2": {"kube_kubeconfig": fleet_file}}
+    with Fleet(None, hostvars, environ={"K8S_AUTH_CONTEXT": "c4"}) as fleet:
+        assert (fleet.resolution("c0").context, fleet.resolution("c2").context) == ("c0", "c4")
+        assert fleet.resolution("c2").summary()["provenance"]["context_from"] == "controller environment K8S_AUTH_CONTEXT"

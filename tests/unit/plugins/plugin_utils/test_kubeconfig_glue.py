@@ -10,6 +10,7 @@ import os
 import pytest
 import yaml
 
+from ansible_collections.phasekit.kube.plugins.module_utils.environ import Environ
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.plugin_utils import kubeconfig as glue
 
@@ -20,34 +21,95 @@ def host(**variables):
     return variables.get
 
 
-@pytest.mark.parametrize("task, environ, host_vars, sources, sources_from, context, context_from", [
-    ({"kubeconfig": "task.yaml", "context": "t"}, {"K8S_AUTH_KUBECONFIG": "env.yaml", "K8S_AUTH_CONTEXT": "e"},
-     {"kube_kubeconfig": A, "kube_context": "h"}, [{"path": "task.yaml"}], "task parameter kubeconfig",
-     "t", "task parameter context"),
-    ({}, {"K8S_AUTH_KUBECONFIG": "env1.yaml:env2.yaml", "K8S_AUTH_CONTEXT": "e"},
-     {"kube_kubeconfig": A, "kube_context": "h"}, [{"path": "env1.yaml:env2.yaml"}],
-     "environment K8S_AUTH_KUBECONFIG", "e", "environment K8S_AUTH_CONTEXT"),
-    ({}, {}, {"kube_kubeconfig": [A, {"sops": "s.yaml"}], "kube_context": "h"}, [{"path": A}, {"sops": "s.yaml"}],
-     "host var kube_kubeconfig of cluster1", "h", "host var kube_context"),
-    ({}, {"KUBECONFIG": "k1:k2"}, {}, [{"env": "KUBECONFIG"}], "kubectl default ($KUBECONFIG)",
-     None, "current-context"),
-    ({}, {}, {}, [{"path": "~/.kube/config"}], "kubectl default (~/.kube/config)", None, "current-context"),
-    ({"kubeconfig": None, "context": ""}, {"K8S_AUTH_CONTEXT": ""}, {"kube_kubeconfig": [], "kube_context": "h"},
-     [{"path": "~/.kube/config"}], "kubectl default (~/.kube/config)", "h", "host var kube_context"),
-    ({"context": "t"}, {"K8S_AUTH_KUBECONFIG": "env.yaml"}, {}, [{"path": "env.yaml"}],
-     "environment K8S_AUTH_KUBECONFIG", "t", "task parameter context"),
-], ids=["task-parameters-win", "environment-beats-host-vars", "host-vars", "kubectl-default-KUBECONFIG",
-        "kubectl-default-home", "empty-values-are-unset", "sources-and-context-chosen-separately"])
-def test_precedence(task, environ, host_vars, sources, sources_from, context, context_from):
+CONTROLLER_ENV = {"K8S_AUTH_KUBECONFIG": "controller.yaml", "K8S_AUTH_CONTEXT": "controller", "KUBECONFIG": "k1:k2",
+                  "K8S_AUTH_HOST": "https://controller.test"}
+PLAY_ENV = Environ(play={"K8S_AUTH_KUBECONFIG": "play.yaml", "K8S_AUTH_CONTEXT": "play", "KUBECONFIG": "p1",
+                         "K8S_AUTH_HOST": "https://play.test"}, base=CONTROLLER_ENV)
+TASK_ENV = Environ(task={"K8S_AUTH_CONTEXT": "task-env"}, play={"K8S_AUTH_CONTEXT": "play"}, base=CONTROLLER_ENV)
+HOST_VARS = {"kube_kubeconfig": A, "kube_context": "own", "kube_host": "https://own.test"}
+TASK_ARGS = {"kubeconfig": "task.yaml", "context": "t", "host": "https://task.test"}
+
+
+# one row per rule of the precedence table: task parameter > host var > environment: keyword > controller environment
+# > kubectl default, for the sources, the context and a connection option (host), with the provenance labels
+@pytest.mark.parametrize("task, environ, host_vars, expected", [
+    (TASK_ARGS, PLAY_ENV, HOST_VARS,
+     ([{"path": "task.yaml"}], "task parameter kubeconfig", "t", "task parameter context",
+      "https://task.test", "task parameter host")),
+    ({}, PLAY_ENV, HOST_VARS,
+     ([{"path": A}], "host var kube_kubeconfig of cluster1", "own", "host var kube_context of cluster1",
+      "https://own.test", "host var kube_host of cluster1")),
+    ({}, PLAY_ENV, {},
+     ([{"path": "play.yaml"}], "play environment K8S_AUTH_KUBECONFIG", "play", "play environment K8S_AUTH_CONTEXT",
+      "https://play.test", "play environment K8S_AUTH_HOST")),
+    ({}, TASK_ENV, {},
+     ([{"path": "controller.yaml"}], "controller environment K8S_AUTH_KUBECONFIG", "task-env",
+      "task environment K8S_AUTH_CONTEXT", "https://controller.test", "controller environment K8S_AUTH_HOST")),
+    ({}, CONTROLLER_ENV, {},
+     ([{"path": "controller.yaml"}], "controller environment K8S_AUTH_KUBECONFIG", "controller",
+      "controller environment K8S_AUTH_CONTEXT", "https://controller.test", "controller environment K8S_AUTH_HOST")),
+    ({}, Environ(play={"KUBECONFIG": "p1"}, base={"KUBECONFIG": "k1"}), {},
+     ([{"env": "KUBECONFIG"}], "kubectl default ($KUBECONFIG from the play environment)", None, "current-context",
+      None, None)),
+    ({}, {"KUBECONFIG": "k1:k2"}, {},
+     ([{"env": "KUBECONFIG"}], "kubectl default ($KUBECONFIG)", None, "current-context", None, None)),
+    ({}, {}, {}, ([{"path": "~/.kube/config"}], "kubectl default (~/.kube/config)", None, "current-context", None, None)),
+    ({"kubeconfig": None, "context": "", "host": ""}, {"K8S_AUTH_CONTEXT": "", "K8S_AUTH_HOST": ""},
+     {"kube_kubeconfig": [], "kube_context": "h", "kube_host": ""},
+     ([{"path": "~/.kube/config"}], "kubectl default (~/.kube/config)", "h", "host var kube_context of cluster1",
+      None, None)),
+    ({}, CONTROLLER_ENV, {"kube_context": "own"},
+     ([{"path": "controller.yaml"}], "controller environment K8S_AUTH_KUBECONFIG", "own",
+      "host var kube_context of cluster1", "https://controller.test", "controller environment K8S_AUTH_HOST")),
+    ({"context": "t"}, {"K8S_AUTH_KUBECONFIG": "env.yaml"}, {},
+     ([{"path": "env.yaml"}], "controller environment K8S_AUTH_KUBECONFIG", "t", "task parameter context", None, None)),
+], ids=["task-parameter-beats-everything", "host-var-beats-environment", "play-environment-beats-controller",
+        "task-environment-beats-play-each-variable", "controller-environment-fills-unset", "kubectl-default-play-KUBECONFIG",
+        "kubectl-default-controller-KUBECONFIG", "kubectl-default-home", "empty-values-are-unset",
+        "environment-fills-what-the-host-leaves-unset", "sources-and-context-chosen-separately"])
+def test_precedence(task, environ, host_vars, expected):
     request = glue.kubeconfig_request("cluster1", host(**host_vars), task, environ)
-    assert [spec.to_dict() for spec in request.sources] == sources
-    assert (request.sources_from, request.context, request.context_from) == (sources_from, context, context_from)
+    assert ([spec.to_dict() for spec in request.sources], request.sources_from, request.context, request.context_from,
+            request.connection.get("host"), request.connection.origin("host")) == expected
+
+
+@pytest.mark.parametrize("environ, host_vars, overridden", [
+    (CONTROLLER_ENV, HOST_VARS, [("K8S_AUTH_CONTEXT", "controller environment", "kube_context"),
+                                 ("K8S_AUTH_HOST", "controller environment", "kube_host"),
+                                 ("K8S_AUTH_KUBECONFIG", "controller environment", "kube_kubeconfig")]),
+    (PLAY_ENV, {"kube_context": "own"}, [("K8S_AUTH_CONTEXT", "play environment", "kube_context")]),
+    (CONTROLLER_ENV, {}, []),
+    ({"KUBECONFIG": "k1"}, HOST_VARS, []),
+    ({}, HOST_VARS, []),
+], ids=["controller-values-beaten-by-host-vars", "play-value-beaten-by-host-var", "nothing-beaten-without-host-vars",
+        "KUBECONFIG-stays-below-host-vars-unsaid", "nothing-set-nothing-beaten"])
+def test_overridden_environment_values_are_named(environ, host_vars, overridden):
+    request = glue.kubeconfig_request("cluster1", host(**host_vars), {}, environ)
+    assert sorted((item.variable, item.origin, item.host_var) for item in request.overridden) == overridden
+
+
+def test_a_task_parameter_overrides_nothing_to_warn_about():
+    request = glue.kubeconfig_request("cluster1", host(**HOST_VARS), TASK_ARGS, CONTROLLER_ENV)
+    assert request.overridden == ()
+
+
+@pytest.mark.parametrize("environ, host_vars, complete, server_from", [
+    ({"K8S_AUTH_HOST": "https://env.test", "K8S_AUTH_API_KEY": "t0ken"}, {}, True, "controller environment K8S_AUTH_HOST"),
+    ({"K8S_AUTH_HOST": "https://env.test", "K8S_AUTH_API_KEY": "t0ken"}, {"kube_host": "https://own.test"}, True,
+     "host var kube_host of cluster1"),
+    ({"K8S_AUTH_HOST": "https://env.test"}, {"kube_api_key": "t0ken"}, True, "controller environment K8S_AUTH_HOST"),
+    ({"K8S_AUTH_API_KEY": "t0ken"}, {"kube_context": "own"}, False, None),
+], ids=["environment-complete-connection", "host-var-server-with-environment-token",
+        "environment-server-with-host-var-token", "token-alone-is-not-complete"])
+def test_complete_connection_by_the_new_precedence(environ, host_vars, complete, server_from):
+    request = glue.kubeconfig_request("cluster1", host(**host_vars), {}, environ)
+    assert (request.connection.complete, request.connection.origin("host")) == (complete, server_from)
 
 
 @pytest.mark.parametrize("task, host_vars, message", [
     ({"kubeconfig": {"file": "x"}}, {}, "task parameter kubeconfig, source 1: a source needs exactly one of"),
     ({}, {"kube_kubeconfig": [{"path": "a"}, {"nope": 1}]}, "host var kube_kubeconfig of cluster1, source 2:"),
-    ({}, {"kube_context": ["a"]}, "host var kube_context: expected a context name"),
+    ({}, {"kube_context": ["a"]}, "host var kube_context of cluster1: expected a context name"),
     ({}, {"kube_cluster": 3}, "host var kube_cluster: expected a cluster name"),
 ], ids=["task-source", "host-source", "context-type", "cluster-type"])
 def test_request_errors_name_the_setting(task, host_vars, message):

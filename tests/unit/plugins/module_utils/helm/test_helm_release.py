@@ -10,7 +10,7 @@ import pytest
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import ChartCache, ChartSource, local_chart
-from ansible_collections.phasekit.kube.plugins.module_utils.helm.cli import HelmCli, HelmCommandError, HelmOutput
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.cli import HelmCli, HelmCommandError, HelmOutput, helm_environment
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import (
     HELM_OPTIONS_SPEC, check_helm_options, duration_seconds, helm_request, merge_values, plain_values_file)
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.release import (
@@ -563,3 +563,17 @@ def test_dependency_update_of_a_packaged_chart_is_asked_of_helm_as_kubernetes_co
     report = HelmReport("hello", "ns")
     assert _prepare(helm, request, report) is None and report.warnings == []
     assert helm.calls == [["dependency", "update", str(archive)]]
+
+
+@pytest.mark.parametrize("environ, kubeconfig_path, expected", [
+    (None, None, {"HELM_CACHE_HOME": "/controller-cache"}),
+    ({"HELM_CACHE_HOME": "/task-cache", "HELM_KUBECONTEXT": "other", "KUBECONFIG": "/x", "HTTPS_PROXY": "http://p:1"},
+     "/private/kubeconfig", {"HELM_CACHE_HOME": "/task-cache", "HTTPS_PROXY": "http://p:1",
+                             "KUBECONFIG": "/private/kubeconfig"}),
+], ids=["controller-environment", "task-environment-without-what-points-elsewhere"])
+def test_helm_runs_with_its_task_s_environment(monkeypatch, environ, kubeconfig_path, expected):
+    monkeypatch.setenv("HELM_CACHE_HOME", "/controller-cache")
+    monkeypatch.setenv("HELM_KUBECONTEXT", "controller-context")
+    environment = helm_environment(kubeconfig_path, environ)
+    assert {name: environment.get(name) for name in expected} == expected
+    assert "HELM_KUBECONTEXT" not in environment

@@ -3,7 +3,7 @@
 """kubernetes.core's connection options, by its own contract (doc_fragments/k8s_auth_options.py and
 module_utils/k8s/client.py): each option from the task parameter, else its K8S_AUTH_* variables; a host with a
 credential reads no kubeconfig; otherwise the options override the kubeconfig's context. phasekit adds the host's
-kube_<option> variables under the environment."""
+kube_<option> variables between the two: a host's own value beats the environment's."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import json
 import pytest
 import yaml
 
+from ansible_collections.phasekit.kube.plugins.module_utils.environ import Environ
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.connection import bypasses_proxy
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.connection import connection_options
@@ -31,33 +32,39 @@ def options(task=None, environ=None, host_vars=None):
     ({"host": "https://task:6443"}, {"K8S_AUTH_HOST": "https://env:6443"}, {"kube_host": "https://var:6443"},
      "host", "https://task:6443", "task parameter host"),
     ({}, {"K8S_AUTH_HOST": "https://env:6443"}, {"kube_host": "https://var:6443"},
-     "host", "https://env:6443", "K8S_AUTH_HOST"),
+     "host", "https://var:6443", "host var kube_host of cluster1"),
+    ({}, {"K8S_AUTH_HOST": "https://env:6443"}, {}, "host", "https://env:6443", "controller environment K8S_AUTH_HOST"),
+    ({}, Environ(play={"K8S_AUTH_HOST": "https://play:6443"}, base={"K8S_AUTH_HOST": "https://env:6443"}), {},
+     "host", "https://play:6443", "play environment K8S_AUTH_HOST"),
+    ({}, Environ(task={"K8S_AUTH_HOST": "https://task:6443"}, play={"K8S_AUTH_HOST": "https://play:6443"}), {},
+     "host", "https://task:6443", "task environment K8S_AUTH_HOST"),
     ({}, {}, {"kube_host": "https://var:6443"}, "host", "https://var:6443", "host var kube_host of cluster1"),
     ({}, {"K8S_AUTH_VALIDATE_CERTS": "no", "K8S_AUTH_VERIFY_SSL": "yes"}, {}, "validate_certs", False,
-     "K8S_AUTH_VALIDATE_CERTS"),
-    ({}, {"K8S_AUTH_VERIFY_SSL": "False"}, {}, "validate_certs", False, "K8S_AUTH_VERIFY_SSL"),
-    ({}, {"K8S_AUTH_VERIFY_SSL": "0"}, {}, "validate_certs", False, "K8S_AUTH_VERIFY_SSL"),
-    ({}, {"K8S_AUTH_VERIFY_SSL": "True"}, {}, "validate_certs", True, "K8S_AUTH_VERIFY_SSL"),
-    ({}, {"K8S_AUTH_VERIFY_SSL": "anything"}, {}, "validate_certs", True, "K8S_AUTH_VERIFY_SSL"),
+     "controller environment K8S_AUTH_VALIDATE_CERTS"),
+    ({}, {"K8S_AUTH_VERIFY_SSL": "False"}, {}, "validate_certs", False, "controller environment K8S_AUTH_VERIFY_SSL"),
+    ({}, {"K8S_AUTH_VERIFY_SSL": "0"}, {}, "validate_certs", False, "controller environment K8S_AUTH_VERIFY_SSL"),
+    ({}, {"K8S_AUTH_VERIFY_SSL": "True"}, {}, "validate_certs", True, "controller environment K8S_AUTH_VERIFY_SSL"),
+    ({}, {"K8S_AUTH_VERIFY_SSL": "anything"}, {}, "validate_certs", True, "controller environment K8S_AUTH_VERIFY_SSL"),
     ({}, {"K8S_AUTH_VERIFY_SSL": ""}, {"kube_validate_certs": "no"}, "validate_certs", False,
      "host var kube_validate_certs of cluster1"),
-    ({}, {"K8S_AUTH_SSL_CA_CERT": "/ca.crt"}, {}, "ca_cert", "/ca.crt", "K8S_AUTH_SSL_CA_CERT"),
+    ({}, {"K8S_AUTH_SSL_CA_CERT": "/ca.crt"}, {}, "ca_cert", "/ca.crt", "controller environment K8S_AUTH_SSL_CA_CERT"),
     ({}, {"K8S_AUTH_CA_CERT": "/a.crt", "K8S_AUTH_SSL_CA_CERT": "/b.crt"}, {}, "ca_cert", "/a.crt",
-     "K8S_AUTH_CA_CERT"),
-    ({}, {"K8S_AUTH_CERT_FILE": "/c.crt"}, {}, "client_cert", "/c.crt", "K8S_AUTH_CERT_FILE"),
-    ({}, {"K8S_AUTH_KEY_FILE": "/c.key"}, {}, "client_key", "/c.key", "K8S_AUTH_KEY_FILE"),
+     "controller environment K8S_AUTH_CA_CERT"),
+    ({}, {"K8S_AUTH_CERT_FILE": "/c.crt"}, {}, "client_cert", "/c.crt", "controller environment K8S_AUTH_CERT_FILE"),
+    ({}, {"K8S_AUTH_KEY_FILE": "/c.key"}, {}, "client_key", "/c.key", "controller environment K8S_AUTH_KEY_FILE"),
     ({}, {"K8S_AUTH_IMPERSONATE_GROUPS": "g1,,g2"}, {"kube_impersonate_user": "u"}, "impersonate_groups",
-     ["g1", "g2"], "K8S_AUTH_IMPERSONATE_GROUPS"),
+     ["g1", "g2"], "controller environment K8S_AUTH_IMPERSONATE_GROUPS"),
     ({}, {}, {"kube_impersonate_groups": "g1,g2", "kube_impersonate_user": "u"}, "impersonate_groups",
      ["g1", "g2"], "host var kube_impersonate_groups of cluster1"),
-    ({"api_key": ""}, {"K8S_AUTH_API_KEY": TOKEN}, {}, "api_key", TOKEN, "K8S_AUTH_API_KEY"),
-    ({}, {"K8S_AUTH_PERSIST_CONFIG": "false"}, {}, "persist_config", False, "K8S_AUTH_PERSIST_CONFIG"),
-], ids=["task-parameter-wins", "environment-beats-host-vars", "host-vars", "validate-certs-name-before-verify-ssl",
+    ({"api_key": ""}, {"K8S_AUTH_API_KEY": TOKEN}, {}, "api_key", TOKEN, "controller environment K8S_AUTH_API_KEY"),
+    ({}, {"K8S_AUTH_PERSIST_CONFIG": "false"}, {}, "persist_config", False, "controller environment K8S_AUTH_PERSIST_CONFIG"),
+], ids=["task-parameter-wins", "host-var-beats-environment", "environment-fills-what-host-leaves-unset",
+        "play-environment-beats-controller", "task-environment-beats-play", "host-vars", "validate-certs-name-before-verify-ssl",
         "verify-ssl-false", "verify-ssl-zero", "verify-ssl-true", "other-words-are-true",
         "empty-environment-is-unset", "ssl-ca-cert", "ca-cert-name-before-ssl-ca-cert", "cert-file", "key-file",
         "groups-comma-separated", "host-var-groups-string", "empty-task-parameter-is-unset",
         "persist-config-false-accepted"])
-def test_each_option_from_task_then_environment_then_host_vars(task, environ, host_vars, name, value, origin):
+def test_each_option_from_task_then_host_vars_then_environment(task, environ, host_vars, name, value, origin):
     found = options(task, environ, host_vars)
     assert (found.get(name), found.origin(name)) == (value, origin)
 
@@ -146,10 +153,10 @@ def test_host_and_api_key_read_no_kubeconfig(tmp_path):
     assert resolution.config["users"][0]["user"] == {"token": TOKEN}
     summary = resolution.summary()
     assert summary["server"] == "https://env.test:6443"
-    assert summary["provenance"]["cluster"] == {"from": "K8S_AUTH_HOST"}
-    assert summary["provenance"]["user"] == {"from": "K8S_AUTH_API_KEY"}
-    assert summary["provenance"]["connection"]["ca_cert"] == {"from": "K8S_AUTH_SSL_CA_CERT"}
-    assert "not read: host (from K8S_AUTH_HOST) and api_key (from K8S_AUTH_API_KEY)" in \
+    assert summary["provenance"]["cluster"] == {"from": "controller environment K8S_AUTH_HOST"}
+    assert summary["provenance"]["user"] == {"from": "controller environment K8S_AUTH_API_KEY"}
+    assert summary["provenance"]["connection"]["ca_cert"] == {"from": "controller environment K8S_AUTH_SSL_CA_CERT"}
+    assert "not read: host (from controller environment K8S_AUTH_HOST) and api_key (from controller environment K8S_AUTH_API_KEY)" in \
         summary["provenance"]["kubeconfig_from"]
     assert summary["provenance"]["kubeconfig_from"].startswith("task parameter kubeconfig")
     assert "task parameter context" in summary["provenance"]["context_from"]
@@ -184,12 +191,14 @@ def test_options_override_the_kubeconfig_context(tmp_path, task, environ, cluste
     assert resolution.provenance["context"]["kind"] == "path"
 
 
-def test_host_vars_reach_plan_phases_and_lose_to_the_environment(tmp_path):
+def test_host_vars_reach_plan_phases_and_beat_the_environment(tmp_path):
     host_vars = {"kube_kubeconfig": kubeconfig_file(tmp_path), "kube_host": "https://var.test:6443",
                  "kube_impersonate_user": "jane"}
-    resolution = resolve({}, {"K8S_AUTH_HOST": "https://env.test:6443"}, host_vars)
-    assert resolution.server == "https://env.test:6443"
-    assert resolution.provenance["connection"] == {"host": {"from": "K8S_AUTH_HOST"},
+    resolution = resolve({}, {"K8S_AUTH_HOST": "https://env.test:6443", "K8S_AUTH_PROXY": "http://proxy.test:3128"},
+                         host_vars)
+    assert resolution.server == "https://var.test:6443"
+    assert resolution.provenance["connection"] == {"host": {"from": "host var kube_host of cluster1"},
+                                                   "proxy": {"from": "controller environment K8S_AUTH_PROXY"},
                                                    "impersonate_user": {
                                                        "from": "host var kube_impersonate_user of cluster1"}}
     assert resolution.config["users"][0]["user"]["as"] == "jane"
@@ -206,7 +215,7 @@ def test_client_certificate_files_are_embedded(tmp_path):
 
 
 def test_unreadable_ca_names_option_and_origin(tmp_path):
-    with pytest.raises(PhasekitError, match=r"ca_cert \(from K8S_AUTH_SSL_CA_CERT\): cannot read .*/no.crt: "
+    with pytest.raises(PhasekitError, match=r"ca_cert \(from controller environment K8S_AUTH_SSL_CA_CERT\): cannot read .*/no.crt: "
                                             "No such file"):
         resolve({}, {"K8S_AUTH_HOST": "https://h", "K8S_AUTH_API_KEY": TOKEN,
                      "K8S_AUTH_SSL_CA_CERT": str(tmp_path / "no.crt")})
@@ -264,7 +273,7 @@ def test_persist_config_is_refused_only_where_kubernetes_core_would_write_a_toke
 @pytest.mark.parametrize("task, environ, context, server, user, origin", [
     ({}, {}, None, "https://file.test:6443", {"token": "file-token"}, {}),
     ({}, {"K8S_AUTH_HOST": "https://env.test:6443"}, None, "https://env.test:6443", {"token": "file-token"},
-     {"host": {"from": "K8S_AUTH_HOST"}}),
+     {"host": {"from": "controller environment K8S_AUTH_HOST"}}),
     ({"api_key": TOKEN}, {}, "file", "https://file.test:6443", {"token": TOKEN},
      {"api_key": {"from": "lookup option api_key"}}),
     ({"host": "https://kw.test:6443", "api_key": TOKEN}, {"K8S_AUTH_HOST": "https://env.test:6443"}, None,
@@ -283,6 +292,6 @@ def test_the_lookup_view_takes_the_options_as_the_actions(tmp_path, task, enviro
 def test_the_lookup_says_when_the_options_have_no_context_to_apply_to(tmp_path):
     sources = glue.normalize_sources({"path": kubeconfig_file(tmp_path)}, "lookup sources")
     connection = connection_options({}, {"K8S_AUTH_HOST": "https://env.test:6443"}, {}.get, None)
-    with pytest.raises(PhasekitError, match=r"host \(from K8S_AUTH_HOST\) has no context to apply to: context "
+    with pytest.raises(PhasekitError, match=r"host \(from controller environment K8S_AUTH_HOST\) has no context to apply to: context "
                                             r"'nope', which no source defines; known contexts: 'file'"):
         view_with_connection(sources, "nope", connection)

@@ -188,3 +188,13 @@ def test_kept_output(size, kept):
     shown = kept_output(output)
     assert shown.endswith(output[-kept:]) and len(shown) - kept < 40
     assert ("characters before cut" in shown) is (size > MAX_OUTPUT)
+
+@pytest.mark.parametrize("environ, env, shown", [
+    (None, None, "controller"),
+    ({"EXTRA": "from the task's environment", "PATH": os.environ["PATH"]}, None, "from the task's environment"),
+    ({"EXTRA": "from the task's environment", "PATH": os.environ["PATH"]}, {"EXTRA": "env option"}, "env option"),
+], ids=["controller-environment-by-default", "task-environment-replaces-it", "env-option-wins"])
+def test_a_command_starts_from_its_task_s_environment(monkeypatch, environ, env, shown):
+    monkeypatch.setenv("EXTRA", "controller")
+    result = run_command([sys.executable, "-c", PROBE, "0"], kubeconfig=CONFIG, env=env, environ=environ)
+    assert result.stdout.splitlines()[4] == shown
