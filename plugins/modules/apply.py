@@ -104,6 +104,9 @@ options:
         that label, to the cli-utils inventory its C(config.k8s.io/owning-inventory) annotation names, which counts as
         this set when the inventory's id is the set's name (as airshipctl's inventory of a phase is).
       - Objects that do not exist yet are always applied. Requires O(applyset) unless V(unowned).
+      - In a phase of a plan, the set's parent also names the plan that owns it, and another plan is refused the set
+        before anything is written; V(all) takes the set over from that plan, with its members. An object another
+        plan applied first is reported as shared and keeps that plan's marker, unless V(all) takes it over.
     type: str
     choices: [none, unowned, all]
     default: unowned

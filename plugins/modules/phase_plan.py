@@ -306,6 +306,13 @@ phases:
     reason:
       description: Why the phase does not run (C(not in only), C(skip), C(before start_at)), or null.
       type: str
+    in_plans:
+      description:
+        - The plans of the documents that run this phase (empty without a PhasePlan). They share what it applies, so
+          an ApplySet one of them took is not refused to the others (see the apply documentation).
+      type: list
+      elements: str
+      sample: [deploy, apps]
 all_phases:
   description: Every phase of the plan in run order, including those not selected, in the format of RV(phases).
   returned: success

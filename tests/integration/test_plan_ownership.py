@@ -5,11 +5,12 @@
 Their prune phases name the same ApplySet in one namespace: the second plan is refused naming the first, before
 anything is applied or pruned; with ``applyset_adopt: all`` it takes the set over (the first's members are pruned),
 and then the first is refused. Both apply one ConfigMap without a set: the second says it is shared, and the
-ConfigMap's owner marker stays the first's. Before this, each run pruned the other plan's objects, took the set and
+ConfigMap's owner marker stays the first's. Marking owners costs a re-run no request. Before this, each run pruned the other plan's objects, took the set and
 flipped the marker, and both exited 0. A plan of the same documents that runs alpha's own phase shares alpha's set."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -18,6 +19,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from ansible_collections.phasekit.kube.plugins.module_utils.bundle import render_bundle
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import (
+    APPLY_OPTIONS_SPEC, UNCHANGED, apply_bundle, apply_options)
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import Discovery
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.ownership import PlanOwner
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiSession
 
 API = "phasekit.dev/v1alpha1"
 CLUSTER = "target"
@@ -130,3 +139,35 @@ def test_two_plans_never_fight_over_one_set_or_one_object_without_knowing_it(sit
         assert code == 0, (round_, output)
         assert configmaps(target, namespace)["common"] == ("beta", "alpha")
         assert parent_owner(target, namespace) == "beta"
+
+
+def test_marking_owners_costs_an_unchanged_rerun_no_request(clusters, site):
+    """The apply engine as a plan's phase calls it: the re-run of a pruned set reads the parent and one list, as a
+    task outside a plan does; a plan that shares one object costs nothing more either."""
+    _root, target, namespace = site
+    config = yaml.safe_load(target.admin_kubeconfig.read_text())
+    values = {name: spec.get("default") for name, spec in APPLY_OPTIONS_SPEC.items()}
+
+    def applied(owner, names, **overrides) -> tuple[int, int]:
+        """(objects unchanged, requests sent) of one apply."""
+        options = dataclasses.replace(apply_options({**values, "concurrency": 4, "applyset": "counted", "prune": True,
+                                                     **overrides}, namespace=namespace), owner=owner)
+        with api_client(config) as api:
+            session = ApiSession(api)
+            discovery = Discovery(session)
+            discovery.resolve_resource("", "configmaps")          # discovery is cached for a run, not counted
+            before = session.requests
+            report = apply_bundle(session, render_bundle(definition=[configmap(name, namespace, "1")
+                                                                     for name in names]), options, discovery=discovery)
+            assert report.failure is None, report.failure
+            return report.counts()[UNCHANGED], session.requests - before
+
+    names = [f"counted-{i}" for i in range(5)]
+    applied(None, names)                                         # a set made by a task outside a plan
+    assert applied(None, names) == (5, 2)                        # the parent, one LIST
+    alpha = PlanOwner("alpha", CLUSTER, "2026-11-27T20:00:00Z")
+    applied(alpha, names)                                        # the plan takes the set, marks its objects
+    assert applied(alpha, names) == (5, 2)
+    applied(alpha, ["loose"], applyset=None, prune=False)
+    beta = PlanOwner("beta", CLUSTER, "2026-11-27T21:00:00Z")
+    assert applied(beta, ["loose"], applyset=None, prune=False) == (1, 1)   # shared: one GET, nothing sent
