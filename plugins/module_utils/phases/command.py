@@ -248,8 +248,8 @@ def changed_when_rule(value) -> ChangedWhen:
         raise PhasekitError(f"changed_when: {expected}, got {value!r}")
     unknown = sorted(str(key) for key in value if key not in CHANGED_WHEN_KEYS)
     if unknown or not value:
-        raise PhasekitError(f"changed_when: {expected}, got " + (f"unknown key(s) {', '.join(unknown)}" if unknown
-                                                                else "an empty mapping"))
+        got = f"unknown key(s) {', '.join(unknown)}" if unknown else "an empty mapping"
+        raise PhasekitError(f"changed_when: {expected}, got {got}")
     return ChangedWhen(rc=_exit_codes(value.get("rc")), stdout=_pattern(value, "stdout_matches"),
                        stderr=_pattern(value, "stderr_matches"))
 

@@ -380,9 +380,9 @@ def test_what_a_wait_waits_for_is_known_while_it_runs_and_forgotten_after(monkey
     seen = []
 
     class Waiting(BuiltinExecutors):
-        def _run_executor(self, phase_, host):
-            self._watching(phase_, host)(["not used"])
-            seen.append(self.waiting_on(phase_["name"], host))
+        def _run_executor(self, phase, host):  # pylint: disable=redefined-outer-name
+            self._watching(phase, host)(["not used"])
+            seen.append(self.waiting_on(phase["name"], host))
             return Outcome()
 
     from ansible_collections.phasekit.kube.plugins.module_utils.phases import builtin
