@@ -124,6 +124,9 @@ def cluster_identity(session, server: str, resolve: Resolve = socket.getaddrinfo
         return address_identity(server, f"kube-system could not be read ({err.status} {err.reason})", resolve)
     except PhasekitError:
         return address_identity(server, "the API server did not answer", resolve)
+    # whatever else went wrong, an identity that cannot be read must not fail the run
+    except Exception as err:  # pylint: disable=broad-exception-caught
+        return address_identity(server, f"kube-system could not be read ({type(err).__name__})", resolve)
     uid = ((namespace or {}).get("metadata") or {}).get("uid") if isinstance(namespace, dict) else None
     if not uid:
         return address_identity(server, "kube-system has no uid", resolve)

@@ -144,3 +144,8 @@ def test_a_session_that_cannot_be_made_is_an_address_not_a_failure():
     found = ClusterIdentities(lambda *_args: pytest.fail("asked without a session")).of(config(), no_session)
     assert found.uid is None and found.unread == "no API session could be made"
     assert found.addresses == {"https://127.0.0.1:6443"}
+
+
+def test_an_unexpected_error_while_asking_is_an_address_not_a_failure():
+    found = cluster_identity(Session(ValueError("bad JSON")), "https://127.0.0.1:6443", resolve)
+    assert found.uid is None and found.unread == "kube-system could not be read (ValueError)"
