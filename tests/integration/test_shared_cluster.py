@@ -95,12 +95,13 @@ def two_names_kubeconfig(cluster, namespaces: tuple[str, str]) -> dict:
 
 @pytest.fixture()
 def site(tmp_path, run_playbook):
-    """write(kubeconfig, hosts) -> run(*args): the site in tmp_path, run through the role in the user's site.yml."""
+    """write(kubeconfig, hosts, phases) -> run(*args): the site in tmp_path, run through the role in the user's
+    site.yml."""
     (tmp_path / "phases").mkdir()
-    (tmp_path / "phases" / "site.yaml").write_text(yaml.safe_dump_all(PHASES, sort_keys=False))
     (tmp_path / "site.yml").write_text(SITE_YML)
 
-    def write(kubeconfig: dict, hosts: dict):
+    def write(kubeconfig: dict, hosts: dict, phases=None):
+        (tmp_path / "phases" / "site.yaml").write_text(yaml.safe_dump_all(phases or PHASES, sort_keys=False))
         path = tmp_path / "site.kubeconfig"
         path.write_text(yaml.safe_dump(kubeconfig))
         path.chmod(0o600)
@@ -217,3 +218,23 @@ def test_a_fleet_over_two_servers_a_namespace_each_runs_and_asks_each_server_onc
         for host in hosts:
             clusters[cluster_of(host, clusters)].kubectl("delete", "namespace", namespace_of(host), "--wait=false",
                                                          "--ignore-not-found")
+
+
+def test_a_tasks_phase_is_refused_before_its_task_file_runs(clusters, namespaces, site, tmp_path):
+    """A tasks phase runs the user's task file on each host: refused the same way, no host runs it."""
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "tasks" / "mark.yml").write_text(
+        "- name: Mark\n  ansible.builtin.copy:\n    content: ran\n"
+        f"    dest: \"{tmp_path}/{{{{ inventory_hostname }}}}.ran\"\n")
+    phases = [{"apiVersion": API, "kind": "Phase", "metadata": {"name": "mark"},
+               "spec": {"cluster": "all", "executor": "tasks", "source": "../tasks/mark.yml"}},
+              {"apiVersion": API, "kind": "PhasePlan", "metadata": {"name": "site"}, "spec": {"phases": ["mark"]}}]
+    run = site(merged_kubeconfig(clusters, namespaces[0]), {"ephemeral": {"kube_context": "ephemeral"}, "cluster-b": {}},
+               phases)
+    result = run()
+    assert result.rc != 0, result
+    assert "cluster-b (context ephemeral from current-context)" in refusal(result), result
+    assert not list(tmp_path.glob("*.ran")), result
+    allowed = run("-e", "plan_allow_shared_cluster=true")
+    assert allowed.rc == 0, allowed
+    assert sorted(path.name for path in tmp_path.glob("*.ran")) == ["cluster-b.ran", "ephemeral.ran"], allowed

@@ -32,6 +32,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import 
 
 KUBE_SYSTEM_PATH = "/api/v1/namespaces/kube-system"
 DEFAULT_PORTS = {"https": 443, "http": 80}
+ATTEMPTS = 3  # a busy server's 429 or a dropped connection is retried; a gone one is not waited for long
 
 Resolve = Callable[..., list]  # socket.getaddrinfo's signature
 
@@ -116,14 +117,17 @@ def address_identity(server: str, unread: str, resolve: Resolve = socket.getaddr
 
 
 def cluster_identity(session, server: str, resolve: Resolve = socket.getaddrinfo) -> ClusterIdentity:
-    """Ask the API server behind ``session`` for its ``kube-system`` UID (one GET, no retry: a server that does not
-    answer is compared by address, and the phase will say what is wrong with it)."""
+    """Ask the API server behind ``session`` for its ``kube-system`` UID (one GET, at most ``ATTEMPTS`` tries: a
+    server that does not answer is compared by address, and the phase will say what is wrong with it)."""
     try:
-        namespace = session.request("GET", KUBE_SYSTEM_PATH, attempts=1).body
+        namespace = session.request("GET", KUBE_SYSTEM_PATH, attempts=ATTEMPTS).body
     except ApiError as err:
         return address_identity(server, f"kube-system could not be read ({err.status} {err.reason})", resolve)
     except PhasekitError:
         return address_identity(server, "the API server did not answer", resolve)
+    # whatever else went wrong, an identity that cannot be read must not fail the run
+    except Exception as err:  # pylint: disable=broad-exception-caught
+        return address_identity(server, f"kube-system could not be read ({type(err).__name__})", resolve)
     uid = ((namespace or {}).get("metadata") or {}).get("uid") if isinstance(namespace, dict) else None
     if not uid:
         return address_identity(server, "kube-system has no uid", resolve)

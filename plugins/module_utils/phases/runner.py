@@ -290,6 +290,8 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
             reason = self.guard(phase, earlier + [host for host in hosts if host not in known])
         except PhasekitError as err:
             reason = str(err)
+        except Exception as err:  # pylint: disable=broad-exception-caught
+            reason = f"unexpected error before phase {phase['name']} started ({type(err).__name__}): {err}"
         if not reason:
             earlier.extend(hosts)
             return None

@@ -10,7 +10,7 @@ import pytest
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.identity import (
-    KUBE_SYSTEM_PATH, ClusterIdentities, ClusterIdentity, cluster_identity, endpoint_key, resolved_addresses,
+    ATTEMPTS, KUBE_SYSTEM_PATH, ClusterIdentities, ClusterIdentity, cluster_identity, endpoint_key, resolved_addresses,
     server_address)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError, Response, TransportError
 
@@ -93,7 +93,7 @@ def test_cluster_identity(answer, uid, unread):
     found = cluster_identity(session, "https://localhost:6443", resolve)
     assert (found.uid, found.unread, found.server) == (uid, unread, "localhost:6443")
     assert found.addresses == {"https://127.0.0.1:6443", "https://[::1]:6443"}
-    assert session.asked == [("GET", KUBE_SYSTEM_PATH, 1)]   # once, without the backoff of a gone server
+    assert session.asked == [("GET", KUBE_SYSTEM_PATH, ATTEMPTS)]   # once, without the whole backoff of a gone server
 
 
 @pytest.mark.parametrize("one, other, same", [
@@ -144,3 +144,8 @@ def test_a_session_that_cannot_be_made_is_an_address_not_a_failure():
     found = ClusterIdentities(lambda *_args: pytest.fail("asked without a session")).of(config(), no_session)
     assert found.uid is None and found.unread == "no API session could be made"
     assert found.addresses == {"https://127.0.0.1:6443"}
+
+
+def test_an_unexpected_error_while_asking_is_an_address_not_a_failure():
+    found = cluster_identity(Session(ValueError("bad JSON")), "https://127.0.0.1:6443", resolve)
+    assert found.uid is None and found.unread == "kube-system could not be read (ValueError)"

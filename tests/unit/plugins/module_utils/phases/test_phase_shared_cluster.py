@@ -140,12 +140,17 @@ def test_a_rollout_batch_is_guarded_with_the_earlier_batches_and_no_later_cluste
     assert report.stopped_by == "cni" and report.stop["batch"] == 2 and report.stop["untouched"] == hosts[3:]
 
 
-def test_a_guard_that_fails_fails_the_phase_naming_why():
+@pytest.mark.parametrize("error, message", [
+    (PhasekitError("kubeconfig broken"), "kubeconfig broken"),
+    (KeyError("uid"), "unexpected error before phase apps started (KeyError): 'uid'"),
+], ids=["phasekit-error-as-it-is", "a-bug-named-not-a-traceback"])
+def test_a_guard_that_fails_fails_the_phase_naming_why(error, message):
     def guard(_phase, _hosts):
-        raise PhasekitError("kubeconfig broken")
+        raise error
 
-    report = run_phases([phase("apps", "ab")], Work(), hosts_in_play=list("ab"), guard=guard)
-    assert {record.msg for record in report.records} == {"kubeconfig broken"}
+    work = Work()
+    report = run_phases([phase("apps", "ab")], work, hosts_in_play=list("ab"), guard=guard)
+    assert {record.msg for record in report.records} == {message} and not work.calls
 
 
 # ---------------------------------------------------------------- the built-in executors' guard
