@@ -43,7 +43,7 @@ def site(clusters, tmp_path):
         config["users"] += admin["users"]
         for context in admin["contexts"]:
             config["contexts"].append({"name": context["name"], "context": {**context["context"], "namespace": shared}})
-    target = next(item for item in config["contexts"] if item["name"] == "target")
+    target = [item for item in config["contexts"] if item["name"] == "target"][0]
     config["contexts"].append({"name": "workload01", "context": {**target["context"], "namespace": own}})
     config["current-context"] = "ephemeral"
     kubeconfig = tmp_path / "fleet.kubeconfig"
@@ -56,10 +56,11 @@ def site(clusters, tmp_path):
          "spec": {"cluster": "all", "executor": "apply", "source": "../manifests/whoami.yaml.j2"}},
         {"apiVersion": API, "kind": "PhasePlan", "metadata": {"name": "site"}, "spec": {"phases": ["whoami"]}}]))
     expected = {"ephemeral": ("ephemeral", shared), "target": ("target", shared), "workload01": ("target", own)}
-    for cluster, namespace in {("ephemeral", shared), ("ephemeral", own), ("target", shared), ("target", own)}:
+    everywhere = [(cluster, namespace) for cluster in ("ephemeral", "target") for namespace in (shared, own)]
+    for cluster, namespace in everywhere:
         clusters[cluster].kubectl("create", "namespace", namespace)
     yield {"kubeconfig": str(kubeconfig), "expected": expected, "root": tmp_path}
-    for cluster, namespace in {("ephemeral", shared), ("ephemeral", own), ("target", shared), ("target", own)}:
+    for cluster, namespace in everywhere:
         clusters[cluster].kubectl("delete", "namespace", namespace, "--ignore-not-found", "--wait=false")
 
 
