@@ -16,6 +16,8 @@ import uuid
 import pytest
 import yaml
 
+from test_kubeconfig_sources import new_age_key, sops_encrypt
+
 API = "phasekit.dev/v1alpha1"
 HOSTS = ("ephemeral", "target", "workload01")
 WARNING = ("K8S_AUTH_CONTEXT from the {origin} is overridden by 3 hosts' own kube_context: a host's own kube_* "
@@ -162,3 +164,43 @@ def test_a_play_environment_reaches_the_actions(clusters, run_playbook, site):
         "workload01 reached"]
     _cluster, namespace = site["expected"]["workload01"]
     assert written(clusters, {namespace}) == {("target", namespace): "from-the-play-environment"}
+
+
+SOPS_PLAY = """\
+- hosts: cluster
+  gather_facts: false
+  environment:
+    SOPS_AGE_KEY_FILE: {key_file}
+  tasks:
+    - name: A sops source, decrypted with the play's age key
+      phasekit.kube.kubeconfig:
+      register: single
+    - name: The same in a plan run
+      ansible.builtin.include_role:
+        name: phasekit.kube.plan
+      vars:
+        plan_src: [phases]
+        plan_name: site
+        plan_record: false
+    - name: Show
+      ansible.builtin.debug:
+        msg: "{{{{ single.provenance.context.kind }}}}"
+"""
+
+
+def test_sops_runs_with_the_play_environment(clusters, run_playbook, site, bin_dir, tmp_path):
+    """SOPS_AGE_KEY_FILE in a play's environment: reaches sops, in a single action and in a plan run; exported
+    nowhere (HOME without a keys file), the source could not be decrypted."""
+    key_file, recipient = new_age_key(tmp_path, bin_dir)
+    config = yaml.safe_load((site["root"] / "fleet.kubeconfig").read_text())
+    config["current-context"] = "workload01"
+    encrypted = sops_encrypt(yaml.safe_dump(config), tmp_path / "fleet.enc.yaml", recipient)
+    inventory = {"all": {"hosts": {"cluster": {"ansible_connection": "local", "kube_kubeconfig": {"sops": str(encrypted)},
+                                               "kube_context": "workload01"}}}}
+    (site["root"] / "manifests" / "whoami.yaml.j2").write_text(MANIFEST.replace("{{ inventory_hostname }}", "sops"))
+    result = run_playbook(SOPS_PLAY.format(key_file=key_file), yaml.safe_dump(inventory),
+                          env={"HOME": str(tmp_path), "SOPS_AGE_KEY_FILE": ""})
+    assert result.rc == 0, result
+    assert '"msg": "sops"' in result.stdout, result
+    _cluster, namespace = site["expected"]["workload01"]
+    assert written(clusters, {namespace}) == {("target", namespace): "sops"}
