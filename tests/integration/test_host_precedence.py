@@ -96,6 +96,23 @@ def test_every_host_writes_to_the_cluster_it_names(clusters, run_playbook, site,
     assert WARNING.format(origin=origin) in " ".join(result.output.split()), result
 
 
+def test_a_task_on_every_host_warns_once(run_playbook, site):
+    """A single-host action on three hosts that beat an exported K8S_AUTH_CONTEXT: each resolves its own context,
+    and Ansible shows the (identical) warning once."""
+    play = [{"hosts": "all", "gather_facts": False,
+             "tasks": [{"phasekit.kube.kubeconfig": {}, "register": "resolved"},
+                       {"ansible.builtin.debug": {"msg": "{{ resolved.context }} {{ resolved.provenance.context_from }}"}}]}]
+    inventory = {"all": {"vars": {"ansible_connection": "local", "kube_kubeconfig": site["kubeconfig"]},
+                         "hosts": {host: {"kube_context": host} for host in HOSTS}}}
+    result = run_playbook(yaml.safe_dump(play), yaml.safe_dump(inventory), env={"K8S_AUTH_CONTEXT": "target"})
+    assert result.rc == 0, result
+    for host in HOSTS:
+        assert f'"msg": "{host} host var kube_context of {host}"' in result.stdout, result
+    assert result.output.count("[WARNING]: K8S_AUTH_CONTEXT") == 1, result
+    assert ("K8S_AUTH_CONTEXT from the controller environment is overridden by the hosts' own kube_context"
+            in " ".join(result.output.split())), result
+
+
 def test_a_templated_play_environment_names_each_host_s_own_context(clusters, run_playbook, site):
     """kubernetes.core's way of naming each host's cluster, in a plan run (one task for every host): the play's
     environment: is templated with each host's variables, not only the first host's."""
