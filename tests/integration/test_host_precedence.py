@@ -16,6 +16,8 @@ import uuid
 import pytest
 import yaml
 
+from test_kubeconfig_sources import new_age_key, sops_encrypt
+
 API = "phasekit.dev/v1alpha1"
 HOSTS = ("ephemeral", "target", "workload01")
 WARNING = ("K8S_AUTH_CONTEXT from the {origin} is overridden by 3 hosts' own kube_context: a host's own kube_* "
@@ -43,7 +45,7 @@ def site(clusters, tmp_path):
         config["users"] += admin["users"]
         for context in admin["contexts"]:
             config["contexts"].append({"name": context["name"], "context": {**context["context"], "namespace": shared}})
-    target = next(item for item in config["contexts"] if item["name"] == "target")
+    target = [item for item in config["contexts"] if item["name"] == "target"][0]
     config["contexts"].append({"name": "workload01", "context": {**target["context"], "namespace": own}})
     config["current-context"] = "ephemeral"
     kubeconfig = tmp_path / "fleet.kubeconfig"
@@ -56,10 +58,11 @@ def site(clusters, tmp_path):
          "spec": {"cluster": "all", "executor": "apply", "source": "../manifests/whoami.yaml.j2"}},
         {"apiVersion": API, "kind": "PhasePlan", "metadata": {"name": "site"}, "spec": {"phases": ["whoami"]}}]))
     expected = {"ephemeral": ("ephemeral", shared), "target": ("target", shared), "workload01": ("target", own)}
-    for cluster, namespace in {("ephemeral", shared), ("ephemeral", own), ("target", shared), ("target", own)}:
+    everywhere = [(cluster, namespace) for cluster in ("ephemeral", "target") for namespace in (shared, own)]
+    for cluster, namespace in everywhere:
         clusters[cluster].kubectl("create", "namespace", namespace)
     yield {"kubeconfig": str(kubeconfig), "expected": expected, "root": tmp_path}
-    for cluster, namespace in {("ephemeral", shared), ("ephemeral", own), ("target", shared), ("target", own)}:
+    for cluster, namespace in everywhere:
         clusters[cluster].kubectl("delete", "namespace", namespace, "--ignore-not-found", "--wait=false")
 
 
@@ -91,6 +94,23 @@ def test_every_host_writes_to_the_cluster_it_names(clusters, run_playbook, site,
     assert written(clusters, namespaces) == {where: host for host, where in site["expected"].items()}
     assert result.output.count("[WARNING]: K8S_AUTH_CONTEXT") == 1, result
     assert WARNING.format(origin=origin) in " ".join(result.output.split()), result
+
+
+def test_a_task_on_every_host_warns_once(run_playbook, site):
+    """A single-host action on three hosts that beat an exported K8S_AUTH_CONTEXT: each resolves its own context,
+    and Ansible shows the (identical) warning once."""
+    play = [{"hosts": "all", "gather_facts": False,
+             "tasks": [{"phasekit.kube.kubeconfig": {}, "register": "resolved"},
+                       {"ansible.builtin.debug": {"msg": "{{ resolved.context }} {{ resolved.provenance.context_from }}"}}]}]
+    inventory = {"all": {"vars": {"ansible_connection": "local", "kube_kubeconfig": site["kubeconfig"]},
+                         "hosts": {host: {"kube_context": host} for host in HOSTS}}}
+    result = run_playbook(yaml.safe_dump(play), yaml.safe_dump(inventory), env={"K8S_AUTH_CONTEXT": "target"})
+    assert result.rc == 0, result
+    for host in HOSTS:
+        assert f'"msg": "{host} host var kube_context of {host}"' in result.stdout, result
+    assert result.output.count("[WARNING]: K8S_AUTH_CONTEXT") == 1, result
+    assert ("K8S_AUTH_CONTEXT from the controller environment is overridden by the hosts' own kube_context"
+            in " ".join(result.output.split())), result
 
 
 def test_a_templated_play_environment_names_each_host_s_own_context(clusters, run_playbook, site):
@@ -161,3 +181,43 @@ def test_a_play_environment_reaches_the_actions(clusters, run_playbook, site):
         "workload01 reached"]
     _cluster, namespace = site["expected"]["workload01"]
     assert written(clusters, {namespace}) == {("target", namespace): "from-the-play-environment"}
+
+
+SOPS_PLAY = """\
+- hosts: cluster
+  gather_facts: false
+  environment:
+    SOPS_AGE_KEY_FILE: {key_file}
+  tasks:
+    - name: A sops source, decrypted with the play's age key
+      phasekit.kube.kubeconfig:
+      register: single
+    - name: The same in a plan run
+      ansible.builtin.include_role:
+        name: phasekit.kube.plan
+      vars:
+        plan_src: [phases]
+        plan_name: site
+        plan_record: false
+    - name: Show
+      ansible.builtin.debug:
+        msg: "{{{{ single.provenance.context.kind }}}}"
+"""
+
+
+def test_sops_runs_with_the_play_environment(clusters, run_playbook, site, bin_dir, tmp_path):
+    """SOPS_AGE_KEY_FILE in a play's environment: reaches sops, in a single action and in a plan run; exported
+    nowhere (HOME without a keys file), the source could not be decrypted."""
+    key_file, recipient = new_age_key(tmp_path, bin_dir)
+    config = yaml.safe_load((site["root"] / "fleet.kubeconfig").read_text())
+    config["current-context"] = "workload01"
+    encrypted = sops_encrypt(yaml.safe_dump(config), tmp_path / "fleet.enc.yaml", recipient)
+    inventory = {"all": {"hosts": {"cluster": {"ansible_connection": "local", "kube_kubeconfig": {"sops": str(encrypted)},
+                                               "kube_context": "workload01"}}}}
+    (site["root"] / "manifests" / "whoami.yaml.j2").write_text(MANIFEST.replace("{{ inventory_hostname }}", "sops"))
+    result = run_playbook(SOPS_PLAY.format(key_file=key_file), yaml.safe_dump(inventory),
+                          env={"HOME": str(tmp_path), "SOPS_AGE_KEY_FILE": ""})
+    assert result.rc == 0, result
+    assert '"msg": "sops"' in result.stdout, result
+    _cluster, namespace = site["expected"]["workload01"]
+    assert written(clusters, {namespace}) == {("target", namespace): "sops"}
