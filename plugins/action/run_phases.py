@@ -91,7 +91,7 @@ class ActionModule(PhasekitAction):
         for option, path in reports.items():
             check_report_path(path, role_named(option))   # before any cluster is touched: a typo costs no run
         # history reads records only: a phase that could not run here still has a history to show
-        plan = plan_for_task(self, args, task_vars, runnable=args["mode"] != HISTORY)
+        plan = plan_for_task(self, args, task_vars, runnable=args["mode"] != HISTORY, reads_only=mode == STATUS)
         planned = selected_phases(plan, args["phases"])
         # destroy undoes in reverse plan order: children before parents, apps before their platform
         phases = list(reversed(planned)) if mode == DESTROY else planned
