@@ -33,10 +33,12 @@ class ActionModule(PhasekitAction):
     def execute(self, args, task_vars):
         hosts = args["hosts"] or list(task_vars.get("ansible_play_hosts_all") or [])
         records = [dict(record) for record in args["records"]]
-        result = {"changed": False, "msg": summary_lines(args["phases"], records, hosts, args["mode"]) + args["tail"],
+        check_mode = bool(self._task.check_mode)
+        result = {"changed": False, "msg": summary_lines(args["phases"], records, hosts, args["mode"],
+                                                         check_mode=check_mode) + args["tail"],
                   "_ansible_verbose_always": True}   # shown at every verbosity, as a debug task's message
         paths = {option: args[option] for option in ("report_json", "report_junit")}
         if any(paths.values()):
-            write_reports(paths, report_entries(args["phases"], records, hosts, args["mode"]), plan=args["plan"],
-                          mode=args["mode"], check_mode=bool(self._task.check_mode), stopped_by=args["stopped_by"])
+            write_reports(paths, report_entries(args["phases"], records, hosts, args["mode"], check_mode=check_mode),
+                          plan=args["plan"], mode=args["mode"], check_mode=check_mode, stopped_by=args["stopped_by"])
         return result

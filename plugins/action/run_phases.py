@@ -52,6 +52,7 @@ ARGUMENT_SPEC = {
     "phases": {"type": "list", "elements": "str"},
     "mode": {"type": "str", "choices": [RUN, VALIDATE, STATUS, DESTROY, HISTORY], "default": RUN},
     "unreachable": {"type": "str", "choices": ["fail", "skip"], "default": "fail"},
+    "destroy_nonempty_namespaces": {"type": "bool", "default": False},
     "stopped_by": {"type": "str", "default": ""},
     "cluster_concurrency": {"type": "int"},
     "remember": {"type": "bool", "default": True},
@@ -115,7 +116,8 @@ class ActionModule(PhasekitAction):
             executors = BuiltinExecutors(fleet, mode=mode, check_mode=bool(self._task.check_mode),
                                          diff=bool(self._task.diff), shared=shared, charts=charts,
                                          skip_unreachable=args["unreachable"] == "skip", records=records,
-                                         resume=args["resume"], resumed_hosts=args["resumed_hosts"], lists=lists)
+                                         resume=args["resume"], resumed_hosts=args["resumed_hosts"], lists=lists,
+                                         delete_nonempty_namespaces=args["destroy_nonempty_namespaces"])
             writes = records is not None and mode in (RUN, DESTROY) and not self._task.check_mode
             # check mode, status, validate and destroy run batch by batch without the soak
             rollouts = RolloutRun(pause=mode == RUN and not self._task.check_mode,
@@ -140,7 +142,8 @@ class ActionModule(PhasekitAction):
             if reports and args["phases"] is None:   # one step of a run: only checked (plan_summary writes them)
                 play_hosts = list(task_vars.get("ansible_play_hosts_all") or in_play)
                 entries = report_entries(planned, records, play_hosts, mode,
-                                         masks_for=lambda host: Masks(fleet.secrets(host)))
+                                         masks_for=lambda host: Masks(fleet.secrets(host)),
+                                         check_mode=bool(self._task.check_mode))
                 write_reports(reports, entries, plan=plan.name or "", mode=mode,
                               check_mode=bool(self._task.check_mode), stopped_by=report.stopped_by)
                 display.vvv(f"phasekit.kube.run_phases: reports written: {', '.join(reports.values())}")
@@ -159,7 +162,7 @@ class ActionModule(PhasekitAction):
             # the whole run list in this task: its summary table, made here (templating hosts x phases records
             # in the role cost more than the table is worth at fleet size)
             result["summary"] = summary_lines(planned, records, list(task_vars.get("ansible_play_hosts_all") or in_play),
-                                              mode, batches=batches)
+                                              mode, batches=batches, check_mode=bool(self._task.check_mode))
         if memory is not None:
             # credentials: kept in the registered variable for later steps, hidden from every output;
             # so are the tasks phases as their task files get them (options unredacted)
@@ -217,6 +220,8 @@ class ActionModule(PhasekitAction):
                 if objects:
                     display.display(f"  {record.host}: {verb} " + ", ".join(_named(one) for one in objects[:MAX_NAMED])
                                     + (f" and {len(objects) - MAX_NAMED} more" if len(objects) > MAX_NAMED else ""))
+                if record.details.get("kept_namespaces") and record.result != FAILED:
+                    display.display(f"  {record.host}: {record.msg}", color="yellow")
 
         return show
 

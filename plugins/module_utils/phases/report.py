@@ -29,12 +29,12 @@ NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\
 
 
 def report_entries(phases: list[dict], records: list[dict], play_hosts: list[str], mode: str = "run",
-                   masks_for=None) -> list[dict]:
+                   masks_for=None, check_mode: bool = False) -> list[dict]:
     """One plain entry per phase and cluster: phase, cluster, executor, result, summary (the summary's word),
     duration (seconds, None when not run), objects_changed, message. ``masks_for(host)``: a ``Masks`` whose
     secrets are hidden from that cluster's message."""
     entries = []
-    for entry in summary_entries(phases, records, play_hosts, mode):
+    for entry in summary_entries(phases, records, play_hosts, mode, check_mode):
         message = entry["msg"]
         if masks_for is not None and message:
             message = masks_for(entry["cluster"]).scrub_text(message)

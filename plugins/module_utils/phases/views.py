@@ -128,10 +128,18 @@ def duration_label(seconds) -> str:
 # In status mode the executors run in check mode: a change means the live state differs.
 STATUS_RESULTS = {"changed": "differs", "ok": "in sync"}
 DESTROY_RESULTS = {"changed": "destroyed", "ok": "nothing left"}
+DESTROY_CHECK_RESULTS = {"changed": "would be destroyed", "ok": "nothing left"}   # destroy --check deletes nothing
+
+
+def result_words(mode: str, check_mode: bool = False) -> dict:
+    """The summary's word for each record result in ``mode`` (none: the result itself)."""
+    if mode == "destroy":
+        return DESTROY_CHECK_RESULTS if check_mode else DESTROY_RESULTS
+    return STATUS_RESULTS if mode == "status" else {}
 
 
 def summary_lines(phases: list[dict], records: list[dict], play_hosts: list[str], mode: str = "run",
-                  batches: list[dict] | None = None) -> list[str]:
+                  batches: list[dict] | None = None, check_mode: bool = False) -> list[str]:
     """One row per phase and host of the run list: result, duration, objects changed; then, for a plan with
     rollouts, one row per batch (see ``batch_lines``).
 
@@ -139,14 +147,15 @@ def summary_lines(phases: list[dict], records: list[dict], play_hosts: list[str]
     what the role recorded per phase and host (``phase``, ``host``, ``result``,
     ``duration``, ``objects_changed``).
     """
-    lines = phase_summary_lines(phases, records, play_hosts, mode)
+    lines = phase_summary_lines(phases, records, play_hosts, mode, check_mode)
     rollouts = batch_lines(phases, records, play_hosts, batches)
     return lines + [""] + rollouts if rollouts else lines
 
 
-def phase_summary_lines(phases: list[dict], records: list[dict], play_hosts: list[str], mode: str = "run") -> list[str]:
+def phase_summary_lines(phases: list[dict], records: list[dict], play_hosts: list[str], mode: str = "run",
+                        check_mode: bool = False) -> list[str]:
     """The summary's table of phases and hosts."""
-    entries = summary_entries(phases, records, play_hosts, mode)
+    entries = summary_entries(phases, records, play_hosts, mode, check_mode)
     last_runs = mode == "status" and any("last_run" in entry["record"] for entry in entries)
     rows = [["PHASE", "CLUSTER", "RESULT", "DURATION", "CHANGED"] + (["LAST RUN"] if last_runs else [])]
     for entry in entries:
@@ -157,13 +166,14 @@ def phase_summary_lines(phases: list[dict], records: list[dict], play_hosts: lis
     return table(rows)
 
 
-def summary_entries(phases: list[dict], records: list[dict], play_hosts: list[str], mode: str = "run") -> list[dict]:
+def summary_entries(phases: list[dict], records: list[dict], play_hosts: list[str], mode: str = "run",
+                    check_mode: bool = False) -> list[dict]:
     """One entry per phase and host of the run list, in the summary's order: ``phase``, ``cluster``,
     ``executor``, ``result`` (the record's word: ok, changed, failed, skipped, not ready, not run, not in play),
     ``label`` (the summary's word for it in ``mode``), ``duration`` and ``objects_changed`` (None when not
     run), ``msg``, and the ``record`` itself ({} when not run). The summary table and the CI reports read it."""
     play_hosts = set(play_hosts)  # a row per phase and host: a list here made the summary quadratic in the fleet
-    results = {"status": STATUS_RESULTS, "destroy": DESTROY_RESULTS}.get(mode, {})
+    results = result_words(mode, check_mode)
     if mode == "destroy":
         phases = list(reversed(phases))  # in the order destroy undid them
     recorded = {(record.get("phase"), record.get("host")): record for record in records}
