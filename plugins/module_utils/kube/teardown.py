@@ -220,8 +220,8 @@ class Teardown:
         parent_type = _parent_type(state.parent)
         self.ours.objects.add(object_key(parent_type, state.parent.namespace or None, state.parent.name))
         report = self._delete(doomed)
-        if report.failure is None:
-            self._delete_parent(state.parent, report)
+        if report.failure is None and not report.kept:   # a kept namespace is still a member: a later destroy
+            self._delete_parent(state.parent, report)     # (or one told to delete it anyway) finds it by the parent
         return report
 
     def bundle(self, bundle: list, *, namespace: str) -> TeardownReport:
