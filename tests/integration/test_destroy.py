@@ -134,7 +134,8 @@ def test_destroy_keeps_a_namespace_holding_what_the_plan_did_not_apply(site, clu
     assert checked.rc == 0, checked
     assert f"ephemeral: Namespace {site.owned} would be kept: {held}" in checked.stdout
     summary = checked.stdout[checked.stdout.index("Summary of plan site"):]
-    assert "base   ephemeral  would be destroyed" in summary and "base   target     would be destroyed" in summary
+    assert "base   ephemeral  would be destroyed, namespace would be kept" in summary, summary
+    assert "base   target     would be destroyed  " in summary, summary
     assert "  destroyed" not in summary, summary
     for cluster in clusters.values():
         assert exists(cluster, "configmap", "base", "-n", site.owned)
@@ -142,6 +143,8 @@ def test_destroy_keeps_a_namespace_holding_what_the_plan_did_not_apply(site, clu
     destroyed = site("-e", "plan_action=destroy")
     assert destroyed.rc == 0, destroyed
     assert f"ephemeral: Namespace {site.owned} kept: {held}" in destroyed.stdout
+    summary = destroyed.stdout[destroyed.stdout.index("Summary of plan site"):]
+    assert "base   ephemeral  destroyed, namespace kept" in summary and "base   target     destroyed  " in summary
     assert f"ephemeral: deleted ConfigMap {site.owned}/base\n" in destroyed.stdout
     assert f"target: deleted ConfigMap {site.owned}/base, Namespace {site.owned}" in destroyed.stdout
     assert "s3cr3t-x" not in destroyed.output

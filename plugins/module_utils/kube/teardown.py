@@ -320,6 +320,8 @@ class Teardown:
             try:
                 return resource, self.session.list(object_path(resource, namespace), accept=METADATA_LIST), None
             except ApiError as err:
+                if err.status == 404:   # no longer served (its CRD went in an earlier wave): nothing of it is left
+                    return resource, [], None
                 return resource, [], f"{resource.group_kind}: {describe_api_error(err)}"
 
         with ThreadPoolExecutor(max_workers=max(1, min(self.concurrency, len(kinds)))) as pool:

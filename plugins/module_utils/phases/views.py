@@ -188,11 +188,19 @@ def summary_entries(phases: list[dict], records: list[dict], play_hosts: list[st
             else:
                 result = str(record.get("result", "ok"))
                 label = "skipped (resumed)" if record.get("resumed") else results.get(result, result)
+                if mode == "destroy" and record.get("kept_namespaces") and result in ("ok", "changed"):
+                    label = kept_label(label if result == "changed" else "", check_mode)
             entries.append({"phase": phase["name"], "cluster": host, "executor": phase["executor"],
                             "result": result, "label": label, "duration": record.get("duration"),
                             "objects_changed": record.get("objects_changed"), "msg": str(record.get("msg") or ""),
                             "record": record})
     return entries
+
+
+def kept_label(destroyed: str, check_mode: bool) -> str:
+    """A destroy's word for a phase that left a namespace holding objects the plan did not apply."""
+    kept = "namespace would be kept" if check_mode else "namespace kept"
+    return f"{destroyed}, {kept}" if destroyed else kept
 
 
 def last_run_label(last: dict | None) -> str:
