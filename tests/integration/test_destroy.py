@@ -127,8 +127,8 @@ def test_destroy_keeps_a_namespace_holding_what_the_plan_did_not_apply(site, clu
     assert site().rc == 0
     ephemeral.kubectl("create", "secret", "generic", "other-team", "-n", site.owned, "--from-literal=token=s3cr3t-x")
     ephemeral.kubectl("create", "configmap", "settings", "-n", site.owned, "--from-literal=k=v")
-    held = (f"it holds 2 object(s) the plan did not apply (1 ConfigMap, 1 Secret): ConfigMap settings, Secret "
-            f"other-team; to delete it with them, set plan_destroy_nonempty_namespaces=true")
+    held = ("it holds 2 object(s) the plan did not apply (1 ConfigMap, 1 Secret): ConfigMap settings, Secret "
+            "other-team; to delete it with them, set plan_destroy_nonempty_namespaces=true")
 
     checked = site("-e", "plan_action=destroy", "--check")
     assert checked.rc == 0, checked
