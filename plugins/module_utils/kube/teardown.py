@@ -120,14 +120,15 @@ class KeptNamespace:
         return sum(self.counts.values())
 
     def describe(self, verb: str = "kept") -> str:
-        if self.problem:
-            held = f"what it holds could not be listed ({self.problem})"
-        else:
+        held = []
+        if self.counts:
             counts = ", ".join(f"{count} {kind}" for kind, count in sorted(self.counts.items()))
             more = f" and {self.total - len(self.named)} more" if self.total > len(self.named) else ""
-            held = (f"it holds {self.total} object(s) the plan did not apply ({counts}): "
-                    f"{', '.join(self.named)}{more}")
-        return (f"Namespace {self.name} {verb}: {held}; to delete it with them, set "
+            held.append(f"it holds {self.total} object(s) the plan did not apply ({counts}): "
+                        f"{', '.join(self.named)}{more}")
+        if self.problem:
+            held.append(f"what it holds could not all be listed ({self.problem})")
+        return (f"Namespace {self.name} {verb}: {'; '.join(held)}; to delete it with them, set "
                 f"plan_destroy_nonempty_namespaces=true")
 
     def entry(self) -> dict:

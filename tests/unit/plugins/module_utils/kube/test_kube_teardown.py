@@ -12,6 +12,7 @@ from test_kube_apply_run import (  # pylint: disable=import-error
 from ansible_collections.phasekit.kube.plugins.module_utils.bundle import render_bundle
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import DEFAULT_TOOLING
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import Discovery, ResourceMap, ResourceType
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import (
     PlanObjects, Teardown, object_key, why_not_foreign)
 
@@ -214,3 +215,19 @@ def test_discovery_lists_each_namespaced_listable_kind_once_in_its_preferred_ver
     cluster_wide = ResourceType("", "v1", "Namespace", "namespaces", False, ("list",))
     found = ResourceMap([old, new, binding, cluster_wide, listable(CONFIGMAPS)], {"apps": "v1"}, 0).namespaced_listable()
     assert [(one.group, one.version, one.kind) for one in found] == [("", "v1", "ConfigMap"), ("apps", "v1", "Deployment")]
+
+
+def test_a_kind_that_cannot_be_listed_keeps_the_namespace_and_is_named():
+    api = FakeApi()
+    apply(api, with_namespace())
+    real_list = api.list
+
+    def forbidden(path, **options):
+        if path.endswith("/secrets"):
+            raise ApiError(403, "Forbidden", 'secrets is forbidden: User "dev" cannot list resource "secrets"')
+        return real_list(path, **options)
+
+    api.list = forbidden
+    report = teardown(api, resources=LISTABLE).applyset("site", tooling=DEFAULT_TOOLING, namespace="apps")
+    assert NAMESPACE_PATH in api.objects and report.kept[0].problem.startswith("Secret: ")
+    assert report.message.startswith("Namespace apps kept: what it holds could not all be listed (Secret: ")
