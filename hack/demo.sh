@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make demo`: the example site end to end on the local clusters (started by make).
 # Steps: encrypt target's kubeconfig with the demo age key, run the deploy plan,
-# show `list` and `tree`, resume at `apps`, destroy `apps/settings`, and say what happened.
+# show `list` and `tree`, start at `apps`, destroy `apps/settings`, and say what happened.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 site=examples/site
@@ -32,7 +32,7 @@ playbook -e plan_action=tree
 banner "run the deploy plan across ephemeral, target and workload01"
 playbook
 
-banner "resume at phase 'apps' (start_at): earlier phases do not run"
+banner "start at phase 'apps' (start_at, safe here: every cluster had the earlier phases): they do not run"
 playbook -e plan_start_at=apps
 
 banner "what the clusters hold now: the objects the plan applied (its ApplySets' members), on each cluster"

@@ -38,7 +38,8 @@ ARGUMENT_SPEC = {**PLAN_SOURCE_SPEC, "render": {"type": "bool", "default": False
                  "convert_to": {"type": "path"},
                  BUNDLE_OPTION: {"type": "raw"}}
 # convert_to writes every phase and plan: options that choose or show part of a plan do not apply.
-NOT_WITH_CONVERT = ("name", "only", "skip", "start_at", "render", "per_cluster", "runnable", "check_all")
+NOT_WITH_CONVERT = ("name", "only", "skip", "start_at", "partial_rollout", "render", "per_cluster", "runnable",
+                    "check_all")
 ACTION_GROUP = "group/phasekit.kube.kube"
 TEMPLATE_NOTE = "has templates (.j2): rendered with each cluster host's variables when the phase runs"
 

@@ -44,12 +44,14 @@ class ActionModule(PhasekitAction):
             return {"changed": False, "failed": bool(message), "msg": message or "no phase failed"}
         hosts = args["hosts"] or list(task_vars.get("ansible_play_hosts_all") or [])
         servers = {str(host): str(server) for host, server in (args["servers"] or {}).items()}
+        check_mode = bool(self._task.check_mode)
         result = {"changed": False,
-                  "msg": summary_lines(args["phases"], records, hosts, args["mode"], servers=servers) + args["tail"],
+                  "msg": summary_lines(args["phases"], records, hosts, args["mode"], servers=servers,
+                                       check_mode=check_mode) + args["tail"],
                   "_ansible_verbose_always": True}   # shown at every verbosity, as a debug task's message
         paths = {option: args[option] for option in ("report_json", "report_junit")}
         if any(paths.values()):
-            write_reports(paths, report_entries(args["phases"], records, hosts, args["mode"], servers=servers),
-                          plan=args["plan"],
-                          mode=args["mode"], check_mode=bool(self._task.check_mode), stopped_by=args["stopped_by"])
+            write_reports(paths, report_entries(args["phases"], records, hosts, args["mode"], servers=servers,
+                                                check_mode=check_mode),
+                          plan=args["plan"], mode=args["mode"], check_mode=check_mode, stopped_by=args["stopped_by"])
         return result

@@ -53,6 +53,7 @@ ARGUMENT_SPEC = {
     "phases": {"type": "list", "elements": "str"},
     "mode": {"type": "str", "choices": [RUN, VALIDATE, STATUS, DESTROY, HISTORY], "default": RUN},
     "unreachable": {"type": "str", "choices": ["fail", "skip"], "default": "fail"},
+    "destroy_nonempty_namespaces": {"type": "bool", "default": False},
     "stopped_by": {"type": "str", "default": ""},
     "cluster_concurrency": {"type": "int"},
     "remember": {"type": "bool", "default": True},
@@ -94,7 +95,7 @@ class ActionModule(PhasekitAction):
         for option, path in reports.items():
             check_report_path(path, role_named(option))   # before any cluster is touched: a typo costs no run
         # history reads records only: a phase that could not run here still has a history to show
-        plan = plan_for_task(self, args, task_vars, runnable=args["mode"] != HISTORY)
+        plan = plan_for_task(self, args, task_vars, runnable=args["mode"] != HISTORY, reads_only=mode == STATUS)
         planned = selected_phases(plan, args["phases"])
         # destroy undoes in reverse plan order: children before parents, apps before their platform
         phases = list(reversed(planned)) if mode == DESTROY else planned
@@ -125,7 +126,8 @@ class ActionModule(PhasekitAction):
                                          skip_unreachable=args["unreachable"] == "skip", records=records,
                                          resume=args["resume"], resumed_hosts=args["resumed_hosts"], lists=lists,
                                          plan=plan.name or "", allow_shared_cluster=args["allow_shared_cluster"],
-                                         environ_of=fleet.environ_of)
+                                         environ_of=fleet.environ_of,
+                                         delete_nonempty_namespaces=args["destroy_nonempty_namespaces"])
             writes = records is not None and mode in (RUN, DESTROY) and not self._task.check_mode
             # check mode, status, validate and destroy run batch by batch without the soak
             rollouts = RolloutRun(pause=mode == RUN and not self._task.check_mode,
@@ -156,7 +158,8 @@ class ActionModule(PhasekitAction):
             if reports and args["phases"] is None:   # one step of a run: only checked (plan_summary writes them)
                 play_hosts = list(task_vars.get("ansible_play_hosts_all") or in_play)
                 entries = report_entries(planned, records, play_hosts, mode,
-                                         masks_for=lambda host: Masks(fleet.secrets(host)), servers=servers)
+                                         masks_for=lambda host: Masks(fleet.secrets(host)), servers=servers,
+                                         check_mode=bool(self._task.check_mode))
                 write_reports(reports, entries, plan=plan.name or "", mode=mode,
                               check_mode=bool(self._task.check_mode), stopped_by=report.stopped_by)
                 display.vvv(f"phasekit.kube.run_phases: reports written: {', '.join(reports.values())}")
@@ -175,7 +178,8 @@ class ActionModule(PhasekitAction):
             # the whole run list in this task: its summary table, made here (templating hosts x phases records
             # in the role cost more than the table is worth at fleet size)
             result["summary"] = summary_lines(planned, records, list(task_vars.get("ansible_play_hosts_all") or in_play),
-                                              mode, batches=batches, servers=servers)
+                                              mode, batches=batches, servers=servers,
+                                              check_mode=bool(self._task.check_mode))
         if memory is not None:
             # credentials: kept in the registered variable for later steps, hidden from every output;
             # so are the tasks phases as their task files get them (options unredacted)
@@ -233,6 +237,8 @@ class ActionModule(PhasekitAction):
                 if objects:
                     display.display(f"  {record.host}: {verb} " + ", ".join(_named(one) for one in objects[:MAX_NAMED])
                                     + (f" and {len(objects) - MAX_NAMED} more" if len(objects) > MAX_NAMED else ""))
+                if record.details.get("kept_namespaces") and record.result != FAILED:
+                    display.display(f"  {record.host}: {record.msg}", color="yellow")
 
         return show
 

@@ -49,7 +49,20 @@ options:
     description:
       - Full name of the phase to resume at; phases before it in run order do not run.
       - For a phase the plan runs several times, name the run to start at, C(NAME#K).
+      - To recover after a failed or stopped rollout, resume instead (the role's C(plan_resume)); a O(start_at)
+        inside a rollout is refused, see O(partial_rollout).
     type: str
+  partial_rollout:
+    description:
+      - Let O(only), O(skip) and O(start_at) run only part of a rollout's phases (a C(spec.rollout) phase's subtree,
+        or a subtree O(rollout) governs).
+      - By default a plan to be run, validated or destroyed (not C(status)) that keeps some of a rollout's phases
+        and leaves others out is refused before anything runs, naming the rollout and the phases left out - after
+        a rollout that stopped, the clusters of the batches it did not reach would get the kept phases only, keep
+        their old state and the run would report success. Recover with the role's C(plan_resume=true) instead.
+      - Set it when running part of a rollout is meant (every batch already had the phases left out).
+    type: bool
+    default: false
   target_path:
     description:
       - For airshipctl's own documents (C(airshipit.org/v1alpha1)), the directory their C(config.documentEntryPoint)

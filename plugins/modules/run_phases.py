@@ -65,6 +65,15 @@ options:
     type: str
     choices: [fail, skip]
     default: fail
+  destroy_nonempty_namespaces:
+    description:
+      - With O(mode=destroy), a Namespace the plan applied is deleted only when it holds nothing but what the plan
+        applied and what Kubernetes puts in every namespace (the C(kube-root-ca.crt) ConfigMap, the C(default)
+        ServiceAccount, Events, Leases, Endpoints, objects with an owner); otherwise it is left, and the phase's
+        message names the objects that kept it (kinds, names, counts).
+      - C(true) deletes such a namespace anyway, with everything in it.
+    type: bool
+    default: false
   stopped_by:
     description: The name of a phase that already stopped the plan; nothing runs when set.
     type: str

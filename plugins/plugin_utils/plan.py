@@ -34,6 +34,7 @@ PLAN_SOURCE_SPEC = {
     "start_at": {"type": "str"},
     "target_path": {"type": "path"},
     "rollout": {"type": "dict"},
+    "partial_rollout": {"type": "bool", "default": False},
 }
 PLAN_SOURCE_MUTUALLY_EXCLUSIVE = [["src", "plan"]]
 PLAN_SOURCE_REQUIRED_ONE_OF = [["src", "plan"]]
@@ -59,10 +60,12 @@ def check_wait_options(values: dict) -> None:
     wait_rules(option_values(WAIT_OPTIONS_SPEC, values), where="wait")
 
 
-def plan_for_task(action_plugin, args: dict, task_vars: dict, runnable: bool = True, check_all: bool = False) -> Plan:
+def plan_for_task(action_plugin, args: dict, task_vars: dict, runnable: bool = True, check_all: bool = False,
+                  reads_only: bool = False) -> Plan:
     """The plan ``args`` (see PLAN_SOURCE_SPEC) describe, placed on the task's inventory.
 
-    ``runnable``: the plan is to be validated or run, so a selected phase that cannot run here fails it.
+    ``runnable``: the plan is to be validated or run, so a selected phase that cannot run here fails it, and so
+    does a selection that runs only part of a rollout (unless ``partial_rollout``, or ``reads_only``: status).
     ``check_all``: every phase and plan of the documents is checked; the problems of those outside the plan are
     the plan's ``warnings``.
     """
@@ -70,7 +73,8 @@ def plan_for_task(action_plugin, args: dict, task_vars: dict, runnable: bool = T
     return build_plan(documents, executors=executors(), inventory=Inventory.from_task_vars(task_vars),
                       name=args["name"], only=args["only"], skip=args["skip"], start_at=args["start_at"],
                       target_path=target_path, runnable=runnable, check_all=check_all,
-                      rollout=args.get("rollout"))
+                      rollout=args.get("rollout"),
+                      whole_rollouts=runnable and not reads_only and not args.get("partial_rollout"))
 
 
 def task_base_dir(action_plugin, task_vars: dict) -> str:

@@ -23,7 +23,8 @@ def phase(name, **spec):
 def site(clusters, tmp_path, run_playbook):
     """base: a namespace and a ConfigMap (ApplySet, no prune); app: a Deployment and a ConfigMap in a namespace
     the plan does not own (pruned ApplySet); chart: a Helm release. run(*args, inventory=) runs the plan."""
-    owned, foreign = f"pk-destroy-{uuid.uuid4().hex[:6]}", f"pk-foreign-{uuid.uuid4().hex[:6]}"
+    suffix = uuid.uuid4().hex[:6]
+    owned, foreign, applyset = f"pk-destroy-{suffix}", f"pk-foreign-{suffix}", f"destroy-base-{suffix}"
     root = tmp_path / "site"
     (root / "phases").mkdir(parents=True)
     (root / "manifests" / "base").mkdir(parents=True)
@@ -42,7 +43,7 @@ def site(clusters, tmp_path, run_playbook):
     write_chart(root / "charts", "1.0.0")
     (root / "phases" / "site.yaml").write_text(yaml.safe_dump_all([
         phase("base", cluster="management", executor="apply", source="../manifests/base",
-              options={"applyset": "destroy-base"}),
+              options={"applyset": applyset}),
         phase("app", cluster="management", executor="apply", source="../manifests/app",
               options={"prune": True, "namespace": foreign, "wait": {"timeout": 120}}),
         phase("chart", cluster="target", executor="helm", source="../charts/hello",
@@ -64,7 +65,7 @@ def site(clusters, tmp_path, run_playbook):
     for cluster in clusters.values():
         cluster.kubectl("create", "namespace", foreign)
         cluster.kubectl("create", "configmap", "bystander", "-n", foreign, "--from-literal=k=v")
-    run.owned, run.foreign, run.inventory, run.root = owned, foreign, inventory, root
+    run.owned, run.foreign, run.inventory, run.root, run.applyset = owned, foreign, inventory, root, applyset
     yield run
     for cluster in clusters.values():
         helm(cluster, "uninstall", "chart", "-n", owned, check=False)
@@ -108,7 +109,7 @@ def test_destroy_undoes_the_plan_in_reverse_order(site, clusters):
         assert not exists(cluster, "namespace", site.owned)
         assert not exists(cluster, "deployment", "app", "-n", site.foreign)
         assert not exists(cluster, "configmap", "app", "-n", site.foreign)
-        assert not exists(cluster, "secret", "destroy-base", "-n", "default")   # the ApplySet parent
+        assert not exists(cluster, "secret", site.applyset, "-n", "default")   # the ApplySet parent
         # what the plan did not make stays
         assert exists(cluster, "configmap", "bystander", "-n", site.foreign)
 
@@ -116,6 +117,48 @@ def test_destroy_undoes_the_plan_in_reverse_order(site, clusters):
     assert again.rc == 0, again
     summary = again.stdout[again.stdout.index("Summary of plan site"):]
     assert "destroyed" not in summary and "base   target     nothing left" in summary, summary
+
+
+def test_destroy_keeps_a_namespace_holding_what_the_plan_did_not_apply(site, clusters):
+    """Another team's Secret and ConfigMap in the plan's namespace on ephemeral: destroy (and destroy --check) keep
+    that namespace and name them; on target, holding only the plan's objects (and a Helm release the plan
+    uninstalls first), the namespace goes; plan_destroy_nonempty_namespaces=true deletes the kept one."""
+    ephemeral, target = clusters["ephemeral"], clusters["target"]
+    assert site().rc == 0
+    ephemeral.kubectl("create", "secret", "generic", "other-team", "-n", site.owned, "--from-literal=token=s3cr3t-x")
+    ephemeral.kubectl("create", "configmap", "settings", "-n", site.owned, "--from-literal=k=v")
+    held = ("it holds 2 object(s) the plan did not apply (1 ConfigMap, 1 Secret): ConfigMap settings, Secret "
+            "other-team; to delete it with them, set plan_destroy_nonempty_namespaces=true")
+
+    checked = site("-e", "plan_action=destroy", "--check")
+    assert checked.rc == 0, checked
+    assert f"ephemeral: Namespace {site.owned} would be kept: {held}" in checked.stdout
+    summary = checked.stdout[checked.stdout.index("Summary of plan site"):]
+    assert "base   ephemeral  would be destroyed, namespace would be kept" in summary, summary
+    assert "base   target     would be destroyed  " in summary, summary
+    assert "  destroyed" not in summary, summary
+    for cluster in clusters.values():
+        assert exists(cluster, "configmap", "base", "-n", site.owned)
+
+    destroyed = site("-e", "plan_action=destroy")
+    assert destroyed.rc == 0, destroyed
+    assert f"ephemeral: Namespace {site.owned} kept: {held}" in destroyed.stdout
+    summary = destroyed.stdout[destroyed.stdout.index("Summary of plan site"):]
+    assert "base   ephemeral  destroyed, namespace kept" in summary and "base   target     destroyed  " in summary
+    assert f"ephemeral: deleted ConfigMap {site.owned}/base\n" in destroyed.stdout
+    assert f"target: deleted ConfigMap {site.owned}/base, Namespace {site.owned}" in destroyed.stdout
+    assert "s3cr3t-x" not in destroyed.output
+    assert not exists(target, "namespace", site.owned)
+    assert exists(ephemeral, "namespace", site.owned) and exists(ephemeral, "secret", "other-team", "-n", site.owned)
+    assert exists(ephemeral, "configmap", "settings", "-n", site.owned)
+    assert not exists(ephemeral, "configmap", "base", "-n", site.owned)
+    assert exists(ephemeral, "secret", site.applyset, "-n", "default")    # the set still holds the namespace
+
+    forced = site("-e", "plan_action=destroy", "-e", "plan_destroy_nonempty_namespaces=true")
+    assert forced.rc == 0, forced
+    assert f"ephemeral: deleted Namespace {site.owned}" in forced.stdout
+    assert not exists(ephemeral, "namespace", site.owned)
+    assert not exists(ephemeral, "secret", site.applyset, "-n", "default")
 
 
 def test_destroy_skips_a_cluster_that_is_gone_when_asked(site, clusters, tmp_path):

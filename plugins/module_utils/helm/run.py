@@ -102,11 +102,12 @@ def release_apply_arguments(request: HelmRequest) -> dict:
     return args
 
 
-def remove_rendered_release(session, request: HelmRequest, *, dry_run: bool):
-    """``helm_mode: apply`` with ``release_state: absent``: the release's ApplySet deleted (members, then parent)."""
+def remove_rendered_release(session, request: HelmRequest, *, dry_run: bool, ours=None):
+    """``helm_mode: apply`` with ``release_state: absent``: the release's ApplySet deleted (members, then parent).
+    ``ours``: what the destroy deleted on this cluster so far (``teardown.PlanObjects``)."""
     seconds = duration_seconds(request.wait_timeout) if request.wait_timeout else None
     teardown = Teardown(session, Discovery(session), dry_run=dry_run,
-                        timeout=TEARDOWN_TIMEOUT if seconds is None else seconds)
+                        timeout=TEARDOWN_TIMEOUT if seconds is None else seconds, ours=ours)
     return teardown.applyset(request.name, tooling=DEFAULT_TOOLING, namespace=request.namespace)
 
 

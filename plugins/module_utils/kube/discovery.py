@@ -18,14 +18,14 @@ import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError, describe_api_error
 from ansible_collections.phasekit.kube.plugins.module_utils.private_files import write_atomically
 
 CACHE_TTL = 6 * 3600  # as kubectl: discovery changes rarely, unknown kinds force a refresh anyway
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: with each resource's verbs
 AGGREGATED_ACCEPT = ("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
                      "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,"
                      "application/json")
@@ -43,6 +43,7 @@ class ResourceType:
     kind: str
     plural: str
     namespaced: bool
+    verbs: tuple = field(default=(), compare=False)   # what the server lets clients do with it (list, delete, ...)
 
     @property
     def api_version(self) -> str:
@@ -95,13 +96,21 @@ class ResourceMap:
         preferred = [r for r in matches if r.version == self.preferred.get(group)]
         return (preferred or sorted(matches, key=lambda r: r.version) or [None])[0]
 
+    def namespaced_listable(self) -> list[ResourceType]:
+        """One resource per namespaced kind that can be listed (its group's preferred version, else the first
+        served), sorted by group and kind: what a namespace can hold, read with one LIST each."""
+        kinds = sorted({(r.group, r.kind) for r in self.by_gvk.values() if r.namespaced and "list" in r.verbs})
+        found = (self.find_group_kind(group, kind) for group, kind in kinds)
+        return [r for r in found if r is not None and "list" in r.verbs]
+
     def to_json(self) -> dict:
         return {"format": CACHE_FORMAT, "fetched": self.fetched, "preferred": self.preferred,
                 "resources": [asdict(r) for r in self.by_gvk.values()]}
 
     @classmethod
     def from_json(cls, data: dict) -> "ResourceMap":
-        return cls([ResourceType(**r) for r in data["resources"]], data.get("preferred") or {}, data["fetched"])
+        return cls([ResourceType(**{**r, "verbs": tuple(r.get("verbs") or ())}) for r in data["resources"]],
+                   data.get("preferred") or {}, data["fetched"])
 
 
 class Discovery:
@@ -136,6 +145,10 @@ class Discovery:
         if found is None and self.refresh():
             found = self.resources().find_resource(group, plural)
         return found
+
+    def namespaced_listable(self) -> list[ResourceType]:
+        """Every namespaced kind that can be listed, once each (see ``ResourceMap.namespaced_listable``)."""
+        return self.resources().namespaced_listable()
 
     def resources(self) -> ResourceMap:
         if self._map is None:
@@ -229,7 +242,7 @@ def _parse_aggregated(body: dict, resources: list, preferred: dict):
                 if not kind or not entry.get("resource"):
                     continue
                 resources.append(ResourceType(group, version, kind, entry["resource"],
-                                              entry.get("scope") == "Namespaced"))
+                                              entry.get("scope") == "Namespaced", tuple(entry.get("verbs") or ())))
 
 
 def _legacy_walk(session, root: str, body: dict, resources: list, preferred: dict):
@@ -259,4 +272,4 @@ def _legacy_walk(session, root: str, body: dict, resources: list, preferred: dic
                 if "/" in entry.get("name", ""):  # subresources such as deployments/scale
                     continue
                 resources.append(ResourceType(group, version, entry["kind"], entry["name"],
-                                              bool(entry.get("namespaced"))))
+                                              bool(entry.get("namespaced")), tuple(entry.get("verbs") or ())))

@@ -48,6 +48,8 @@ SLOW_FAILURE = 10.0
 UNANSWERED_GRACE = 30.0
 TYPED_PATCH_REFUSAL = "failed to create typed patch object"
 APPLY_PATCH = "application/apply-patch+yaml"  # JSON is YAML: the body is sent as JSON
+# A list of objects' metadata only (no Secret data read); aggregated APIs that do not serve it answer in full.
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json"
 # A collection listed during a fleet step may answer the same LIST of a later phase for this long (``ListMemory``),
 # and only while a watch from that LIST on has received nothing (``ListGuard``).
 LIST_REUSE_SECONDS = 10.0
@@ -324,11 +326,12 @@ class ApiSession:
         return self.request("DELETE", path, body=body)
 
     def list(self, path: str, *, label_selector: str | None = None, field_selector: str | None = None,
-             page_size: int = 500, reuse: bool = False) -> list:
+             page_size: int = 500, reuse: bool = False, accept: str | None = None) -> list:
         """Every item of a collection, page by page. ``reuse``: the session's ``memory`` of this collection may
         answer instead (a whole collection, without selectors). Its items are shared with later phases: callers change
-        them no more than ``fetch_live`` does (it fills in the apiVersion and kind a list leaves out)."""
-        remembered = self.memory is not None and not label_selector and not field_selector
+        them no more than ``fetch_live`` does (it fills in the apiVersion and kind a list leaves out).
+        ``accept``: another form of the items (``METADATA_LIST``: their metadata only), never remembered."""
+        remembered = self.memory is not None and not label_selector and not field_selector and accept is None
         if remembered and reuse:
             found = self.memory.recall(self._memory_id, self.server, path)
             if found is not None:
@@ -344,7 +347,7 @@ class ApiSession:
                 query["fieldSelector"] = field_selector
             if token:
                 query["continue"] = token
-            body = self.request("GET", path, query=query).body or {}
+            body = self.request("GET", path, query=query, accept=accept).body or {}
             items.extend(body.get("items") or [])
             token = (body.get("metadata") or {}).get("continue")
             if not token:

@@ -37,7 +37,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery impor
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.ownership import PlanOwner
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError, ListMemory
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import DEFAULT_TIMEOUT as TEARDOWN_TIMEOUT
-from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import Teardown
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import PlanObjects, Teardown
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.redact import kubeconfig_credentials
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import (
     WAIT_OPTIONS_SPEC, WaitRules, look_now, not_current_now, not_ready_message, wait_for_bundle, wait_rules,
@@ -51,7 +51,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.fingerprint i
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.container import (
     CONTAINER_SPEC, container_failure_message, run_container, shown_items, write_output)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import (
-    RunRecords, bundle_digest, recorded_message, resumable)
+    KEY_SECRET, LABELS, PLAN_ANNOTATION, RunRecords, bundle_digest, recorded_message, resumable)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import TASKS_EXECUTOR, Outcome, time_left
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.shared_cluster import (
     HostTarget, shared_cluster_refusal)
@@ -152,7 +152,9 @@ class BuiltinExecutors:
     """Runs one built-in phase on one host; ``mode`` is run, validate, status or destroy.
 
     ``destroy`` undoes the phase instead (see ``_destroy``); ``skip_unreachable``: a cluster that cannot be
-    reached (or whose kubeconfig cannot be resolved any more) is skipped by destroy instead of failing it.
+    reached (or whose kubeconfig cannot be resolved any more) is skipped by destroy instead of failing it;
+    ``delete_nonempty_namespaces``: destroy deletes the plan's namespaces even when they hold objects the plan
+    did not apply (by default it keeps them and names those objects).
     ``records``: the clusters' run records; with them each outcome carries its phase's ``digest``, status shows
     the ``last_run``, and ``resume`` skips a cluster's phases up to its first one that did not succeed with the
     same digest in its last run.
@@ -165,13 +167,15 @@ class BuiltinExecutors:
                  charts: ChartCache | None = None, skip_unreachable: bool = False,
                  records: RunRecords | None = None, resume: bool = False, resumed_hosts=(),
                  lists: ListMemory | None = None, plan: str | None = None, allow_shared_cluster: bool = False,
-                 environ_of: Callable[[str], Mapping | None] | None = None):
+                 environ_of: Callable[[str], Mapping | None] | None = None, delete_nonempty_namespaces: bool = False):
         self.access = access
         self.plan = plan
         self.started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())  # when the run started: a set it takes is its since then
         self.allow_shared_cluster = allow_shared_cluster  # hosts of a phase may share a cluster and namespace
         # a host's environment (the task's environment: over the controller's), for commands, helm and containers
         self.environ_of = environ_of or (lambda _host: None)
+        self.delete_nonempty_namespaces = delete_nonempty_namespaces
+        self._plan_objects: dict[str, PlanObjects] = {}   # per host: what this destroy deleted there so far
         self.lists = lists  # the sessions' ListMemory: forgotten around every phase that is not an apply
         self.charts = charts or ChartCache()  # the caller closes the one it gives; one made here lives with us
         self.shared = shared  # None: one cluster at a time, each apply with its own threads
@@ -629,9 +633,11 @@ class BuiltinExecutors:
             helm_request(values, namespace=resolution.namespace or "default", where=f"phase {phase['name']}",
                          read_values_file=lambda path: self._values_file(host, path)),
             hide_every_value=True)  # run records others read: no value of the release in diffs or messages
+        if self.mode == DESTROY:
+            self.plan_objects(host).releases.add((request.namespace, request.name))
         if request.mode == MODE_APPLY and request.state == ABSENT:
             return teardown_outcome(remove_rendered_release(self.access.session(host, EXTRA_CONNECTIONS), request,
-                                                            dry_run=self.dry_run))
+                                                            dry_run=self.dry_run, ours=self.plan_objects(host)))
         if request.mode == MODE_APPLY:
             bundle = render_release(request, kubeconfig=resolution.config, charts=self.charts,
                                     environ=self.environ_of(host))
@@ -707,8 +713,8 @@ class BuiltinExecutors:
         else:
             report = teardown.bundle(self.bundle(phase, host), namespace=namespace, owner=self._owner(phase, host))
         outcome = teardown_outcome(report)
-        if report.kept:
-            outcome.details["warnings"] = [f"{host}: {text}" for text in report.kept]
+        if report.left_to_others:
+            outcome.details["warnings"] = [f"{host}: {text}" for text in report.left_to_others]
         return outcome
 
     def _destroy_helm(self, phase: dict, host: str) -> Outcome:
@@ -717,7 +723,17 @@ class BuiltinExecutors:
     def _teardown(self, host: str, timeout: float | None) -> Teardown:
         session = self.access.session(host, EXTRA_CONNECTIONS)
         return Teardown(session, Discovery(session), dry_run=self.dry_run,
-                        timeout=TEARDOWN_TIMEOUT if timeout is None else timeout)
+                        timeout=TEARDOWN_TIMEOUT if timeout is None else timeout, ours=self.plan_objects(host),
+                        delete_nonempty_namespaces=self.delete_nonempty_namespaces)
+
+    def plan_objects(self, host: str) -> PlanObjects:
+        """What this destroy deleted on ``host`` so far (its phases run one after the other there), and the run's
+        own records: a namespace of the plan holding nothing else goes."""
+        with self._lock:
+            if host not in self._plan_objects:
+                plan = self.records.run.plan if self.records is not None else None
+                self._plan_objects[host] = PlanObjects(bookkeeping=run_bookkeeping(plan))
+            return self._plan_objects[host]
 
 
 def capped(seconds, phase: dict, default: float | None = None) -> float | None:
@@ -742,9 +758,22 @@ def timeout_of(wait) -> float | None:
     return None
 
 
+def run_bookkeeping(plan: str | None):
+    """Whether an object is this plan's run record, or the records' key (no plan: records are not written)."""
+    def is_bookkeeping(resource, metadata: dict) -> bool:
+        labels = metadata.get("labels") or {}
+        if any(labels.get(key) != value for key, value in LABELS.items()):
+            return False
+        if (resource.group, resource.kind) == ("", "Secret"):
+            return metadata.get("name") == KEY_SECRET
+        return (resource.group, resource.kind) == ("", "ConfigMap") and plan is not None and \
+            (metadata.get("annotations") or {}).get(PLAN_ANNOTATION) == plan
+    return is_bookkeeping
+
+
 def teardown_outcome(report) -> Outcome:
     details = {key: value for key, value in report.result().items() if key != "changed"}
-    return Outcome(changed=report.changed, failed=report.failure is not None, msg=report.failure or report.note,
+    return Outcome(changed=report.changed, failed=report.failure is not None, msg=report.message,
                    objects_changed=report.deleted, details=details)
 
 

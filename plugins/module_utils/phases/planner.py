@@ -23,7 +23,13 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.inventory imp
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import Catalog, Phase, PhasePlan, parse_documents
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import Problems, did_you_mean
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import RolloutOf, parse_rollout
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.selection import Step, entry_name, select_phases
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.selection import (
+    Step,
+    cut_rollouts,
+    entry_name,
+    rollout_cut_message,
+    select_phases,
+)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.validation import (
     Placement,
     check_other_kubeconfigs,
@@ -124,7 +130,7 @@ class Plan:
 def build_plan(documents: list[RawDocument], *, executors: dict[str, Executor], inventory: Inventory,
                name: str | None = None, only=(), skip=(), start_at: str | None = None,
                target_path: str | None = None, runnable: bool = False, check_all: bool = False,
-               rollout=None) -> Plan:
+               rollout=None, whole_rollouts: bool = False) -> Plan:
     """Validate the plan's documents and compute the run list; raises PhasekitError listing every problem.
 
     Only the chosen plan and the phases it runs need to be valid: a problem of another phase or plan fails it
@@ -133,6 +139,8 @@ def build_plan(documents: list[RawDocument], *, executors: dict[str, Executor], 
     ``target_path``: where airshipctl documents' entry points start (see ``airship.read_airship_documents``).
     ``runnable``: the plan is to be validated or run, so a selected phase that cannot run here is a problem.
     ``rollout``: the default rollout (``plan_rollout``) of phases without one of their own.
+    ``whole_rollouts``: a selection that runs only part of a rollout is refused (a run that writes; see
+    ``selection.cut_rollouts``).
     """
     if not documents:
         raise PhasekitError("no phase documents: give 'src' (a file or directory) or inline documents")
@@ -167,6 +175,8 @@ def build_plan(documents: list[RawDocument], *, executors: dict[str, Executor], 
         planned.reason = reasons[planned.name]
         planned.in_plans = running.get(planned.phase.full_name, [])
     place_entry_rollouts(entries, rollouts)
+    if whole_rollouts:
+        refuse_cut_rollouts(entries, reasons, only, skip, start_at)
     return Plan(name=plan.name if plan else None, description=plan.description if plan else "", phases=entries,
                 warnings=warnings)
 
@@ -216,6 +226,17 @@ def place_entry_rollouts(entries: list[PlannedPhase], rollouts: dict[str, Rollou
         while root.phase.full_name != rollout.phase and root.parent_name in by_name:
             root = by_name[root.parent_name]
         planned.rollout = replace(rollout, phase=root.name) if root.name != rollout.phase else rollout
+
+
+def refuse_cut_rollouts(entries: list[PlannedPhase], reasons: dict, only, skip, start_at: str | None) -> None:
+    """Raise naming every rollout the selection runs only part of (group phases, which do nothing, aside)."""
+    members: dict[str, list[str]] = {}
+    for planned in entries:
+        if planned.rollout is not None and planned.phase.executor is not None:
+            members.setdefault(planned.rollout.phase, []).append(planned.name)
+    problems = Problems()
+    problems.extend(rollout_cut_message(cut, only, skip, start_at) for cut in cut_rollouts(members, reasons))
+    problems.raise_if_any("the selection")
 
 
 def other_problems(catalog: Catalog, plan: PhasePlan | None, planned: list[Phase],

@@ -30,13 +30,13 @@ NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\
 
 
 def report_entries(phases: list[dict], records: list[dict], play_hosts: list[str], mode: str = "run",
-                   masks_for=None, servers: dict | None = None) -> list[dict]:
+                   masks_for=None, servers: dict | None = None, check_mode: bool = False) -> list[dict]:
     """One plain entry per phase and cluster: phase, cluster, server (its API server as host:port, "" when it was
     not resolved; ``servers``), executor, result, summary (the summary's word), duration (seconds, None when not
     run), objects_changed, message. ``masks_for(host)``: a ``Masks`` whose secrets are hidden from that cluster's
     message."""
     entries = []
-    for entry in summary_entries(phases, records, play_hosts, mode, servers):
+    for entry in summary_entries(phases, records, play_hosts, mode, servers, check_mode):
         scrub = masks_for(entry["cluster"]).scrub_text if masks_for is not None else str
         message = scrub(entry["msg"]) if entry["msg"] else entry["msg"]
         duration = entry["duration"]

@@ -16,11 +16,20 @@ full name. In ``only`` and ``skip`` the full name selects every entry of the
 phase (and the descendants each brings), ``<name>#<k>`` that one entry and the
 descendants of that same plan entry. ``start_at`` must name one entry: the full
 name of a phase that runs more than once is refused, with its entries listed.
+
+A rollout runs its whole subtree on one batch of clusters before the next. A
+selection that keeps some of a rollout's phases and leaves others out (a
+``start_at`` or ``only`` inside it, a ``skip`` of one of its phases) would run the
+kept ones on batches that never had the others, after a rollout that stopped,
+and report success: ``cut_rollouts`` finds those rollouts, and a run that
+writes refuses them (see ``rollout_cut_message``) unless told that a partial
+rollout is meant.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping, Sequence
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import SEPARATOR
@@ -95,3 +104,50 @@ def _one_entry(start_at: str, steps: list[Step], by_name: dict[str, Step]) -> st
 def _within(name: str, ancestor: str) -> bool:
     """The phase itself or one of its descendants."""
     return name == ancestor or name.startswith(ancestor + SEPARATOR)
+
+
+MAX_NAMED_PHASES = 5  # phases a rollout cut names before "and N more"
+
+
+@dataclass(frozen=True)
+class RolloutCut:
+    """A rollout the selection runs only part of: the phases that run, and those left out with their reason."""
+
+    rollout: str                                # the rollout's phase (its entry name)
+    running: tuple[str, ...]
+    left_out: tuple[tuple[str, str], ...]       # (entry name, why it does not run)
+
+
+def cut_rollouts(members: Mapping[str, Sequence[str]], reasons: Mapping[str, str | None]) -> list[RolloutCut]:
+    """The rollouts of which some phases run and some do not, in run order.
+
+    ``members``: each rollout's phase (entry name) -> the entries under it that do something (group phases, which
+    only hold children, do not count), in run order; ``reasons``: what ``select_phases`` returned.
+    """
+    cuts = []
+    for rollout, names in members.items():
+        running = tuple(name for name in names if reasons.get(name) is None)
+        left_out = tuple((name, reasons[name]) for name in names if reasons.get(name) is not None)
+        if running and left_out:
+            cuts.append(RolloutCut(rollout, running, left_out))
+    return cuts
+
+
+def rollout_cut_message(cut: RolloutCut, only=(), skip=(), start_at: str | None = None) -> str:
+    """Why a run refuses a selection that cuts a rollout, naming the options that cut it and what to do instead."""
+    why = {reason for _name, reason in cut.left_out}
+    options = [f"plan_start_at={start_at}" if BEFORE_START_AT in why else "",
+               f"plan_only={','.join(only)}" if NOT_IN_ONLY in why else "",
+               f"plan_skip={','.join(skip)}" if IN_SKIP in why else ""]
+    left_out = _named([f"{name} ({reason})" for name, reason in cut.left_out])
+    return (f"{' and '.join(option for option in options if option)} runs only part of the rollout of phase "
+            f"{cut.rollout}: {_named(list(cut.running))} would run batch by batch without {left_out}. After a "
+            f"rollout that stopped, the clusters of the batches it did not reach have never had those phases: they "
+            f"would keep their old state while the run reports success. To recover, run with plan_resume=true "
+            f"instead (each cluster goes on from its first phase that did not succeed there); to run part of the "
+            f"rollout anyway, set plan_partial_rollout=true")
+
+
+def _named(names: list[str]) -> str:
+    shown = ", ".join(names[:MAX_NAMED_PHASES])
+    return shown + (f" and {len(names) - MAX_NAMED_PHASES} more" if len(names) > MAX_NAMED_PHASES else "")

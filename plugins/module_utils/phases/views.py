@@ -130,10 +130,18 @@ def duration_label(seconds) -> str:
 # In status mode the executors run in check mode: a change means the live state differs.
 STATUS_RESULTS = {"changed": "differs", "ok": "in sync"}
 DESTROY_RESULTS = {"changed": "destroyed", "ok": "nothing left"}
+DESTROY_CHECK_RESULTS = {"changed": "would be destroyed", "ok": "nothing left"}   # destroy --check deletes nothing
+
+
+def result_words(mode: str, check_mode: bool = False) -> dict:
+    """The summary's word for each record result in ``mode`` (none: the result itself)."""
+    if mode == "destroy":
+        return DESTROY_CHECK_RESULTS if check_mode else DESTROY_RESULTS
+    return STATUS_RESULTS if mode == "status" else {}
 
 
 def summary_lines(phases: list[dict], records: list[dict], play_hosts: list[str], mode: str = "run",
-                  batches: list[dict] | None = None, servers: dict | None = None) -> list[str]:
+                  batches: list[dict] | None = None, servers: dict | None = None, check_mode: bool = False) -> list[str]:
     """One row per phase and host of the run list: result, duration, objects changed, the host's API server; then,
     for a plan with rollouts, one row per batch (see ``batch_lines``).
 
@@ -142,15 +150,15 @@ def summary_lines(phases: list[dict], records: list[dict], play_hosts: list[str]
     ``duration``, ``objects_changed``); ``servers`` each resolved host's API
     server as host:port (``-`` for a host not resolved in the run).
     """
-    lines = phase_summary_lines(phases, records, play_hosts, mode, servers)
+    lines = phase_summary_lines(phases, records, play_hosts, mode, servers, check_mode)
     rollouts = batch_lines(phases, records, play_hosts, batches)
     return lines + [""] + rollouts if rollouts else lines
 
 
 def phase_summary_lines(phases: list[dict], records: list[dict], play_hosts: list[str], mode: str = "run",
-                        servers: dict | None = None) -> list[str]:
+                        servers: dict | None = None, check_mode: bool = False) -> list[str]:
     """The summary's table of phases and hosts."""
-    entries = summary_entries(phases, records, play_hosts, mode, servers)
+    entries = summary_entries(phases, records, play_hosts, mode, servers, check_mode)
     last_runs = mode == "status" and any("last_run" in entry["record"] for entry in entries)
     rows = [["PHASE", "CLUSTER", "RESULT", "DURATION", "CHANGED", "SERVER"] + (["LAST RUN"] if last_runs else [])]
     for entry in entries:
@@ -162,7 +170,7 @@ def phase_summary_lines(phases: list[dict], records: list[dict], play_hosts: lis
 
 
 def summary_entries(phases: list[dict], records: list[dict], play_hosts: list[str], mode: str = "run",
-                    servers: dict | None = None) -> list[dict]:
+                    servers: dict | None = None, check_mode: bool = False) -> list[dict]:
     """One entry per phase and host of the run list, in the summary's order: ``phase``, ``cluster``,
     ``executor``, ``result`` (the record's word: ok, changed, failed, skipped, not ready, not run, not in play),
     ``label`` (the summary's word for it in ``mode``), ``duration`` and ``objects_changed`` (None when not
@@ -170,7 +178,7 @@ def summary_entries(phases: list[dict], records: list[dict], play_hosts: list[st
     itself ({} when not run). The summary table and the CI reports read it."""
     servers = servers or {}
     play_hosts = set(play_hosts)  # a row per phase and host: a list here made the summary quadratic in the fleet
-    results = {"status": STATUS_RESULTS, "destroy": DESTROY_RESULTS}.get(mode, {})
+    results = result_words(mode, check_mode)
     if mode == "destroy":
         phases = list(reversed(phases))  # in the order destroy undid them
     recorded = {(record.get("phase"), record.get("host")): record for record in records}
@@ -185,11 +193,19 @@ def summary_entries(phases: list[dict], records: list[dict], play_hosts: list[st
             else:
                 result = str(record.get("result", "ok"))
                 label = "skipped (resumed)" if record.get("resumed") else results.get(result, result)
+                if mode == "destroy" and record.get("kept_namespaces") and result in ("ok", "changed"):
+                    label = kept_label(label if result == "changed" else "", check_mode)
             entries.append({"phase": phase["name"], "cluster": host, "executor": phase["executor"],
                             "result": result, "label": label, "duration": record.get("duration"),
                             "objects_changed": record.get("objects_changed"), "msg": str(record.get("msg") or ""),
                             "server": str(servers.get(host) or ""), "record": record})
     return entries
+
+
+def kept_label(destroyed: str, check_mode: bool) -> str:
+    """A destroy's word for a phase that left a namespace holding objects the plan did not apply."""
+    kept = "namespace would be kept" if check_mode else "namespace kept"
+    return f"{destroyed}, {kept}" if destroyed else kept
 
 
 def last_run_label(last: dict | None) -> str:

@@ -66,7 +66,7 @@ class FakeApi:
             raise ApiError(404, "NotFound", f"{path} not found", method="GET", path=path)
         return copy.deepcopy(self.objects[path])
 
-    def list(self, path, *, label_selector=None, page_size=500, reuse=False):
+    def list(self, path, *, label_selector=None, page_size=500, reuse=False, accept=None):
         self._record("LIST", path, label_selector)
         self.reused.append(reuse)
         key, _sep, value = (label_selector or "").partition("=")

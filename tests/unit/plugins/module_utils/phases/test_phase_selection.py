@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from phase_helpers import build, phase, plan
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.selection import Step, entry_name, select_phases
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.selection import (
+    RolloutCut, Step, cut_rollouts, entry_name, select_phases)
 
 # foo (bar, baz), qux: kubeadm's own test tree, in run order.
 NAMES = ["foo", "foo/bar", "foo/baz", "qux"]
@@ -148,3 +150,82 @@ def test_unknown_entry_names_are_invalid(bad, suggestion):
 ], ids=["once", "repeated", "repeated-child"])
 def test_entry_names(full_name, occurrence, expected):
     assert entry_name(full_name, occurrence) == expected
+
+
+# A rollout (apps: web then smoke, batch by batch) between two phases without one: the issue's site.
+ROLLOUT_STEPS = ["base", "apps", "apps/web", "apps/smoke", "after"]
+ROLLOUTS = {"apps": ["apps/web", "apps/smoke"]}   # the phases under it that do something (apps only holds them)
+
+
+@pytest.mark.parametrize("only, skip, start_at, expected", [
+    ([], [], None, []),
+    ([], [], "apps", []),
+    ([], [], "after", []),
+    (["apps"], [], None, []),
+    ([], ["apps"], None, []),
+    (["apps/web", "apps/smoke"], [], None, []),
+    (["base"], [], None, []),
+    ([], [], "apps/smoke", [RolloutCut("apps", ("apps/smoke",), (("apps/web", "before start_at"),))]),
+    (["apps/smoke"], [], None, [RolloutCut("apps", ("apps/smoke",), (("apps/web", "not in only"),))]),
+    ([], ["apps/web"], None, [RolloutCut("apps", ("apps/smoke",), (("apps/web", "skip"),))]),
+    ([], ["apps/smoke"], None, [RolloutCut("apps", ("apps/web",), (("apps/smoke", "skip"),))]),
+], ids=[
+    "no-selection-runs-every-rollout-whole",
+    "start-at-the-rollout-phase-runs-it-whole",
+    "start-at-after-the-rollout-leaves-it-out-whole",
+    "only-the-rollout-phase-brings-its-whole-subtree",
+    "skip-the-rollout-phase-leaves-it-out-whole",
+    "only-every-phase-under-a-group-rollout-is-whole",
+    "only-outside-the-rollout-leaves-it-out-whole",
+    "start-at-inside-a-rollout-cuts-it",
+    "only-inside-a-rollout-cuts-it",
+    "skip-an-early-phase-of-a-rollout-cuts-it",
+    "skip-a-late-phase-of-a-rollout-cuts-it",
+])
+def test_cut_rollouts(only, skip, start_at, expected):
+    assert cut_rollouts(ROLLOUTS, select_phases(ROLLOUT_STEPS, only, skip, start_at)) == expected
+
+
+def rollout_site(rollout=True):
+    """The issue's site as documents: base, the rollout apps (web, smoke; or under plan_rollout), after."""
+    command = {"executor": "command", "options": {"argv": ["true"]}}
+    return [phase("base", cluster="workload", **command),
+            phase("apps", cluster="workload", **({"rollout": {"batches": [1, "100%"]}} if rollout else {}),
+                  phases=[{"name": "web", **command}, {"name": "smoke", **command}]),
+            phase("after", cluster="workload", **command),
+            plan("site", "base", "apps", "after")]
+
+
+@pytest.mark.parametrize("selection, refused", [
+    ({"start_at": "apps/smoke"}, "plan_start_at=apps/smoke runs only part of the rollout of phase apps: apps/smoke "
+                                 "would run batch by batch without apps/web (before start_at)."),
+    ({"only": ["apps/smoke", "after"]}, "plan_only=apps/smoke,after runs only part of the rollout of phase apps: "
+                                        "apps/smoke would run batch by batch without apps/web (not in only)."),
+    ({"skip": ["apps/web"]}, "plan_skip=apps/web runs only part of the rollout of phase apps"),
+    ({"start_at": "apps/smoke", "rollout": {"batches": [1]}, "site": rollout_site(rollout=False)},
+     "plan_start_at=apps/smoke runs only part of the rollout of phase apps"),
+    ({"start_at": "apps/smoke", "whole_rollouts": False}, None),
+    ({"start_at": "apps/smoke", "site": rollout_site(rollout=False)}, None),
+    ({"start_at": "apps"}, None),
+    ({"only": ["apps"], "skip": ["base"]}, None),
+], ids=[
+    "a-run-refuses-start-at-inside-a-rollout",
+    "a-run-refuses-only-inside-a-rollout",
+    "a-run-refuses-skip-inside-a-rollout",
+    "a-run-refuses-a-cut-of-the-default-rollout",
+    "partial-rollout-lets-it-run",
+    "start-at-inside-a-phase-without-rollout-runs",
+    "start-at-the-rollout-phase-runs",
+    "only-the-rollout-phase-runs",
+])
+def test_a_run_refuses_a_selection_that_cuts_a_rollout(tmp_path, selection, refused):
+    selection = {"whole_rollouts": True, **selection}
+    documents = selection.pop("site", None) or rollout_site()
+    if refused is None:
+        build(documents, tmp_path, name="site", **selection)
+        return
+    with pytest.raises(PhasekitError) as raised:
+        build(documents, tmp_path, name="site", **selection)
+    assert str(raised.value).startswith(refused)
+    assert "run with plan_resume=true instead" in str(raised.value)
+    assert str(raised.value).endswith("to run part of the rollout anyway, set plan_partial_rollout=true")

@@ -112,6 +112,28 @@ def test_summary(records, mode, expected):
     assert [line.split() for line in lines[1:]] == expected
 
 
+@pytest.mark.parametrize("mode, check_mode, kept, changed, unchanged", [
+    ("destroy", False, False, "destroyed", "nothing left"),
+    ("destroy", True, False, "would be destroyed", "nothing left"),
+    ("destroy", False, True, "destroyed, namespace kept", "namespace kept"),
+    ("destroy", True, True, "would be destroyed, namespace would be kept", "namespace would be kept"),
+    ("status", False, False, "differs", "in sync"),
+    ("run", True, False, "changed", "ok"),
+], ids=["destroy-says-destroyed", "destroy-in-check-mode-says-would-be-destroyed",
+        "destroy-says-a-namespace-was-kept", "destroy-in-check-mode-says-a-namespace-would-be-kept",
+        "status-says-differs", "a-run-in-check-mode-keeps-its-words"])
+def test_summary_words(mode, check_mode, kept, changed, unchanged):
+    held = {"kept_namespaces": [{"name": "apps", "counts": {"Secret": 1}}]} if kept else {}
+    records = [{"phase": "spread", "host": "target", "result": "changed", "duration": 1, "objects_changed": 2,
+                **held},
+               {"phase": "spread", "host": "ephemeral", "result": "ok", "duration": 1, **held}]
+    entries = views.summary_entries(PHASES, records, ["ephemeral", "target"], mode=mode, check_mode=check_mode)
+    labels = {(entry["phase"], entry["cluster"]): entry["label"] for entry in entries}
+    assert labels[("spread", "target")] == changed and labels[("spread", "ephemeral")] == unchanged
+    lines = views.summary_lines(PHASES, records, ["ephemeral", "target"], mode=mode, check_mode=check_mode)
+    assert any(line.split()[:2] == ["spread", "target"] and f" {changed} " in line for line in lines)
+
+
 @pytest.mark.parametrize("records, expected", [
     ([{"phase": "a", "host": "x", "result": "ok"}], None),
     ([{"phase": "a", "host": "x", "result": "ok"}, {"phase": "b", "host": "y", "result": "failed", "msg": "boom"}],
