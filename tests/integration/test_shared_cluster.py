@@ -119,6 +119,13 @@ def written(cluster, namespace: str) -> list[str]:
                   if item["metadata"]["name"] == PROBE or item["metadata"]["name"].startswith("phasekit-run-"))
 
 
+def clean(cluster, *names: str) -> None:
+    """What an earlier test of this module wrote into these namespaces, removed (the namespaces are shared)."""
+    for namespace in set(names):
+        cluster.kubectl("delete", "configmap", PROBE, "phasekit-run-site.alpha", "phasekit-run-site.beta", "-n",
+                        namespace, "--ignore-not-found")
+
+
 def refusal(result) -> str:
     lines = [line for line in result.output.splitlines() if "refused before anything was written" in line]
     assert lines, result
@@ -126,6 +133,8 @@ def refusal(result) -> str:
 
 
 def test_hosts_without_a_context_falling_to_the_current_context_are_refused(clusters, namespaces, site):
+    for cluster in clusters.values():
+        clean(cluster, namespaces[0])
     run = site(merged_kubeconfig(clusters, namespaces[0]),
                {"ephemeral": {"kube_context": "ephemeral"}, "cluster-b": {}, "cluster-c": {}})
     result = run()
@@ -155,9 +164,7 @@ def test_hosts_without_a_context_falling_to_the_current_context_are_refused(clus
 def test_one_api_server_reached_by_two_names(clusters, namespaces, site, same_namespace, allow, refused):
     cluster = clusters["target"]
     chosen = (namespaces[0], namespaces[0]) if same_namespace else (namespaces[0], namespaces[1])
-    for namespace in set(chosen):
-        cluster.kubectl("delete", "configmap", PROBE, "phasekit-run-site.alpha", "phasekit-run-site.beta", "-n",
-                        namespace, "--ignore-not-found")
+    clean(cluster, *chosen)
     run = site(two_names_kubeconfig(cluster, chosen),
                {"alpha": {"kube_context": "by-ip"}, "beta": {"kube_context": "by-name"}})
     result = run(*(["-e", "plan_allow_shared_cluster=true"] if allow else []))
@@ -185,6 +192,7 @@ def test_a_user_who_may_not_read_kube_system_is_compared_by_address(clusters, na
     """Both names impersonate a user without any right: no kube-system UID, so the server's address decides
     (localhost and 127.0.0.1 resolve to one address), and the refusal says so."""
     cluster = clusters["target"]
+    clean(cluster, namespaces[0])
     config = two_names_kubeconfig(cluster, (namespaces[0], namespaces[0]))
     config["users"][0]["user"]["as"] = "nobody-at-all"
     result = site(config, {"alpha": {"kube_context": "by-ip"}, "beta": {"kube_context": "by-name"}})()
