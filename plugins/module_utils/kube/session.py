@@ -147,7 +147,7 @@ def _readable(sock) -> bool:
         poller = select.poll()
         poller.register(sock, select.POLLIN | select.POLLPRI | select.POLLERR | select.POLLHUP)
         return bool(poller.poll(0))
-    readable, _, errors = select.select([sock], [], [sock], 0)  # pragma: no cover - controllers without poll
+    readable, _writable, errors = select.select([sock], [], [sock], 0)  # pragma: no cover - controllers without poll
     return bool(readable or errors)
 
 

@@ -103,8 +103,7 @@ def test_a_failure_without_the_tasks_origin(result):
     from ansible.errors import AnsibleTaskError  # pylint: disable=import-outside-toplevel
     with pytest.raises(AnsibleError) as raised:
         controller_compat.fail_without_task_origin(dict(result))
-    try:
-        raise AnsibleTaskError(obj={"name": "a task of the role"}) from raised.value
-    except AnsibleTaskError as task_error:
-        shown = result_dict_from_exception(task_error, accept_result_contribution=True)
+    task_error = AnsibleTaskError(obj={"name": "a task of the role"})
+    task_error.__cause__ = raised.value  # as the executor raises it: ``raise AnsibleTaskError(...) from error``
+    shown = result_dict_from_exception(task_error, accept_result_contribution=True)
     assert shown == result  # failed, the message as it is, no exception (whose Origin the callback would print)
