@@ -108,7 +108,9 @@ def shared_cluster_refusal(phase: str, targets: list[HostTarget], allow_shared: 
 def _group_text(group: SharedCluster) -> str:
     shown = group.targets[:SHOWN_HOSTS]
     rest = len(group.targets) - len(shown)
-    how = ", ".join(f"{target.host} (context {target.context} from {target.context_from})" for target in shown)
+    # "host var kube_context of a" says nothing more after "a (": the host's own name is dropped there
+    how = ", ".join(f"{target.host} (context {target.context} from {target.context_from.removesuffix(' of ' + target.host)})"
+                    for target in shown)
     more = f" and {rest} more" if rest else ""
     return f"hosts {how}{more} are one cluster ({_cluster_text(group)}) and one namespace ({group.namespace})"
 
