@@ -24,6 +24,8 @@ from ansible.utils.display import Display
 
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import (
     DESTROY, EXTRA_CONNECTIONS, REQUEST_BUDGET, RUN, STATUS, UNREACHABLE, VALIDATE, BuiltinExecutors, SharedRequests)
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.lock import (
+    DEFAULT_DURATION, MIN_DURATION, LockSettings, holder_by, signals_interrupt)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import (
     DESTROY_ACTION, RUN_ACTION, RunInfo, RunRecords, phase_recorder, run_history)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.report import (
@@ -64,6 +66,8 @@ ARGUMENT_SPEC = {
     "rollout_batches_before": {"type": "int", "default": 0},
     "report_json": {"type": "path", "default": ""},
     "report_junit": {"type": "path", "default": ""},
+    "lock_timeout": {"type": "float", "default": 0},
+    "lock_duration": {"type": "int", "default": DEFAULT_DURATION},
 }
 REPORT_OPTIONS = ("report_json", "report_junit")  # the summary for CI, written when asked
 MAX_CLUSTER_CONCURRENCY = 256
@@ -87,6 +91,10 @@ class ActionModule(PhasekitAction):
         if args["rollout_stop_after"] < 0:
             return {"failed": True, "msg": f"rollout_stop_after (plan_rollout_stop_after) must be 0 (no stop) or a "
                                            f"number of batches, got {args['rollout_stop_after']}"}
+        if args["lock_timeout"] < 0 or args["lock_duration"] < MIN_DURATION:
+            return {"failed": True, "msg": f"lock_timeout (plan_lock_timeout) must be 0 (fail at once) or more seconds, "
+                                           f"and lock_duration (plan_lock_duration) at least {MIN_DURATION} seconds; "
+                                           f"got {args['lock_timeout']:g} and {args['lock_duration']}"}
         reports = {option: args[option] for option in REPORT_OPTIONS if args[option] and mode != HISTORY}
         for option, path in reports.items():
             check_report_path(path, role_named(option))   # before any cluster is touched: a typo costs no run
@@ -98,11 +106,19 @@ class ActionModule(PhasekitAction):
         remembered = remembered_by_host(task_vars.get(REMEMBERED_VAR))
         in_play = list(task_vars.get("ansible_play_hosts") or [])
         hosts_of = [set(phase.get("hosts") or []) & set(in_play) for phase in phases]
-        with ExitStack() as stack:
+        writes = mode in (RUN, DESTROY) and not self._task.check_mode
+        last_phases = last_phase_of_hosts(selected_phases(plan, None), in_play, reverse=mode == DESTROY)
+        step = {phase["name"] for phase in planned}
+        if writes and not args["record"] and set(_first_phase(plan, mode)) & step:  # once per run: its first step
+            display.warning("plan_record is false: this run keeps no run record, so it takes no lock either; another "
+                            "run of this plan on the same clusters is not stopped (see \"One run at a time\" in "
+                            "docs/phases.md)")
+        with signals_interrupt(), ExitStack() as stack:
             lists = ListMemory()  # a collection one phase listed answers the next ones (see ListMemory)
             fleet = stack.enter_context(Fleet(self._loader, task_vars.get("hostvars"), remembered=remembered,
                                               templar=self._templar, lists=lists))
-            records = self._run_records(args, fleet, plan.name or "", mode)
+            records = self._run_records(args, fleet, plan.name or "", mode, writes,
+                                        {host: name for host, name in last_phases.items() if name in step})
             if mode == HISTORY:
                 return self._history(records, planned, in_play, concurrency)
             charts = stack.enter_context(ChartCache())
@@ -116,13 +132,17 @@ class ActionModule(PhasekitAction):
                                          diff=bool(self._task.diff), shared=shared, charts=charts,
                                          skip_unreachable=args["unreachable"] == "skip", records=records,
                                          resume=args["resume"], resumed_hosts=args["resumed_hosts"], lists=lists)
-            writes = records is not None and mode in (RUN, DESTROY) and not self._task.check_mode
+            writes = records is not None and writes
             # check mode, status, validate and destroy run batch by batch without the soak
             rollouts = RolloutRun(pause=mode == RUN and not self._task.check_mode,
                                   stop_after=args["rollout_stop_after"],
                                   batches_before=args["rollout_batches_before"], watch=executors.soak_problem,
                                   batch_done=_show_batch, soaking=_show_soak)
+            report = None
+            renewal = records.renewing() if writes else None
             try:
+                if renewal is not None:
+                    renewal.start()
                 # host variables read in this thread, per barrier: only for the clusters a phase (a batch) reaches
                 report = run_phases(phases, executors, hosts_in_play=in_play,
                                     dry_run=mode not in (RUN, DESTROY), status_mode=mode == STATUS,
@@ -132,8 +152,13 @@ class ActionModule(PhasekitAction):
                                     if writes else None,
                                     prepare=fleet.vars.prefetch, rollouts=rollouts, live=live_progress())
             finally:
-                # entries the records held back, in one write per cluster (also when the step was interrupted)
-                for problem in records.flush() if writes else ():
+                if renewal is not None:
+                    renewal.stop()
+                # entries the records held back, in one write per cluster (also when the step was interrupted); each
+                # cluster's lock released there when the run ends on it (see _released)
+                if writes and report is None:
+                    records.stop_writes("the step was interrupted")
+                for problem in records.flush(release=_released(report, last_phases, step)) if writes else ():
                     display.warning(problem)
             memory = fleet.memory() if args["remember"] else None
             records = [record.to_dict() for record in report.records]
@@ -167,16 +192,22 @@ class ActionModule(PhasekitAction):
                                             if phase["executor"] == TASKS_EXECUTOR}})
         return result
 
-    def _run_records(self, args: dict, fleet: Fleet, plan_name: str, mode: str) -> RunRecords | None:
-        """The clusters' run records of this plan (None with ``record: false``, or in validate mode)."""
+    def _run_records(self, args: dict, fleet: Fleet, plan_name: str, mode: str, writes: bool,
+                     release_after: dict) -> RunRecords | None:
+        """The clusters' run records of this plan (None with ``record: false``, or in validate mode); a run that
+        writes takes each cluster's lock in them (``release_after``: the host's last phase of the plan, when it
+        is in this step)."""
         if not args["record"] or mode == VALIDATE:
             return None
         run = RunInfo(run=args["run_id"] or new_run_id(), plan=plan_name, version=COLLECTION_VERSION, by=who_runs(),
                       action=DESTROY_ACTION if mode == DESTROY else RUN_ACTION)
         namespace = args["record_namespace"]
+        lock = LockSettings(timeout=args["lock_timeout"], duration=args["lock_duration"],
+                            by=holder_by(run.run)) if writes else None
         return RunRecords(run, session_for=lambda host: fleet.session(host, REQUEST_BUDGET + EXTRA_CONNECTIONS),
                           namespace_for=lambda host: namespace or fleet.resolution(host).namespace or "default",
-                          create_key=mode == RUN and not self._task.check_mode)
+                          create_key=mode == RUN and not self._task.check_mode, lock=lock,
+                          release_after=release_after)
 
     def _history(self, records: RunRecords | None, planned: list[dict], in_play: list[str], concurrency: int) -> dict:
         """``history``: each cluster's recent runs of the plan, from its run record."""
@@ -305,6 +336,36 @@ def selected_phases(plan, names: list | None) -> list[dict]:
         raise PhasekitError(f"phases: {', '.join(unknown)} not among the selected phases of the plan "
                             f"({', '.join(sorted(known)) or 'none'})")
     return [phase for phase in phases if phase["name"] in set(names)]
+
+
+def last_phase_of_hosts(phases: list[dict], hosts: list[str], reverse: bool = False) -> dict[str, str]:
+    """Each host's last phase of the whole plan, in the order the phases run (destroy: reversed): after it the run
+    is done on that cluster, and its lock is released."""
+    ordered = list(reversed(phases)) if reverse else phases
+    in_play = set(hosts)
+    last = {}
+    for phase in ordered:
+        if phase.get("executor"):
+            for host in phase.get("hosts") or []:
+                if host in in_play:
+                    last[host] = phase["name"]
+    return last
+
+
+def _first_phase(plan, mode: str) -> list[str]:
+    """The name of the phase a run starts with (to say something once per run, in its first step)."""
+    names = [phase["name"] for phase in selected_phases(plan, None) if phase.get("executor")]
+    names = list(reversed(names)) if mode == DESTROY else names
+    return names[:1]
+
+
+def _released(report, last_phases: dict, step: set):
+    """Which held clusters a step's end releases: all when the run stops (a failure, a rollout's stop, an
+    interruption: ``report`` None), else those whose last phase of the plan was in this step, or that failed."""
+    if report is None or report.stopped_by:
+        return lambda host: True
+    failed = set(report.failed_hosts())
+    return lambda host: host in failed or last_phases.get(host) in step
 
 
 def new_run_id() -> str:

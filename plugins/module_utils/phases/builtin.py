@@ -55,6 +55,10 @@ UNREACHABLE = "cluster unreachable, skipped"
 EXTRA_CONNECTIONS = 4  # live-state reads run beside the apply workers
 REQUEST_BUDGET = 32
 HELM_TIMEOUT = 300  # helm's own default --timeout (5m)
+# executors that write to a cluster outside its API session (a program, a task file): the run's lock on the
+# cluster is taken when they start; the others take it at their first write through the session, if any
+WRITES_OUTSIDE_SESSION = frozenset({"command", "container", "helm", TASKS_EXECUTOR})
+READS_ONLY = frozenset({"wait", "kubeconfig"})
 
 
 @dataclass(frozen=True)
@@ -179,6 +183,7 @@ class BuiltinExecutors:
     def __call__(self, phase: dict, host: str) -> Outcome:
         try:
             phase = self._for_host(phase, host)
+            self._cluster_lock(phase, host)
             content = self.content_digest(phase, host) if self.records is not None and self.mode != DESTROY else None
             # keyed before the phase only when it is compared now; else after it, so that a cluster not up yet
             # (a phase brings it up) is not asked for its key first, and a failed phase's gets one try
@@ -190,11 +195,12 @@ class BuiltinExecutors:
             if content and not compared:
                 digest = self.records.digest(host, content, attempts=1 if outcome.failed else None)
             key_problem = self.records.key_problem(host) if self.records is not None else None
+            took_over = self.records.notice(host) if self.records is not None else None
             if digest is not None:
                 outcome.details = {**outcome.details, "digest": digest}
-            if key_problem:
-                outcome.details = {**outcome.details,
-                                   "warnings": [*outcome.details.get("warnings", []), key_problem]}
+            for warning in (key_problem, took_over):
+                if warning:
+                    outcome.details = {**outcome.details, "warnings": [*outcome.details.get("warnings", []), warning]}
             if self.mode == STATUS and self.records is not None:
                 outcome.details = {**outcome.details, "last_run": self._last_run(phase, host, digest)}
         except PhasekitError as err:
@@ -208,6 +214,19 @@ class BuiltinExecutors:
             outcome.msg = masks.scrub(outcome.msg)
             outcome.details = masks.scrub(outcome.details)
         return outcome
+
+    def _cluster_lock(self, phase: dict, host: str) -> None:
+        """The run's lock on the host's cluster (``RunRecords.begin``), before anything the phase reads there: a
+        phase that may write checks it (and its record's version is kept), one that writes outside the API session
+        takes it now; every write through the session takes it anyway (``RunRecords.guard``)."""
+        if self.records is None or self.records.lock is None or phase["executor"] == "kubeconfig":
+            return
+        executor = phase["executor"]
+        self.records.guard(host)
+        if executor in READS_ONLY or (self.mode == DESTROY and executor not in ("apply", "helm")):
+            return  # destroy undoes apply and helm phases only
+        helm_applies = executor == "helm" and (phase.get("options") or {}).get("helm_mode") == MODE_APPLY
+        self.records.begin(host, acquire=executor in WRITES_OUTSIDE_SESSION and not helm_applies)
 
     def _run_executor(self, phase: dict, host: str) -> Outcome:
         if self.mode == DESTROY:
