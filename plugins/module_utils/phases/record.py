@@ -479,7 +479,7 @@ class RunRecords:
     def _wait_for(self, host: str, cluster: _ClusterRecord) -> None:
         """``timeout``: poll the record until its holder is gone or expired (then take it), or fail naming the
         holder and how long this run waited; nothing is read for the host before it holds the lock."""
-        started = time.monotonic()
+        started = self._clock()
         while True:
             with cluster.lock:
                 if cluster.lost:
@@ -491,7 +491,7 @@ class RunRecords:
                 self._usable(host, cluster)
                 now = self._server_time(host)
                 state = lock_state(cluster.holder, self.run.run, now)
-                waited = time.monotonic() - started
+                waited = self._clock() - started
                 if state != LIVE:
                     try:
                         self._acquire(host, cluster)
@@ -525,6 +525,7 @@ class RunRecords:
     def _conflict(self, host: str, cluster: _ClusterRecord) -> bool:
         """A write's precondition failed (409): the record is read again; True when this run still holds it (the
         write is tried again), else the cluster is lost to this run and LockRefused raised naming why."""
+        was_held = cluster.held
         found = self._get(host, cluster, cluster.name, None)
         self._answered(cluster, found)
         now = self._server_time(host)
@@ -532,7 +533,7 @@ class RunRecords:
         state = lock_state(cluster.holder, self.run.run, now)
         if state == OURS:
             return True
-        if cluster.held:
+        if was_held:
             cluster.lost = lost_message(host, cluster.namespace, name, cluster.holder, now)
         elif state == LIVE:
             cluster.lost = held_message(host, cluster.namespace, name, cluster.holder, now)
