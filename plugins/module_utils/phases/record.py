@@ -59,7 +59,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.errors import Phasek
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError, ApiSession
 from ansible_collections.phasekit.kube.plugins.module_utils.masking import Masks
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.lock import (
-    EXPIRED, LIVE, OURS, POLL_SECONDS, LockHolder, LockSettings, changed_meanwhile_message, due_for_renewal,
+    EXPIRED, LIVE, OURS, POLL_SECONDS, LockHolder, LockSettings, by_text, changed_meanwhile_message, due_for_renewal,
     held_message, holder_of, lock_state, lost_message, released, took_over_message)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.selection import OCCURRENCE
 
@@ -480,6 +480,7 @@ class RunRecords:
         """``timeout``: poll the record until its holder is gone or expired (then take it), or fail naming the
         holder and how long this run waited; nothing is read for the host before it holds the lock."""
         started = self._clock()
+        seen = None     # the holder this run waited for
         while True:
             with cluster.lock:
                 if cluster.lost:
@@ -495,10 +496,14 @@ class RunRecords:
                 if state != LIVE:
                     try:
                         self._acquire(host, cluster)
+                        if seen is not None and not cluster.notice:
+                            cluster.notice = (f"cluster {host}: waited {waited:.0f}s for run {seen.run} by "
+                                              f"{by_text(seen.by)} (plan_lock_timeout), then took the lock")
                         return
                     except LockRefused:
                         cluster.lost = ""  # another run took it between the read and the write: wait on
-                elif waited >= self.lock.timeout:
+                seen = cluster.holder if state == LIVE else seen
+                if state == LIVE and waited >= self.lock.timeout:
                     name = cluster.name or record_name(self.run.plan, host)
                     cluster.lost = held_message(host, cluster.namespace, name, cluster.holder, now, waited=waited)
                     raise LockRefused(cluster.lost)
@@ -605,7 +610,7 @@ class RunRecords:
         cluster.name = record_name(self.run.plan, host)
         if fresh:
             cluster.problem, cluster.entries, cluster.problems, cluster.pending = "", {}, [], {}
-            cluster.exists, cluster.legacy_name = False, ""
+            cluster.exists, cluster.legacy_name, cluster.version, cluster.holder = False, "", None, None
         try:
             found = self._get(host, cluster, cluster.name, attempts)
             legacy = legacy_record_name(self.run.plan, host)

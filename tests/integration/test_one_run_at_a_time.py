@@ -1,0 +1,232 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""One run at a time on a cluster host's plan, on the local clusters (issue #35 points 4 and 5).
+
+Two ``ansible-playbook`` runs of one plan started together end with exactly one run's objects and values, the
+other failed naming the first (or, with plan_lock_timeout, waited for it and then applied its own); a run killed
+outright (SIGKILL to every process of it) loses its lock when its lease runs out, and the next run takes it over
+saying from whom, and plan_resume finishes the rest; a lock held on one host of a fleet fails that host only; the
+API server restarted while a run holds the lock; a controller whose clock is off; many hosts with a lock each."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+API = "phasekit.dev/v1alpha1"
+CLUSTER = "target"
+PLAN = "race"
+VENV_BIN = Path(sys.executable).parent
+LOCK_HOLDER = "phasekit.kube/lock-holder"
+
+
+def words(output: str) -> str:
+    """The output with Ansible's wrapping of warnings and messages undone."""
+    return " ".join(output.replace("[WARNING]:", " ").split())
+
+
+def configmaps(prefixes: str, count: int, value: str, namespace: str) -> list:
+    return [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{prefix}{number}", "namespace": namespace},
+             "data": {"v": value}} for prefix in prefixes for number in range(count)]
+
+
+def write_site(root: Path, documents: list, hosts: dict, namespace: str, extra_vars: dict | None = None) -> Path:
+    (root / "phases").mkdir(parents=True, exist_ok=True)
+    (root / "phases" / "site.yaml").write_text(yaml.safe_dump_all(documents))
+    (root / "inventory.yml").write_text(yaml.safe_dump({"all": {
+        "vars": {"ansible_connection": "local", "plan_record_namespace": namespace, **(extra_vars or {})},
+        "hosts": hosts}}))
+    return root
+
+
+def phase(name: str, executor: str, cluster: str = CLUSTER, **spec) -> dict:
+    return {"apiVersion": API, "kind": "Phase", "metadata": {"name": name},
+            "spec": {"cluster": cluster, "executor": executor, **spec}}
+
+
+def plan(name: str, *phases: str) -> dict:
+    return {"apiVersion": API, "kind": "PhasePlan", "metadata": {"name": name}, "spec": {"phases": list(phases)}}
+
+
+def run_id(tag: str) -> str:
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{tag}"
+
+
+def start(root: Path, collections_path: Path, *extra: str, env: dict | None = None) -> subprocess.Popen:
+    full_env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(collections_path), "ANSIBLE_NOCOLOR": "1",
+                "ANSIBLE_PYTHON_INTERPRETER": sys.executable, **(env or {})}
+    full_env.pop("KUBECONFIG", None)
+    return subprocess.Popen([str(VENV_BIN / "ansible-playbook"), "phasekit.kube.run", "-i", "inventory.yml",
+                             "-e", f"plan_name={PLAN}", *extra], cwd=root, env=full_env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def finish(proc: subprocess.Popen, timeout: float = 300) -> tuple[int, str]:
+    output, _ = proc.communicate(timeout=timeout)
+    assert "Traceback" not in output, output
+    return proc.returncode, output
+
+
+def run(root: Path, collections_path: Path, *extra: str, env: dict | None = None) -> tuple[int, str]:
+    return finish(start(root, collections_path, *extra, env=env))
+
+
+def record(cluster, namespace: str, host: str = CLUSTER, plan_name: str = PLAN) -> dict:
+    return cluster.get_json("configmap", "-n", namespace, f"phasekit-run-{plan_name}.{host}")
+
+
+def newest_runs(found: dict, key: str) -> list[str]:
+    return [entry["run"] for entry in json.loads(found["data"][key])]
+
+
+def state(cluster, namespace: str) -> dict:
+    """The namespace's bundle ConfigMaps: name -> value."""
+    items = cluster.get_json("configmaps", "-n", namespace)["items"]
+    return {item["metadata"]["name"]: item["data"]["v"] for item in items
+            if re.fullmatch(r"[abcd]\d+", item["metadata"]["name"])}
+
+
+def stamp(text: str) -> float:
+    return time.mktime(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (Ansible's workers lead process groups of their own)."""
+    found, queue = [], [pid]
+    while queue:
+        parent = queue.pop()
+        listed = subprocess.run(["ps", "-o", "pid=", "--ppid", str(parent)], capture_output=True, text=True)
+        children = [int(line) for line in listed.stdout.split()]
+        found += children
+        queue += children
+    return found
+
+
+def kill_outright(proc: subprocess.Popen) -> None:
+    """SIGKILL to the run's process group and to every process below it: nothing of it can release anything."""
+    below = descendants(proc.pid)
+    for pid in [proc.pid, *below]:
+        try:
+            os.kill(pid, signal.SIGSTOP)  # frozen first: no process of it acts on the others' deaths
+        except ProcessLookupError:
+            pass
+    for pid in [proc.pid, *below]:
+        for kill in (os.killpg, os.kill):
+            try:
+                kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+    proc.wait(timeout=30)
+
+
+@pytest.fixture()
+def namespace(clusters):
+    target = clusters[CLUSTER]
+    name = f"phasekit-lock-{uuid.uuid4().hex[:6]}"
+    target.kubectl("create", "namespace", name)
+    yield name
+    target.kubectl("delete", "namespace", name, "--wait=false")
+
+
+def target_host(cluster) -> dict:
+    return {CLUSTER: {"kube_kubeconfig": str(cluster.admin_kubeconfig), "kube_context": cluster.context}}
+
+
+# ---------------------------------------------------------------- two runs at once
+
+COUNT = 30  # ConfigMaps per prefix
+
+
+def racing_sites(tmp_path: Path, cluster, namespace: str, round_number: int) -> dict:
+    """Run A applies a*, b*, c*, run B a*, b*, d*, as one pruned ApplySet, values naming the run and round."""
+    sites = {}
+    for run_name, prefixes in (("A", "abc"), ("B", "abd")):
+        documents = [phase("apps", "apply", options={"namespace": namespace, "prune": True, "applyset": "race"},
+                           source=configmaps(prefixes, COUNT, f"{run_name}-{round_number}", namespace)),
+                     plan(PLAN, "apps")]
+        sites[run_name] = write_site(tmp_path / f"round{round_number}" / run_name, documents, target_host(cluster),
+                                     namespace)
+    return sites
+
+
+def expected_state(run_name: str, round_number: int) -> dict:
+    prefixes = "abc" if run_name == "A" else "abd"
+    return {f"{prefix}{number}": f"{run_name}-{round_number}" for prefix in prefixes for number in range(COUNT)}
+
+
+def race_round(tmp_path, collections_path, cluster, namespace, round_number: int, *extra: str) -> dict:
+    """Both runs started together (in a random order); returns each run's (rc, output)."""
+    sites = racing_sites(tmp_path, cluster, namespace, round_number)
+    order = random.sample(sorted(sites), 2)
+    procs = {name: start(sites[name], collections_path, *extra) for name in order}
+    return {name: finish(proc) for name, proc in procs.items()}
+
+
+def check_round(cluster, namespace: str, round_number: int, done: dict, waited: bool = False) -> str:
+    """Exactly one run's objects and values; that run succeeded, and the other failed naming it (the run of the
+    record's newest entry), or ran before it (waiting for it, with plan_lock_timeout). Returns how it ended."""
+    found = state(cluster, namespace)
+    winners = [name for name in done if found == expected_state(name, round_number)]
+    assert winners, (f"round {round_number}: the namespace holds neither run's state exactly: "
+                     f"{sorted(set(found.values()))}, {len(found)} objects\n{done['A'][1][-3000:]}\n"
+                     f"{done['B'][1][-3000:]}")
+    winner = winners[0]
+    loser = "B" if winner == "A" else "A"
+    assert done[winner][0] == 0, done[winner][1]
+    entries = json.loads(record(cluster, namespace)["data"]["apps"])
+    runs = [entry["run"] for entry in entries]
+    rc, output = done[loser]
+    if rc == 0:   # it ran first, or waited for the other: one after the other, never at the same time
+        newer, older = entries[0], entries[1]
+        older_ended = stamp(older["started"]) + older["duration"]
+        assert older_ended <= stamp(newer["started"]) + 1, f"round {round_number}: both runs applied at once: {entries}"
+        return "one after the other"
+    said = words(output)
+    assert not waited, output
+    assert f"run {runs[0]} " in said, (runs, output)   # the winner, by the run id it recorded
+    assert "plan locked by another run" in said or "another run acted on this cluster" in said, output
+    assert "nothing was written to this cluster" in said, output
+    return "one failed naming the other"
+
+
+@pytest.mark.smoke
+def test_two_runs_at_once_smoke(clusters, collections_path, tmp_path, namespace):
+    """One round: without the lock, both exit 0 and the namespace may hold a mix of both (issue #35)."""
+    target = clusters[CLUSTER]
+    done = race_round(tmp_path, collections_path, target, namespace, 0)
+    check_round(target, namespace, 0, done)
+    assert LOCK_HOLDER not in (record(target, namespace)["metadata"].get("annotations") or {})
+
+
+@pytest.mark.first_full_line
+def test_two_runs_at_once_ten_rounds(clusters, collections_path, tmp_path, namespace):
+    target = clusters[CLUSTER]
+    endings = [check_round(target, namespace, number, race_round(tmp_path, collections_path, target, namespace,
+                                                                  number))
+               for number in range(1, 11)]
+    assert "one failed naming the other" in endings, endings   # they did run at once
+    assert LOCK_HOLDER not in (record(target, namespace)["metadata"].get("annotations") or {})
+
+
+@pytest.mark.first_full_line
+def test_two_runs_at_once_the_second_waits_with_plan_lock_timeout(clusters, collections_path, tmp_path, namespace):
+    target = clusters[CLUSTER]
+    said = []
+    for number in range(1, 4):
+        done = race_round(tmp_path, collections_path, target, namespace, number, "-e", "plan_lock_timeout=120")
+        assert [rc for rc, _output in done.values()] == [0, 0], done
+        check_round(target, namespace, number, done, waited=True)
+        said += [words(output) for _rc, output in done.values()]
+    waits = [re.search(r"cluster target: waited \d+s for run \S+ by \S+@\S+ .*?then took the lock", text) for text in said]
+    assert any(waits), said
