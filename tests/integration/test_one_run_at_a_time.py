@@ -230,3 +230,59 @@ def test_two_runs_at_once_the_second_waits_with_plan_lock_timeout(clusters, coll
         said += [words(output) for _rc, output in done.values()]
     waits = [re.search(r"cluster target: waited \d+s for run \S+ by \S+@\S+ .*?then took the lock", text) for text in said]
     assert any(waits), said
+
+
+# ---------------------------------------------------------------- a run killed outright
+
+
+def resumable_site(root: Path, cluster, namespace: str, marker: Path, done: Path) -> Path:
+    """first (apply) -> hold (a command that holds the run, the first time only) -> last (apply)."""
+    hold = (f"if [ ! -e {done} ]; then touch {done}; echo holding > {marker}; sleep 120; fi")
+    documents = [phase("first", "apply", options={"namespace": namespace, "prune": True, "applyset": "first"},
+                       source=configmaps("a", 5, "first", namespace)),
+                 phase("hold", "command", options={"shell": True, "cmd": hold}),
+                 phase("last", "apply", options={"namespace": namespace}, source=configmaps("b", 5, "last", namespace)),
+                 plan(PLAN, "first", "hold", "last")]
+    return write_site(root, documents, target_host(cluster), namespace)
+
+
+def wait_for(path: Path, proc: subprocess.Popen, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        assert proc.poll() is None, proc.communicate()[0]
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.2)
+
+
+@pytest.mark.first_full_line
+def test_a_run_killed_outright_loses_its_lock_after_its_lease_and_the_next_takes_over(
+        clusters, collections_path, tmp_path, namespace):
+    target = clusters[CLUSTER]
+    marker, done = tmp_path / "holding", tmp_path / "held-once"
+    root = resumable_site(tmp_path / "site", target, namespace, marker, done)
+    killed = start(root, collections_path, "-e", "plan_lock_duration=10")
+    wait_for(marker, killed)
+    kill_outright(killed)
+    annotations = record(target, namespace)["metadata"]["annotations"]
+    holder = annotations[LOCK_HOLDER]
+    assert json.loads(annotations["phasekit.kube/lock-by"])["pid"] == killed.pid
+    # at once: the lease is live, the next run fails naming the holder, and writes nothing
+    rc, output = run(root, collections_path, "-e", "plan_resume=true")
+    assert rc != 0, output
+    said = words(output)
+    assert f"plan locked by another run in ConfigMap {namespace}/phasekit-run-{PLAN}.{CLUSTER}: run {holder} " in said
+    assert f"(pid {killed.pid}, started " in said and "lease 10s" in said, output
+    assert f"kubectl annotate configmap phasekit-run-{PLAN}.{CLUSTER} -n {namespace} phasekit.kube/lock-holder-" in said
+    assert "b0" not in state(target, namespace)
+    # waiting: it takes the lock over once the lease ran out, says from whom, and resume finishes the rest
+    began = time.monotonic()
+    rc, output = run(root, collections_path, "-e", "plan_resume=true", "-e", "plan_lock_timeout=60")
+    assert rc == 0, output
+    said = words(output)
+    assert re.search(rf"cluster {CLUSTER}: took over an expired lock on ConfigMap {namespace}/phasekit-run-{PLAN}"
+                     rf"\.{CLUSTER} from run {holder} by \S+ \(pid {killed.pid}, started \S+\), since \S+, last "
+                     rf"renewed \S+ \(\d+s ago\), lease 10s", said), said
+    assert time.monotonic() - began < 60
+    assert "[first] apply on 1 cluster(s): 1 skipped: resumed" in output, output
+    assert set(state(target, namespace)) == {f"a{n}" for n in range(5)} | {f"b{n}" for n in range(5)}
+    assert LOCK_HOLDER not in (record(target, namespace)["metadata"].get("annotations") or {})
