@@ -286,3 +286,155 @@ def test_a_run_killed_outright_loses_its_lock_after_its_lease_and_the_next_takes
     assert "[first] apply on 1 cluster(s): 1 skipped: resumed" in output, output
     assert set(state(target, namespace)) == {f"a{n}" for n in range(5)} | {f"b{n}" for n in range(5)}
     assert LOCK_HOLDER not in (record(target, namespace)["metadata"].get("annotations") or {})
+
+
+# ---------------------------------------------------------------- a fleet: a lock per host
+
+FLEET_ID = uuid.uuid4().hex[:5]
+FLEET = [f"lk{number:02d}" for number in range(40)]
+TWENTY = FLEET[:20]
+
+
+def fleet_namespace(host: str) -> str:
+    return f"pk-lock-{FLEET_ID}-{host}"
+
+
+def fleet_cluster(host: str, clusters) -> str:
+    names = sorted(clusters)
+    return names[int(host[-2:]) % len(names)]
+
+
+@pytest.fixture(scope="module")
+def fleet(clusters, tmp_path_factory):
+    """40 cluster hosts over the local clusters (a context and a namespace each); group ``twenty`` holds 20."""
+    from fleet_site import fleet_kubeconfig  # pylint: disable=import-outside-toplevel
+    root = tmp_path_factory.mktemp("lock-fleet")
+    kubeconfig = fleet_kubeconfig(clusters, FLEET, fleet_cluster, fleet_namespace)
+    (root / "fleet.kubeconfig").write_text(yaml.safe_dump(kubeconfig))
+    (root / "fleet.kubeconfig").chmod(0o600)
+    (root / "inventory.yml").write_text(yaml.safe_dump({"all": {
+        "vars": {"ansible_connection": "local", "kube_kubeconfig": str(root / "fleet.kubeconfig"),
+                 "kube_context": "{{ inventory_hostname }}"},
+        "children": {"fleet": {"hosts": {host: {} for host in FLEET},
+                               "children": {"twenty": {"hosts": {host: {} for host in TWENTY}}}}}}}))
+    yield root
+    for host in FLEET:
+        clusters[fleet_cluster(host, clusters)].kubectl("delete", "namespace", fleet_namespace(host), "--wait=false",
+                                                        "--ignore-not-found")
+
+
+def fleet_documents(value: str, group: str, rollout: dict | None = None, hold: float = 0) -> list:
+    source = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fleet"}, "data": {"v": value}}]
+    spec = {"rollout": rollout} if rollout else {}
+    documents = [phase("apps", "apply", cluster=group, source=source, **spec)]
+    names = ["apps"]
+    if hold:
+        documents.append(phase("hold", "command", cluster=group, options={"cmd": f"sleep {hold}", "shell": True}))
+        names.append("hold")
+    return documents + [plan(PLAN, *names)]
+
+
+def fleet_value(clusters, host: str) -> str | None:
+    done = clusters[fleet_cluster(host, clusters)].kubectl("get", "configmap", "fleet", "-n", fleet_namespace(host),
+                                                           "-o", "jsonpath={.data.v}", check=False)
+    return done.stdout if done.returncode == 0 else None
+
+
+def fleet_record(clusters, host: str) -> dict:
+    return clusters[fleet_cluster(host, clusters)].get_json("configmap", f"phasekit-run-{PLAN}.{host}", "-n",
+                                                            fleet_namespace(host))
+
+
+def run_fleet(fleet: Path, collections_path: Path, documents: list, *extra: str, wait: bool = True):
+    (fleet / "phases").mkdir(exist_ok=True)
+    (fleet / "phases" / "site.yaml").write_text(yaml.safe_dump_all(documents))
+    proc = start(fleet, collections_path, "-f", "20", *extra)
+    return finish(proc) if wait else proc
+
+
+def stale_holder(clusters, host: str) -> tuple[str, str]:
+    """A foreign holder written by hand, live for 10 minutes by the server's clock (this machine's)."""
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    by = json.dumps({"user": "someone", "host": "elsewhere", "pid": 1, "started": now, "job": "CI pipeline 77"})
+    name = f"phasekit-run-{PLAN}.{host}"
+    clusters[fleet_cluster(host, clusters)].kubectl(
+        "annotate", "--overwrite", "configmap", name, "-n", fleet_namespace(host),
+        f"{LOCK_HOLDER}=20261127T000000Z-dead", f"phasekit.kube/lock-by={by}", f"phasekit.kube/lock-acquired={now}",
+        f"phasekit.kube/lock-renewed={now}", "phasekit.kube/lock-duration=600")
+    return name, "20261127T000000Z-dead"
+
+
+def break_lock(clusters, host: str, output: str) -> None:
+    """The command the failure shows, run as a person would (after checking its holder is gone)."""
+    command = re.search(r"break the lock: (kubectl annotate configmap \S+ -n \S+(?: phasekit\.kube/lock-\w+-)+)",
+                        words(output)).group(1)
+    assert fleet_namespace(host) in command, command
+    clusters[fleet_cluster(host, clusters)].kubectl(*command.split()[1:])
+
+
+@pytest.mark.smoke
+def test_a_lock_held_on_one_of_twenty_clusters_fails_that_cluster_only(clusters, collections_path, fleet):
+    rc, output = run_fleet(fleet, collections_path, fleet_documents("one", "twenty"))
+    assert rc == 0, output
+    locked = TWENTY[7]
+    _name, holder = stale_holder(clusters, locked)
+    rc, output = run_fleet(fleet, collections_path, fleet_documents("two", "twenty"))
+    assert rc != 0, output
+    said = words(output)
+    assert f"{locked}: failed: cluster {locked}: plan locked by another run in ConfigMap {fleet_namespace(locked)}/" \
+           f"phasekit-run-{PLAN}.{locked}: run {holder} by someone@elsewhere (pid 1, started " in said, output
+    assert "CI pipeline 77), since" in said, output
+    assert "[apps] apply on 20 cluster(s): 19 changed, 1 failed" in output, output
+    assert {host: fleet_value(clusters, host) for host in TWENTY} == {
+        host: "one" if host == locked else "two" for host in TWENTY}
+    for host in TWENTY:
+        annotations = fleet_record(clusters, host)["metadata"]["annotations"]
+        assert annotations.get(LOCK_HOLDER) == (holder if host == locked else None), (host, annotations)
+    # broken by hand with the command the message shows: the next run goes everywhere
+    break_lock(clusters, locked, output)
+    rc, output = run_fleet(fleet, collections_path, fleet_documents("two", "twenty"))
+    assert rc == 0, output
+    assert fleet_value(clusters, locked) == "two"
+
+
+@pytest.mark.first_full_line
+def test_a_lock_held_in_the_first_batch_of_a_rollout_stops_it_by_its_budget(clusters, collections_path, fleet):
+    rollout = {"batches": [5, "100%"], "max_fail_percentage": 0, "order": "inventory"}
+    rc, output = run_fleet(fleet, collections_path, fleet_documents("r1", "twenty", rollout))
+    assert rc == 0, output
+    locked = TWENTY[2]
+    stale_holder(clusters, locked)
+    rc, output = run_fleet(fleet, collections_path, fleet_documents("r2", "twenty", rollout))
+    assert rc != 0, output
+    assert "batch 1/2 on" in output and "4 ok, 1 failed" in output, output
+    assert "1 of 5 cluster(s) failed (20% > max_fail_percentage 0%)" in words(output), output
+    assert {host: fleet_value(clusters, host) for host in TWENTY} == {
+        host: "r2" if host in TWENTY[:5] and host != locked else "r1" for host in TWENTY}
+    for host in TWENTY:   # the run stopped: it holds no lock anywhere
+        assert fleet_record(clusters, host)["metadata"]["annotations"].get(LOCK_HOLDER) in (None, "20261127T000000Z-dead")
+    break_lock(clusters, locked, output)
+
+
+@pytest.mark.first_full_line
+def test_forty_hosts_each_hold_their_own_lock_and_a_second_run_fails_on_each(clusters, collections_path, fleet):
+    rc, output = run_fleet(fleet, collections_path, fleet_documents("f1", "fleet"))
+    assert rc == 0, output
+    holding = run_fleet(fleet, collections_path, fleet_documents("f2", "fleet", hold=20), wait=False)
+    deadline = time.monotonic() + 120
+    holders = {}
+    while time.monotonic() < deadline:
+        holders = {host: fleet_record(clusters, host)["metadata"].get("annotations", {}).get(LOCK_HOLDER)
+                   for host in FLEET}
+        if all(holders.values()) or holding.poll() is not None:
+            break
+        time.sleep(1)
+    assert len(set(holders.values())) == 1 and None not in holders.values(), (holders, holding.poll())
+    rc, output = run_fleet(fleet, collections_path, fleet_documents("f3", "fleet"))
+    assert rc != 0
+    holder = next(iter(holders.values()))
+    assert "[apps] apply on 40 cluster(s): 40 failed" in output, output
+    assert words(output).count(f"plan locked by another run") >= 40 and f"run {holder} " in words(output)
+    rc, output = finish(holding)
+    assert rc == 0, output
+    assert {fleet_value(clusters, host) for host in FLEET} == {"f2"}
+    assert not [host for host in FLEET if LOCK_HOLDER in fleet_record(clusters, host)["metadata"]["annotations"]]
