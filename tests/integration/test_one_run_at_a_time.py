@@ -63,11 +63,13 @@ def run_id(tag: str) -> str:
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{tag}"
 
 
-def start(root: Path, collections_path: Path, *extra: str, env: dict | None = None) -> subprocess.Popen:
+def start(root: Path, collections_path: Path, *extra: str, env: dict | None = None,
+          prefix: tuple = ()) -> subprocess.Popen:
+    """ansible-playbook phasekit.kube.run in ``root`` (``prefix``: a command it runs under, such as faketime)."""
     full_env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(collections_path), "ANSIBLE_NOCOLOR": "1",
                 "ANSIBLE_PYTHON_INTERPRETER": sys.executable, **(env or {})}
     full_env.pop("KUBECONFIG", None)
-    return subprocess.Popen([str(VENV_BIN / "ansible-playbook"), "phasekit.kube.run", "-i", "inventory.yml",
+    return subprocess.Popen([*prefix, str(VENV_BIN / "ansible-playbook"), "phasekit.kube.run", "-i", "inventory.yml",
                              "-e", f"plan_name={PLAN}", *extra], cwd=root, env=full_env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
@@ -78,8 +80,8 @@ def finish(proc: subprocess.Popen, timeout: float = 300) -> tuple[int, str]:
     return proc.returncode, output
 
 
-def run(root: Path, collections_path: Path, *extra: str, env: dict | None = None) -> tuple[int, str]:
-    return finish(start(root, collections_path, *extra, env=env))
+def run(root: Path, collections_path: Path, *extra: str, env: dict | None = None, prefix: tuple = ()) -> tuple[int, str]:
+    return finish(start(root, collections_path, *extra, env=env, prefix=prefix))
 
 
 def record(cluster, namespace: str, host: str = CLUSTER, plan_name: str = PLAN) -> dict:
@@ -438,3 +440,54 @@ def test_forty_hosts_each_hold_their_own_lock_and_a_second_run_fails_on_each(clu
     assert rc == 0, output
     assert {fleet_value(clusters, host) for host in FLEET} == {"f2"}
     assert not [host for host in FLEET if LOCK_HOLDER in fleet_record(clusters, host)["metadata"]["annotations"]]
+
+
+# ---------------------------------------------------------------- a controller whose clock is off
+
+
+def hand_holder(cluster, namespace: str, renewed_ago: float, duration: int) -> str:
+    """A foreign holder written by hand, renewed ``renewed_ago`` seconds ago by this machine's clock (the API
+    server's: it runs here)."""
+    renewed = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - renewed_ago))
+    holder = "20261127T000000Z-skew"
+    cluster.kubectl("annotate", "--overwrite", "configmap", f"phasekit-run-{PLAN}.{CLUSTER}", "-n", namespace,
+                    f"{LOCK_HOLDER}={holder}", f"phasekit.kube/lock-by=someone@elsewhere",
+                    f"phasekit.kube/lock-acquired={renewed}", f"phasekit.kube/lock-renewed={renewed}",
+                    f"phasekit.kube/lock-duration={duration}")
+    return holder
+
+
+def certificates_older_than(cluster, seconds: float) -> None:
+    """A controller clock set back must still find the API server's certificate valid: wait until it is old enough."""
+    done = subprocess.run(["openssl", "x509", "-noout", "-startdate", "-in", str(cluster.dir / "pki" / "apiserver.crt")],
+                          capture_output=True, text=True, check=True)
+    issued = time.mktime(time.strptime(done.stdout.strip().split("=", 1)[1], "%b %d %H:%M:%S %Y %Z")) - time.timezone
+    time.sleep(max(0.0, issued + seconds - time.time()))
+
+
+@pytest.mark.smoke
+def test_a_controller_whose_clock_is_off_reads_the_lock_by_the_servers_clock(clusters, collections_path, tmp_path,
+                                                                             namespace):
+    """Lock times are the API server's (the Date of its answers): a controller an hour ahead still sees a lock renewed
+    a moment ago as live, and one two minutes behind sees a lock whose lease ran out as expired."""
+    target = clusters[CLUSTER]
+    documents = [phase("apps", "apply", options={"namespace": namespace}, source=configmaps("a", 2, "1", namespace)),
+                 plan(PLAN, "apps")]
+    root = write_site(tmp_path / "site", documents, target_host(target), namespace)
+    rc, output = run(root, collections_path)
+    assert rc == 0, output
+    holder = hand_holder(target, namespace, renewed_ago=0, duration=120)
+    ahead = ("faketime", "-f", "+1h")
+    rc, output = run(root, collections_path, prefix=ahead)
+    assert rc != 0, output
+    assert f"plan locked by another run in ConfigMap {namespace}/phasekit-run-{PLAN}.{CLUSTER}: run {holder} " \
+           in words(output), output
+    holder = hand_holder(target, namespace, renewed_ago=60, duration=20)   # expired 40s ago, by the server's clock
+    certificates_older_than(target, 180)
+    behind = ("faketime", "-f", "-2m")
+    rc, output = run(root, collections_path, prefix=behind)
+    assert rc == 0, output
+    assert re.search(rf"took over an expired lock on ConfigMap {namespace}/phasekit-run-{PLAN}\.{CLUSTER} from run "
+                     rf"{holder} by someone@elsewhere, since \S+, last renewed \S+ \(6\ds ago\), lease 20s",
+                     words(output)), output
+    assert LOCK_HOLDER not in (record(target, namespace)["metadata"].get("annotations") or {})

@@ -919,7 +919,9 @@ def phase_recorder(records: RunRecords, tasks_executor: str = "tasks",
                           masks=masks_for(record.host) if masks_for and record.msg else None)
         problem = records.write(record.host, phase["name"], entry, patient=record.result != "failed",
                                 wait=record.result == "ok")
-        if problem and record.result != "failed":
-            record.details = {**record.details, "warnings": [*record.details.get("warnings", []), problem]}
+        said = [problem] if problem and record.result != "failed" else []
+        said += [notice for notice in (records.notice(record.host),) if notice]   # a takeover by this write
+        if said:
+            record.details = {**record.details, "warnings": [*record.details.get("warnings", []), *said]}
 
     return write
