@@ -491,3 +491,67 @@ def test_a_controller_whose_clock_is_off_reads_the_lock_by_the_servers_clock(clu
                      rf"{holder} by someone@elsewhere, since \S+, last renewed \S+ \(6\ds ago\), lease 20s",
                      words(output)), output
     assert LOCK_HOLDER not in (record(target, namespace)["metadata"].get("annotations") or {})
+
+
+# ---------------------------------------------------------------- the API server restarted while a run holds the lock
+
+REPO = Path(__file__).resolve().parents[2]
+RESTARTED = "lockrestart"   # a cluster of this test's own: a restarted control plane must not disturb other tests
+
+
+def clusters_up(*names: str) -> None:
+    done = subprocess.run([sys.executable, str(REPO / "hack/clusters.py"), "up", *names], capture_output=True,
+                          text=True, timeout=600, check=False)
+    assert done.returncode == 0, f"clusters.py up {' '.join(names)}:\n{done.stdout}\n{done.stderr}"
+
+
+@pytest.fixture(scope="module")
+def restarted_cluster(clusters):
+    shared = sorted(clusters)
+    clusters_up(RESTARTED)
+    cluster = type(clusters[shared[0]])(RESTARTED, clusters[shared[0]].dir.parent)
+    yield cluster
+    subprocess.run([sys.executable, str(REPO / "hack/clusters.py"), "down", RESTARTED], check=True,
+                   capture_output=True, text=True, timeout=300)
+    clusters_up(*shared)  # the merged kubeconfig names the shared clusters again
+
+
+@pytest.mark.first_full_line
+def test_the_api_server_restarted_while_a_run_holds_the_lock(restarted_cluster, collections_path, tmp_path):
+    """The renewals that fail while the API server is down are tried again; the run finishes and releases."""
+    cluster = restarted_cluster
+    namespace = f"phasekit-lock-{uuid.uuid4().hex[:6]}"
+    cluster.kubectl("create", "namespace", namespace)
+    marker = tmp_path / "holding"
+    hosts = {RESTARTED: {"kube_kubeconfig": str(cluster.admin_kubeconfig), "kube_context": cluster.context}}
+    documents = [phase("first", "apply", cluster=RESTARTED, options={"namespace": namespace},
+                       source=configmaps("a", 3, "1", namespace)),
+                 phase("hold", "command", cluster=RESTARTED,
+                       options={"shell": True, "cmd": f"echo holding > {marker}; sleep 25"}),
+                 phase("last", "apply", cluster=RESTARTED, options={"namespace": namespace},
+                       source=configmaps("b", 3, "1", namespace)),
+                 plan(PLAN, "first", "hold", "last")]
+    root = write_site(tmp_path / "site", documents, hosts, namespace)
+    proc = start(root, collections_path, "-e", "plan_lock_duration=9")
+    wait_for(marker, proc)
+    name = f"phasekit-run-{PLAN}.{RESTARTED}"
+    held = cluster.get_json("configmap", name, "-n", namespace)["metadata"]["annotations"]
+    assert held.get(LOCK_HOLDER), held
+    os.killpg(int((cluster.dir / "kube-apiserver.pid").read_text()), signal.SIGKILL)
+    time.sleep(5)   # a renewal (every 3s) fails meanwhile
+    clusters_up(RESTARTED)
+    before = cluster.get_json("configmap", name, "-n", namespace)["metadata"]["annotations"]
+    renewed_again = False
+    for _ in range(20):   # the renewals go on once the API server is back
+        time.sleep(0.5)
+        now = cluster.get_json("configmap", name, "-n", namespace)["metadata"]["annotations"]
+        if now.get(LOCK_HOLDER) == held[LOCK_HOLDER] and now.get("phasekit.kube/lock-renewed") != before.get(
+                "phasekit.kube/lock-renewed"):
+            renewed_again = True
+            break
+    rc, output = finish(proc)
+    assert rc == 0, output
+    assert renewed_again, (before, output)
+    found = cluster.get_json("configmap", name, "-n", namespace)
+    assert LOCK_HOLDER not in found["metadata"]["annotations"], found["metadata"]
+    assert [entry["result"] for entry in json.loads(found["data"]["last"])] == ["changed"]
