@@ -45,7 +45,8 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.fingerprint i
     FileDigests, command_words, uncomparable)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.container import (
     CONTAINER_SPEC, container_failure_message, run_container, shown_items, write_output)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import RunRecords, bundle_digest, resumable
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import (
+    LockRefused, RunRecords, bundle_digest, resumable)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import TASKS_EXECUTOR, Outcome, time_left
 from ansible_collections.phasekit.kube.plugins.module_utils.masking import Masks
 from ansible_collections.phasekit.kube.plugins.module_utils.templating import has_template_strings, is_template_text
@@ -223,10 +224,9 @@ class BuiltinExecutors:
             return
         executor = phase["executor"]
         self.records.guard(host)
-        if executor in READS_ONLY or (self.mode == DESTROY and executor not in ("apply", "helm")):
-            return  # destroy undoes apply and helm phases only
-        helm_applies = executor == "helm" and (phase.get("options") or {}).get("helm_mode") == MODE_APPLY
-        self.records.begin(host, acquire=executor in WRITES_OUTSIDE_SESSION and not helm_applies)
+        if executor in READS_ONLY or self.mode == DESTROY:
+            return  # destroy takes it when it undoes a phase (``_destroy``: a cluster gone may be skipped)
+        self.records.begin(host, acquire=writes_outside_session(phase))
 
     def _run_executor(self, phase: dict, host: str) -> Outcome:
         if self.mode == DESTROY:
@@ -576,21 +576,26 @@ class BuiltinExecutors:
             return Outcome(skipped=True, msg=f"{phase['executor']} phases have nothing to destroy")
         try:
             self.access.resolution(host)
+            if self.records is not None:
+                self.records.begin(host, acquire=writes_outside_session(phase))
             return undo(phase, host)
         except PhasekitError as err:
-            if self.skip_unreachable and not self._reachable(host):
-                return Outcome(skipped=True, msg=f"{UNREACHABLE}: {err}")
+            unreachable = self._unreachable(host) if self.skip_unreachable else None
+            if unreachable is not None:
+                # the lock's record could not be read: the server's own answer says why
+                return Outcome(skipped=True, msg=f"{UNREACHABLE}: {unreachable if isinstance(err, LockRefused) else err}")
             raise
 
-    def _reachable(self, host: str) -> bool:
-        """Whether the host's kubeconfig resolves and its API server answers (asked after a failure only)."""
+    def _unreachable(self, host: str) -> str | None:
+        """Why the host's kubeconfig does not resolve or its API server does not answer (asked after a failure
+        only); None when it answers."""
         try:
             self.access.session(host, EXTRA_CONNECTIONS).get("/version")
-        except PhasekitError:  # no answer, or no kubeconfig any more (its Secret went with its parent)
-            return False
+        except PhasekitError as err:  # no answer, or no kubeconfig any more (its Secret went with its parent)
+            return str(err)
         except ApiError:  # an answer, even a refusal
-            return True
-        return True
+            return None
+        return None
 
     def _destroy_apply(self, phase: dict, host: str) -> Outcome:
         args = apply_arguments(phase)
@@ -609,6 +614,14 @@ class BuiltinExecutors:
         session = self.access.session(host, EXTRA_CONNECTIONS)
         return Teardown(session, Discovery(session), dry_run=self.dry_run,
                         timeout=TEARDOWN_TIMEOUT if timeout is None else timeout)
+
+
+def writes_outside_session(phase: dict) -> bool:
+    """Whether the phase's program writes to the cluster on its own (a command, a container, a task file, a chart
+    through the helm CLI), so that the run's lock is taken when the phase starts."""
+    executor = phase["executor"]
+    helm_applies = executor == "helm" and (phase.get("options") or {}).get("helm_mode") == MODE_APPLY
+    return executor in WRITES_OUTSIDE_SESSION and not helm_applies
 
 
 def capped(seconds, phase: dict, default: float | None = None) -> float | None:

@@ -710,7 +710,7 @@ class RunRecords:
                release: bool = False) -> None:
         """Write ``data`` keys to the record; with the lock, also the holder (or its release), and only if the
         record is still as this run last saw it (its resourceVersion): else ``_conflict`` decides."""
-        for _attempt in range(2):  # a conflict that leaves this run the holder is written once more
+        for _attempt in range(3):  # a conflict that leaves this run the holder (a label edited) is written again
             try:
                 self._store_once(host, cluster, data, attempts, release)
                 return
