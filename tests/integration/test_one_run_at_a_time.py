@@ -290,6 +290,36 @@ def test_a_run_killed_outright_loses_its_lock_after_its_lease_and_the_next_takes
     assert LOCK_HOLDER not in (record(target, namespace)["metadata"].get("annotations") or {})
 
 
+@pytest.mark.parametrize("signum, target", [
+    pytest.param(signal.SIGTERM, "process", marks=pytest.mark.smoke),
+    (signal.SIGINT, "process"), (signal.SIGTERM, "group"), (signal.SIGHUP, "process")],
+    ids=["sigterm-to-process", "sigint-to-process", "sigterm-to-group", "sighup-to-process"])
+def test_an_interrupted_run_releases_its_lock(clusters, collections_path, tmp_path, namespace, signum, target):
+    """An AWX cancel (SIGTERM), a Ctrl-C (SIGINT), a closed terminal (SIGHUP): the step's end releases the lock at
+    once (not when the command it runs ends), and the next run goes on."""
+    cluster = clusters[CLUSTER]
+    marker, done = tmp_path / "holding", tmp_path / "held-once"
+    root = resumable_site(tmp_path / "site", cluster, namespace, marker, done)
+    proc = start(root, collections_path)
+    try:
+        wait_for(marker, proc)
+        assert record(cluster, namespace)["metadata"]["annotations"].get(LOCK_HOLDER)
+        if target == "group":
+            os.killpg(proc.pid, signum)
+        else:
+            proc.send_signal(signum)
+        proc.communicate(timeout=60)
+        assert proc.returncode != 0
+        released = time.monotonic() + 20
+        while LOCK_HOLDER in record(cluster, namespace)["metadata"]["annotations"]:
+            assert time.monotonic() < released, record(cluster, namespace)["metadata"]["annotations"]
+            time.sleep(0.5)
+    finally:
+        kill_outright(proc)
+    rc, output = run(root, collections_path, "-e", "plan_resume=true")
+    assert rc == 0, output
+
+
 # ---------------------------------------------------------------- a fleet: a lock per host
 
 FLEET_ID = uuid.uuid4().hex[:5]

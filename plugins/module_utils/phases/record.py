@@ -185,6 +185,7 @@ class _ClusterRecord:
         self.read = bool(problem)
         self.exists = False
         self.problem = problem     # why it could not be read (then nothing is written either)
+        self.unreachable = ""       # the cluster could not be reached to read it (the message says why)
         self.entries: dict[str, list] = {}
         self.pending: dict[str, str] = {}   # data keys not written yet, as they will be written
         self.pending_since: float | None = None
@@ -445,6 +446,8 @@ class RunRecords:
     def _usable(self, host: str, cluster: _ClusterRecord) -> None:
         if cluster.lost:
             raise LockRefused(cluster.lost)
+        if cluster.unreachable:
+            raise PhasekitError(cluster.unreachable)  # the cluster's own failure, as the phase would have met it
         if cluster.problem:
             raise LockRefused(f"{cluster.problem}; this run takes its lock there before it writes to cluster {host}, "
                               f"so nothing was written (plan_record: false runs without records and without a lock)")
@@ -622,6 +625,7 @@ class RunRecords:
                     cluster.legacy_name = legacy
         except (ApiError, PhasekitError) as err:
             cluster.problem = f"run record {self.where(host)} cannot be read: {_reason(err)}"
+            cluster.unreachable = "" if isinstance(err, ApiError) else str(err)
             if isinstance(err, ApiError) and err.status in (401, 403):
                 cluster.problem += (f" (the run's user needs get, create and patch on ConfigMaps in namespace "
                                     f"{cluster.namespace})")
