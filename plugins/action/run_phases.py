@@ -68,6 +68,7 @@ ARGUMENT_SPEC = {
     "report_junit": {"type": "path", "default": ""},
     "lock_timeout": {"type": "float", "default": 0},
     "lock_duration": {"type": "int", "default": DEFAULT_DURATION},
+    "release_locks": {"type": "bool", "default": False},
 }
 REPORT_OPTIONS = ("report_json", "report_junit")  # the summary for CI, written when asked
 MAX_CLUSTER_CONCURRENCY = 256
@@ -107,7 +108,12 @@ class ActionModule(PhasekitAction):
         in_play = list(task_vars.get("ansible_play_hosts") or [])
         hosts_of = [set(phase.get("hosts") or []) & set(in_play) for phase in phases]
         writes = mode in (RUN, DESTROY) and not self._task.check_mode
-        last_phases = last_phase_of_hosts(selected_phases(plan, None), in_play, reverse=mode == DESTROY)
+        whole = selected_phases(plan, None)
+        last_phases = last_phase_of_hosts(whole, in_play, reverse=mode == DESTROY)
+        # a tasks phase that is a host's last: its task file runs after its step, so the lock stays held for it
+        # and the role's last task releases it (release_locks)
+        tasks_last = {host for host, name in last_phases.items()
+                      if any(phase["name"] == name and phase["executor"] == TASKS_EXECUTOR for phase in whole)}
         step = {phase["name"] for phase in planned}
         if writes and not args["record"] and set(_first_phase(plan, mode)) & step:  # once per run: its first step
             display.warning("plan_record is false: this run keeps no run record, so it takes no lock either; another "
@@ -121,6 +127,8 @@ class ActionModule(PhasekitAction):
                                         {host: name for host, name in last_phases.items() if name in step})
             if mode == HISTORY:
                 return self._history(records, planned, in_play, concurrency)
+            if args["release_locks"]:
+                return self._release_locks(records if writes else None, sorted(tasks_last))
             charts = stack.enter_context(ChartCache())
             widest = max((len(hosts) for hosts in hosts_of), default=1)
             # one cluster at a time: its apply keeps its own concurrency; several: one shared pool of writes
@@ -158,7 +166,7 @@ class ActionModule(PhasekitAction):
                 # cluster's lock released there when the run ends on it (see _released)
                 if writes and report is None:
                     records.stop_writes("the step was interrupted")
-                for problem in records.flush(release=_released(report, last_phases, step)) if writes else ():
+                for problem in records.flush(release=_released(report, last_phases, step, tasks_last)) if writes else ():
                     display.warning(problem)
             memory = fleet.memory() if args["remember"] else None
             records = [record.to_dict() for record in report.records]
@@ -208,6 +216,17 @@ class ActionModule(PhasekitAction):
                           namespace_for=lambda host: namespace or fleet.resolution(host).namespace or "default",
                           create_key=mode == RUN and not self._task.check_mode, lock=lock,
                           release_after=release_after)
+
+    @staticmethod
+    def _release_locks(records: RunRecords | None, hosts: list[str]) -> dict:
+        """The run's end, after task files: the locks this run still holds on ``hosts`` (their last phase was a
+        tasks phase) are released; a problem is a warning (the lease runs out anyway)."""
+        if records is not None and records.lock is not None:
+            for host in hosts:
+                problem = records.release(host)
+                if problem:
+                    display.warning(problem)
+        return {"changed": False, "records": [], "released": hosts if records is not None else []}
 
     def _history(self, records: RunRecords | None, planned: list[dict], in_play: list[str], concurrency: int) -> dict:
         """``history``: each cluster's recent runs of the plan, from its run record."""
@@ -359,13 +378,14 @@ def _first_phase(plan, mode: str) -> list[str]:
     return names[:1]
 
 
-def _released(report, last_phases: dict, step: set):
+def _released(report, last_phases: dict, step: set, tasks_last: set):
     """Which held clusters a step's end releases: all when the run stops (a failure, a rollout's stop, an
-    interruption: ``report`` None), else those whose last phase of the plan was in this step, or that failed."""
+    interruption: ``report`` None), else those whose last phase of the plan was in this step (unless it is a tasks
+    phase: its task file runs after the step), or that failed."""
     if report is None or report.stopped_by:
         return lambda host: True
     failed = set(report.failed_hosts())
-    return lambda host: host in failed or last_phases.get(host) in step
+    return lambda host: host in failed or (last_phases.get(host) in step and host not in tasks_last)
 
 
 def new_run_id() -> str:

@@ -117,6 +117,12 @@ options:
       holder killed outright loses it after this long.
     type: int
     default: 120
+  release_locks:
+    description:
+      - Run no phase; release the locks this run (O(run_id)) still holds on the hosts in play whose last phase of
+        the plan is a C(tasks) phase (held while their task files ran). The role's last task does this.
+    type: bool
+    default: false
   run_id:
     description: The run's id in the records (the role passes one for all the steps of a run); empty, a new one
       (the start time in UTC and a random tail).

@@ -585,3 +585,32 @@ def test_the_api_server_restarted_while_a_run_holds_the_lock(restarted_cluster, 
     found = cluster.get_json("configmap", name, "-n", namespace)
     assert LOCK_HOLDER not in found["metadata"]["annotations"], found["metadata"]
     assert [entry["result"] for entry in json.loads(found["data"]["last"])] == ["changed"]
+
+
+# ---------------------------------------------------------------- a tasks phase: the lock holds while its task file runs
+
+
+@pytest.mark.smoke
+def test_the_lock_is_held_while_a_last_tasks_phase_runs_its_task_file(clusters, collections_path, tmp_path,
+                                                                      namespace):
+    """A host's last phase is a tasks phase: its task file runs under the run's lock (another run is refused
+    meanwhile), and the role's last task releases it."""
+    cluster = clusters[CLUSTER]
+    seen = tmp_path / "seen-holder"
+    root = tmp_path / "site"
+    (root / "tasks").mkdir(parents=True)
+    (root / "tasks" / "look.yml").write_text(yaml.safe_dump([{
+        "name": "The record's lock holder, as the task file runs",
+        "ansible.builtin.shell": f"kubectl --kubeconfig {cluster.admin_kubeconfig} get configmap "
+                                 f"phasekit-run-{PLAN}.{CLUSTER} -n {namespace} "
+                                 f"-o jsonpath='{{.metadata.annotations.phasekit\\.kube/lock-holder}}' > {seen}",
+        "changed_when": False}]))
+    documents = [phase("apps", "apply", options={"namespace": namespace}, source=configmaps("a", 2, "1", namespace)),
+                 phase("look", "tasks", source="../tasks/look.yml"),
+                 plan(PLAN, "apps", "look")]
+    write_site(root, documents, target_host(cluster), namespace)
+    rc, output = run(root, collections_path)
+    assert rc == 0, output
+    entries = json.loads(record(cluster, namespace)["data"]["apps"])
+    assert seen.read_text().strip() == entries[0]["run"], (seen.read_text(), output)
+    assert LOCK_HOLDER not in record(cluster, namespace)["metadata"]["annotations"]

@@ -399,6 +399,17 @@ class RunRecords:
             said, cluster.notice = cluster.notice, ""
             return said or None
 
+    def release(self, host: str) -> str | None:
+        """Release the host's lock if this run holds it (read first: an earlier step of the run took it); a problem
+        is returned as a warning."""
+        cluster = self._cluster(host)
+        with cluster.lock:
+            self._read(host, cluster)
+            if cluster.problem or cluster.holder is None or cluster.holder.run != self.run.run:
+                return None
+            cluster.held = True
+            return self._write_pending(host, cluster, None, release=True)
+
     def held_hosts(self) -> list[str]:
         with self._lock:
             return sorted(host for host, cluster in self._clusters.items() if cluster.held and not cluster.lost)
