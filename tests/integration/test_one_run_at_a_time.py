@@ -614,3 +614,34 @@ def test_the_lock_is_held_while_a_last_tasks_phase_runs_its_task_file(clusters, 
     entries = json.loads(record(cluster, namespace)["data"]["apps"])
     assert seen.read_text().strip() == entries[0]["run"], (seen.read_text(), output)
     assert LOCK_HOLDER not in record(cluster, namespace)["metadata"]["annotations"]
+
+
+# ---------------------------------------------------------------- rights, and no records
+
+
+@pytest.mark.smoke
+def test_a_user_who_may_not_write_the_record_gets_the_verbs_and_nothing_is_written(clusters, collections_path,
+                                                                                     tmp_path, namespace):
+    """The limited user edits namespace phasekit-limited and only views the others: its record (kept in this test's
+    namespace) cannot be made, so the run fails before it applies anything, naming the verbs and the namespace."""
+    cluster = clusters[CLUSTER]
+    name = f"lock-{uuid.uuid4().hex[:6]}"
+    documents = [phase("apps", "apply", options={"namespace": "phasekit-limited"},
+                       source=[{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
+                                "data": {"v": "1"}}]),
+                 plan(PLAN, "apps")]
+    hosts = {CLUSTER: {"kube_kubeconfig": str(cluster.limited_kubeconfig), "kube_context": cluster.limited_context}}
+    root = write_site(tmp_path / "site", documents, hosts, namespace)
+    rc, output = run(root, collections_path)
+    assert rc != 0, output
+    said = words(output)
+    assert f"cluster {CLUSTER}: this run cannot take its lock in run record ConfigMap {namespace}/phasekit-run-{PLAN}." \
+           f"{CLUSTER}: 403 Forbidden" in said, output
+    assert f"needs get, create and patch on ConfigMaps in namespace {namespace}" in said, output
+    assert "nothing was written to this cluster" in said, output
+    assert cluster.kubectl("get", "configmap", name, "-n", "phasekit-limited", check=False).returncode != 0
+    # without records there is no lock, and the run says so once
+    rc, output = run(root, collections_path, "-e", "plan_record=false")
+    assert rc == 0, output
+    assert words(output).count("plan_record is false: this run keeps no run record, so it takes no lock") == 1
+    cluster.kubectl("delete", "configmap", name, "-n", "phasekit-limited")

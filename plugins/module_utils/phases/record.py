@@ -486,9 +486,21 @@ class RunRecords:
             raise LockRefused(cluster.lost)
         if cluster.held:
             return
-        self._store(host, cluster, dict(cluster.pending), None)
+        try:
+            self._store(host, cluster, dict(cluster.pending), None)
+        except ApiError as err:
+            cluster.lost = self._not_taken(host, cluster, err)
+            raise LockRefused(cluster.lost) from None
         cluster.pending.clear()
         cluster.pending_since = None
+
+    def _not_taken(self, host: str, cluster: _ClusterRecord, err: ApiError) -> str:
+        """Why the lock could not be taken (the record could not be written), for people."""
+        message = f"cluster {host}: this run cannot take its lock in run record {self.where(host)}: {_reason(err)}"
+        if err.status in (401, 403):
+            message += (f" (the run's user needs get, create and patch on ConfigMaps in namespace "
+                        f"{cluster.namespace}, or set plan_record_namespace to a namespace where it has them)")
+        return message + "; nothing was written to this cluster"
 
     def _wait_for(self, host: str, cluster: _ClusterRecord) -> None:
         """``timeout``: poll the record until its holder is gone or expired (then take it), or fail naming the

@@ -121,6 +121,7 @@ class Server:
         self.version = 100
         self.now = NOW
         self.forbidden = False
+        self.read_only = False     # get, no create or patch (a view user)
 
     def session(self):
         return Session(self)
@@ -149,6 +150,9 @@ class Session:
         server = self.server
         if server.forbidden:
             raise ApiError(403, "Forbidden", 'configmaps is forbidden: User "dev" cannot get resource "configmaps"')
+        if server.read_only and method != "GET" and "/configmaps/phasekit-run-" in path + "/" + str(
+                (body or {}).get("metadata", {}).get("name", "")):
+            raise ApiError(403, "Forbidden", 'configmaps is forbidden: User "dev" cannot patch resource "configmaps"')
         if "/secrets" in path:
             raise ApiError(404, "NotFound", "not found")
         if method == "GET":
@@ -410,3 +414,15 @@ def test_an_interrupted_step_sends_no_write_after_it_stops_and_releases():
         session.request("PATCH", "/api/v1/namespaces/app/configmaps/a1", body={})
     assert records.flush(release=lambda host: True) == []
     assert HOLDER not in server.objects[PATH]["metadata"]["annotations"]
+
+
+def test_a_user_who_may_read_but_not_write_the_record_takes_no_lock_and_writes_nothing():
+    server = Server()
+    a_record(server)
+    server.read_only = True
+    records, session = run_records(server)
+    records.begin("c1")
+    with pytest.raises(LockRefused, match="cannot take its lock in run record ConfigMap ns/phasekit-run-site.c1: 403 "
+                                          "Forbidden.*needs get, create and patch on ConfigMaps in namespace ns.*"
+                                          "nothing was written"):
+        session.request("PATCH", "/api/v1/namespaces/app/configmaps/a1", body={})
