@@ -205,6 +205,7 @@ class _ClusterRecord:
         self.lost = ""              # why this run may not write to this cluster (another run holds it, ...)
         self.ran_here = False       # the record holds entries of this run (an earlier step of it wrote here)
         self.notice = ""            # a takeover of an expired lock, said once
+        self.deferred = False       # the record's namespace did not exist at the first write: no lock until it does
 
     def said_once(self, problem: str) -> str | None:
         """A cluster's record problem is a warning once per run, not once per phase."""
@@ -484,11 +485,19 @@ class RunRecords:
         """Take the lock: a write of the record with the holder's annotations and the resourceVersion read."""
         if cluster.lost:
             raise LockRefused(cluster.lost)
-        if cluster.held:
+        if cluster.held or cluster.deferred:
             return
         try:
             self._store(host, cluster, dict(cluster.pending), None)
         except ApiError as err:
+            if err.status == 404 and not cluster.exists:
+                # the record's namespace does not exist (yet: the plan may be making it): the lock is taken with
+                # the record, by its next write (this phase's entry), and said so
+                cluster.deferred = True
+                cluster.notice = (f"cluster {host}: no lock yet: the run record's namespace {cluster.namespace} does "
+                                  f"not exist ({_reason(err)}); this run takes its lock when it can write the "
+                                  f"record there (at the end of this phase)")
+                return
             cluster.lost = self._not_taken(host, cluster, err)
             raise LockRefused(cluster.lost) from None
         cluster.pending.clear()
@@ -788,6 +797,7 @@ class RunRecords:
         if self.lock is not None and isinstance(answer, dict):
             self._answered(cluster, answer)
             cluster.exists = True
+            cluster.deferred = False
 
     def _drop_legacy(self, host: str, cluster: _ClusterRecord) -> None:
         """The former version's record, now copied: deleted, best effort (left, it only costs its space)."""

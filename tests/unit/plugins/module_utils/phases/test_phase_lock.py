@@ -122,6 +122,7 @@ class Server:
         self.now = NOW
         self.forbidden = False
         self.read_only = False     # get, no create or patch (a view user)
+        self.no_namespace = False  # the record's namespace does not exist (yet)
 
     def session(self):
         return Session(self)
@@ -159,6 +160,8 @@ class Session:
             if path not in server.objects:
                 raise ApiError(404, "NotFound", "not found")
             return Response(200, copy.deepcopy(server.objects[path]))
+        if method == "POST" and server.no_namespace:
+            raise ApiError(404, "NotFound", 'namespaces "ns" not found')
         if method == "POST":
             where = f"{path}/{body['metadata']['name']}"
             if where in server.objects:
@@ -426,3 +429,16 @@ def test_a_user_who_may_read_but_not_write_the_record_takes_no_lock_and_writes_n
                                           "Forbidden.*needs get, create and patch on ConfigMaps in namespace ns.*"
                                           "nothing was written"):
         session.request("PATCH", "/api/v1/namespaces/app/configmaps/a1", body={})
+
+
+def test_a_record_namespace_that_does_not_exist_yet_defers_the_lock_to_the_records_first_write():
+    """A plan that makes its own namespace: the lock is taken with the record, at the phase's end, and said so."""
+    server = Server()
+    server.no_namespace = True
+    records, session = run_records(server, release_after={"c1": "two"})
+    records.begin("c1", acquire=True)
+    assert "no lock yet: the run record's namespace ns does not exist" in records.notice("c1")
+    session.request("PATCH", "/api/v1/namespaces/app/configmaps/a1", body={})   # not refused
+    server.no_namespace = False    # the phase made it
+    assert records.write("c1", "one", entry()) is None
+    assert holder_of(server.objects[PATH]["metadata"]["annotations"]).run == RUN.run
