@@ -267,7 +267,7 @@ def test_a_run_that_acted_and_released_meanwhile_fails_this_run_asking_to_run_ag
     records, session = run_records(server)
     records.begin("c1")
     other = RunInfo(run=OTHER, plan="site", version="0.1.0", by="b@x")
-    rival, _ = run_records(server, run=other, release_after={"c1": "one"})
+    rival = run_records(server, run=other, release_after={"c1": "one"})[0]
     rival.begin("c1", acquire=True)
     assert rival.write("c1", "one", entry(run=other)) is None
     assert holder_of(server.objects[PATH]["metadata"]["annotations"]) is None   # released
@@ -330,7 +330,7 @@ def test_a_step_that_is_not_the_hosts_last_keeps_the_lock_renewed_at_its_end():
 def test_a_missing_record_is_created_as_the_acquisition_and_a_rival_create_is_named():
     server = Server()
     records, session = run_records(server)
-    rival, _ = run_records(server, run=RunInfo(run=OTHER, plan="site", version="0.1.0", by="b@x"))
+    rival = run_records(server, run=RunInfo(run=OTHER, plan="site", version="0.1.0", by="b@x"))[0]
     records.begin("c1")
     rival.begin("c1", acquire=True)
     assert holder_of(server.objects[PATH]["metadata"]["annotations"]).run == OTHER
@@ -341,7 +341,7 @@ def test_a_missing_record_is_created_as_the_acquisition_and_a_rival_create_is_na
 def test_the_next_step_renews_its_own_lock_and_fails_loudly_when_another_took_it_over():
     server = Server()
     a_record(server)
-    first, _ = run_records(server)
+    first = run_records(server)[0]
     first.begin("c1", acquire=True)
     first.write("c1", "one", entry())
     first.flush(release=lambda host: False)
@@ -351,9 +351,9 @@ def test_the_next_step_renews_its_own_lock_and_fails_loudly_when_another_took_it
     assert holder_of(server.objects[PATH]["metadata"]["annotations"]).renewed == NOW + 50
     # killed while a task file ran: another run took the expired lock over
     server.now += 500
-    rival, _ = run_records(server, run=RunInfo(run=OTHER, plan="site", version="0.1.0", by="b@x"))
+    rival = run_records(server, run=RunInfo(run=OTHER, plan="site", version="0.1.0", by="b@x"))[0]
     rival.begin("c1", acquire=True)
-    last, _ = run_records(server)
+    last = run_records(server)[0]
     with pytest.raises(LockRefused, match=f"this run lost its lock .* now held by run {OTHER}"):
         last.begin("c1")
 
