@@ -261,35 +261,54 @@ def wait_for(path: Path, proc: subprocess.Popen, seconds: float = 120) -> None:
 @pytest.mark.first_full_line
 def test_a_run_killed_outright_loses_its_lock_after_its_lease_and_the_next_takes_over(
         clusters, collections_path, tmp_path, namespace):
+    """Killed on another controller: its lock holds until its lease runs out; killed on this one: the next run here
+    sees its process is gone and takes the lock over at once. Both say from whom; plan_resume finishes the rest."""
     target = clusters[CLUSTER]
     marker, done = tmp_path / "holding", tmp_path / "held-once"
     root = resumable_site(tmp_path / "site", target, namespace, marker, done)
+    name = f"phasekit-run-{PLAN}.{CLUSTER}"
     killed = start(root, collections_path, "-e", "plan_lock_duration=10")
     wait_for(marker, killed)
     kill_outright(killed)
     annotations = record(target, namespace)["metadata"]["annotations"]
     holder = annotations[LOCK_HOLDER]
-    assert json.loads(annotations["phasekit.kube/lock-by"])["pid"] == killed.pid
+    by = json.loads(annotations["phasekit.kube/lock-by"])
+    assert by["pid"] == killed.pid
+    # as if it had run on another controller: nothing here can tell it is gone
+    target.kubectl("annotate", "--overwrite", "configmap", name, "-n", namespace,
+                   "phasekit.kube/lock-by=" + json.dumps({**by, "host": "elsewhere"}))
     # at once: the lease is live, the next run fails naming the holder, and writes nothing
     rc, output = run(root, collections_path, "-e", "plan_resume=true")
     assert rc != 0, output
     said = words(output)
-    assert f"plan locked by another run in ConfigMap {namespace}/phasekit-run-{PLAN}.{CLUSTER}: run {holder} " in said
-    assert f"(pid {killed.pid}, started " in said and "lease 10s" in said, output
-    assert f"kubectl annotate configmap phasekit-run-{PLAN}.{CLUSTER} -n {namespace} phasekit.kube/lock-holder-" in said
+    assert f"plan locked by another run in ConfigMap {namespace}/{name}: run {holder} " in said, output
+    assert f"@elsewhere (pid {killed.pid}, started " in said and "lease 10s" in said, output
+    assert f"kubectl annotate configmap {name} -n {namespace} phasekit.kube/lock-holder-" in said
     assert "b0" not in state(target, namespace)
     # waiting: it takes the lock over once the lease ran out, says from whom, and resume finishes the rest
     began = time.monotonic()
     rc, output = run(root, collections_path, "-e", "plan_resume=true", "-e", "plan_lock_timeout=60")
     assert rc == 0, output
     said = words(output)
-    assert re.search(rf"cluster {CLUSTER}: took over an expired lock on ConfigMap {namespace}/phasekit-run-{PLAN}"
-                     rf"\.{CLUSTER} from run {holder} by \S+ \(pid {killed.pid}, started \S+\), since \S+, last "
-                     rf"renewed \S+ \(\d+s ago\), lease 10s", said), said
+    assert re.search(rf"cluster {CLUSTER}: took over an expired lock on ConfigMap {namespace}/{name} from run "
+                     rf"{holder} by \S+@elsewhere \(pid {killed.pid}, started \S+\), since \S+, last renewed \S+ "
+                     rf"\(\d+s ago\), lease 10s", said), said
     assert time.monotonic() - began < 60
     assert "[first] apply on 1 cluster(s): 1 skipped: resumed" in output, output
     assert set(state(target, namespace)) == {f"a{n}" for n in range(5)} | {f"b{n}" for n in range(5)}
     assert LOCK_HOLDER not in (record(target, namespace)["metadata"].get("annotations") or {})
+
+    # killed on this controller (default lease, 120s): the next run here takes it over at once
+    done.unlink()
+    marker.unlink()
+    killed = start(root, collections_path)
+    wait_for(marker, killed)
+    kill_outright(killed)
+    holder = record(target, namespace)["metadata"]["annotations"][LOCK_HOLDER]
+    rc, output = run(root, collections_path, "-e", "plan_resume=true")
+    assert rc == 0, output
+    assert re.search(rf"cluster {CLUSTER}: took over the lock on ConfigMap {namespace}/{name} of a run whose process "
+                     rf"is gone from this controller: run {holder} by \S+ \(pid {killed.pid}, ", words(output)), output
 
 
 @pytest.mark.parametrize("signum, target", [

@@ -119,12 +119,52 @@ def holder_by(run: str, environ=None) -> str:
         user = getpass.getuser()
     except (KeyError, OSError):  # no passwd entry (a container's random uid)
         user = str(os.getuid())
-    by = {"user": user, "host": socket.gethostname(), "pid": os.getppid(), "started": run_started(run)}
+    by = {"user": user, "host": socket.gethostname(), "pid": os.getppid(), "started": run_started(run),
+          **process_space()}
     for variable, label in JOB_VARIABLES:
         if environ.get(variable):
             by["job"] = f"{label} {environ[variable]}"
             break
     return json.dumps(by, separators=(",", ":"), sort_keys=True)
+
+
+def process_space() -> dict:
+    """Where a pid means one process: this kernel's boot and this pid namespace (two containers with one host name
+    share neither); empty where they cannot be read."""
+    space = {}
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as boot:
+            space["boot"] = boot.read().strip()
+        space["pidns"] = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return {}
+    return space
+
+
+def holder_gone(holder: LockHolder | None) -> bool:
+    """Whether the holder's ansible-playbook is known to be gone: it ran here (this host name, this boot, this pid
+    namespace) and its pid is no process any more. A run that died with its cluster unreachable could not release
+    its lock; the next run on the same controller need not wait out the lease. Anywhere else: not known (False)."""
+    if holder is None:
+        return False
+    try:
+        by = json.loads(holder.by)
+    except ValueError:
+        return False
+    space = process_space()
+    if not isinstance(by, dict) or not space or by.get("host") != socket.gethostname() or any(
+            by.get(key) != value for key, value in space.items()):
+        return False
+    pid = by.get("pid")
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 1:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:   # another user's process: alive
+        return False
+    return False
 
 
 def run_started(run: str) -> str:
@@ -190,8 +230,12 @@ def lost_message(host: str, namespace: str, name: str, holder: LockHolder | None
             f"nothing more there. Check the cluster's state, then run again")
 
 
-def took_over_message(host: str, namespace: str, name: str, holder: LockHolder, now: float) -> str:
-    """A run that takes over an expired lock says from whom (its holder was killed, or lost its cluster)."""
+def took_over_message(host: str, namespace: str, name: str, holder: LockHolder, now: float, gone: bool = False) -> str:
+    """A run that takes over an expired lock says from whom (its holder was killed, or lost its cluster); a holder
+    whose process is gone from this controller (``holder_gone``) is said so."""
+    if gone:
+        return (f"cluster {host}: took over the lock on ConfigMap {namespace}/{name} of a run whose process is gone "
+                f"from this controller: {holder_text(holder, now)}")
     return f"cluster {host}: took over an expired lock on ConfigMap {namespace}/{name} from {holder_text(holder, now)}"
 
 

@@ -60,7 +60,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import 
 from ansible_collections.phasekit.kube.plugins.module_utils.masking import Masks
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.lock import (
     EXPIRED, LIVE, OURS, POLL_SECONDS, LockHolder, LockSettings, by_text, changed_meanwhile_message, due_for_renewal,
-    held_message, holder_of, lock_state, lost_message, released, took_over_message)
+    held_message, holder_gone, holder_of, lock_state, lost_message, released, took_over_message)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.selection import OCCURRENCE
 
 RECORD_PREFIX = "phasekit-run-"
@@ -468,7 +468,7 @@ class RunRecords:
         """The holder as read at the host's first writing phase of this step: a live foreign one fails it; the
         lock this run held in an earlier step is renewed when due; another run that took it over is named."""
         now = self._server_time(host)
-        state = lock_state(cluster.holder, self.run.run, now)
+        state = self._state(cluster, now)
         name = cluster.name or record_name(self.run.plan, host)
         if state == LIVE or (state != OURS and cluster.ran_here and cluster.holder is not None):
             cluster.lost = (lost_message(host, cluster.namespace, name, cluster.holder, now) if cluster.ran_here
@@ -526,7 +526,7 @@ class RunRecords:
                 self._read(host, cluster, fresh=True)
                 self._usable(host, cluster)
                 now = self._server_time(host)
-                state = lock_state(cluster.holder, self.run.run, now)
+                state = self._state(cluster, now)
                 waited = self._clock() - started
                 if state != LIVE:
                     try:
@@ -549,13 +549,14 @@ class RunRecords:
         (released). A write that does not hold the lock yet takes it: never over a live foreign holder."""
         now = self._server_time(host)
         name = cluster.name or record_name(self.run.plan, host)
-        state = lock_state(cluster.holder, self.run.run, now)
+        state = self._state(cluster, now)
         if not cluster.held:
             if state == LIVE:
                 cluster.lost = held_message(host, cluster.namespace, name, cluster.holder, now)
                 raise LockRefused(cluster.lost)
             if state == EXPIRED:
-                cluster.notice = took_over_message(host, cluster.namespace, name, cluster.holder, now)
+                gone = lock_state(cluster.holder, self.run.run, now) == LIVE
+                cluster.notice = took_over_message(host, cluster.namespace, name, cluster.holder, now, gone=gone)
         if release:
             return released() if cluster.holder is not None else {}
         acquired = cluster.holder.acquired if state == OURS and cluster.holder.acquired is not None else now
@@ -570,7 +571,7 @@ class RunRecords:
         self._answered(cluster, found)
         now = self._server_time(host)
         name = cluster.name or record_name(self.run.plan, host)
-        state = lock_state(cluster.holder, self.run.run, now)
+        state = self._state(cluster, now)
         if state == OURS:
             return True
         if was_held:
@@ -606,6 +607,12 @@ class RunRecords:
         cluster.version = metadata.get("resourceVersion")
         cluster.holder = holder_of(metadata.get("annotations"))
         cluster.held = cluster.holder is not None and cluster.holder.run == self.run.run
+
+    def _state(self, cluster: _ClusterRecord, now: float) -> str:
+        """The lock's state (``lock.lock_state``); a live foreign holder whose process is gone from this controller
+        counts as expired (``lock.holder_gone``)."""
+        state = lock_state(cluster.holder, self.run.run, now)
+        return EXPIRED if state == LIVE and holder_gone(cluster.holder) else state
 
     def _server_time(self, host: str) -> float:
         """The API server's time (the Date of its last answer); the controller's when it sent none (a stand-in)."""

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import subprocess
 
 import pytest
 
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError, Response
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.lock import (
     ACQUIRED, BY, DURATION, EXPIRED, FREE, HOLDER, LIVE, OURS, RENEWED, LockHolder, LockSettings, break_command,
-    by_text, due_for_renewal, held_message, holder_by, holder_of, lock_state, parse_stamp, run_started)
+    by_text, due_for_renewal, held_message, holder_by, holder_gone, holder_of, lock_state, parse_stamp, run_started)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import (
     LockRefused, RunInfo, RunRecords, entry_for, record_name)
 
@@ -442,3 +444,36 @@ def test_a_record_namespace_that_does_not_exist_yet_defers_the_lock_to_the_recor
     server.no_namespace = False    # the phase made it
     assert records.write("c1", "one", entry()) is None
     assert holder_of(server.objects[PATH]["metadata"]["annotations"]).run == RUN.run
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
+@pytest.mark.parametrize("where, gone", [
+    ({}, True),
+    ({"host": "elsewhere"}, False),
+    ({"boot": "another-boot"}, False),
+    ({"pidns": 1}, False),
+    ({"pid": "alive"}, False),
+], ids=["its-process-is-gone-from-this-controller", "another-controller-is-not-known",
+        "another-boot-is-not-known", "another-pid-namespace-is-not-known", "a-live-process-holds-it"])
+def test_a_holder_whose_process_is_gone_from_this_controller(where, gone):
+    by = json.loads(holder_by(RUN.run))
+    by["pid"] = os.getpid() if where.get("pid") == "alive" else _dead_pid()
+    by.update({key: value for key, value in where.items() if key != "pid"})
+    assert holder_gone(LockHolder(run=OTHER, by=json.dumps(by), acquired=NOW, renewed=NOW, duration=120)) is gone
+
+
+def test_a_run_takes_over_at_once_the_live_lock_of_a_process_gone_from_this_controller():
+    server = Server()
+    by = json.loads(holder_by(OTHER))
+    by["pid"] = _dead_pid()
+    gone = LockHolder(run=OTHER, by=json.dumps(by), acquired=NOW - 5, renewed=NOW - 5, duration=120)
+    a_record(server, gone.annotations())
+    records, _session = run_records(server)
+    records.begin("c1", acquire=True)
+    assert holder_of(server.objects[PATH]["metadata"]["annotations"]).run == RUN.run
+    assert "of a run whose process is gone from this controller" in records.notice("c1")
