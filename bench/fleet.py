@@ -21,9 +21,14 @@ Scenarios (all on the local clusters, in fresh namespaces, tools taking turns):
   host and phase against the smallest size's, and the controller's peak memory.
 - rollout: 500 cluster hosts, a 3-child phase with and without a rollout in batches [1, "10%", "100%"]
   (pause 0): the cost per batch; then failures injected in batch 2, and the clusters of batch 3 counted.
+- lock: what one run at a time costs (the lock in each run record): the fleet plan's first run and no-op re-run at
+  60 and 500 cluster hosts (``--lock-sizes``), this tree against the tree before the lock (``--lock-baseline``, a
+  git ref; default: the parent of the commit that added ``module_utils/phases/lock.py``), taking turns in each
+  round; wall time and the controller's CPU time. Not in the default run: ``--only lock`` runs it.
 
 Usage: python bench/fleet.py [--sizes 1,10,60,200] [--rounds 3] [--core-max-hosts 200] [--skip large]
        [--large-sizes 500,2000,5000] [--rollout-hosts 500] [--fleet-others kubectl,core] [--collection DIR]
+       [--only lock] [--lock-sizes 60,500] [--lock-baseline REF]
 Prints Markdown tables and writes them with the raw figures under bench/results/.
 """
 
@@ -190,8 +195,8 @@ class Bench:
 
     # ------------------------------------------------------------ tools
 
-    def phasekit_plan(self, site: dict, *extra, rc: int = 0) -> float:
-        env = self.ansible_env(ANSIBLE_COLLECTIONS_PATH=str(self.collections))
+    def phasekit_plan(self, site: dict, *extra, rc: int = 0, collections: Path | None = None) -> float:
+        env = self.ansible_env(ANSIBLE_COLLECTIONS_PATH=str(collections or self.collections))
         records = () if self.records else ("-e", "plan_record=false")
         return self.run([str(VENV_BIN / "ansible-playbook"), "phasekit.kube.run", "-i", str(site["root"] / "inventory.yml"),
                          "-f", str(FORKS), "-e", "plan_show_plan=false", *records, *extra], env=env, cwd=site["root"],
@@ -449,6 +454,33 @@ class Bench:
                 row[f"{step}_vs_smallest"] = row[f"{step}_ms_per_host_phase"] / rows[0][f"{step}_ms_per_host_phase"]
         return {"rows": rows}
 
+    def lock(self, sizes: list[int], rounds: int, baseline: Path) -> list[dict]:
+        """The lock's cost: the fleet plan (PHASES x PER_PHASE) over each size, first run and no-op re-run, with
+        this tree and with ``baseline`` (the tree before the lock), taking turns in each round."""
+        trees = {"lock": self.collections, "baseline": collections_root(self.work / "baseline", baseline)}
+        rows = []
+        for size in sizes:
+            row = {"hosts": size}
+            for round_no in range(rounds):
+                for tree, collections in trees.items():
+                    site = self.site(f"lock-{tree}", size, PHASES, PER_PHASE)
+                    for step in ("first", "rerun"):
+                        seconds = self.phasekit_plan(site, collections=collections)
+                        row.setdefault(f"{tree}_{step}_rounds", []).append(seconds)
+                        row.setdefault(f"{tree}_{step}_cpu_rounds", []).append(self.last["cpu_s"])
+                    print(f"bench lock: round {round_no + 1}, {size} hosts, {tree}: first "
+                          f"{row[f'{tree}_first_rounds'][-1]:.2f}s, re-run {row[f'{tree}_rerun_rounds'][-1]:.2f}s "
+                          f"(CPU {row[f'{tree}_rerun_cpu_rounds'][-1]:.2f}s)", file=sys.stderr)
+                    self.cleanup()
+            for step in ("first", "rerun"):
+                for what in ("", "_cpu"):
+                    mine, theirs = row[f"lock_{step}{what}_rounds"], row[f"baseline_{step}{what}_rounds"]
+                    row[f"lock_{step}{what}"], row[f"baseline_{step}{what}"] = median(mine), median(theirs)
+                    # each round's pair against itself: the machine's load moves between rounds
+                    row[f"{step}{what}_cost"] = median([ours / base - 1 for ours, base in zip(mine, theirs)])
+            rows.append(row)
+        return rows
+
     def rollout_site(self, hosts: int, rollout: bool, broken: tuple = ()) -> dict:
         """A 3-child group phase over ``hosts`` cluster hosts (each child applies one ConfigMap), with the rollout
         ``ROLLOUT`` or without; ``broken`` hosts use a context whose namespace does not exist (their apply fails)."""
@@ -524,6 +556,19 @@ class Bench:
 PHASE_LINE = re.compile(r"^\[(?:[^\]]*/)?c[0-9]\] .*\((\d+(?:\.\d+)?)s\)$")
 
 
+def baseline_tree(work: Path, ref: str) -> Path:
+    """The collection as it was at ``ref`` (default: just before the lock was added), exported from git."""
+    if not ref:
+        added = subprocess.run(["git", "-C", str(REPO), "log", "--format=%H", "--diff-filter=A", "--",
+                                "plugins/module_utils/phases/lock.py"], capture_output=True, text=True, check=True)
+        ref = added.stdout.split()[-1] + "^"
+    tree = work / "baseline-tree"
+    tree.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", ref], capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
+    return tree
+
+
 def child_phase_seconds(output: str) -> float:
     """The seconds of the rollout scenario's child phases (c0, c1, c2) as their outcome lines give them, every
     batch's; progress lines of a phase still running are not counted."""
@@ -555,6 +600,16 @@ def ratio(theirs, ours) -> str:
 
 def report(results: dict) -> str:
     out = []
+    if results.get("lock"):
+        out += ["| hosts | step | without the lock (s) | with it (s) | cost (wall) | CPU without (s) | CPU with (s) "
+                "| cost (CPU) |", "|---:|---|---:|---:|---:|---:|---:|---:|"]
+        for row in results["lock"]:
+            for step in ("first", "rerun"):
+                out.append(f"| {row['hosts']} | {'first run' if step == 'first' else 'no-op re-run'} "
+                           f"| {fmt(row[f'baseline_{step}'])} | {fmt(row[f'lock_{step}'])} "
+                           f"| {row[f'{step}_cost'] * 100:+.1f}% | {fmt(row[f'baseline_{step}_cpu'])} "
+                           f"| {fmt(row[f'lock_{step}_cpu'])} | {row[f'{step}_cpu_cost'] * 100:+.1f}% |")
+        out.append("")
     fleet = results.get("fleet")
     if fleet:
         base = fleet[0]
@@ -663,10 +718,20 @@ def main(argv=None) -> int:
     parser.add_argument("--collection", type=Path, default=None,
                         help="the phasekit.kube tree to measure (default: this checkout), e.g. an export of "
                              "another commit")
+    parser.add_argument("--only", default="", help="comma-separated scenarios to run (the others are skipped)")
+    parser.add_argument("--lock-sizes", default="60,500", help="cluster hosts of the lock scenario")
+    parser.add_argument("--lock-baseline", default="",
+                        help="git ref of the tree without the lock (default: the parent of the commit that added "
+                             "plugins/module_utils/phases/lock.py)")
     parser.add_argument("--no-records", action="store_true",
                         help="phasekit runs with plan_record=false, and the floor writes no run records")
     args = parser.parse_args(argv)
     skip = set(filter(None, args.skip.split(",")))
+    scenarios = {"floor", "overhead", "fleet", "large", "rollout", "lock"}
+    if args.only:
+        skip = scenarios - set(args.only.split(","))
+    else:
+        skip.add("lock")   # a before/after comparison: asked for by name (--only lock)
     bin_dir = tools_bin()
     env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{VENV_BIN}{os.pathsep}{os.environ['PATH']}")
     env.pop("KUBECONFIG", None)
@@ -691,6 +756,9 @@ def main(argv=None) -> int:
                 results["large"] = bench.large([int(size) for size in args.large_sizes.split(",")])
             if "rollout" not in skip:
                 results["rollout"] = bench.rollout(args.rollout_hosts)
+            if "lock" not in skip:
+                results["lock"] = bench.lock([int(size) for size in args.lock_sizes.split(",")], args.rounds,
+                                             baseline_tree(Path(tmp), args.lock_baseline))
         finally:
             bench.cleanup()
     text = report(results)

@@ -141,10 +141,11 @@ build_helm() {  # name version: kept as helm-VERSION (a new pin is built), NAME 
   ln -sfn "helm-$2" "$BIN/$1"
 }
 
-ensure_debian_packages() {  # etcd for the clusters; shellcheck for ansible-test sanity
+ensure_debian_packages() {  # etcd for the clusters; shellcheck for ansible-test sanity; faketime for the lock's clock test
   local missing=()
   command -v etcd >/dev/null || missing+=(etcd-server)
   command -v shellcheck >/dev/null || missing+=(shellcheck)
+  command -v faketime >/dev/null || missing+=(faketime)
   [ ${#missing[@]} -eq 0 ] && return 0
   [ "$(id -u)" = 0 ] || { echo "missing: apt-get install ${missing[*]}" >&2; exit 1; }
   echo "installing ${missing[*]} (Debian)" >&2

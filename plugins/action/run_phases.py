@@ -24,6 +24,8 @@ from ansible.utils.display import Display
 
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import (
     DESTROY, EXTRA_CONNECTIONS, REQUEST_BUDGET, RUN, STATUS, UNREACHABLE, VALIDATE, BuiltinExecutors, SharedRequests)
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.lock import (
+    DEFAULT_DURATION, MIN_DURATION, LockSettings, holder_by, signals_interrupt)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import (
     DESTROY_ACTION, RUN_ACTION, RunInfo, RunRecords, phase_recorder, run_history)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.report import (
@@ -67,6 +69,9 @@ ARGUMENT_SPEC = {
     "report_json": {"type": "path", "default": ""},
     "report_junit": {"type": "path", "default": ""},
     "allow_shared_cluster": {"type": "bool", "default": False},
+    "lock_timeout": {"type": "float", "default": 0},
+    "lock_duration": {"type": "int", "default": DEFAULT_DURATION},
+    "release_locks": {"type": "bool", "default": False},
 }
 REPORT_OPTIONS = ("report_json", "report_junit")  # the summary for CI, written when asked
 MAX_CLUSTER_CONCURRENCY = 256
@@ -91,6 +96,10 @@ class ActionModule(PhasekitAction):
         if args["rollout_stop_after"] < 0:
             return {"failed": True, "msg": f"rollout_stop_after (plan_rollout_stop_after) must be 0 (no stop) or a "
                                            f"number of batches, got {args['rollout_stop_after']}"}
+        if args["lock_timeout"] < 0 or args["lock_duration"] < MIN_DURATION:
+            return {"failed": True, "msg": f"lock_timeout (plan_lock_timeout) must be 0 (fail at once) or more seconds, "
+                                           f"and lock_duration (plan_lock_duration) at least {MIN_DURATION} seconds; "
+                                           f"got {args['lock_timeout']:g} and {args['lock_duration']}"}
         reports = {option: args[option] for option in REPORT_OPTIONS if args[option] and mode != HISTORY}
         for option, path in reports.items():
             check_report_path(path, role_named(option))   # before any cluster is touched: a typo costs no run
@@ -102,7 +111,19 @@ class ActionModule(PhasekitAction):
         remembered = remembered_by_host(task_vars.get(REMEMBERED_VAR))
         in_play = list(task_vars.get("ansible_play_hosts") or [])
         hosts_of = [set(phase.get("hosts") or []) & set(in_play) for phase in phases]
-        with ExitStack() as stack:
+        writes = mode in (RUN, DESTROY) and not self._task.check_mode
+        whole = selected_phases(plan, None)
+        last_phases = last_phase_of_hosts(whole, in_play, reverse=mode == DESTROY)
+        # a tasks phase that is a host's last: its task file runs after its step, so the lock stays held for it
+        # and the role's last task releases it (release_locks)
+        tasks_last = {host for host, name in last_phases.items()
+                      if any(phase["name"] == name and phase["executor"] == TASKS_EXECUTOR for phase in whole)}
+        step = {phase["name"] for phase in planned}
+        if writes and not args["record"] and set(_first_phase(plan, mode)) & step:  # once per run: its first step
+            display.warning("plan_record is false: this run keeps no run record, so it takes no lock either; another "
+                            "run of this plan on the same clusters is not stopped (see \"One run at a time\" in "
+                            "docs/phases.md)")
+        with signals_interrupt(), ExitStack() as stack:
             lists = ListMemory()  # a collection one phase listed answers the next ones (see ListMemory)
             stack.callback(lists.close)  # after the fleet's sessions: the watches guarding its lists end with the step
             fleet = stack.enter_context(Fleet(self._loader, task_vars.get("hostvars"), remembered=remembered,
@@ -111,9 +132,12 @@ class ActionModule(PhasekitAction):
             if runs_first_phase(plan, args["phases"]):  # once per run: a run's later steps say nothing
                 for warning in overridden_warnings(fleet.overridden(plan_hosts(plan, in_play))):
                     display.warning(warning)
-            records = self._run_records(args, fleet, plan.name or "", mode)
+            records = self._run_records(args, fleet, plan.name or "", mode, writes,
+                                        {host: name for host, name in last_phases.items() if name in step})
             if mode == HISTORY:
                 return self._history(records, planned, in_play, concurrency)
+            if args["release_locks"]:
+                return self._release_locks(records if writes else None, sorted(tasks_last))
             charts = stack.enter_context(ChartCache())
             widest = max((len(hosts) for hosts in hosts_of), default=1)
             # one cluster at a time: its apply keeps its own concurrency; several: one shared pool of writes
@@ -128,13 +152,17 @@ class ActionModule(PhasekitAction):
                                          plan=plan.name or "", allow_shared_cluster=args["allow_shared_cluster"],
                                          environ_of=fleet.environ_of,
                                          delete_nonempty_namespaces=args["destroy_nonempty_namespaces"])
-            writes = records is not None and mode in (RUN, DESTROY) and not self._task.check_mode
+            writes = records is not None and writes
             # check mode, status, validate and destroy run batch by batch without the soak
             rollouts = RolloutRun(pause=mode == RUN and not self._task.check_mode,
                                   stop_after=args["rollout_stop_after"],
                                   batches_before=args["rollout_batches_before"], watch=executors.soak_problem,
                                   batch_done=_show_batch, soaking=_show_soak)
+            report = None
+            renewal = records.renewing() if writes else None
             try:
+                if renewal is not None:
+                    renewal.start()
                 # host variables read in this thread, per barrier: only for the clusters a phase (a batch) reaches
                 report = run_phases(phases, executors, hosts_in_play=in_play,
                                     dry_run=mode not in (RUN, DESTROY), status_mode=mode == STATUS,
@@ -146,8 +174,13 @@ class ActionModule(PhasekitAction):
                                     live=live_progress(waiting=executors.waiting_on),
                                     guard=executors.shared_cluster_refusal)
             finally:
-                # entries the records held back, in one write per cluster (also when the step was interrupted)
-                for problem in records.flush() if writes else ():
+                if renewal is not None:
+                    renewal.stop()
+                # entries the records held back, in one write per cluster (also when the step was interrupted); each
+                # cluster's lock released there when the run ends on it (see _released)
+                if writes and report is None:
+                    records.stop_writes("the step was interrupted")
+                for problem in records.flush(release=_released(report, last_phases, step, tasks_last)) if writes else ():
                     display.warning(problem)
             if fleet.identities_asked:
                 display.vvv(f"phasekit.kube.run_phases: cluster identity (kube-system uid) asked of "
@@ -188,16 +221,33 @@ class ActionModule(PhasekitAction):
                                             if phase["executor"] == TASKS_EXECUTOR}})
         return result
 
-    def _run_records(self, args: dict, fleet: Fleet, plan_name: str, mode: str) -> RunRecords | None:
-        """The clusters' run records of this plan (None with ``record: false``, or in validate mode)."""
+    def _run_records(self, args: dict, fleet: Fleet, plan_name: str, mode: str, writes: bool,
+                     release_after: dict) -> RunRecords | None:
+        """The clusters' run records of this plan (None with ``record: false``, or in validate mode); a run that
+        writes takes each cluster's lock in them (``release_after``: the host's last phase of the plan, when it
+        is in this step)."""
         if not args["record"] or mode == VALIDATE:
             return None
         run = RunInfo(run=args["run_id"] or new_run_id(), plan=plan_name, version=COLLECTION_VERSION, by=who_runs(),
                       action=DESTROY_ACTION if mode == DESTROY else RUN_ACTION)
         namespace = args["record_namespace"]
+        lock = LockSettings(timeout=args["lock_timeout"], duration=args["lock_duration"],
+                            by=holder_by(run.run)) if writes else None
         return RunRecords(run, session_for=lambda host: fleet.session(host, REQUEST_BUDGET + EXTRA_CONNECTIONS),
                           namespace_for=lambda host: namespace or fleet.resolution(host).namespace or "default",
-                          create_key=mode == RUN and not self._task.check_mode)
+                          create_key=mode == RUN and not self._task.check_mode, lock=lock,
+                          release_after=release_after)
+
+    @staticmethod
+    def _release_locks(records: RunRecords | None, hosts: list[str]) -> dict:
+        """The run's end, after task files: the locks this run still holds on ``hosts`` (their last phase was a
+        tasks phase) are released; a problem is a warning (the lease runs out anyway)."""
+        if records is not None and records.lock is not None:
+            for host in hosts:
+                problem = records.release(host)
+                if problem:
+                    display.warning(problem)
+        return {"changed": False, "records": [], "released": hosts if records is not None else []}
 
     def _history(self, records: RunRecords | None, planned: list[dict], in_play: list[str], concurrency: int) -> dict:
         """``history``: each cluster's recent runs of the plan, from its run record."""
@@ -370,6 +420,35 @@ def plan_hosts(plan, in_play: list) -> list[str]:
     """The hosts in play that a selected phase of the plan runs on, in play order."""
     named = {host for phase in selected_phases(plan, None) for host in phase.get("hosts") or []}
     return [host for host in in_play if host in named]
+def last_phase_of_hosts(phases: list[dict], hosts: list[str], reverse: bool = False) -> dict[str, str]:
+    """Each host's last phase of the whole plan, in the order the phases run (destroy: reversed): after it the run
+    is done on that cluster, and its lock is released."""
+    ordered = list(reversed(phases)) if reverse else phases
+    in_play = set(hosts)
+    last = {}
+    for phase in ordered:
+        if phase.get("executor"):
+            for host in phase.get("hosts") or []:
+                if host in in_play:
+                    last[host] = phase["name"]
+    return last
+
+
+def _first_phase(plan, mode: str) -> list[str]:
+    """The name of the phase a run starts with (to say something once per run, in its first step)."""
+    names = [phase["name"] for phase in selected_phases(plan, None) if phase.get("executor")]
+    names = list(reversed(names)) if mode == DESTROY else names
+    return names[:1]
+
+
+def _released(report, last_phases: dict, step: set, tasks_last: set):
+    """Which held clusters a step's end releases: all when the run stops (a failure, a rollout's stop, an
+    interruption: ``report`` None), else those whose last phase of the plan was in this step (unless it is a tasks
+    phase: its task file runs after the step), or that failed."""
+    if report is None or report.stopped_by:
+        return lambda host: True
+    failed = set(report.failed_hosts())
+    return lambda host: host in failed or (last_phases.get(host) in step and host not in tasks_last)
 
 
 def new_run_id() -> str:

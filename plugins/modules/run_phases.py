@@ -112,6 +112,26 @@ options:
       (C(default) if it names none).
     type: str
     default: ""
+  lock_timeout:
+    description:
+      - When O(record) is true and the run writes (O(mode=run) or O(mode=destroy), not check mode), it takes a lock
+        per plan and cluster host in that host's run record before its first write there (annotations
+        C(phasekit.kube/lock-*) guarded by the record's resourceVersion). Another run's live lock fails that
+        cluster at once naming the holder (V(0)), or is waited for up to this many seconds.
+      - With O(record=false) there is no lock, and the first step of a run says so.
+    type: float
+    default: 0
+  lock_duration:
+    description: Seconds the lock holds after its last renewal (renewed every third of it while the step runs); a
+      holder killed outright loses it after this long.
+    type: int
+    default: 120
+  release_locks:
+    description:
+      - Run no phase; release the locks this run (O(run_id)) still holds on the hosts in play whose last phase of
+        the plan is a C(tasks) phase (held while their task files ran). The role's last task does this.
+    type: bool
+    default: false
   run_id:
     description: The run's id in the records (the role passes one for all the steps of a run); empty, a new one
       (the start time in UTC and a random tail).

@@ -140,9 +140,11 @@ def command_inputs() -> list[Hostile]:
         plan("cmd-decode-client-key", c, command(DECODE_KEY), expect=("rc 4",)),
         plan("cmd-kubectl-view-raw-json", c, command("kubectl config view --raw -o json; exit 5"), expect=("rc 5",)),
         plan("cmd-kubectl-view-raw-yaml-ok", c, command("kubectl config view --raw"), fails=False),
-        plan("cmd-setx-limited-token", c, command(LEAK_SCRIPT, cluster="kc-limited"), expect=("rc 3",)),
+        # without records (so without a lock): the limited user may not write them, and the command must run
+        plan("cmd-setx-limited-token", c, command(LEAK_SCRIPT, cluster="kc-limited"), expect=("rc 3",),
+             role_vars={"plan_record": False}),
         plan("cmd-grep-token-limited", c, command('grep token "$KUBECONFIG"; exit 6', cluster="kc-limited"),
-             expect=("rc 6",)),
+             expect=("rc 6",), role_vars={"plan_record": False}),
         plan("cmd-env-vault-password", c, command('echo "pw=$PW"; exit 7', env={"PW": "{{ hostile_password }}"}),
              expect=("rc 7",)),
         plan("cmd-env-vault-multiline", c, command('printf "%s\\n" "$PW"; exit 7',
@@ -205,7 +207,8 @@ def command_inputs() -> list[Hostile]:
         plan("cmd-stdin-list", c, command("true", stdin=[1, 2]), expect=("stdin",)),
         plan("cmd-killed-by-signal", c, command("kill -9 $$"), expect=("cmd",)),
         plan("cmd-chdir-missing", c, command("true", chdir="no/such/dir"), expect=("no/such/dir",)),
-        plan("cmd-exec-kubeconfig-host", c, command(LEAK_SCRIPT, cluster="kc-exec-fail"), expect=("rc 3",)),
+        plan("cmd-exec-kubeconfig-host", c, command(LEAK_SCRIPT, cluster="kc-exec-fail"), expect=("rc 3",),
+             role_vars={"plan_record": False}),   # its user reads no record: without one, the command runs
     ]
 
 
@@ -332,8 +335,9 @@ def records_inputs() -> list[Hostile]:
              fails=False, shows=("pk-hostile-no-such-ns",)),
         plan("rec-namespace-invalid", r, ok, role_vars={"plan_record_namespace": "Bad_NS!"}, fails=None,
              expect=("Bad_NS!",)),
+        # the record holds the run's lock: a user who may not write it is refused before the phase runs
         plan("rec-limited-user-no-rbac", r, phase("p", "command", cluster="kc-limited", options={"cmd": "true"}),
-             fails=False, shows=("kc-limited",)),
+             expect=("kc-limited", "get, create and patch on ConfigMaps", "nothing was written")),
         plan("rec-failure-msg-with-key", r, command(DECODE_KEY), expect=("rc 4",)),
     ]
 

@@ -22,6 +22,7 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
 from urllib.parse import quote, urlencode
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
@@ -303,6 +304,9 @@ class ApiSession:
         self.warnings: list[str] = []
         self.requests = 0
         self._unanswered: tuple[float, str] | None = None  # (when, why) the server last failed to answer
+        # called before every write (any request but GET) with its method and path: a run's lock is taken there
+        self.before_write = None
+        self._server_date: tuple[float, float] | None = None  # (the Date of the last answer, our clock then)
 
     # ------------------------------------------------------------- verbs
 
@@ -390,6 +394,8 @@ class ApiSession:
         most = attempts or self.max_attempts
         if most == 1:
             self._refuse_if_unanswered(method, path)
+        if method != "GET" and self.before_write is not None:
+            self.before_write(method, path)  # may raise: then nothing is sent
         if method != "GET" and self.memory is not None:
             self.memory.forget(self.server, path)  # before it is sent: a write that fails may still have changed it
         url = self.server + path + (("?" + urlencode(query)) if query else "")
@@ -413,6 +419,7 @@ class ApiSession:
                                              f"{type(exc).__name__}: {unreachable_reason(exc)}") from None
             with self._lock:
                 self.requests += 1
+            self._note_date(raw.headers)
             self._collect_warnings(raw.headers)
             decoded = _decode(raw.data)
             if raw.status in RETRYABLE_STATUS and attempt < min(most, self._attempts_for(raw.status, decoded)) \
@@ -429,6 +436,22 @@ class ApiSession:
                 raise self._unanswered_error(f"the API server {self.server} did not complete the request in time "
                                              f"(after {attempt} attempt(s)): {error.reason}: {error.message}") from None
             raise error
+
+    def server_time(self) -> float | None:
+        """The API server's time now (epoch seconds): the ``Date`` of its last answer, plus the time elapsed on
+        this controller's monotonic clock since; None before any answer with a ``Date``. A controller whose wall
+        clock is off reads the server's time all the same."""
+        noted = self._server_date
+        return None if noted is None else noted[0] + (self._clock() - noted[1])
+
+    def _note_date(self, headers) -> None:
+        value = headers.get("Date") if hasattr(headers, "get") else None
+        if not value:
+            return
+        try:
+            self._server_date = (parsedate_to_datetime(value).timestamp(), self._clock())
+        except (TypeError, ValueError, IndexError):
+            pass  # a malformed Date: the last good one stays
 
     def _unanswered_error(self, message: str) -> TransportError:
         self._unanswered = (self._clock(), message)

@@ -51,7 +51,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.fingerprint i
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.container import (
     CONTAINER_SPEC, container_failure_message, run_container, shown_items, write_output)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import (
-    KEY_SECRET, LABELS, PLAN_ANNOTATION, RunRecords, bundle_digest, recorded_message, resumable)
+    KEY_SECRET, LABELS, PLAN_ANNOTATION, LockRefused, RunRecords, bundle_digest, recorded_message, resumable)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import TASKS_EXECUTOR, Outcome, time_left
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.shared_cluster import (
     HostTarget, shared_cluster_refusal)
@@ -65,6 +65,10 @@ REQUEST_BUDGET = 32
 HELM_TIMEOUT = 300  # helm's own default --timeout (5m)
 UNDONE_BY_DESTROY = ("apply", "helm")  # the executors whose work destroy undoes; the others have nothing to undo
 IDENTITY_THREADS = 16  # hosts whose kubeconfig and cluster identity are looked up at once before a phase
+# executors that write to a cluster outside its API session (a program, a task file): the run's lock on the
+# cluster is taken when they start; the others take it at their first write through the session, if any
+WRITES_OUTSIDE_SESSION = frozenset({"command", "container", "helm", TASKS_EXECUTOR})
+READS_ONLY = frozenset({"wait", "kubeconfig"})
 
 
 @dataclass(frozen=True)
@@ -207,6 +211,7 @@ class BuiltinExecutors:
     def __call__(self, phase: dict, host: str) -> Outcome:
         try:
             phase = self._for_host(phase, host)
+            self._cluster_lock(phase, host)
             content = self.content_digest(phase, host) if self.records is not None and self.mode != DESTROY else None
             # keyed before the phase only when it is compared now; else after it, so that a cluster not up yet
             # (a phase brings it up) is not asked for its key first, and a failed phase's gets one try
@@ -218,11 +223,12 @@ class BuiltinExecutors:
             if content and not compared:
                 digest = self.records.digest(host, content, attempts=1 if outcome.failed else None)
             key_problem = self.records.key_problem(host) if self.records is not None else None
+            took_over = self.records.notice(host) if self.records is not None else None
             if digest is not None:
                 outcome.details = {**outcome.details, "digest": digest}
-            if key_problem:
-                outcome.details = {**outcome.details,
-                                   "warnings": [*outcome.details.get("warnings", []), key_problem]}
+            for warning in (key_problem, took_over):
+                if warning:
+                    outcome.details = {**outcome.details, "warnings": [*outcome.details.get("warnings", []), warning]}
             if self.mode == STATUS and self.records is not None:
                 outcome.details = {**outcome.details, "last_run": self._last_run(phase, host, digest)}
         except PhasekitError as err:
@@ -284,6 +290,17 @@ class BuiltinExecutors:
         except Exception:  # pylint: disable=broad-exception-caught
             return ""
         return f"; now {found}" if found else ""
+    def _cluster_lock(self, phase: dict, host: str) -> None:
+        """The run's lock on the host's cluster (``RunRecords.begin``), before anything the phase reads there: a
+        phase that may write checks it (and its record's version is kept), one that writes outside the API session
+        takes it now; every write through the session takes it anyway (``RunRecords.guard``)."""
+        if self.records is None or self.records.lock is None or phase["executor"] == "kubeconfig":
+            return
+        executor = phase["executor"]
+        self.records.guard(host)
+        if executor in READS_ONLY or self.mode == DESTROY:
+            return  # destroy takes it when it undoes a phase (``_destroy``: a cluster gone may be skipped)
+        self.records.begin(host, acquire=writes_outside_session(phase))
 
     def _run_executor(self, phase: dict, host: str) -> Outcome:
         if self.mode == DESTROY:
@@ -687,21 +704,26 @@ class BuiltinExecutors:
             return Outcome(skipped=True, msg=f"{phase['executor']} phases have nothing to destroy")
         try:
             self.access.resolution(host)
+            if self.records is not None:
+                self.records.begin(host, acquire=writes_outside_session(phase))
             return undo(phase, host)
         except PhasekitError as err:
-            if self.skip_unreachable and not self._reachable(host):
-                return Outcome(skipped=True, msg=f"{UNREACHABLE}: {err}")
+            unreachable = self._unreachable(host) if self.skip_unreachable else None
+            if unreachable is not None:
+                # the lock's record could not be read: the server's own answer says why
+                return Outcome(skipped=True, msg=f"{UNREACHABLE}: {unreachable if isinstance(err, LockRefused) else err}")
             raise
 
-    def _reachable(self, host: str) -> bool:
-        """Whether the host's kubeconfig resolves and its API server answers (asked after a failure only)."""
+    def _unreachable(self, host: str) -> str | None:
+        """Why the host's kubeconfig does not resolve or its API server does not answer (asked after a failure
+        only); None when it answers."""
         try:
             self.access.session(host, EXTRA_CONNECTIONS).get("/version")
-        except PhasekitError:  # no answer, or no kubeconfig any more (its Secret went with its parent)
-            return False
+        except PhasekitError as err:  # no answer, or no kubeconfig any more (its Secret went with its parent)
+            return str(err)
         except ApiError:  # an answer, even a refusal
-            return True
-        return True
+            return None
+        return None
 
     def _destroy_apply(self, phase: dict, host: str) -> Outcome:
         args = apply_arguments(phase)
@@ -734,6 +756,14 @@ class BuiltinExecutors:
                 plan = self.records.run.plan if self.records is not None else None
                 self._plan_objects[host] = PlanObjects(bookkeeping=run_bookkeeping(plan))
             return self._plan_objects[host]
+
+
+def writes_outside_session(phase: dict) -> bool:
+    """Whether the phase's program writes to the cluster on its own (a command, a container, a task file, a chart
+    through the helm CLI), so that the run's lock is taken when the phase starts."""
+    executor = phase["executor"]
+    helm_applies = executor == "helm" and (phase.get("options") or {}).get("helm_mode") == MODE_APPLY
+    return executor in WRITES_OUTSIDE_SESSION and not helm_applies
 
 
 def capped(seconds, phase: dict, default: float | None = None) -> float | None:

@@ -59,6 +59,9 @@ from ansible_collections.phasekit.kube.plugins.module_utils.errors import Phasek
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.ownership import HOST_ANNOTATION, PLAN_ANNOTATION
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError, ApiSession
 from ansible_collections.phasekit.kube.plugins.module_utils.masking import Masks
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.lock import (
+    EXPIRED, LIVE, OURS, POLL_SECONDS, LockHolder, LockSettings, by_text, changed_meanwhile_message, due_for_renewal,
+    held_message, holder_gone, holder_of, lock_state, lost_message, released, took_over_message)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.selection import OCCURRENCE
 
 RECORD_PREFIX = "phasekit-run-"
@@ -177,10 +180,11 @@ class _ClusterRecord:
 
     def __init__(self, namespace: str, problem: str = ""):
         self.namespace = namespace
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()   # re-entered: a write's lock hook runs while a record call holds it
         self.read = bool(problem)
         self.exists = False
         self.problem = problem     # why it could not be read (then nothing is written either)
+        self.unreachable = ""       # the cluster could not be reached to read it (the message says why)
         self.entries: dict[str, list] = {}
         self.pending: dict[str, str] = {}   # data keys not written yet, as they will be written
         self.pending_since: float | None = None
@@ -192,6 +196,15 @@ class _ClusterRecord:
         self.key_read = False
         self.key_problem = ""       # why there is no key (then entries have no digest)
         self.key_warned = False
+        # the run's lock (see lock.py): what this run last saw of the record, and whether it holds the lock
+        self.version: str | None = None     # the record's resourceVersion as this run last saw it
+        self.holder: LockHolder | None = None
+        self.held = False
+        self.begun = False          # a writing phase of this step started here (the lock was checked)
+        self.lost = ""              # why this run may not write to this cluster (another run holds it, ...)
+        self.ran_here = False       # the record holds entries of this run (an earlier step of it wrote here)
+        self.notice = ""            # a takeover of an expired lock, said once
+        self.deferred = False       # the record's namespace did not exist at the first write: no lock until it does
 
     def said_once(self, problem: str) -> str | None:
         """A cluster's record problem is a warning once per run, not once per phase."""
@@ -207,12 +220,22 @@ class RunRecords:
     ``namespace_for(host)``: where the host's ConfigMap lives. Every call is safe from the phase pool's threads;
     one cluster's calls are serialised (its phases run one after the other anyway). ``create_key``: the digests'
     key Secret is made when missing (a run that writes records), else only read.
+
+    ``lock``: this run takes each cluster's lock (see ``lock.py``) before its first write there, and every write
+    of a record carries the resourceVersion this run last saw of it (None: no lock, a run that writes nothing).
+    ``release_after``: host -> the phase whose entry releases the host's lock (its last phase of the plan).
     """
 
     def __init__(self, run: RunInfo, session_for: Callable[[str], ApiSession], namespace_for: Callable[[str], str],
                  *, keep: int = KEEP, flush_after: float = FLUSH_AFTER, clock: Callable[[], float] = time.monotonic,
-                 create_key: bool = True):
+                 create_key: bool = True, lock: LockSettings | None = None,
+                 release_after: dict | None = None, sleep: Callable[[float], None] = time.sleep):
         self.run = run
+        self.lock = lock
+        self.release_after = dict(release_after or {})
+        self._sleep = sleep
+        self._own = threading.local()   # set while a record request is sent: it takes no lock
+        self._stopped = ""
         self._create_key = create_key   # dry runs read the key and make none
         self.keep = keep
         self.flush_after = flush_after
@@ -278,10 +301,13 @@ class RunRecords:
         ``wait``: the entry may wait for the cluster's next write (the phase changed nothing), unless the
         oldest waiting entry is ``flush_after`` seconds old; ``flush`` writes what still waits when the step
         ends. ``patient=False``: one try per request (the phase failed, maybe because the server is gone: its
-        record must not wait out the retries again)."""
+        record must not wait out the retries again). The entry of the host's last phase of the plan
+        (``release_after``), or of a failed phase (the host takes no later one), releases the host's lock in the
+        same write."""
         cluster = self._cluster(host)
         key = phase_key(phase)
         attempts = None if patient else 1
+        releases = self.lock is not None and (self.release_after.get(host) == phase or entry.get("result") == "failed")
         with cluster.lock:
             self._read(host, cluster, attempts)
             if cluster.problem:
@@ -291,38 +317,307 @@ class RunRecords:
             cluster.pending[key] = json.dumps(kept, separators=(",", ":"))
             if cluster.pending_since is None:
                 cluster.pending_since = self._clock()
-            if wait and self._clock() - cluster.pending_since < self.flush_after:
+            if wait and not releases and self._clock() - cluster.pending_since < self.flush_after:
                 return None
-            return self._write_pending(host, cluster, attempts)
+            return self._write_pending(host, cluster, attempts, release=releases)
 
-    def flush(self) -> list[str]:
+    def flush(self, release: Callable[[str], bool] | None = None) -> list[str]:
         """Write every cluster's unwritten entries (when a step ends), clusters in parallel; the problems, one
-        per cluster, as warnings."""
+        per cluster, as warnings. With the lock, each cluster this run holds is released when ``release(host)``
+        (its last phase of the plan ran, or the run stops: a failure, an interruption), else renewed for the
+        next step."""
         with self._lock:
-            waiting = [(host, cluster) for host, cluster in self._clusters.items() if cluster.pending]
+            waiting = [(host, cluster) for host, cluster in self._clusters.items()
+                       if cluster.pending or (cluster.held and not cluster.lost)]
         if not waiting:
             return []
 
         def write(item):
             host, cluster = item
             with cluster.lock:
-                return self._write_pending(host, cluster, None) if cluster.pending else None
+                if not cluster.pending and not (cluster.held and not cluster.lost):
+                    return None
+                problem = self._write_pending(host, cluster, None, release=bool(release and release(host)))
+                said, cluster.notice = cluster.notice, ""
+                return "; ".join(text for text in (said, problem) if text) or None
 
         with ThreadPoolExecutor(max_workers=min(FLUSH_CONCURRENCY, len(waiting)),
                                 thread_name_prefix="phasekit-record") as pool:
             return [problem for problem in pool.map(write, waiting) if problem]
 
-    def _write_pending(self, host: str, cluster: _ClusterRecord, attempts: int | None) -> str | None:
-        """One write of the cluster's unwritten keys (kept for the next try when it fails)."""
+    def _write_pending(self, host: str, cluster: _ClusterRecord, attempts: int | None,
+                       release: bool = False) -> str | None:
+        """One write of the cluster's unwritten keys (kept for the next try when it fails), holding or releasing
+        the lock."""
         try:
-            self._store(host, cluster, dict(cluster.pending), attempts)
+            self._store(host, cluster, dict(cluster.pending), attempts, release=release)
         except (ApiError, PhasekitError) as err:
-            phases = ", ".join(sorted(cluster.pending))
+            phases = ", ".join(sorted(cluster.pending)) or "none (the lock only)"
             return cluster.said_once(f"run record of phase(s) {phases} not written to {self.where(host)}: "
                                      f"{_reason(err)}")
         cluster.pending.clear()
         cluster.pending_since = None
         return None
+
+    # ------------------------------------------------------------------ the lock (see lock.py)
+
+    def begin(self, host: str, acquire: bool = False) -> None:
+        """A phase that may write starts on the host: the record is read now (its resourceVersion kept: a later
+        write that finds it changed fails instead of overwriting another run's work), a foreign live holder fails
+        the phase at once, and a lock this run held in an earlier step is renewed. ``acquire``: take the lock now
+        (the executor writes outside the host's API session: a command, a chart, a task file); with a
+        ``timeout`` the lock is always taken here, waiting for a holder up to it. Raises PhasekitError."""
+        if self.lock is None:
+            return
+        cluster = self._cluster(host)
+        self.guard(host)
+        if self.lock.timeout > 0 and not cluster.begun:
+            self._wait_for(host, cluster)
+        with cluster.lock:
+            self._read(host, cluster)
+            self._usable(host, cluster)
+            if not cluster.begun:
+                cluster.begun = True
+                self._check_holder(host, cluster)
+            if acquire:
+                self._acquire(host, cluster)
+
+    def guard(self, host: str) -> None:
+        """Every write through the host's API session takes the lock first (a phase that was not expected to
+        write, too); nothing is read or written now."""
+        if self.lock is None:
+            return
+        cluster = self._cluster(host)
+        session = self._session_for(host)
+        if getattr(session, "before_write", None) is None:
+            session.before_write = lambda _method, _path: self._before_write(host, cluster)
+
+    def notice(self, host: str) -> str | None:
+        """The takeover of an expired lock on the host's cluster, once (a warning of the phase that took it)."""
+        cluster = self._cluster(host)
+        with cluster.lock:
+            said, cluster.notice = cluster.notice, ""
+            return said or None
+
+    def release(self, host: str) -> str | None:
+        """Release the host's lock if this run holds it (read first: an earlier step of the run took it); a problem
+        is returned as a warning."""
+        cluster = self._cluster(host)
+        with cluster.lock:
+            self._read(host, cluster)
+            if cluster.problem or cluster.holder is None or cluster.holder.run != self.run.run:
+                return None
+            cluster.held = True
+            return self._write_pending(host, cluster, None, release=True)
+
+    def held_hosts(self) -> list[str]:
+        with self._lock:
+            return sorted(host for host, cluster in self._clusters.items() if cluster.held and not cluster.lost)
+
+    def renew(self) -> None:
+        """Renew every lock this run holds that is due (``lock.due_for_renewal``): the renewal thread's work, one
+        small write per held cluster; a cluster that cannot be reached now is tried again next time, and one
+        whose lock another run took is lost (its next write fails, naming the new holder)."""
+        for host in self.held_hosts():
+            cluster = self._cluster(host)
+            with cluster.lock:
+                if not cluster.held or cluster.lost:
+                    continue
+                if not due_for_renewal(cluster.holder, self._server_time(host)):
+                    continue
+                try:
+                    self._store(host, cluster, dict(cluster.pending), 1)
+                except (ApiError, PhasekitError):
+                    continue
+                cluster.pending.clear()
+                cluster.pending_since = None
+
+    def stop_writes(self, why: str) -> None:
+        """No write through a guarded session is sent any more (the step was interrupted: its locks are released
+        next, and the phases still running must not write after that)."""
+        self._stopped = why
+
+    def renewing(self) -> Renewal:
+        """A thread that renews the locks this run holds while the step runs (``start``, then ``stop``)."""
+        return Renewal(self, (self.lock.duration if self.lock else 0) / 3)
+
+    def _before_write(self, host: str, cluster: _ClusterRecord) -> None:
+        """The host's API session is about to write: the lock is taken first (raises when it cannot be)."""
+        if getattr(self._own, "active", False):
+            return  # the record's own requests carry their precondition
+        if self._stopped:
+            raise LockRefused(f"cluster {host}: not written: {self._stopped}")
+        if cluster.held and not cluster.lost:
+            return
+        with cluster.lock:
+            self._read(host, cluster)
+            self._usable(host, cluster)
+            self._acquire(host, cluster)
+
+    def _usable(self, host: str, cluster: _ClusterRecord) -> None:
+        if cluster.lost:
+            raise LockRefused(cluster.lost)
+        if cluster.unreachable:
+            raise PhasekitError(cluster.unreachable)  # the cluster's own failure, as the phase would have met it
+        if cluster.problem:
+            raise LockRefused(f"{cluster.problem}; this run takes its lock there before it writes to cluster {host}, "
+                              f"so nothing was written (plan_record: false runs without records and without a lock)")
+
+    def _check_holder(self, host: str, cluster: _ClusterRecord) -> None:
+        """The holder as read at the host's first writing phase of this step: a live foreign one fails it; the
+        lock this run held in an earlier step is renewed when due; another run that took it over is named."""
+        now = self._server_time(host)
+        state = self._state(cluster, now)
+        name = cluster.name or record_name(self.run.plan, host)
+        if state == LIVE or (state != OURS and cluster.ran_here and cluster.holder is not None):
+            cluster.lost = (lost_message(host, cluster.namespace, name, cluster.holder, now) if cluster.ran_here
+                            else held_message(host, cluster.namespace, name, cluster.holder, now))
+            raise LockRefused(cluster.lost)
+        if state == OURS:
+            cluster.held = True
+            if due_for_renewal(cluster.holder, now):
+                self._store(host, cluster, dict(cluster.pending), None)
+                cluster.pending.clear()
+                cluster.pending_since = None
+
+    def _acquire(self, host: str, cluster: _ClusterRecord) -> None:
+        """Take the lock: a write of the record with the holder's annotations and the resourceVersion read."""
+        if cluster.lost:
+            raise LockRefused(cluster.lost)
+        if cluster.held or cluster.deferred:
+            return
+        try:
+            self._store(host, cluster, dict(cluster.pending), None)
+        except ApiError as err:
+            if err.status == 404 and not cluster.exists:
+                # the record's namespace does not exist (yet: the plan may be making it): the lock is taken with
+                # the record, by its next write (this phase's entry), and said so
+                cluster.deferred = True
+                cluster.notice = (f"cluster {host}: no lock yet: the run record's namespace {cluster.namespace} does "
+                                  f"not exist ({_reason(err)}); this run takes its lock when it can write the "
+                                  f"record there (at the end of this phase)")
+                return
+            cluster.lost = self._not_taken(host, cluster, err)
+            raise LockRefused(cluster.lost) from None
+        cluster.pending.clear()
+        cluster.pending_since = None
+
+    def _not_taken(self, host: str, cluster: _ClusterRecord, err: ApiError) -> str:
+        """Why the lock could not be taken (the record could not be written), for people."""
+        message = f"cluster {host}: this run cannot take its lock in run record {self.where(host)}: {_reason(err)}"
+        if err.status in (401, 403):
+            message += (f" (the run's user needs get, create and patch on ConfigMaps in namespace "
+                        f"{cluster.namespace}, or set plan_record_namespace to a namespace where it has them)")
+        return message + "; nothing was written to this cluster"
+
+    def _wait_for(self, host: str, cluster: _ClusterRecord) -> None:
+        """``timeout``: poll the record until its holder is gone or expired (then take it), or fail naming the
+        holder and how long this run waited; nothing is read for the host before it holds the lock."""
+        started = self._clock()
+        seen = None     # the holder this run waited for
+        while True:
+            with cluster.lock:
+                if cluster.lost:
+                    raise LockRefused(cluster.lost)
+                if cluster.held:
+                    return
+                cluster.read = False
+                self._read(host, cluster, fresh=True)
+                self._usable(host, cluster)
+                now = self._server_time(host)
+                state = self._state(cluster, now)
+                waited = self._clock() - started
+                if state != LIVE:
+                    try:
+                        self._acquire(host, cluster)
+                        if seen is not None and not cluster.notice:
+                            cluster.notice = (f"cluster {host}: waited {waited:.0f}s for run {seen.run} by "
+                                              f"{by_text(seen.by)} (plan_lock_timeout), then took the lock")
+                        return
+                    except LockRefused:
+                        cluster.lost = ""  # another run took it between the read and the write: wait on
+                seen = cluster.holder if state == LIVE else seen
+                if state == LIVE and waited >= self.lock.timeout:
+                    name = cluster.name or record_name(self.run.plan, host)
+                    cluster.lost = held_message(host, cluster.namespace, name, cluster.holder, now, waited=waited)
+                    raise LockRefused(cluster.lost)
+            self._sleep(min(POLL_SECONDS, max(0.1, self.lock.timeout - waited)))
+
+    def _lock_annotations(self, host: str, cluster: _ClusterRecord, release: bool) -> dict:
+        """The annotations a write sets: the holder (taken or renewed now, by the server's clock), or none
+        (released). A write that does not hold the lock yet takes it: never over a live foreign holder."""
+        now = self._server_time(host)
+        name = cluster.name or record_name(self.run.plan, host)
+        state = self._state(cluster, now)
+        if not cluster.held:
+            if state == LIVE:
+                cluster.lost = held_message(host, cluster.namespace, name, cluster.holder, now)
+                raise LockRefused(cluster.lost)
+            if state == EXPIRED:
+                gone = lock_state(cluster.holder, self.run.run, now) == LIVE
+                cluster.notice = took_over_message(host, cluster.namespace, name, cluster.holder, now, gone=gone)
+        if release:
+            return released() if cluster.holder is not None else {}
+        acquired = cluster.holder.acquired if state == OURS and cluster.holder.acquired is not None else now
+        return LockHolder(run=self.run.run, by=self.lock.by, acquired=acquired, renewed=now,
+                          duration=self.lock.duration).annotations()
+
+    def _conflict(self, host: str, cluster: _ClusterRecord) -> bool:
+        """A write's precondition failed (409): the record is read again; True when this run still holds it (the
+        write is tried again), else the cluster is lost to this run and LockRefused raised naming why."""
+        was_held = cluster.held
+        found = self._get(host, cluster, cluster.name, None)
+        self._answered(cluster, found)
+        now = self._server_time(host)
+        name = cluster.name or record_name(self.run.plan, host)
+        state = self._state(cluster, now)
+        if state == OURS:
+            return True
+        if was_held:
+            cluster.lost = lost_message(host, cluster.namespace, name, cluster.holder, now)
+        elif state == LIVE:
+            cluster.lost = held_message(host, cluster.namespace, name, cluster.holder, now)
+        else:
+            cluster.lost = changed_meanwhile_message(host, cluster.namespace, name, self._other_run(found, cluster))
+        cluster.held = False
+        raise LockRefused(cluster.lost)
+
+    def _other_run(self, found: dict | None, cluster: _ClusterRecord) -> str:
+        """The newest run other than this one that the record names (the one that acted meanwhile)."""
+        if found is None:
+            return "the record was deleted"
+        if cluster.holder is not None and cluster.holder.run != self.run.run:
+            return f"run {cluster.holder.run}, whose lock has expired"
+        newest = None
+        for text in (found.get("data") or {}).values():
+            for entry in _entries(text)[0]:
+                if entry.get("run") != self.run.run and (newest is None or entry["started"] > newest["started"]):
+                    newest = entry
+        if newest is None:
+            return "a change by hand or by another tool"
+        return f"run {newest['run']} by {newest.get('by', '?')}, started {newest['started']}"
+
+    def _answered(self, cluster: _ClusterRecord, found: dict | None) -> None:
+        """What an answer says of the record: its resourceVersion, its holder, and whether this run holds it."""
+        if found is None:
+            cluster.version, cluster.holder, cluster.held, cluster.exists = None, None, False, False
+            return
+        metadata = found.get("metadata") or {}
+        cluster.version = metadata.get("resourceVersion")
+        cluster.holder = holder_of(metadata.get("annotations"))
+        cluster.held = cluster.holder is not None and cluster.holder.run == self.run.run
+
+    def _state(self, cluster: _ClusterRecord, now: float) -> str:
+        """The lock's state (``lock.lock_state``); a live foreign holder whose process is gone from this controller
+        counts as expired (``lock.holder_gone``)."""
+        state = lock_state(cluster.holder, self.run.run, now)
+        return EXPIRED if state == LIVE and holder_gone(cluster.holder) else state
+
+    def _server_time(self, host: str) -> float:
+        """The API server's time (the Date of its last answer); the controller's when it sent none (a stand-in)."""
+        now = getattr(self._session_for(host), "server_time", None)
+        found = now() if callable(now) else None
+        return time.time() if found is None else found
 
     # ------------------------------------------------------------------ cluster side
 
@@ -341,11 +636,22 @@ class RunRecords:
         base = f"/api/v1/namespaces/{cluster.namespace}/configmaps"
         return base if name is None else f"{base}/{name}"
 
-    def _read(self, host: str, cluster: _ClusterRecord, attempts: int | None = None) -> None:
+    def _request(self, host: str, method: str, path: str, **kwargs):
+        """A request of the record (or its key) through the host's session, which takes no lock for it."""
+        self._own.active = True
+        try:
+            return self._session_for(host).request(method, path, **kwargs)
+        finally:
+            self._own.active = False
+
+    def _read(self, host: str, cluster: _ClusterRecord, attempts: int | None = None, fresh: bool = False) -> None:
         if cluster.read:
             return
         cluster.read = True
         cluster.name = record_name(self.run.plan, host)
+        if fresh:
+            cluster.problem, cluster.entries, cluster.problems, cluster.pending = "", {}, [], {}
+            cluster.exists, cluster.legacy_name, cluster.version, cluster.holder = False, "", None, None
         try:
             found = self._get(host, cluster, cluster.name, attempts)
             legacy = legacy_record_name(self.run.plan, host)
@@ -357,10 +663,16 @@ class RunRecords:
                     cluster.legacy_name = legacy
         except (ApiError, PhasekitError) as err:
             cluster.problem = f"run record {self.where(host)} cannot be read: {_reason(err)}"
+            cluster.unreachable = "" if isinstance(err, ApiError) else str(err)
+            if isinstance(err, ApiError) and err.status in (401, 403):
+                cluster.problem += (f" (the run's user needs get, create and patch on ConfigMaps in namespace "
+                                    f"{cluster.namespace})")
             return
         if found is None:
             return
         cluster.exists = not cluster.legacy_name
+        if cluster.exists:
+            self._answered(cluster, found)
         data = found.get("data")
         if not isinstance(data, dict):
             data = {}
@@ -368,6 +680,7 @@ class RunRecords:
         for key, text in data.items():
             entries, problems, unkeyed = _entries(text)
             cluster.entries[key] = entries
+            cluster.ran_here = cluster.ran_here or any(entry.get("run") == self.run.run for entry in entries)
             where = f"{read_from}, key {key}"
             cluster.problems.extend(f"{where}: {problem}" for problem in problems)
             if unkeyed or cluster.legacy_name:  # plain digests are testable offline: gone with the next write
@@ -376,7 +689,7 @@ class RunRecords:
     def _get(self, host: str, cluster: _ClusterRecord, name: str, attempts: int | None) -> dict | None:
         """The ConfigMap ``name`` of the cluster's record namespace, or None when there is none."""
         try:
-            found = self._session_for(host).request("GET", self._path(cluster, name), attempts=attempts).body
+            found = self._request(host, "GET", self._path(cluster, name), attempts=attempts).body
         except ApiError as err:
             if err.status == 404:
                 return None
@@ -388,7 +701,8 @@ class RunRecords:
         return annotations.get(PLAN_ANNOTATION) == self.run.plan and annotations.get(HOST_ANNOTATION) == host
 
     def _read_key(self, host: str, cluster: _ClusterRecord, attempts: int | None = None) -> None:
-        """The cluster's digest key from its Secret, read once; made when missing (``create_key``)."""
+        """The cluster's digest key from its Secret, read once; made when missing (``create_key``). Made without
+        the lock: an immutable Secret, made once, and another run's key is the one used."""
         if cluster.key_read:
             return
         cluster.key_read = True
@@ -396,7 +710,7 @@ class RunRecords:
             return  # no kubeconfig: nothing is recorded there
         path = f"/api/v1/namespaces/{cluster.namespace}/secrets"
         where = f"Secret {cluster.namespace}/{KEY_SECRET}"
-        session = self._session_for(host)
+        session = _OwnRequests(self, host)
         try:
             try:
                 found = session.request("GET", f"{path}/{KEY_SECRET}", attempts=attempts).body
@@ -434,44 +748,109 @@ class RunRecords:
                 raise
         return session.request("GET", f"{path}/{KEY_SECRET}", attempts=attempts).body
 
-    def _store(self, host: str, cluster: _ClusterRecord, data: dict, attempts: int | None) -> None:
-        session = self._session_for(host)
-        name = cluster.name or record_name(self.run.plan, host)
-        if cluster.exists:
+    def _store(self, host: str, cluster: _ClusterRecord, data: dict, attempts: int | None,
+               release: bool = False) -> None:
+        """Write ``data`` keys to the record; with the lock, also the holder (or its release), and only if the
+        record is still as this run last saw it (its resourceVersion): else ``_conflict`` decides."""
+        for _attempt in range(3):  # a conflict that leaves this run the holder (a label edited) is written again
             try:
-                session.request("PATCH", self._path(cluster, name), body={"data": data}, content_type=MERGE_PATCH,
-                                attempts=attempts)
+                self._store_once(host, cluster, data, attempts, release)
+                return
+            except ApiError as err:
+                if err.status != 409 or self.lock is None or not self._conflict(host, cluster):
+                    raise
+        raise LockRefused(f"run record {self.where(host)} keeps changing under this run: run again")
+
+    def _store_once(self, host: str, cluster: _ClusterRecord, data: dict, attempts: int | None,
+                    release: bool) -> None:
+        if self.lock is not None and cluster.lost:
+            raise LockRefused(cluster.lost)
+        name = cluster.name or record_name(self.run.plan, host)
+        annotations = self._lock_annotations(host, cluster, release) if self.lock is not None else {}
+        if cluster.exists:
+            body: dict = {"data": data}
+            if self.lock is not None:
+                body["metadata"] = {"resourceVersion": cluster.version, "annotations": annotations}
+            try:
+                answer = self._request(host, "PATCH", self._path(cluster, name), body=body,
+                                       content_type=MERGE_PATCH, attempts=attempts)
+                self._written(cluster, answer.body)
                 return
             except ApiError as err:
                 if err.status != 404:
                     raise
             cluster.exists = False  # deleted during the run: made again with every entry this run knows
+        kept = {key: value for key, value in annotations.items() if value is not None}
         body = {"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": name, "namespace": cluster.namespace, "labels": dict(LABELS),
-                             "annotations": {PLAN_ANNOTATION: self.run.plan, HOST_ANNOTATION: host}},
+                             "annotations": {PLAN_ANNOTATION: self.run.plan, HOST_ANNOTATION: host, **kept}},
                 "data": {**{key: json.dumps(entries, separators=(",", ":"))
                             for key, entries in cluster.entries.items()}, **data}}
         try:
-            session.request("POST", self._path(cluster), body=body, attempts=attempts)
+            answer = self._request(host, "POST", self._path(cluster), body=body, attempts=attempts)
             cluster.exists = True
-            self._drop_legacy(session, cluster)
+            self._written(cluster, answer.body)
+            self._drop_legacy(host, cluster)
             return
         except ApiError as err:
-            if err.status != 409:  # another run created it meanwhile: add to it
+            if err.status != 409 or self.lock is not None:  # with the lock: another run made it (``_conflict``)
                 raise
-        cluster.exists = True
-        session.request("PATCH", self._path(cluster, name), body={"data": data}, content_type=MERGE_PATCH,
-                        attempts=attempts)
+        cluster.exists = True  # another run created it meanwhile: add to it
+        self._request(host, "PATCH", self._path(cluster, name), body={"data": data}, content_type=MERGE_PATCH,
+                      attempts=attempts)
 
-    def _drop_legacy(self, session, cluster: _ClusterRecord) -> None:
+    def _written(self, cluster: _ClusterRecord, answer) -> None:
+        if self.lock is not None and isinstance(answer, dict):
+            self._answered(cluster, answer)
+            cluster.exists = True
+            cluster.deferred = False
+
+    def _drop_legacy(self, host: str, cluster: _ClusterRecord) -> None:
         """The former version's record, now copied: deleted, best effort (left, it only costs its space)."""
         if not cluster.legacy_name:
             return
         try:
-            session.request("DELETE", self._path(cluster, cluster.legacy_name), attempts=1)
+            self._request(host, "DELETE", self._path(cluster, cluster.legacy_name), attempts=1)
         except (ApiError, PhasekitError):
             pass
         cluster.legacy_name = ""
+
+
+class LockRefused(PhasekitError):
+    """This run may not write to a cluster: another run holds its lock, or changed it since this run read it."""
+
+
+class Renewal:
+    """Renews a run's held locks every ``every`` seconds while the block runs, in a thread of its own."""
+
+    def __init__(self, records: RunRecords, every: float):
+        self._records, self._every = records, every
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self._records.lock is not None and self._every > 0:
+            self._thread = threading.Thread(target=self._run, name="phasekit-lock-renewal", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=15)  # a request in flight ends by then (attempts=1, its connect timeout)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._every):
+            self._records.renew()
+
+
+class _OwnRequests:
+    """The host's session for the record's own requests (they take no lock)."""
+
+    def __init__(self, records: RunRecords, host: str):
+        self._records, self._host = records, host
+
+    def request(self, method: str, path: str, **kwargs):
+        return self._records._request(self._host, method, path, **kwargs)  # pylint: disable=protected-access
 
 
 def _key_of(secret) -> bytes | None:
@@ -583,7 +962,9 @@ def phase_recorder(records: RunRecords, tasks_executor: str = "tasks",
                           masks=masks_for(record.host) if masks_for and record.msg else None)
         problem = records.write(record.host, phase["name"], entry, patient=record.result != "failed",
                                 wait=record.result == "ok")
-        if problem and record.result != "failed":
-            record.details = {**record.details, "warnings": [*record.details.get("warnings", []), problem]}
+        said = [problem] if problem and record.result != "failed" else []
+        said += [notice for notice in (records.notice(record.host),) if notice]   # a takeover by this write
+        if said:
+            record.details = {**record.details, "warnings": [*record.details.get("warnings", []), *said]}
 
     return write

@@ -198,7 +198,8 @@ def run_phases(phases: list[dict], work: HostWork, *, hosts_in_play: list[str], 
     phase's earlier batches); a reason fails the phase on every one of them, without running or recording it there.
     """
     report = RunReport(stopped_by=stopped_by)
-    with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="phasekit-cluster") as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="phasekit-cluster")
+    try:
         runner = _Runner(pool, work, report, set(hosts_in_play), dry_run, status_mode, progress, sleep, recorded,
                          prepare, rollouts or RolloutRun(pause=not dry_run), live, guard)
         units = list(_units(phases))
@@ -210,6 +211,12 @@ def run_phases(phases: list[dict], work: HostWork, *, hosts_in_play: list[str], 
                                last=position == len(units) - 1)
             else:
                 runner.phase(unit, runner.hosts_of(unit))
+    except BaseException as err:
+        # interrupted (a signal, Ctrl-C): the caller releases what the run holds now, not once a command that is
+        # still running ends
+        pool.shutdown(wait=isinstance(err, Exception), cancel_futures=not isinstance(err, Exception))
+        raise
+    pool.shutdown(wait=True)
     return report
 
 
