@@ -119,7 +119,7 @@ class ActionModule(PhasekitAction):
         tasks_last = {host for host, name in last_phases.items()
                       if any(phase["name"] == name and phase["executor"] == TASKS_EXECUTOR for phase in whole)}
         step = {phase["name"] for phase in planned}
-        if writes and not args["record"] and set(_first_phase(plan, mode)) & step:  # once per run: its first step
+        if writes and not args["record"] and runs_first_phase(plan, args["phases"], mode):  # once per run
             display.warning("plan_record is false: this run keeps no run record, so it takes no lock either; another "
                             "run of this plan on the same clusters is not stopped (see \"One run at a time\" in "
                             "docs/phases.md)")
@@ -129,7 +129,7 @@ class ActionModule(PhasekitAction):
             fleet = stack.enter_context(Fleet(self._loader, task_vars.get("hostvars"), remembered=remembered,
                                               templar=self._templar, lists=lists, environ=self.environ,
                                               environment=self.task_environment))
-            if runs_first_phase(plan, args["phases"]):  # once per run: a run's later steps say nothing
+            if runs_first_phase(plan, args["phases"], mode):  # once per run: a run's later steps say nothing
                 for warning in overridden_warnings(fleet.overridden(plan_hosts(plan, in_play))):
                     display.warning(warning)
             records = self._run_records(args, fleet, plan.name or "", mode, writes,
@@ -411,15 +411,18 @@ def selected_phases(plan, names: list | None) -> list[dict]:
     return [phase for phase in phases if phase["name"] in set(names)]
 
 
-def runs_first_phase(plan, names: list | None) -> bool:
-    """Whether this step runs the plan's first selected phase (a whole run list does)."""
-    return names is None or bool(plan.selected) and plan.selected[0].name in names
+def runs_first_phase(plan, names: list | None, mode: str = RUN) -> bool:
+    """Whether this step runs the phase a run starts with (destroy: the last one), so that something is said once
+    per run, in its first step; a whole run list does."""
+    return names is None or bool(set(_first_phase(plan, mode)) & set(names))
 
 
 def plan_hosts(plan, in_play: list) -> list[str]:
     """The hosts in play that a selected phase of the plan runs on, in play order."""
     named = {host for phase in selected_phases(plan, None) for host in phase.get("hosts") or []}
     return [host for host in in_play if host in named]
+
+
 def last_phase_of_hosts(phases: list[dict], hosts: list[str], reverse: bool = False) -> dict[str, str]:
     """Each host's last phase of the whole plan, in the order the phases run (destroy: reversed): after it the run
     is done on that cluster, and its lock is released."""

@@ -128,8 +128,8 @@ def test_module_defaults_for_the_action_group_run_as_written(clusters, collectio
                  "spec": {"cluster": "all", "executor": "apply",
                           "source": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "from-plan"}}],
                           "options": {"namespace": namespace}}}
-        plan_play = [{**play[0], "tasks": [], "roles": [{"role": "phasekit.kube.plan",
-                                                          "vars": {"plan_documents": [phase]}}]}]
+        role = {"role": "phasekit.kube.plan", "vars": {"plan_documents": [phase]}}
+        plan_play = [{**play[0], "tasks": [], "roles": [role]}]
         inventory = {"all": {"vars": {"ansible_connection": "local"}, "hosts": {"prod-eu": {
             "kube_kubeconfig": str(cluster.admin_kubeconfig), "kube_context": cluster.context}}}}
         done = run_playbook(tmp_path, env, plan_play, inventory)

@@ -290,6 +290,7 @@ class BuiltinExecutors:
         except Exception:  # pylint: disable=broad-exception-caught
             return ""
         return f"; now {found}" if found else ""
+
     def _cluster_lock(self, phase: dict, host: str) -> None:
         """The run's lock on the host's cluster (``RunRecords.begin``), before anything the phase reads there: a
         phase that may write checks it (and its record's version is kept), one that writes outside the API session

@@ -91,6 +91,7 @@ def test_servers_are_host_and_port_of_every_host_resolved_so_far(fleet_file):
         fleet.resolution("c2")
         assert fleet.servers() == {"old": "old.example:443", "c0": "c0.example:6443", "c2": "c2.example:6443"}
 
+
 def test_hosts_that_beat_the_environment_are_counted_without_resolving(fleet_file):
     hostvars = {**hostvars_for(fleet_file, ["c0", "c1"]), "c2": {}, "c3": {"kube_context": ["not", "a", "name"]}}
     environ = {"K8S_AUTH_CONTEXT": "c4", "K8S_AUTH_KUBECONFIG": fleet_file}

@@ -467,6 +467,7 @@ def test_a_plan_phase_without_a_set_leaves_an_object_in_the_set_it_is_in():
     # what it would send carries the label: server-side apply drops a field its manager no longer sends
     assert report.objects[0].body["metadata"]["labels"][PART_OF_LABEL] == set_id
 
+
 def _namespace_gone(path):
     return ApiError(404, "NotFound", 'namespaces "apps" not found', {"name": "apps", "kind": "namespaces"},
                     "PATCH", path)

@@ -114,6 +114,8 @@ def test_a_plan_may_not_destroy_another_plans_set_nor_another_plans_objects():
     assert [one.name for one in report.objects] == ["b"] and f"{COLLECTION}/loose" in api.objects
     assert report.result()["ownership"] == [
         "ConfigMap apps/loose not deleted: plan a (host h1) applied it first and keeps it"]
+
+
 CORE = ResourceType("", "v1", "ConfigMap", "configmaps", True)
 SECRET = ResourceType("", "v1", "Secret", "secrets", True)
 ACCOUNT = ResourceType("", "v1", "ServiceAccount", "serviceaccounts", True)

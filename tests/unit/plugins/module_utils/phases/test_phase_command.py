@@ -189,6 +189,7 @@ def test_kept_output(size, kept):
     assert shown.endswith(output[-kept:]) and len(shown) - kept < 40
     assert ("characters before cut" in shown) is (size > MAX_OUTPUT)
 
+
 @pytest.mark.parametrize("environ, env, shown", [
     (None, None, "controller"),
     ({"EXTRA": "from the task's environment", "PATH": os.environ["PATH"]}, None, "from the task's environment"),

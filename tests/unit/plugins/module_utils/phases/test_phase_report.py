@@ -129,6 +129,8 @@ def test_junit_report_holds_a_commands_output_as_system_out_and_err():
     assert cases["a"].find("system-err").text == "warning \\x1b[33mslow\\x1b[0m\n"
     assert cases["b"].find("failure") is not None and cases["b"].find("system-err").text == "refused\n"
     assert TOKEN not in ET.tostring(root, encoding="unicode")
+
+
 def test_reports_show_each_cluster_server_never_a_missing_one():
     servers = {"a": "127.0.0.1:6443", "b": "127.0.0.1:6443"}   # a and b share one server: the reports show it
     found = report_entries(PHASES, RECORDS, ["a", "b"], "run", servers=servers)

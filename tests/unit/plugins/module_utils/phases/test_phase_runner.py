@@ -392,6 +392,7 @@ def test_what_a_wait_waits_for_is_known_while_it_runs_and_forgotten_after(monkey
     assert seen == ["Deployment apps/web: Available: 0/2"]
     assert executors.waiting_on("w", "child") == ""
 
+
 class QuietGuard:
     """A ``ListGuard`` whose watch never hears anything."""
 
