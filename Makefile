@@ -206,6 +206,7 @@ ee-test: venv tools collection-link clusters
 bench: venv tools collection-link clusters
 	python bench/run.py
 	python bench/fleet.py
+	python bench/fleet.py --only lock   # one run at a time: this tree against the tree before the lock
 
 build: venv
 	ansible-galaxy collection build --force --output-path $(CACHE)/dist .
