@@ -144,6 +144,9 @@ def test_two_plans_with_different_field_managers_conflict_without_corruption(fau
             options = document.get("spec", {}).get("options", {})
             if options.get("applyset") == "many":
                 options.update(applyset=f"many-{root.name}", applyset_adopt="all")
+        # two plans (each its own run record, so its own lock): one plan's two runs would be one at a time
+        documents.append({"apiVersion": API, "kind": "PhasePlan", "metadata": {"name": root.name},
+                          "spec": {"phases": ["many"]}})
         (root / "phases" / "site.yaml").write_text(yaml.safe_dump_all(documents))
     outputs = {}
 
