@@ -24,17 +24,22 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import a
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.identity import (
     ClusterIdentities, ClusterIdentity, server_address)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiSession, ListMemory
+from ansible_collections.phasekit.kube.plugins.module_utils.environ import Overridden, origin_of
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.connection import HOST_VARS as CONNECTION_VARS
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.connection import OPTIONS as CONNECTION_OPTIONS
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.redact import kubeconfig_credentials
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import Resolution
 from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import (
     HOST_VAR_CLUSTER, HOST_VAR_CONTEXT, HOST_VAR_KUBECONFIG, HOST_VAR_PARENT, REMEMBERED_VAR, RESOLUTION_KEY,
-    RESOLUTIONS_KEY, HostResolver, kubeconfig_request, remembered_resolution, to_plain)
+    ENV_CONTEXT, ENV_KUBECONFIG, RESOLUTIONS_KEY, HostResolver, remembered_resolution, to_plain)
 from ansible_collections.phasekit.kube.plugins.plugin_utils.environment import TaskEnvironment
 from ansible_collections.phasekit.kube.plugins.plugin_utils.templates import (
     TEMPLATE_LOCK, host_variables, render_strings, render_template_file, vault_values)
 
 KUBECONFIG_VARS = (HOST_VAR_KUBECONFIG, HOST_VAR_CONTEXT, HOST_VAR_PARENT, HOST_VAR_CLUSTER) + CONNECTION_VARS
+# each K8S_AUTH_* variable and the host variable that beats it
+ENV_HOST_VARS = ((ENV_KUBECONFIG, HOST_VAR_KUBECONFIG), (ENV_CONTEXT, HOST_VAR_CONTEXT)) + tuple(
+    (env_var, spec.host_var) for spec in CONNECTION_OPTIONS for env_var in spec.env)
 MIN_CONNECTIONS = 20  # apply's default concurrency (16) plus its live-state readers
 
 
@@ -206,18 +211,20 @@ class Fleet:
 
     def overridden(self, hosts) -> dict:
         """``Overridden`` (a K8S_AUTH_* variable of the environment) -> the hosts whose own kube_* variables beat
-        it, from the hosts' requests: nothing is read or resolved (a host whose request is wrong says so when it is
-        resolved)."""
+        it. Only whether a host sets its own variable is looked at: nothing is templated, decrypted or resolved for
+        a host that no phase has reached yet (a host's vault-encrypted kubeconfig stays sealed)."""
         found: dict = {}
         for host in hosts:
-            if host not in self.vars:
+            if self._hostvars is None or host not in self._hostvars:
                 continue
-            try:
-                request = kubeconfig_request(host, self._host_vars(host), {}, self.environ_of(host))
-            except PhasekitError:
+            environ = self.environ_of(host)
+            beaten = [(env_var, host_var) for env_var, host_var in ENV_HOST_VARS if environ.get(env_var)]
+            if not beaten:
                 continue
-            for overridden in request.overridden:
-                found.setdefault(overridden, []).append(host)
+            own = self._hostvars[host]
+            for env_var, host_var in beaten:
+                if host_var in own:
+                    found.setdefault(Overridden(env_var, origin_of(environ, env_var), host_var), []).append(host)
         return found
 
     def _resolve(self, host: str, resolver: HostResolver) -> Resolution:

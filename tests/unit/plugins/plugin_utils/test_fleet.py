@@ -92,14 +92,30 @@ def test_servers_are_host_and_port_of_every_host_resolved_so_far(fleet_file):
         assert fleet.servers() == {"old": "old.example:443", "c0": "c0.example:6443", "c2": "c2.example:6443"}
 
 
-def test_hosts_that_beat_the_environment_are_counted_without_resolving(fleet_file):
-    hostvars = {**hostvars_for(fleet_file, ["c0", "c1"]), "c2": {}, "c3": {"kube_context": ["not", "a", "name"]}}
+class Sealed(dict):
+    """A host's variables whose values cannot be read (an ansible-vault value without its password)."""
+
+    def __getitem__(self, name):
+        raise AssertionError(f"{name} was read")
+
+
+def test_hosts_that_beat_the_environment_are_counted_without_reading_their_values(fleet_file):
+    hostvars = {**hostvars_for(fleet_file, ["c0", "c1"]), "c2": {}, "c3": {"kube_context": ["not", "a", "name"]},
+                "sealed": Sealed(kube_kubeconfig="$ANSIBLE_VAULT;1.1;AES256...")}
     environ = {"K8S_AUTH_CONTEXT": "c4", "K8S_AUTH_KUBECONFIG": fleet_file}
     with Fleet(None, hostvars, environ=environ) as fleet:
-        found = fleet.overridden(["c0", "c1", "c2", "c3", "not-in-inventory"])
+        found = fleet.overridden(["c0", "c1", "c2", "c3", "sealed", "not-in-inventory"])
         assert fleet.memory() == {}  # nothing was resolved
-    assert found == {Overridden("K8S_AUTH_CONTEXT", "controller environment", "kube_context"): ["c0", "c1"],
-                     Overridden("K8S_AUTH_KUBECONFIG", "controller environment", "kube_kubeconfig"): ["c0", "c1"]}
+    # a host that sets its own value beats the environment, whatever the value (a wrong one fails when resolved)
+    assert found == {Overridden("K8S_AUTH_CONTEXT", "controller environment", "kube_context"): ["c0", "c1", "c3"],
+                     Overridden("K8S_AUTH_KUBECONFIG", "controller environment", "kube_kubeconfig"):
+                         ["c0", "c1", "sealed"]}
+
+
+def test_nothing_is_looked_at_without_a_k8s_auth_variable(fleet_file):
+    hostvars = {"sealed": Sealed(kube_kubeconfig="$ANSIBLE_VAULT;1.1;AES256...")}
+    with Fleet(None, hostvars, environ={"KUBECONFIG": fleet_file}) as fleet:
+        assert fleet.overridden(["sealed"]) == {}
 
 
 def test_a_host_without_its_own_context_takes_the_environment_s(fleet_file):
