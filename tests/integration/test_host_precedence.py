@@ -77,6 +77,7 @@ def written(clusters, namespaces) -> dict:
     return found
 
 
+@pytest.mark.smoke   # issue 35: a smoke test of each case on every ansible-core line
 @pytest.mark.parametrize("exported, play_environment, origin", [
     ({"K8S_AUTH_CONTEXT": "target"}, None, "controller environment"),
     ({}, {"K8S_AUTH_CONTEXT": "target"}, "play environment"),
@@ -167,6 +168,7 @@ ACTIONS_PLAY = """\
 """
 
 
+@pytest.mark.smoke
 def test_a_play_environment_reaches_the_actions(clusters, run_playbook, site):
     inventory = {"all": {"hosts": {"cluster": {"ansible_connection": "local"}}}}
     # exported values lose to the play's and the task's environment: keyword
