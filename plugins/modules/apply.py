@@ -114,7 +114,7 @@ options:
     description:
       - Apply only the bundle's objects whose labels match this label selector, in kubectl's syntax
         (C(kubectl apply --selector)) - C(key), C(!key), C(key=value), C(key!=value), C(key in) or C(key notin) followed by a list in
-        parentheses such as V(env in \(a,b\)), C(key>N), C(key<N), joined by commas.
+        parentheses such as V(env in (a,b\)), C(key>N), C(key<N), joined by commas.
       - With O(prune), members of the set that the selector leaves out are pruned like any member not applied.
     type: str
   applyset_tooling:

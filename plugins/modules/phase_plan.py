@@ -62,7 +62,7 @@ options:
     description:
       - Check every phase and plan of the documents, not only the chosen plan's; the problems of those outside the
         plan are returned as warnings (the task does not fail on them), each naming the document and field and
-        ending in V(\(not in plan NAME\)). The role sets it for C(plan_action=validate).
+        ending in V((not in plan NAME\)). The role sets it for C(plan_action=validate).
     type: bool
     default: false
   convert_to:

@@ -78,7 +78,7 @@ options:
       jsonpath:
         description:
           - A JSONPath template in kubectl's dialect, as C(kubectl get -o jsonpath=...) takes it, for example
-            V({.status.conditions[?\(@.type=="Ready"\)].status}); filters, wildcards, slices, unions, C(..) and
+            V({.status.conditions[?(@.type=="Ready"\)].status}); filters, wildcards, slices, unions, C(..) and
             C(range) work as in kubectl.
           - The condition is met when the template's first action finds exactly one value and, with
             O(conditions[].value), that value as kubectl prints it equals the value's text; this is how airshipctl's

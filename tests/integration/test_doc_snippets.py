@@ -16,7 +16,6 @@ import sys
 import uuid
 from pathlib import Path
 
-import pytest
 import yaml
 from test_examples import fenced_blocks
 
