@@ -32,8 +32,9 @@ LOCK_HOLDER = "phasekit.kube/lock-holder"
 
 
 def words(output: str) -> str:
-    """The output with Ansible's wrapping of warnings and messages undone."""
-    return " ".join(output.replace("[WARNING]:", " ").split())
+    """The output with Ansible's wrapping of warnings and messages undone (ansible-core 2.16 also breaks lines after
+    a hyphen inside a word: ``phasekit-`` / ``lock-8b94b8``)."""
+    return " ".join(re.sub(r"-\n\s*", "-", output).replace("[WARNING]:", " ").split())
 
 
 def configmaps(prefixes: str, count: int, value: str, namespace: str) -> list:
