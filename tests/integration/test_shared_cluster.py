@@ -21,23 +21,15 @@ import uuid
 import pytest
 import yaml
 from fleet_site import fleet_kubeconfig, recap
+from test_role_flows import SITE_YML as ROLE_SITE_YML
 
 pytestmark = [pytest.mark.smoke]
 
 API = "phasekit.dev/v1alpha1"
 RUN = uuid.uuid4().hex[:6]
 PROBE = "fanin-probe"
-SITE_YML = """\
-- name: Deploy the site
-  hosts: all
-  gather_facts: false
-  roles:
-    - role: phasekit.kube.plan
-      vars:
-        plan_src: [phases]
-        plan_name: site
-        plan_show_plan: false
-"""
+# the role as the documented flows run it, without the plan table
+SITE_YML = ROLE_SITE_YML + "        plan_show_plan: false\n"
 PHASES = [
     {"apiVersion": API, "kind": "Phase", "metadata": {"name": "probe"},
      "spec": {"cluster": "all", "executor": "apply",
