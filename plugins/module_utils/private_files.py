@@ -308,15 +308,24 @@ def remove_on_signals() -> None:
 
 def _handler_chaining(number, previous):
     def handler(signum, frame):
-        _STATE.handled[signum] = _STATE.handled.get(signum, 0) + 1
         remove_all()
         if callable(previous):
             previous(signum, frame)
         elif previous == signal.SIG_DFL:
             signal.signal(number, signal.SIG_DFL)
             os.kill(os.getpid(), number)
-    handler.phasekit_cleanup = True
-    return handler
+    return reaching_main_thread(handler)
+
+
+def reaching_main_thread(handler):
+    """``handler`` as a handler of this module: counted when it runs, so that the watch thread passes a signal that
+    landed in another thread on to the main thread when the handler has not run within ``MAIN_THREAD_GRACE`` (a
+    main thread blocked on a lock without a timeout would otherwise run it only when the lock is released)."""
+    def counted(signum, frame):
+        _STATE.handled[signum] = _STATE.handled.get(signum, 0) + 1
+        return handler(signum, frame)
+    counted.phasekit_cleanup = True
+    return counted
 
 
 def write_atomically(path: str, text: str, mode: int = 0o600) -> None:

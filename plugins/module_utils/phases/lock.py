@@ -27,7 +27,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from ansible_collections.phasekit.kube.plugins.module_utils.private_files import remove_all
+from ansible_collections.phasekit.kube.plugins.module_utils.private_files import (
+    reaching_main_thread, remove_all, remove_on_signals)
 
 HOLDER = "phasekit.kube/lock-holder"      # the run id of the holder
 BY = "phasekit.kube/lock-by"              # JSON: user, host, pid, started, job
@@ -276,13 +277,17 @@ class Interrupted(BaseException):
 def signals_interrupt(names=("SIGTERM", "SIGINT", "SIGHUP")):
     """While the block runs, those signals raise ``Interrupted`` in the main thread (their credential files
     removed first, as ``private_files`` would): the block's ``finally`` runs (a lock held is released), then the
-    signal acts as it did before. A signal the process ignores stays ignored; outside the main thread: nothing."""
+    signal acts as it did before. A signal the process ignores stays ignored; outside the main thread: nothing.
+    A signal that lands in another thread (the one running a command) reaches the main thread at once, not when
+    the main thread next wakes up (``private_files.reaching_main_thread``)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    remove_on_signals()  # the watch thread that passes a signal landing elsewhere on to this thread
     previous = {}
     fired = []
 
+    @reaching_main_thread
     def handler(signum, _frame):
         remove_all()
         if not fired:  # a second signal must not cut the release short

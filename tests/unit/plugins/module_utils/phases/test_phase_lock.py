@@ -6,7 +6,12 @@ from __future__ import annotations
 import copy
 import json
 import os
+import signal
 import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
 
 import pytest
 
@@ -477,3 +482,45 @@ def test_a_run_takes_over_at_once_the_live_lock_of_a_process_gone_from_this_cont
     records.begin("c1", acquire=True)
     assert holder_of(server.objects[PATH]["metadata"]["annotations"]).run == RUN.run
     assert "of a run whose process is gone from this controller" in records.notice("c1")
+
+
+INTERRUPTED_STEP = textwrap.dedent("""
+    import os, signal, subprocess, sys, threading
+    from concurrent.futures import ThreadPoolExecutor
+    sys.path.insert(0, {tests!r})
+    import conftest  # the collection finder
+    from ansible_collections.phasekit.kube.plugins.module_utils.phases.lock import signals_interrupt
+
+    def command(marker, signum):
+        open(marker, "w").write("running")
+        # the signal lands in this thread (as the kernel may choose), while the main thread waits for it
+        signal.pthread_kill(threading.get_ident(), signum)
+        subprocess.run(["sleep", "30"], check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    pool = ThreadPoolExecutor(1)
+    try:
+        with signals_interrupt():
+            try:
+                pool.submit(command, sys.argv[1], int(sys.argv[2])).result()  # no timeout: a lock acquire
+            finally:
+                open(sys.argv[1], "w").write("released")   # the step's finally: the lock released
+    finally:
+        pool.shutdown(wait=False)
+""")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=["term", "int", "hup"])
+def test_a_signal_landing_in_the_commands_thread_ends_the_step_at_once(tmp_path, signum):
+    """CI saw a Ctrl-C wait for a command's end: the kernel gave the signal to the command's thread and the main
+    thread, blocked without a timeout, ran the handler only later. The step's finally runs at once, then the signal
+    acts as before (the process ends by it)."""
+    script = tmp_path / "step.py"
+    script.write_text(INTERRUPTED_STEP.format(tests=str(Path(__file__).resolve().parents[4])))
+    marker = tmp_path / "marker"
+    started = time.monotonic()
+    process = subprocess.run([sys.executable, str(script), str(marker), str(int(signum))],
+                             env={**os.environ, "TMPDIR": str(tmp_path)}, timeout=60, check=False,
+                             start_new_session=True, capture_output=True, text=True)
+    assert process.returncode == -signum, process.stderr
+    assert time.monotonic() - started < 20, process.stderr  # not after the 30 s command
+    assert marker.read_text() == "released"
