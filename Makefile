@@ -201,6 +201,7 @@ ee: venv
 	bash hack/build-ee.sh $(EE_IMAGE)
 
 ee-test: venv tools collection-link clusters
+	bash hack/base-image.sh --setup   # the host's /dev/mqueue, which ansible-navigator's podman containers need
 	PHASEKIT_EE_IMAGE=$(EE_IMAGE) python -m pytest tests/integration -q -p no:cacheprovider -m ee $(PYTEST_ARGS)
 
 bench: venv tools collection-link clusters

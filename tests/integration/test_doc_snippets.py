@@ -37,8 +37,29 @@ def section_blocks(page: str, heading: str) -> list:
     return fenced_blocks("\n".join(lines[start:end]))
 
 
+SNIPPET_MARK = re.compile(r"<!--\s*snippet:\s*(?P<name>[\w.-]+)\s*-->")
+
+
+def marked_snippets(page: str) -> dict:
+    """The fenced blocks of a page that a ``<!-- snippet: NAME -->`` line names (the line before the fence), by NAME:
+    the test that runs a snippet takes it from the page, so the page's text is what runs."""
+    lines = (REPO / page).read_text(encoding="utf-8").splitlines()
+    blocks = {block.line: block for block in fenced_blocks("\n".join(lines))}
+    found = {}
+    for number, line in enumerate(lines):
+        mark = SNIPPET_MARK.fullmatch(line.strip())
+        if not mark:
+            continue
+        fence = next((index + 1 for index in range(number + 1, len(lines)) if lines[index].strip()), None)
+        assert fence in blocks, f"{page}:{number + 1}: the snippet mark {mark['name']} is not followed by a fenced block"
+        assert mark["name"] not in found, f"{page}:{number + 1}: snippet {mark['name']} is marked twice"
+        found[mark["name"]] = blocks[fence]
+    return found
+
+
 def console_commands(block_text: str) -> list[str]:
-    """The commands of a console block: lines after '$ ', with a heredoc's lines up to its end marker."""
+    """The commands of a console block: lines after '$ ', with the lines a trailing backslash continues and a
+    heredoc's lines up to its end marker."""
     commands, lines, index = [], block_text.splitlines(), 0
     while index < len(lines):
         line = lines[index]
@@ -46,6 +67,9 @@ def console_commands(block_text: str) -> list[str]:
         if not line.startswith("$ "):
             continue
         command = line[2:]
+        while command.endswith("\\") and index < len(lines):
+            command += "\n" + lines[index]
+            index += 1
         heredoc = re.search(r"<<'?(\w+)'?", command)
         if heredoc:
             while index < len(lines):
