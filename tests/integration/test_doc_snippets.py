@@ -18,6 +18,7 @@ from pathlib import Path
 
 import yaml
 from test_examples import fenced_blocks
+from test_kubeconfig_sources import new_age_key, sops_encrypt
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
@@ -161,3 +162,177 @@ def test_module_defaults_for_the_action_group_run_as_written(clusters, collectio
         assert output.count("module_defaults for group/phasekit.kube.kube set context, kubeconfig") == 1, output[-3000:]
     finally:
         cluster.kubectl("delete", "namespace", namespace, "--wait=false")
+
+
+# Every fenced block of the README, by the name its snippet mark gives it, and what runs it here.
+README_SNIPPETS = {
+    "make-two-commands": "test_readme_make_targets_exist (make demo's script: test_demo.py; make test: CI itself)",
+    "make-testing": "test_readme_make_targets_exist",
+    "requirements-pip": "test_readme_install_and_quick_start_run_as_written",
+    "install": "test_readme_install_and_quick_start_run_as_written (the Galaxy line: from the built tarball)",
+    "quick-start-inventory": "test_readme_install_and_quick_start_run_as_written",
+    "quick-start-site": "test_readme_install_and_quick_start_run_as_written",
+    "quick-start-run": "test_readme_install_and_quick_start_run_as_written",
+    "quick-start-output": "test_readme_install_and_quick_start_run_as_written",
+    "quick-start-plan": "test_readme_install_and_quick_start_run_as_written",
+}
+
+
+def test_every_readme_snippet_is_marked_and_run():
+    """A new or unmarked block in the README fails here until a test runs it (and is named above)."""
+    blocks = fenced_blocks((REPO / "README.md").read_text(encoding="utf-8"))
+    marked = marked_snippets("README.md")
+    assert sorted(marked) == sorted(README_SNIPPETS)
+    assert len(blocks) == len(marked), [block.line for block in blocks if block not in marked.values()]
+
+
+def shell_lines(block_text: str) -> list[str]:
+    """The commands of a shell block (no prompt): lines a trailing backslash continues joined, comments kept (bash
+    drops them), comment-only lines left out."""
+    lines, joined = block_text.splitlines(), []
+    for line in lines:
+        if joined and joined[-1].endswith("\\"):
+            joined[-1] += "\n" + line
+        elif line.strip() and not line.lstrip().startswith("#"):
+            joined.append(line)
+    return joined
+
+
+def make_database(*variables: str) -> str:
+    """make's database (-p) with the default goal (help, which runs no sub-make) only questioned (-q): the targets
+    and their recipes, nothing run."""
+    done = subprocess.run(["make", "-pq", "--no-print-directory", *variables, "help"], cwd=REPO, capture_output=True,
+                          text=True, check=False)
+    assert "Error" not in done.stderr, done.stderr
+    return done.stdout
+
+
+def test_readme_make_targets_exist():
+    """'Two commands' and 'Testing': the make targets and variables they name exist. Running them is CI itself (make
+    test) or the demo's script, which tests/integration/test_demo.py runs; here make's database is checked for each
+    line, and that make demo runs that script."""
+    snippets = marked_snippets("README.md")
+    lines = [line for name in ("make-two-commands", "make-testing") for line in shell_lines(snippets[name].text)]
+    assert len(lines) >= 9, lines
+    for line in lines:
+        words = line.split("#")[0].split()
+        variables = [word for word in words[1:] if "=" in word]
+        database = make_database(*variables)
+        targets = set(re.findall(r"^([\w.-]+):", database, re.M))
+        assert words[0] == "make" and set(words[1:]) - set(variables) <= targets, line
+    demo_recipe = re.search(r"^demo:.*\n(?:#.*\n)*((?:\t.*\n)+)", make_database(), re.M).group(1)
+    assert "hack/demo.sh" in demo_recipe, demo_recipe
+
+
+def documented_result_fragments(output_block: str) -> dict[str, list[str]]:
+    """Per host, the pieces of the documented ``ok: [host] => {...}`` line between its '...' elisions, whitespace
+    collapsed (the page wraps the one line the callback prints)."""
+    fragments, host = {}, None
+    for line in output_block.splitlines():
+        started = re.match(r"ok: \[(\S+)\] => (.*)", line)
+        if started:
+            host, line = started.group(1), started.group(2)
+            fragments[host] = ""
+        if host:
+            fragments[host] += " " + line.strip()
+    return {host: [" ".join(piece.split()) for piece in text.split("...") if piece.strip()]
+            for host, text in fragments.items()}
+
+
+def test_readme_install_and_quick_start_run_as_written(clusters, tmp_path, bin_dir):
+    """README, Install, Requirements and Quick start, in a fresh HOME as a new user: the checkout's install command
+    (the Galaxy one cannot run here: the collection is not on Galaxy and CI has no Galaxy; the same command from the
+    built tarball is its closest equivalent), pip's requirements files where the README says they are (pip asked to
+    resolve them, --dry-run: this venv was built from them), the quick start's inventory, playbook and command with
+    the output it shows, then the plan play over phases of the reader's own."""
+    snippets = marked_snippets("README.md")
+    home, checkout, project = tmp_path / "home", tmp_path / "checkout", tmp_path / "project"
+    for directory in (home / ".kube", checkout, project, tmp_path / "age"):
+        directory.mkdir(parents=True)
+    tracked = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                             capture_output=True, text=True, check=True).stdout.split("\0")
+    for name in filter(None, tracked):
+        if (REPO / name).is_file():
+            (checkout / name).parent.mkdir(parents=True, exist_ok=True)
+            (checkout / name).write_bytes((REPO / name).read_bytes())
+    env = dict(os.environ, HOME=str(home), ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="0",
+               PATH=f"{VENV_BIN}{os.pathsep}{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    for name in ("KUBECONFIG", "SOPS_AGE_KEY_FILE", "K8S_AUTH_KUBECONFIG", "K8S_AUTH_CONTEXT", "ANSIBLE_COLLECTIONS_PATH",
+                 "ANSIBLE_CONFIG"):
+        env.pop(name, None)
+
+    def shell(command: str, cwd: Path, **extra) -> subprocess.CompletedProcess:
+        done = subprocess.run(["bash", "-euo", "pipefail", "-c", command], cwd=cwd, env={**env, **extra},
+                              capture_output=True, text=True, check=False)
+        assert done.returncode == 0, f"{command}\n{done.stdout[-4000:]}{done.stderr[-3000:]}"
+        return done
+
+    # Install: the Galaxy line is named, the checkout's lines run as written
+    galaxy, from_checkout = shell_lines(snippets["install"].text)
+    assert galaxy.split("#")[0].split() == ["ansible-galaxy", "collection", "install", "phasekit.kube"], galaxy
+    shell(from_checkout, checkout)
+    listed = shell("ansible-galaxy collection list phasekit.kube", project).stdout
+    assert f"{home}/.ansible/collections/ansible_collections" in listed, listed
+
+    # Requirements: both files where the README says, resolved by pip
+    pip_lines = shell_lines(snippets["requirements-pip"].text)
+    assert len(pip_lines) == 2, pip_lines
+    for line, cwd in zip(pip_lines, (checkout, project)):
+        done = shell(line.replace("pip install", "pip install --dry-run", 1), cwd)
+        assert "Would install" not in done.stdout, done.stdout
+
+    # Quick start: the files the blocks name in their first line, the reader's kubeconfig and SOPS file
+    for name in ("quick-start-inventory", "quick-start-site"):
+        text = snippets[name].text
+        path = project / re.match(r"# (\S+)\n", text).group(1)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    inventory = yaml.safe_load((project / "inventory/clusters.yml").read_text())
+    ephemeral_path = inventory["all"]["children"]["management"]["hosts"]["ephemeral"]["kube_kubeconfig"]
+    (home / ephemeral_path.removeprefix("~/")).write_text(clusters["ephemeral"].admin_kubeconfig.read_text())
+    key_file, recipient = new_age_key(tmp_path / "age", bin_dir)
+    target_sops = inventory["all"]["children"]["workload"]["hosts"]["target"]["kube_kubeconfig"][0]["sops"]
+    (project / target_sops).parent.mkdir(parents=True, exist_ok=True)
+    flat = clusters["target"].kubectl("config", "view", "--raw", "--flatten", "--minify").stdout
+    sops_encrypt(flat, project / target_sops, recipient)
+
+    [run_command] = shell_lines(snippets["quick-start-run"].text)
+    done = shell(run_command, project, SOPS_AGE_KEY_FILE=str(key_file))
+    output_block = snippets["quick-start-output"].text.replace("https://127.0.0.1:36143", clusters["target"].server)
+    task_line = output_block.splitlines()[0]
+    assert task_line in done.stdout.splitlines(), done.stdout[-3000:]
+    printed = {match.group(1): " ".join(match.group(2).split())
+               for match in re.finditer(r"^ok: \[(\S+)\] => (.*)$", done.stdout, re.M)}
+    documented = documented_result_fragments(output_block)
+    assert set(documented) == {"ephemeral", "target"} <= set(printed), printed
+    for host, pieces in documented.items():
+        position = 0
+        for piece in pieces:
+            found = printed[host].find(piece, position)
+            assert found >= 0, f"{host}: {piece!r} not in (after {position}) {printed[host]}"
+            position = found + len(piece)
+    # the comment's claim: without -v the result is not shown
+    quiet = shell(run_command.split("#")[0].replace(" -v", ""), project, SOPS_AGE_KEY_FILE=str(key_file))
+    assert "ok: [target]" in quiet.stdout and "ok: [target] =>" not in quiet.stdout, quiet.stdout[-2000:]
+
+    # the plan play, over phases of the reader's own (a plan named deploy, as the play says)
+    namespace = f"pk-readme-{uuid.uuid4().hex[:6]}"
+    play = yaml.safe_load(snippets["quick-start-plan"].text)
+    assert play[0]["roles"][0]["vars"] == {"plan_src": ["phases"], "plan_name": "deploy"}, play
+    (project / "deploy.yml").write_text(snippets["quick-start-plan"].text)
+    (project / "phases").mkdir()
+    (project / "phases/10-hello.yaml").write_text(yaml.safe_dump_all([
+        {"apiVersion": "phasekit.dev/v1alpha1", "kind": "Phase", "metadata": {"name": "hello"},
+         "spec": {"cluster": "all", "executor": "apply", "source": [
+             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+             {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "hello", "namespace": namespace},
+              "data": {"from": "readme"}}]}},
+        {"apiVersion": "phasekit.dev/v1alpha1", "kind": "PhasePlan", "metadata": {"name": "deploy"},
+         "spec": {"phases": ["hello"]}}]))
+    try:
+        shell("ansible-playbook -i inventory deploy.yml", project, SOPS_AGE_KEY_FILE=str(key_file))
+        for cluster in (clusters["ephemeral"], clusters["target"]):
+            assert cluster.get_json("configmap", "hello", "-n", namespace)["data"] == {"from": "readme"}
+    finally:
+        for cluster in (clusters["ephemeral"], clusters["target"]):
+            cluster.kubectl("delete", "namespace", namespace, "--wait=false", "--ignore-not-found", check=False)
