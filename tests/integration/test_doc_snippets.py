@@ -273,8 +273,8 @@ def test_module_defaults_per_action_run_as_written(clusters, collections_path, t
         done = run_playbook(tmp_path, playbook_env(collections_path, tmp_path), play,
                             inventory_of({"prod-eu": {"kube_kubeconfig": str(tmp_path / "fleet.kubeconfig")}}))
         assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-        managers = [entry["manager"] for entry in ephemeral.get_json("configmap", "settings", "-n", namespace,
-                                                                      "--show-managed-fields")["metadata"]["managedFields"]]
+        live = ephemeral.get_json("configmap", "settings", "-n", namespace, "--show-managed-fields")
+        managers = [entry["manager"] for entry in live["metadata"]["managedFields"]]
         assert managers == [defaults["phasekit.kube.apply"]["field_manager"]], managers
     finally:
         ephemeral.kubectl("delete", "namespace", namespace, "--wait=false")

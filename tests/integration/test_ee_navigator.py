@@ -25,7 +25,7 @@ import pytest
 
 from conftest import REPO, VENV_BIN, Cluster
 from test_doc_snippets import console_commands, marked_snippets
-from test_ee_job import SITE_CLUSTERS, ee_image, site_clusters  # noqa: F401  (fixtures)
+from test_ee_job import SITE_CLUSTERS, ee_image, site_clusters  # noqa: F401  pylint: disable=unused-import
 from test_inventory import leaked, secret_strings
 
 pytestmark = [pytest.mark.ee]
@@ -112,8 +112,8 @@ def check_artifact(artifact_path: Path, output: str, secrets: list[str]) -> dict
     return rows
 
 
-def test_the_documented_navigator_command_runs_the_site_in_the_ee(ee_image, site_clusters, encrypted_target,
-                                                                   secrets, tmp_path):
+def test_the_documented_navigator_command_runs_the_site_in_the_ee(ee_image, site_clusters, encrypted_target, secrets,
+                                                                  tmp_path):
     target = site_clusters["target"]
     target.kubectl("delete", "widget", "small", "-n", "demo-apps", "--ignore-not-found", check=False)
     done, artifacts, seconds = run_documented(tmp_path, target.dir.parent)
