@@ -25,7 +25,7 @@ import pytest
 
 from conftest import REPO, VENV_BIN, Cluster
 from test_doc_snippets import console_commands, marked_snippets
-from test_ee_job import SITE_CLUSTERS, ee_image, site_clusters  # noqa: F401  pylint: disable=unused-import
+from test_ee_job import IMAGE, SITE_CLUSTERS, ee_image, site_clusters  # noqa: F401  pylint: disable=unused-import
 from test_inventory import leaked, secret_strings
 
 pytestmark = [pytest.mark.ee]
@@ -45,7 +45,9 @@ def documented_script(*extra: str) -> str:
     commands = console_commands(marked_snippets("docs/awx.md")["navigator-run"].text)
     navigator = [index for index, command in enumerate(commands) if command.startswith("ansible-navigator run ")]
     assert len(navigator) == 1, commands
-    commands[navigator[0]] = " ".join([commands[navigator[0]], *extra])
+    # the image make ee built, under the name the page uses unless PHASEKIT_EE_IMAGE names another
+    commands[navigator[0]] = " ".join([commands[navigator[0]].replace("--eei phasekit-kube-ee:latest", f"--eei {IMAGE}"),
+                                       *extra])
     return "\n".join(commands)
 
 
