@@ -8,7 +8,7 @@
 #   make integration   integration tests against real local clusters (full or smoke set, by CORE)
 #   make integration-oldest  the Kubernetes-matrix tests against clusters of K8S_OLDEST
 #   make ee            build the execution environment image phasekit-kube-ee:latest
-#   make ee-test       run a job in it the way AWX does (ansible-runner transmit | podman | process)
+#   make ee-test       run jobs in it the way AWX does (ansible-runner transmit | podman | process), and navigator
 #   make bench         benchmarks against kubectl and kubernetes.core (apply, then fleet)
 #   make clusters      start real local clusters (CLUSTERS="ephemeral target")
 #   make clusters-down stop them (both Kubernetes versions) and remove their state
@@ -201,6 +201,7 @@ ee: venv
 	bash hack/build-ee.sh $(EE_IMAGE)
 
 ee-test: venv tools collection-link clusters
+	bash hack/base-image.sh --setup   # the host's /dev/mqueue, which ansible-navigator's podman containers need
 	PHASEKIT_EE_IMAGE=$(EE_IMAGE) python -m pytest tests/integration -q -p no:cacheprovider -m ee $(PYTEST_ARGS)
 
 bench: venv tools collection-link clusters

@@ -14,7 +14,9 @@
 #
 # Host setup (root, Debian): installs podman, buildah, runc and debootstrap if
 # missing, and writes /etc/containers/containers.conf.d/50-phasekit.conf if it
-# is missing (runtime runc, cgroupfs, ulimits no higher than this host's).
+# is missing (runtime runc, cgroupfs, ulimits no higher than this host's), and
+# mounts /dev/mqueue if it is missing (ansible-navigator's podman containers
+# share the host's IPC namespace and it refuses to start without it).
 #
 # Settings: DEBIAN_SUITE (default: this host's codename), DEBIAN_MIRROR (default:
 # the first mirror this host's apt uses for that suite), BASE_IMAGE_PACKAGES
@@ -85,6 +87,17 @@ CONF
   log "wrote $CONTAINERS_CONF"
 }
 
+# ansible-runner starts navigator's containers with --ipc=host, which binds the host's /dev/mqueue: navigator checks
+# that the directory exists before it runs anything.
+ensure_mqueue() {
+  [ -d /dev/mqueue ] && return 0
+  [ "$(uname -s)" = Linux ] || return 0
+  [ "$(id -u)" = 0 ] || die "missing /dev/mqueue (needs root: mkdir /dev/mqueue && mount -t mqueue mqueue /dev/mqueue)"
+  mkdir -p /dev/mqueue
+  mount -t mqueue mqueue /dev/mqueue 2>/dev/null || log "/dev/mqueue: created, could not mount the mqueue filesystem"
+  log "made /dev/mqueue"
+}
+
 extra_cas() { find "$EXTRA_CA_DIR" -maxdepth 2 -type f -name '*.crt' 2>/dev/null | LC_ALL=C sort; }
 
 cache_key() {  # $1 suite $2 mirror
@@ -118,6 +131,7 @@ make_rootfs_tarball() {  # $1 suite $2 mirror $3 tarball
 main() {
   ensure_tools
   ensure_containers_conf
+  ensure_mqueue
   [ "${1:-}" = --setup ] && return 0
   local suite mirror key name tarball
   suite="${DEBIAN_SUITE:-$(host_codename)}"
