@@ -135,6 +135,11 @@ def test_a_later_phase_deletes_what_an_earlier_one_applied(clusters, site):
     assert rc == 0, output
     assert "in sync" in summary_row(output, "site", "cleanup"), output
 
+    for action in ("validate", "render"):
+        rc, output = site("-e", "plan_name=site", "-e", f"plan_action={action}")
+        assert rc == 0, output
+    assert '"name": "never-made"' in output and SECRET_VALUE not in output, output   # render shows the bundle, masked
+
     rc, output = site("-e", "plan_name=site", "-e", "plan_action=destroy")
     assert rc == 0, output
     assert "skipped" in summary_row(output, "site", "cleanup"), output
