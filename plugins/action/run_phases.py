@@ -40,6 +40,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import
 from ansible_collections.phasekit.kube.plugins.module_utils.environ import overridden_warnings
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import ChartCache
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import ABSENT as STATE_ABSENT
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ListMemory
 from ansible_collections.phasekit.kube.plugins.module_utils.masking import Masks
 from ansible_collections.phasekit.kube.plugins.plugin_utils.action import PhasekitAction
@@ -284,7 +285,7 @@ class ActionModule(PhasekitAction):
             if mode not in (DESTROY, RUN):
                 return
             for record in records:
-                if mode == RUN and record.details.get("state") != "absent":
+                if mode == RUN and record.details.get("state") != STATE_ABSENT:
                     continue  # a run names what its state: absent phases deleted
                 objects = record.details.get("objects") or []
                 if objects:

@@ -197,8 +197,6 @@ class AbsentRun:
                 key = (group, kind, metadata.get("namespace") or "", metadata.get("name"))
                 if key not in gone and not metadata.get("deletionTimestamp"):
                     state.add_member(group, kind, metadata.get("namespace"))
-        if state.parent.namespaced:
-            state.updated_namespaces.add(state.parent.namespace)
         parent.write(superset=False)
 
     def _namespaced_of(self, group: str, kind: str):
