@@ -86,9 +86,8 @@ class DeletionReport:
 
     def result(self) -> dict:
         """The Ansible result (without 'failed'/'msg', which the caller adds)."""
-        objects = [dict(one.entry(), action=FAILED if one.error else DELETED) for one in self.deleted]
-        out = {"changed": self.changed, "counts": self.counts(), "objects": objects, "absent": list(self.absent),
-               "api_requests": self.requests}
+        out = {"changed": self.changed, "counts": self.counts(), "objects": [one.entry() for one in self.deleted],
+               "absent": list(self.absent), "api_requests": self.requests}
         if self.applyset:
             out["applyset"] = self.applyset
         if self.diffs:
