@@ -6,7 +6,8 @@ A phase ``config`` applies ConfigMaps and a Secret into the ApplySet ``cms``; a 
 plan deletes one ConfigMap and the Secret. Check mode says ``would delete`` and deletes nothing; a run deletes them
 and keeps the rest; a re-run is ok; status says differs (naming what exists) before and in sync after; the set's
 parent then records no Secret; destroy leaves the cleanup phase alone. An object another plan applied is refused,
-naming that plan, until ``applyset_adopt: all``. The standalone ``phasekit.kube.apply`` action does the same.
+naming that plan, until ``applyset_adopt: all``. The standalone ``phasekit.kube.apply`` action does the same, and
+waits until each object is gone (a finalizer nobody removes: the timeout names it).
 """
 
 from __future__ import annotations
@@ -187,3 +188,24 @@ def test_the_apply_action_deletes_with_state_absent(clusters, run_playbook, tmp_
     assert not again["changed"] and again["msg"] == "nothing to delete: every object is absent", again
     assert bad["failed"] and "state" in bad["msg"] and "present, absent" in bad["msg"], json.dumps(bad)
     assert not exists(target, "configmap", "old", namespace)
+
+
+def test_the_action_waits_until_each_object_is_gone_and_names_what_stays(clusters, run_playbook, tmp_path, site):
+    """A finalizer nobody removes keeps the ConfigMap: the wait times out naming it; wait: false does not wait."""
+    target, namespace = clusters[CLUSTER], site.namespace
+    held = {**configmap("held", namespace), "metadata": {"name": "held", "namespace": namespace,
+                                                          "finalizers": ["example.com/hold"]}}
+    target.kubectl("apply", "-f", "-", stdin=json.dumps(held))
+    try:
+        named = {"state": "absent", "definition": [configmap("held", namespace)]}
+        waited, not_waiting = run_tasks(run_playbook, tmp_path, [
+            task("apply", target, **named, wait={"timeout": 2}),
+            task("apply", target, **named, wait=False),
+        ])[:2]
+        assert waited["failed"] and waited["msg"] == f"not gone after 2s: ConfigMap {namespace}/held", waited
+        assert not not_waiting.get("failed") and not_waiting["msg"] == f"deleted ConfigMap {namespace}/held", \
+            not_waiting
+        assert target.get_json("configmap", "held", "-n", namespace)["metadata"]["deletionTimestamp"]
+    finally:
+        target.kubectl("patch", "configmap", "held", "-n", namespace, "--type=merge", "-p",
+                       '{"metadata":{"finalizers":null}}', check=False)
