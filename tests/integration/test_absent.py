@@ -193,8 +193,8 @@ def test_the_apply_action_deletes_with_state_absent(clusters, run_playbook, tmp_
 def test_the_action_waits_until_each_object_is_gone_and_names_what_stays(clusters, run_playbook, tmp_path, site):
     """A finalizer nobody removes keeps the ConfigMap: the wait times out naming it; wait: false does not wait."""
     target, namespace = clusters[CLUSTER], site.namespace
-    held = {**configmap("held", namespace), "metadata": {"name": "held", "namespace": namespace,
-                                                          "finalizers": ["example.com/hold"]}}
+    held = configmap("held", namespace)
+    held["metadata"]["finalizers"] = ["example.com/hold"]
     target.kubectl("apply", "-f", "-", stdin=json.dumps(held))
     try:
         named = {"state": "absent", "definition": [configmap("held", namespace)]}
