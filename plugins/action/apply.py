@@ -1,6 +1,7 @@
 # Copyright: phasekit.kube contributors
 # Apache License 2.0 (see LICENSE)
-"""Action phasekit.kube.apply: server-side apply of a bundle, ApplySet prune, readiness wait.
+"""Action phasekit.kube.apply: server-side apply of a bundle, ApplySet prune, readiness wait; or, with
+``state: absent``, deletion of the objects the bundle names.
 
 Thin: arguments are validated here, the bundle is rendered and the cluster's
 kubeconfig resolved, then ``module_utils.kube.apply`` does the work.
@@ -8,8 +9,9 @@ kubeconfig resolved, then ``module_utils.kube.apply`` does the work.
 
 from __future__ import annotations
 
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.absent import delete_bundle
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import (
-    APPLY_OPTIONS_SPEC, apply_bundle, apply_options)
+    ABSENT, APPLY_OPTIONS_SPEC, apply_bundle, apply_options)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiSession
 from ansible_collections.phasekit.kube.plugins.plugin_utils.action import PhasekitAction
@@ -34,8 +36,13 @@ class ActionModule(PhasekitAction):
                                 check_mode=bool(self._task.check_mode), diff=bool(self._task.diff))
         with api_client(resolution.config, pool_maxsize=options.concurrency + EXTRA_CONNECTIONS,
                         environ=self.environ) as api:
-            report = apply_bundle(ApiSession(api), bundle, options)
+            if options.state == ABSENT:
+                report = delete_bundle(ApiSession(api), bundle, options)
+            else:
+                report = apply_bundle(ApiSession(api), bundle, options)
         result = report.result()
+        if options.state == ABSENT and not report.failure:
+            result["msg"] = report.message
         result["kubeconfig"] = resolution.summary()
         if report.warnings:
             result["warnings"] = [f"API server: {text}" for text in report.warnings]

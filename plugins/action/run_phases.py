@@ -40,6 +40,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import
 from ansible_collections.phasekit.kube.plugins.module_utils.environ import overridden_warnings
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import ChartCache
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import ABSENT as STATE_ABSENT
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ListMemory
 from ansible_collections.phasekit.kube.plugins.module_utils.masking import Masks
 from ansible_collections.phasekit.kube.plugins.plugin_utils.action import PhasekitAction
@@ -275,14 +276,17 @@ class ActionModule(PhasekitAction):
                 "summary": history_lines(found, names)}
 
     def _progress(self, mode: str):
-        """The progress callback: one line per phase; a destroy also names what it deleted (would delete)."""
+        """The progress callback: one line per phase; a destroy, and a run's state: absent phases, also name what
+        they deleted (would delete)."""
         verb = "would delete" if self._task.check_mode else "deleted"
 
         def show(phase: dict, records: list, seconds: float) -> None:
             self._show_progress(phase, records, seconds)
-            if mode != DESTROY:
+            if mode not in (DESTROY, RUN):
                 return
             for record in records:
+                if mode == RUN and record.details.get("state") != STATE_ABSENT:
+                    continue  # a run names what its state: absent phases deleted
                 objects = record.details.get("objects") or []
                 if objects:
                     display.display(f"  {record.host}: {verb} " + ", ".join(_named(one) for one in objects[:MAX_NAMED])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: apply
-short_description: Server-side apply a bundle of Kubernetes objects, prune an ApplySet, wait for readiness
+short_description: Server-side apply a bundle of Kubernetes objects, prune an ApplySet, wait for readiness; or delete them
 version_added: 0.1.0
 description:
   - Applies every object of a bundle with server-side apply (C(PATCH application/apply-patch+yaml)), the way
@@ -31,6 +31,8 @@ description:
     field the schema does not declare fails the object, naming the field.
   - Warnings sent by the API server (deprecated fields and APIs) become Ansible warnings. Connection resets, HTTP 429
     and 5xx answers are retried with backoff.
+  - With O(state=absent), the objects the bundle names are deleted instead (C(kubectl delete -f --ignore-not-found));
+    see O(state).
   - Runs on the controller (an action plugin); the cluster is chosen by the kubeconfig options or the host's
     C(kube_kubeconfig)/C(kube_context) variables.
 author:
@@ -44,8 +46,38 @@ attributes:
     description: Server-side dry run; nothing is persisted, admission and validation still run.
   diff_mode:
     support: full
-    description: One diff per created, changed or pruned object; Secret values are redacted.
+    description: One diff per created, changed, pruned or deleted object; Secret values are redacted.
 options:
+  state:
+    description:
+      - V(present) applies the bundle. V(absent) deletes each object the bundle names, found by its C(apiVersion),
+        C(kind), C(metadata.namespace) (else O(namespace)) and C(metadata.name); its other fields are ignored, as
+        C(kubectl delete -f) ignores them.
+      - An object that does not exist, or whose kind the API server does not serve, is already absent (C(ok), as
+        C(kubectl delete --ignore-not-found)); the task is C(changed) when it deleted anything.
+      - Objects are deleted in the reverse of apply's order (workloads first, CRDs and Namespaces last), O(cascade)
+        says how their dependants go, and O(wait) (true unless set) waits until each is gone.
+      - An object that another plan applied first (outside a plan, any plan), or that belongs to another ApplySet
+        than O(applyset), is refused, naming that plan or set, and nothing is deleted; O(applyset_adopt=all) deletes
+        it anyway. A Namespace goes only when it holds nothing but what the task deletes, unless
+        O(applyset_adopt=all).
+      - With O(applyset), the set's parent (if it exists) then records only the kinds and namespaces that still hold
+        members.
+      - Check mode deletes with a server-side dry run (C(would delete)); diff mode shows each object's live state
+        before.
+      - Not with O(prune) or O(force_conflicts).
+    type: str
+    choices: [present, absent]
+    default: present
+  cascade:
+    description:
+      - With O(state=absent), how the dependants of a deleted object go, as C(kubectl delete --cascade) -
+        V(background) (the default, kubectl's - the object goes at once, the garbage collector deletes its
+        dependants after), V(foreground) (its dependants first, then the object), V(orphan) (its dependants are
+        left).
+      - Only with O(state=absent).
+    type: str
+    choices: [background, foreground, orphan]
   src:
     description:
       - The bundle on the controller. A directory with a C(kustomization.yaml) (rendered with C(kubectl kustomize),
@@ -128,6 +160,9 @@ options:
     description:
       - Wait until the applied objects are ready - V(false) (do not wait), V(true) (kstatus rules, 300 seconds), or
         a dictionary with the keys below.
+      - Unset, V(false) with O(state=present) and V(true) with O(state=absent), where it waits until each deleted
+        object is gone (as C(kubectl delete) does) and, on timeout, fails naming the objects still there; only
+        O(wait.timeout) applies then.
       - All objects are polled together; on timeout the task fails and says, per object, why it is not ready.
       - Readiness follows kstatus - Deployments, StatefulSets, DaemonSets, ReplicaSets (replicas updated, ready and
         available), Jobs (started, not failed), Pods (ready or completed), PVCs (bound), CRDs (established),
@@ -135,7 +170,6 @@ options:
         false and C(status.observedGeneration) matches C(metadata.generation).
       - Not done in check mode.
     type: raw
-    default: false
     suboptions:
       timeout:
         description: Seconds to wait for all objects together.
@@ -224,6 +258,16 @@ EXAMPLES = r"""
           path: "status.conditions[?type=='Ready'].status | [0]"
           value: "True"
 
+- name: Delete an object that no bundle holds any more (missing is fine), waiting until it is gone
+  phasekit.kube.apply:
+    state: absent
+    definition:
+      apiVersion: v1
+      kind: ConfigMap
+      metadata:
+        name: legacy-settings
+        namespace: web
+
 - name: Show what would change, without changing anything
   phasekit.kube.apply:
     src: manifests/app
@@ -234,7 +278,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 counts:
-  description: How many objects were created, configured, unchanged, pruned, or failed.
+  description:
+    - How many objects were created, configured, unchanged, pruned, or failed.
+    - With O(state=absent), how many were deleted, already absent, or failed.
   returned: always
   type: dict
   sample: {created: 2, configured: 1, unchanged: 40, pruned: 3, failed: 0}
@@ -246,12 +292,24 @@ objects:
     - C(status) and C(message) are the kstatus readiness (V(Current), V(InProgress), V(Failed), V(Terminating)) at the
       end of the task.
     - Failed objects also have C(error) and C(origin) (the file and document they came from).
+    - With O(state=absent), one entry per object that existed - C(action) V(deleted) (in check mode, would be
+      deleted) or V(failed) with C(message).
   returned: always
   type: list
   elements: dict
   sample:
     - {apiVersion: apps/v1, kind: Deployment, namespace: web, name: web, action: created, status: Current,
        message: "Deployment is available. Replicas: 2"}
+absent:
+  description: With O(state=absent), the objects the bundle names that did not exist, as C(Kind namespace/name).
+  returned: with O(state=absent)
+  type: list
+  elements: str
+msg:
+  description: With O(state=absent), what was deleted (V(would delete ...) in check mode), or that nothing was.
+  returned: with O(state=absent)
+  type: str
+  sample: deleted ConfigMap web/legacy-settings
 applyset:
   description: The ApplySet parent and its id (the value of the C(applyset.kubernetes.io/part-of) label).
   returned: when O(applyset) is set

@@ -68,6 +68,12 @@ NEW_KIND_RETRY_SECONDS = 10  # a CRD just Established may take a moment to be se
 # limit (1.5 MiB by default, its --max-request-bytes) is per cluster and the server names it when it is hit.
 MAX_REQUEST_BYTES = 3 * 1024 * 1024
 
+PRESENT, ABSENT = "present", "absent"   # kubernetes.core's ``state``: apply the bundle, or delete what it names
+STATES = (PRESENT, ABSENT)
+# kubectl delete --cascade: the API's propagationPolicy for each (kubectl's default: background)
+CASCADES = {"background": "Background", "foreground": "Foreground", "orphan": "Orphan"}
+DEFAULT_CASCADE = "background"
+
 SERVER_BOOKKEEPING = ("managedFields", "resourceVersion", "generation")
 
 
@@ -89,6 +95,8 @@ class ApplyOptions:
     wait: WaitRules | None = None
     conflicts_are_drift: bool = False    # status: a field another manager changed is drift, not a failure
     owner: PlanOwner | None = None       # the plan applying (the phase engine); None: a task outside a plan
+    state: str = PRESENT                 # absent: delete the objects the bundle names instead (``kube.absent``)
+    cascade: str = DEFAULT_CASCADE       # absent: how dependants go (kubectl delete --cascade)
 
 
 # The apply action's own options (the kubeconfig options are added by the action).
@@ -103,8 +111,10 @@ APPLY_OPTIONS_SPEC = dict(
     applyset_tooling=dict(type="str", default=DEFAULT_TOOLING),
     applyset_adopt=dict(type="str", default=ADOPT_UNOWNED, choices=list(ADOPT_POLICIES)),
     selector=dict(type="str"),
-    wait=dict(type="raw", default=False),
+    wait=dict(type="raw"),   # unset: false for present, true for absent (kubectl delete waits by default)
     concurrency=dict(type="int", default=DEFAULT_CONCURRENCY),
+    state=dict(type="str", default=PRESENT, choices=list(STATES)),
+    cascade=dict(type="str", choices=list(CASCADES)),
 )
 
 
@@ -117,14 +127,39 @@ def apply_options(args: dict, *, namespace: str, check_mode: bool = False, diff:
     adopt = args.get("applyset_adopt") or ADOPT_UNOWNED
     if adopt not in ADOPT_POLICIES:
         raise PhasekitError(f"applyset_adopt must be one of {', '.join(ADOPT_POLICIES)}, got {adopt!r}")
-    if adopt != ADOPT_UNOWNED and not args["applyset"]:
+    state = args.get("state") or PRESENT
+    if state not in STATES:
+        raise PhasekitError(f"state must be one of {', '.join(STATES)}, got {state!r}")
+    check_state_options(args, state)
+    # deleting: all also deletes what another plan or set applied (no set needed to say so)
+    if adopt != ADOPT_UNOWNED and not args["applyset"] and not (state == ABSENT and adopt == ADOPT_ALL):
         raise PhasekitError(f"applyset_adopt: {adopt} needs an applyset (it says which objects the set may take over)")
     selector = parse_label_selector(args["selector"]) if args.get("selector") else None
+    wait = args.get("wait")
     return ApplyOptions(
         namespace=namespace, field_manager=args["field_manager"], force_conflicts=args["force_conflicts"],
         dry_run=check_mode, diff=diff, prune=args["prune"], applyset=args["applyset"] or None,
         applyset_tooling=args["applyset_tooling"], applyset_adopt=adopt, selector=selector,
-        concurrency=args["concurrency"], wait=parse_wait_option(args["wait"]))
+        concurrency=args["concurrency"], wait=parse_wait_option(state == ABSENT if wait is None else wait),
+        state=state, cascade=args.get("cascade") or DEFAULT_CASCADE)
+
+
+def check_state_options(args: dict, state: str) -> None:
+    """The options that make sense with ``state`` only, refused with the other (nothing is sent either way)."""
+    if state == PRESENT:
+        if args.get("cascade"):
+            raise PhasekitError("cascade applies to state: absent only (how the deleted objects' dependants go)")
+        return
+    if args.get("prune"):
+        raise PhasekitError("prune deletes an ApplySet's members that left the bundle; with state: absent, the "
+                            "bundle names the objects to delete: remove prune")
+    if args.get("force_conflicts"):
+        raise PhasekitError("force_conflicts applies to state: present only (nothing is applied with state: absent)")
+    wait = args.get("wait")
+    extra = sorted(set(wait) - {"timeout"}) if isinstance(wait, dict) else []
+    if extra:
+        raise PhasekitError(f"wait: {', '.join(extra)} do not apply to state: absent (it waits until each object is "
+                            f"gone); expected only timeout")
 
 
 def parse_wait_option(value) -> WaitRules | None:

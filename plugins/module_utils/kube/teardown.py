@@ -123,7 +123,7 @@ class KeptNamespace:
     def total(self) -> int:
         return sum(self.counts.values())
 
-    def describe(self, verb: str = "kept") -> str:
+    def describe(self, verb: str = "kept", remedy: str = "set plan_destroy_nonempty_namespaces=true") -> str:
         held = []
         if self.counts:
             counts = ", ".join(f"{count} {kind}" for kind, count in sorted(self.counts.items()))
@@ -132,8 +132,7 @@ class KeptNamespace:
                         f"{', '.join(self.named)}{more}")
         if self.problem:
             held.append(f"what it holds could not all be listed ({self.problem})")
-        return (f"Namespace {self.name} {verb}: {'; '.join(held)}; to delete it with them, set "
-                f"plan_destroy_nonempty_namespaces=true")
+        return f"Namespace {self.name} {verb}: {'; '.join(held)}; to delete it with them, {remedy}"
 
     def entry(self) -> dict:
         return {"name": self.name, "counts": dict(self.counts), "named": list(self.named), "problem": self.problem}
@@ -200,7 +199,7 @@ class Teardown:
 
     def __init__(self, session, discovery, *, dry_run: bool, timeout: float = DEFAULT_TIMEOUT, concurrency: int = 8,
                  clock=time.monotonic, sleep=time.sleep, ours: PlanObjects | None = None,
-                 delete_nonempty_namespaces: bool = False):
+                 delete_nonempty_namespaces: bool = False, propagation: str = FOREGROUND, wait: bool = True):
         self.session = session
         self.discovery = discovery
         self.dry_run = dry_run
@@ -208,6 +207,8 @@ class Teardown:
         self.delete_nonempty_namespaces = delete_nonempty_namespaces
         self.timeout = timeout
         self.concurrency = concurrency
+        self.propagation = propagation   # destroy: foreground; a state: absent apply: as its cascade option says
+        self.wait = wait                 # wait until each wave is gone (False: kubectl delete --wait=false)
         self._clock = clock
         self._sleep = sleep
 
@@ -240,10 +241,7 @@ class Teardown:
     def bundle(self, bundle: list, *, namespace: str, owner: PlanOwner | None = None) -> TeardownReport:
         """The objects the bundle names that exist (a kind no longer served has nothing left), but those another
         plan than ``owner`` applied first."""
-        try:
-            planned = plan_objects(bundle, self.discovery, namespace)
-        except PhasekitError:  # a kind no longer served: the objects of the other kinds
-            planned = _servable(bundle, self.discovery, namespace)
+        planned, _not_served = servable_objects(bundle, self.discovery, namespace)
         doomed, kept = [], []
         for one in planned:
             if one.defined_in_bundle:
@@ -265,6 +263,10 @@ class Teardown:
 
     # ------------------------------------------------------------ deleting
 
+    def delete_objects(self, doomed: list) -> TeardownReport:
+        """Delete ``doomed`` (``DeletedObject``, found to exist) in waves, namespaces holding anything else kept."""
+        return self._delete(doomed)
+
     def _delete(self, doomed: list) -> TeardownReport:
         report = TeardownReport(objects=sorted(doomed, key=_deletion_order), dry_run=self.dry_run)
         self.ours.objects.update(object_key(one.resource, one.namespace, one.name) for one in doomed)
@@ -280,7 +282,7 @@ class Teardown:
             if failed:
                 report.failure = "; ".join(f"{one.describe()}: {one.error}" for one in failed)
                 return report
-            if not self.dry_run:
+            if not self.dry_run and self.wait:
                 still = self._wait_gone(members, deadline)
                 if still:
                     report.failure = (f"not gone after {self.timeout:g}s: "
@@ -291,7 +293,7 @@ class Teardown:
     def _delete_one(self, one: DeletedObject) -> None:
         try:
             self.session.delete(object_path(one.resource, one.namespace, one.name), dry_run=self.dry_run,
-                                propagation=FOREGROUND)
+                                propagation=self.propagation)
         except ApiError as err:
             if err.status != 404:
                 one.error = describe_api_error(err)
@@ -378,12 +380,17 @@ def _deletion_order(one: DeletedObject):
     return (-wave_of(one.resource), one.resource.kind, one.namespace or "", one.name)
 
 
-def _servable(bundle: list, discovery, namespace: str) -> list:
-    """The bundle's objects whose kinds are served, one by one (plan_objects refuses a bundle with any other)."""
-    planned = []
+def servable_objects(bundle: list, discovery, namespace: str) -> tuple[list, list]:
+    """The bundle's objects whose kinds are served (a kind no longer served has nothing left), and the kinds that are
+    not, as ``Kind (apiVersion)``."""
+    try:
+        return plan_objects(bundle, discovery, namespace), []
+    except PhasekitError:  # plan_objects refuses a bundle with any kind not served: one by one
+        pass
+    planned, not_served = [], set()
     for item in bundle:
         try:
             planned.extend(plan_objects([item], discovery, namespace))
         except PhasekitError:
-            continue
-    return planned
+            not_served.add(f"{item.obj.get('kind')} ({item.obj.get('apiVersion')})")
+    return planned, sorted(not_served)

@@ -32,7 +32,9 @@ from ansible_collections.phasekit.kube.plugins.module_utils.helm.release import 
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.stored import stored_manifest_objects
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.run import (
     release_apply_arguments, remove_rendered_release, render_release, request_chart, run_release)
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.absent import delete_bundle
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import APPLY_OPTIONS_SPEC, apply_bundle, apply_options
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import ABSENT as STATE_ABSENT
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import Discovery
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.ownership import PlanOwner
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError, ListMemory
@@ -518,6 +520,8 @@ class BuiltinExecutors:
             if phase.get("executor") not in ("apply", "wait"):
                 continue
             phase = self._for_host(phase, host)
+            if deletes(phase):
+                continue  # its objects are gone: nothing to be ready
             options = phase.get("options") or {}
             if phase["executor"] == "apply":
                 args = apply_arguments(phase)
@@ -540,7 +544,35 @@ class BuiltinExecutors:
         args = apply_arguments(phase)
         bundle = self.bundle(phase, host)
         resolution = self.access.resolution(host)
-        return self._apply_objects(phase, host, bundle, args, args["namespace"] or resolution.namespace or "default")
+        namespace = args["namespace"] or resolution.namespace or "default"
+        if args["state"] == STATE_ABSENT:
+            return self._delete_named(phase, host, bundle, args, namespace)
+        return self._apply_objects(phase, host, bundle, args, namespace)
+
+    def _delete_named(self, phase: dict, host: str, bundle: list, args: dict, namespace: str) -> Outcome:
+        """``state: absent``: the objects the bundle names deleted (``kube.absent``); a dry run (check mode, status,
+        validate) says what would be, which status reports as drift."""
+        options = apply_options(args, namespace=namespace, check_mode=self.dry_run, diff=self.diff)
+        if self.shared is not None:
+            options = dataclasses.replace(options, concurrency=min(options.concurrency, self.shared.per_cluster(phase)))
+        options = dataclasses.replace(options, owner=self._owner(phase, host))
+        session = self.access.session(host, options.concurrency + EXTRA_CONNECTIONS)
+        before = len(session.warnings)
+        plan = self.records.run.plan if self.records is not None else None
+        report = delete_bundle(session, bundle, options, ours=PlanObjects(bookkeeping=run_bookkeeping(plan)),
+                               timeout=capped(options.wait.timeout if options.wait else None, phase,
+                                              default=TEARDOWN_TIMEOUT))
+        result = report.result()
+        details = {"state": STATE_ABSENT, "counts": result["counts"], "objects": result["objects"]}
+        if self.dry_run and report.changed:
+            details["drift"] = report.drift()
+        if report.diffs:
+            details["diff"] = host_diffs(host, report.diffs)
+        warnings = [f"{host}: API server: {text}" for text in session.warnings[before:]]
+        if warnings:
+            details["warnings"] = warnings
+        return Outcome(changed=report.changed, failed=report.failure is not None, msg=report.message,
+                       objects_changed=result["counts"]["deleted"], details=details)
 
     def _apply_objects(self, phase: dict, host: str, bundle: list, args: dict, namespace: str) -> Outcome:
         options = apply_options(args, namespace=namespace, check_mode=self.dry_run, diff=self.diff)
@@ -703,6 +735,9 @@ class BuiltinExecutors:
         undo = {"apply": self._destroy_apply, "helm": self._destroy_helm}.get(phase["executor"])  # UNDONE_BY_DESTROY
         if undo is None:
             return Outcome(skipped=True, msg=f"{phase['executor']} phases have nothing to destroy")
+        if deletes(phase):
+            return Outcome(skipped=True, msg="state: absent phases have nothing to destroy: they delete objects, "
+                                             "and destroy does not make them again")
         try:
             self.access.resolution(host)
             if self.records is not None:
@@ -757,6 +792,11 @@ class BuiltinExecutors:
                 plan = self.records.run.plan if self.records is not None else None
                 self._plan_objects[host] = PlanObjects(bookkeeping=run_bookkeeping(plan))
             return self._plan_objects[host]
+
+
+def deletes(phase: dict) -> bool:
+    """Whether ``phase`` (options rendered for its host) is an apply phase with ``state: absent``."""
+    return phase.get("executor") == "apply" and (phase.get("options") or {}).get("state") == STATE_ABSENT
 
 
 def writes_outside_session(phase: dict) -> bool:
