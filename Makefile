@@ -176,13 +176,14 @@ check: sanity units integration
 sanity: ansible-test-sanity $(if $(filter yes,$(LINT)),ansible-lint) $(if $(filter full,$(LEVEL)),docs-lint)
 
 # ansible-test wants the collection under ansible_collections/NAMESPACE/NAME:
-# copy the files git knows (tracked and new, not ignored) into such a tree.
+# copy the files git knows (tracked and new, not ignored) into such a tree. It runs through
+# hack/ansible-test-registry.py: its test environments' requirements from the package registry only.
 SANITY_TREE := $(CACHE)/sanity-$(notdir $(CURDIR))-$(PYVER)-core$(CORE)/ansible_collections/phasekit/kube
 ansible-test-sanity: venv
 	rm -rf $(SANITY_TREE) && mkdir -p $(SANITY_TREE)
 	git ls-files -z --cached --others --exclude-standard | xargs -0 -I{} sh -c 'test -e "{}" && printf "%s\0" "{}"' \
 	  | tar --null -T - -cf - | tar -xf - -C $(SANITY_TREE)
-	cd $(SANITY_TREE) && ansible-test sanity --color no --python $(PYVER) --requirements $(foreach d,hack bench,$(if $(wildcard $(d)),--exclude $(d)/))
+	cd $(SANITY_TREE) && $(VENV)/bin/python $(CURDIR)/hack/ansible-test-registry.py sanity --color no --python $(PYVER) --requirements $(foreach d,hack bench,$(if $(wildcard $(d)),--exclude $(d)/))
 
 ansible-lint: venv collection-link
 	ansible-lint --nocolor
