@@ -505,7 +505,10 @@ _TEMP_FILES_LOCK = threading.Lock()
 
 def _install_private_temp_files():
     """What is left for the loader's shared table (certificates an exec plugin returns): one file per client, in
-    that client's directory, written under a lock, instead of a file shared by every client with that content."""
+    that client's directory, written under a lock, instead of a file shared by every client with that content.
+
+    The loader's private ``_create_temp_file_with_content`` and ``_temp_files`` are used as every client major
+    requirements.txt allows has them (29 to 37, the oldest and the newest run in CI)."""
     original = kube_config._create_temp_file_with_content  # pylint: disable=protected-access
     if getattr(original, "phasekit_private", False):
         return
