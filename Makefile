@@ -4,7 +4,7 @@
 #   make demo          venv + tools + clusters, then the example site end to end
 #   make test          what CI runs: every ansible-core line, both Kubernetes versions, the EE
 #   make check         sanity + unit + integration on one ansible-core line (CORE=2.19 by default)
-#   make units         the unit suite on one line (CORE=2.16 ... 2.21)
+#   make units         the unit suite on one line (CORE=2.16 ... 2.22)
 #   make integration   integration tests against real local clusters (full or smoke set, by CORE)
 #   make integration-oldest  the Kubernetes-matrix tests against clusters of K8S_OLDEST
 #   make ee            build the execution environment image phasekit-kube-ee:latest
@@ -14,6 +14,7 @@
 #   make clusters-down stop them (both Kubernetes versions) and remove their state
 
 SHELL := /bin/bash
+comma := ,
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
 
@@ -21,19 +22,32 @@ CACHE ?= $(HOME)/.cache/phasekit
 
 # ansible-core lines CI proves, each as LINE:PYTHON (the controller Python it runs on).
 # The lines in CORE_FULL run every integration test; the others the smoke set.
-CORE_MATRIX ?= 2.16:3.11 2.17:3.12 2.18:3.13 2.19:3.11 2.20:3.12 2.21:3.13
+CORE_MATRIX ?= 2.16:3.11 2.17:3.12 2.18:3.13 2.19:3.11 2.20:3.12 2.21:3.13 2.22:3.13
 CORE_FULL ?= 2.19 2.21
+# Lines not released yet: their pre-releases are allowed (only for ansible-core, not every package as pip --pre would).
+# Take a line out when its release is out.
+CORE_PRERELEASE ?= 2.22
 CORE ?= 2.19
 CORE_LINES := $(foreach e,$(CORE_MATRIX),$(firstword $(subst :, ,$(e))))
+# The newest line also runs ansible-lint (the full lines do, with the docs lint): the rules of the next ansible-core.
+CORE_NEWEST := $(lastword $(CORE_LINES))
+CORE_SPEC := ansible-core$(if $(filter $(CORE),$(CORE_PRERELEASE)),>=$(CORE).0rc1$(comma))==$(CORE).*
 PYVER ?= $(word 2,$(subst :, ,$(filter $(CORE):%,$(CORE_MATRIX))))
 ifeq ($(PYVER),)
 $(error CORE=$(CORE) is not in CORE_MATRIX ($(CORE_MATRIX)))
 endif
 LEVEL := $(if $(filter $(CORE),$(CORE_FULL)),full,smoke)
+LINT := $(if $(filter $(CORE),$(CORE_FULL) $(CORE_NEWEST)),yes,no)
 PYTHON ?= $(shell bash hack/find-python.sh $(PYVER))
+# The kubernetes Python client: requirements.txt bounds it to the majors CI runs (kube/client.py uses private
+# members of its config loader). Every line gets the newest allowed; KUBERNETES_OLDEST_LINE the oldest allowed,
+# read from requirements.txt (one home for the number), in a venv of its own.
+KUBERNETES_OLDEST := $(shell sed -n 's/^kubernetes>=\([0-9]*\)[.0-9]*,.*/\1/p' requirements.txt)
+KUBERNETES_OLDEST_LINE ?= 2.16
+KUBERNETES_SPEC := $(if $(filter $(CORE),$(KUBERNETES_OLDEST_LINE)),'kubernetes==$(KUBERNETES_OLDEST).*')
 # One venv per Python and ansible-core line (several engineers share the cache).
-VENV ?= $(CACHE)/venv-$(PYVER)-core$(CORE)
-VENV_REQUIREMENTS := $(if $(filter full,$(LEVEL)),tests/requirements-dev.txt,tests/requirements-test.txt)
+VENV ?= $(CACHE)/venv-$(PYVER)-core$(CORE)$(if $(KUBERNETES_SPEC),-kubernetes$(KUBERNETES_OLDEST))
+VENV_REQUIREMENTS := $(if $(filter yes,$(LINT)),tests/requirements-dev.txt,tests/requirements-test.txt)
 
 # Kubernetes: the newest release for the demo and the default clusters; the
 # oldest claimed one for a second set of clusters beside them.
@@ -73,7 +87,7 @@ venv: $(VENV_STAMP)
 $(VENV_STAMP): requirements.txt tests/requirements-test.txt tests/requirements-dev.txt
 	@[ -x $(VENV)/bin/python ] || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --upgrade pip
-	$(VENV)/bin/python -m pip install -q 'ansible-core==$(CORE).*' -r $(VENV_REQUIREMENTS)
+	$(VENV)/bin/python -m pip install -q '$(CORE_SPEC)' -r $(VENV_REQUIREMENTS) $(KUBERNETES_SPEC)
 	bash hack/seed-get-pip.sh $(VENV)/bin/python
 	@touch $@
 
@@ -159,16 +173,17 @@ sanity-core%:
 
 check: sanity units integration
 
-sanity: ansible-test-sanity $(if $(filter full,$(LEVEL)),ansible-lint docs-lint)
+sanity: ansible-test-sanity $(if $(filter yes,$(LINT)),ansible-lint) $(if $(filter full,$(LEVEL)),docs-lint)
 
 # ansible-test wants the collection under ansible_collections/NAMESPACE/NAME:
-# copy the files git knows (tracked and new, not ignored) into such a tree.
+# copy the files git knows (tracked and new, not ignored) into such a tree. It runs through
+# hack/ansible-test-registry.py: its test environments' requirements from the package registry only.
 SANITY_TREE := $(CACHE)/sanity-$(notdir $(CURDIR))-$(PYVER)-core$(CORE)/ansible_collections/phasekit/kube
 ansible-test-sanity: venv
 	rm -rf $(SANITY_TREE) && mkdir -p $(SANITY_TREE)
 	git ls-files -z --cached --others --exclude-standard | xargs -0 -I{} sh -c 'test -e "{}" && printf "%s\0" "{}"' \
 	  | tar --null -T - -cf - | tar -xf - -C $(SANITY_TREE)
-	cd $(SANITY_TREE) && ansible-test sanity --color no --python $(PYVER) --requirements $(foreach d,hack bench,$(if $(wildcard $(d)),--exclude $(d)/))
+	cd $(SANITY_TREE) && $(VENV)/bin/python $(CURDIR)/hack/ansible-test-registry.py sanity --color no --python $(PYVER) --requirements $(foreach d,hack bench,$(if $(wildcard $(d)),--exclude $(d)/))
 
 ansible-lint: venv collection-link
 	ansible-lint --nocolor

@@ -676,6 +676,16 @@ KUBERNETES_CORE_TEST_READ_ENVVARS = """
         helm_namespace: "{{ test_namespace[2] }}"
       register: _helm_result
       failed_when: '"http://somewhere/version" not in _helm_result.stderr'
+
+    # beyond kubernetes.core's check: the result is kubernetes.core's (helm's own error in stderr, helm's command)
+    - name: The failure is helm's, reported as kubernetes.core reports it
+      assert:
+        that:
+          - >-
+            _helm_result.stderr is search('^Error: kubernetes cluster unreachable. Get "http://somewhere/version"', ignorecase=true)
+          - _helm_result.command is search('^' + helm_binary + ' ')
+          - _helm_result is not changed
+          - _helm_result.kubeconfig.server == 'somewhere'
 """
 
 
@@ -686,3 +696,51 @@ def test_kubernetes_cores_read_envvars_test_passes(clusters, run_playbook, bin_d
     result = run_playbook(KUBERNETES_CORE_TEST_READ_ENVVARS, None, "-e", variables, env=helm_env(clusters[CLUSTER]))
     assert result.rc == 0, result
     assert "failed=0" in result.stdout, result.stdout[-600:]
+
+
+# test_helm_not_installed.yml of kubernetes.core 6.5.0, the module name changed: a helm that is not there fails with
+# the words Ansible's run_command uses ("No such file or directory" before ansible-core 2.20, "Error executing
+# command" since), each asserted on the lines it names
+KUBERNETES_CORE_TEST_HELM_NOT_INSTALLED = """
+- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Failed test when helm is not installed
+      phasekit.kube.helm:
+        binary_path: "{{ helm_binary}}_fake"
+        name: test
+        chart_ref: "{{ chart_test }}"
+        namespace: "helm-test"
+      ignore_errors: true
+      register: helm_missing_binary
+
+    - name: Assert that helm is not installed
+      assert:
+        that:
+          - helm_missing_binary is failed
+          - "'No such file or directory' in helm_missing_binary.msg"
+      when: ansible_version.full is version('2.20', '<')
+
+    - name: Assert that helm is not installed (ansible 2.20+)
+      assert:
+        that:
+          - helm_missing_binary is failed
+          - "'Error executing command' in helm_missing_binary.msg"
+      when: ansible_version.full is version('2.20', '>=')
+
+    - name: Both, on every line (phasekit's message is the same on all of them)
+      assert:
+        that:
+          - "'No such file or directory' in helm_missing_binary.msg"
+          - "'Error executing command' in helm_missing_binary.msg"
+          - helm_missing_binary is not changed
+"""
+
+
+def test_kubernetes_cores_helm_not_installed_test_passes(clusters, run_playbook, bin_dir):
+    """A binary_path where no helm is: failed, with the words kubernetes.core's test looks for in msg."""
+    variables = json.dumps({"helm_binary": helm_path(bin_dir, BINARIES[0]), "chart_test": "test-chart"})
+    result = run_playbook(KUBERNETES_CORE_TEST_HELM_NOT_INSTALLED, None, "-e", variables,
+                          env=helm_env(clusters[CLUSTER]))
+    assert result.rc == 0, result
+    assert "failed=0" in result.stdout and "ignored=1" in result.stdout, result.stdout[-600:]

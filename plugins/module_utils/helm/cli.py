@@ -202,11 +202,11 @@ def _call(argv: list[str], *, env: dict, what: str, timeout: int | None = None) 
     try:
         done = subprocess.run(argv, env=env, capture_output=True, encoding="utf-8", errors="replace",  # pylint: disable=ansible-bad-function
                               timeout=timeout or DEFAULT_TIMEOUT, check=False)
-    except FileNotFoundError:
-        message = f"{what}: helm not found ({argv[0]}); install helm 3.13 or later, or point binary_path at it"
+    except FileNotFoundError as exc:
+        message = f"{not_run(what, argv[0], exc)}; install helm 3.13 or later, or point binary_path at it"
         raise HelmCommandError(message, HelmOutput(command, "", message)) from None
-    except PermissionError:
-        message = f"{what}: {argv[0]} is not executable"
+    except PermissionError as exc:
+        message = f"{not_run(what, argv[0], exc)}: it is not executable"
         raise HelmCommandError(message, HelmOutput(command, "", message)) from None
     except subprocess.TimeoutExpired as exc:
         message = f"{what} did not finish within {timeout or DEFAULT_TIMEOUT}s"
@@ -216,6 +216,12 @@ def _call(argv: list[str], *, env: dict, what: str, timeout: int | None = None) 
         last = _last_lines(done.stderr) or _last_lines(done.stdout) or "no output"
         raise HelmCommandError(f"{what} failed: {last}", output, done.returncode)
     return output
+
+
+def not_run(what: str, program: str, exc: OSError) -> str:
+    """Why a program could not be started, in the words of Ansible's run_command ("Error executing command.", 2.19+)
+    and of the OS before it ("No such file or directory"): kubernetes.core's tests look for either in ``msg``."""
+    return f"Error executing command. {what}: {program}: {exc.strerror}"
 
 
 def _text(output) -> str:

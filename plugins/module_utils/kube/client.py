@@ -161,7 +161,7 @@ def api_client(kubeconfig: dict, context: str | None = None, *, pool_maxsize: in
     ``as-uid``/``as-user-extra``, which the generated API classes would not).
     ``pool_maxsize`` sizes the one HTTP connection pool shared by every thread
     that uses the client (default: the client's own, 5 per CPU). ``environ``: the task's environment, whose proxy
-    variables are taken as the client takes the controller's (see ``use_environment_proxies``).
+    variables are taken as the client takes the controller's (see ``use_proxies``).
     """
     require_kubernetes()
     shared = live_tls_context(kubeconfig)
@@ -197,7 +197,7 @@ def _client_in(material_dir: str | None, kubeconfig: dict, context: str | None, 
         raise PhasekitError(f"cannot use kubeconfig: {exc}") from None
     if pool_maxsize:
         configuration.connection_pool_maxsize = pool_maxsize
-    use_environment_proxies(configuration, kubeconfig, context, environ)
+    use_proxies(configuration, kubeconfig, context, environ)
     impersonation = impersonation_headers(kubeconfig)
     api = k8s_client.ApiClient(configuration=configuration)
     pool_kw = api.rest_client.pool_manager.connection_pool_kw
@@ -212,11 +212,16 @@ def _client_in(material_dir: str | None, kubeconfig: dict, context: str | None, 
         api.close()
 
 
-def use_environment_proxies(configuration, kubeconfig: dict, context: str | None, environ: Mapping | None) -> None:
-    """The proxy variables a task's ``environment:`` sets (``HTTPS_PROXY``, ``NO_PROXY``, ...), taken as the
-    kubernetes client takes the controller's (the scheme's proxy, else ``all_proxy``; ``no_proxy``), unless the
-    cluster names its own ``proxy-url`` (which wins, as in kubectl)."""
-    if not sets_proxies(environ) or _cluster_of(kubeconfig, context).get("proxy-url"):
+def use_proxies(configuration, kubeconfig: dict, context: str | None, environ: Mapping | None) -> None:
+    """The cluster's own ``proxy-url`` (which wins, as in kubectl), else the proxy variables a task's
+    ``environment:`` sets (``HTTPS_PROXY``, ``NO_PROXY``, ...), taken as the kubernetes client takes the
+    controller's (the scheme's proxy, else ``all_proxy``; ``no_proxy``)."""
+    proxy_url = _cluster_of(kubeconfig, context).get("proxy-url")
+    if proxy_url:
+        # set here for every client major: the client's loader reads proxy-url itself only from its major 37
+        configuration.proxy = proxy_url
+        return
+    if not sets_proxies(environ):
         return
     proxies = environment_proxies(environ)
     configuration.proxy = proxies.get(urlsplit(configuration.host).scheme) or proxies.get("all")
@@ -500,14 +505,20 @@ _TEMP_FILES_LOCK = threading.Lock()
 
 def _install_private_temp_files():
     """What is left for the loader's shared table (certificates an exec plugin returns): one file per client, in
-    that client's directory, written under a lock, instead of a file shared by every client with that content."""
+    that client's directory, written under a lock, instead of a file shared by every client with that content.
+
+    The loader's private ``_create_temp_file_with_content`` and ``_temp_files`` are used as every client major
+    requirements.txt allows has them (29 to 37, the oldest and the newest run in CI)."""
     original = kube_config._create_temp_file_with_content  # pylint: disable=protected-access
     if getattr(original, "phasekit_private", False):
         return
 
     def private_temp_file(content, temp_file_path=None, force_recreate=False):  # pylint: disable=unused-argument
         with _TEMP_FILES_LOCK:
-            return original(content, temp_file_path=temp_file_path, force_recreate=True)
+            # forgotten first, so the loader writes a new file: its force_recreate argument exists only from the
+            # client's major 35 (an older loader would raise, and log the exec plugin's certificate as missing)
+            kube_config._temp_files.pop(str(content), None)  # pylint: disable=protected-access
+            return original(content, temp_file_path=temp_file_path)
 
     private_temp_file.phasekit_private = True
     kube_config._create_temp_file_with_content = private_temp_file  # pylint: disable=protected-access

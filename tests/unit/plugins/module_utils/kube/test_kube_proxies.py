@@ -40,3 +40,17 @@ def test_without_a_keyword_the_client_keeps_its_own_reading(monkeypatch):
     monkeypatch.setenv("HTTPS_PROXY", "http://controller:3128")
     with api_client(kubeconfig()) as plain, api_client(kubeconfig(), environ=Environ(task={"A": "b"})) as keyword:
         assert plain.configuration.proxy == keyword.configuration.proxy
+
+
+@pytest.mark.parametrize("controller, proxy", [
+    ({}, "http://kubeconfig:3128"),
+    ({"HTTPS_PROXY": "http://controller:3128"}, "http://kubeconfig:3128"),
+], ids=["kubeconfig-proxy-url", "kubeconfig-proxy-url-beats-the-controller-s"])
+def test_the_cluster_s_proxy_url_reaches_the_client_on_every_client_major(monkeypatch, controller, proxy):
+    """The kubernetes client's loader reads proxy-url itself only from its major 37: kube/client.py sets it."""
+    for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in controller.items():
+        monkeypatch.setenv(name, value)
+    with api_client(kubeconfig(proxy_url="http://kubeconfig:3128")) as api:
+        assert api.configuration.proxy == proxy
