@@ -555,6 +555,7 @@ class BuiltinExecutors:
         session = self.access.session(host, options.concurrency + EXTRA_CONNECTIONS)
         before = len(session.warnings)
         report = apply_bundle(session, bundle, options, pool=self.shared.pool if self.shared else None)
+        session.guard_kept()  # the lists its writes did not forget now get their watch (ListMemory)
         counts = report.counts()
         details = {"counts": counts}
         if self.dry_run and report.changed:

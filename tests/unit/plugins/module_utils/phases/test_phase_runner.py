@@ -414,15 +414,16 @@ def test_a_phase_that_is_not_an_apply_forgets_the_steps_lists_before_and_after_i
             return super().resolution(host)
 
     executors = BuiltinExecutors(Watching(), lists=memory)
-    memory.keep(0, "https://x", "/api/v1/namespaces/a/configmaps", memory.ticket(), [{"metadata": {"name": "c"}}],
-                QuietGuard())
+    memory.keep(0, "https://x", "/api/v1/namespaces/a/configmaps", memory.ticket(), [{"metadata": {"name": "c"}}], "7")
+    memory.guard(0, "https://x", "/api/v1/namespaces/a/configmaps", "7", QuietGuard())
     # an apply keeps them (here it cannot reach its cluster at all)
     run_phases([phase("apply", "apply", hosts=["child"], source=[])], BuiltinExecutors(NoCluster(), lists=memory),
                hosts_in_play=["child"])
     assert memory.recall(0, "https://x", "/api/v1/namespaces/a/configmaps") is not None
 
     def keep_meanwhile(*_args):  # something lists during the command: gone after it too
-        memory.keep(1, "https://x", "/api/v1/namespaces/b/configmaps", memory.ticket(), [], QuietGuard())
+        memory.keep(1, "https://x", "/api/v1/namespaces/b/configmaps", memory.ticket(), [], "7")
+        memory.guard(1, "https://x", "/api/v1/namespaces/b/configmaps", "7", QuietGuard())
 
     command = phase("c", "command", hosts=["child"], options={"cmd": "true", "shell": True})
     original = executors._command  # pylint: disable=protected-access
