@@ -185,6 +185,9 @@ class ActionModule(PhasekitAction):
             if fleet.identities_asked:
                 display.vvv(f"phasekit.kube.run_phases: cluster identity (kube-system uid) asked of "
                             f"{fleet.identities_asked} API endpoint(s)")
+            sent, watches = fleet.requests_sent()
+            display.vvv(f"phasekit.kube.run_phases: {sent} API request(s), {watches} of them watches guarding kept "
+                        f"lists")
             memory = fleet.memory() if args["remember"] else None
             servers = fleet.servers()  # host:port of each cluster host, so that hosts on one server show it
             records = [record.to_dict() for record in report.records]

@@ -323,6 +323,7 @@ class ApiSession:
         self._memory_id = memory.session_id() if memory is not None else None
         self.warnings: list[str] = []
         self.requests = 0
+        self.watches = 0  # of the requests: watches guarding kept lists (ListGuard)
         self._unanswered: tuple[float, str] | None = None  # (when, why) the server last failed to answer
         # called before every write (any request but GET) with its method and path: a run's lock is taken there
         self.before_write = None
@@ -406,6 +407,7 @@ class ApiSession:
             return None
         with self._lock:
             self.requests += 1
+            self.watches += 1
         if raw.status != 200:
             _close_response(raw)
             return None

@@ -292,6 +292,7 @@ def test_a_kept_list_answers_nothing_before_its_apply_is_done_and_its_watch_open
     session.guard_kept()
     session.list(CONFIGMAPS, reuse=True)
     assert lists(pool) == 2 and [path for path, _answer in pool.watches] == [CONFIGMAPS]
+    assert (session.requests, session.watches) == (3, 1)   # what the run counts at -vvv
 
 
 def test_a_list_its_own_apply_wrote_to_costs_no_watch():
