@@ -253,7 +253,8 @@ class ListMemory:
     def unguarded(self, owner: int) -> list[tuple]:
         """(server, path, resourceVersion) of the session's kept lists that have no watch yet."""
         with self._lock:
-            return [(key[1], key[2], kept[3]) for key, kept in self._lists.items() if key[0] == owner and kept[2] is None]
+            return [(key[1], key[2], kept[3]) for key, kept in self._lists.items()
+                    if key[0] == owner and kept[2] is None]
 
     def guard(self, owner: int, server: str, path: str, version: str, guard: ListGuard | None) -> bool:
         """Give a kept list the watch from its resourceVersion on (``ListGuard``; None: the server would not
