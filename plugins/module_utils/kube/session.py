@@ -189,8 +189,8 @@ class ListMemory:
     A LIST answers again only while a watch from its resourceVersion on has received nothing (``ListGuard``): a
     change made since, by anyone, ends it, so no phase decides from a read older than its start that nothing proves
     still true. The watch is opened when the apply that listed is done on its cluster (``ApiSession.guard_kept``),
-    for the lists its writes left kept: until then a kept list answers nothing. It also ends after ``seconds``, and on a write through any session sharing this memory to a path
-    that may change the collection: a write (any request but GET) forgets, on its server, every collection its path
+    for the lists its writes left kept: until then a kept list answers nothing. It also ends after ``seconds``, and
+    on a write through any session sharing this memory to a path that may change the collection: a write (any request but GET) forgets, on its server, every collection its path
     falls in and every one that falls in its path (a namespace). Lists are kept per session: another cluster user
     may not read what this one did. Only single-page lists are kept, and at most ``max_items`` objects in all (the
     oldest lists go first). ``clear`` forgets everything: the fleet calls it around every phase that is not an
