@@ -190,11 +190,12 @@ class ListMemory:
     change made since, by anyone, ends it, so no phase decides from a read older than its start that nothing proves
     still true. The watch is opened when the apply that listed is done on its cluster (``ApiSession.guard_kept``),
     for the lists its writes left kept: until then a kept list answers nothing. It also ends after ``seconds``, and
-    on a write through any session sharing this memory to a path that may change the collection: a write (any request but GET) forgets, on its server, every collection its path
-    falls in and every one that falls in its path (a namespace). Lists are kept per session: another cluster user
-    may not read what this one did. Only single-page lists are kept, and at most ``max_items`` objects in all (the
-    oldest lists go first). ``clear`` forgets everything: the fleet calls it around every phase that is not an
-    apply (its changes may still be on their way to the watches) and when its step ends (``close``).
+    on a write through any session sharing this memory to a path that may change the collection: a write (any
+    request but GET) forgets, on its server, every collection its path falls in and every one that falls in its path
+    (a namespace). Lists are kept per session: another cluster user may not read what this one did. Only single-page
+    lists are kept, and at most ``max_items`` objects in all (the oldest lists go first). ``clear`` forgets
+    everything: the fleet calls it around every phase that is not an apply (its changes may still be on their way to
+    the watches) and when its step ends (``close``).
     """
 
     def __init__(self, seconds: float = LIST_REUSE_SECONDS, max_items: int = LIST_REUSE_MAX_ITEMS,
