@@ -151,7 +151,7 @@ class ActionModule(PhasekitAction):
                                          resume=args["resume"], resumed_hosts=args["resumed_hosts"], lists=lists,
                                          plan=plan.name or "", allow_shared_cluster=args["allow_shared_cluster"],
                                          environ_of=fleet.environ_of,
-                                         delete_nonempty_namespaces=args["destroy_nonempty_namespaces"])
+                                         delete_nonempty_namespaces=args["destroy_nonempty_namespaces"], step=phases)
             writes = records is not None and writes
             # check mode, status, validate and destroy run batch by batch without the soak
             rollouts = RolloutRun(pause=mode == RUN and not self._task.check_mode,

@@ -383,15 +383,15 @@ class ApiSession:
                     self.memory.keep(self._memory_id, self.server, path, ticket, items, version)
                 return items
 
-    def guard_kept(self) -> None:
+    def guard_kept(self, watch: bool = True) -> None:
         """Open the watch of each list this session kept and has not guarded yet (``ListGuard``), from the LIST's
         resourceVersion on: the apply that listed them calls it once its writes are done, so that a list its own
         writes forgot costs no watch (every list of a first run), and the watch still hears every change made
-        since the LIST."""
+        since the LIST. ``watch`` False: no later phase will ask for them, and they are forgotten instead."""
         if self.memory is None:
             return
         for server, path, version in self.memory.unguarded(self._memory_id):
-            self.memory.guard(self._memory_id, server, path, version, self._guard(path, version))
+            self.memory.guard(self._memory_id, server, path, version, self._guard(path, version) if watch else None)
 
     def _guard(self, path: str, resource_version) -> ListGuard | None:
         """A watch of the collection at ``path`` from its LIST's ``resource_version`` (``ListGuard``); None when the
