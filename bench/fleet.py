@@ -86,6 +86,8 @@ class Bench:
     def __init__(self, work: Path, env: dict, core: Path | None, records: bool = True, collection: Path | None = None):
         self.work, self.env, self.core = work, env, core
         self.records = records  # phasekit keeps its run record in each cluster (its default); the floor writes it too
+        # this process's namespaces: a cleanup leaves those of another bench running on the same clusters alone
+        self.label = f"phasekit-fleet-{uuid.uuid4().hex[:8]}"
         self.collections = collections_root(work, collection)
         self.admin = {name: yaml.safe_load((CLUSTERS_DIR / name / "admin.kubeconfig").read_text())
                       for name in CLUSTERS}
@@ -138,7 +140,7 @@ class Bench:
         for cluster, names in by_cluster.items():
             if names:
                 docs = [{"apiVersion": "v1", "kind": "Namespace",
-                         "metadata": {"name": name, "labels": {"bench": "phasekit-fleet"}}} for name in names]
+                         "metadata": {"name": name, "labels": {"bench": self.label}}} for name in names]
                 self.kubectl(cluster, "apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
         deadline = time.monotonic() + 120
         for cluster, names in by_cluster.items():
@@ -154,13 +156,13 @@ class Bench:
     def cleanup(self) -> None:
         """Delete what a scenario made and wait until it is gone: the next measurement gets an idle server."""
         for cluster in CLUSTERS:
-            self.kubectl(cluster, "delete", "namespace", "-l", "bench=phasekit-fleet", "--wait=false")
+            self.kubectl(cluster, "delete", "namespace", "-l", f"bench={self.label}", "--wait=false")
         # polled, not `kubectl wait --for=delete -l`: that watch missed the last deletions once and sat out its
         # whole timeout with nothing left (12 minutes of a bench run)
         deadline = time.monotonic() + 600
         for cluster in CLUSTERS:
             while time.monotonic() < deadline and self.kubectl(
-                    cluster, "get", "namespace", "-l", "bench=phasekit-fleet", "-o", "name").stdout.strip():
+                    cluster, "get", "namespace", "-l", f"bench={self.label}", "-o", "name").stdout.strip():
                 time.sleep(2)
 
     def site(self, tool: str, size: int, phases: int, per_phase: int) -> dict:
