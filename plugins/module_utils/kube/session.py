@@ -171,6 +171,15 @@ def _buffered(response, sock) -> bool:
             pass
 
 
+def _drained(response) -> None:
+    """A refused watch's short answer (403, 410) read to its end, so that its connection goes back to the pool open."""
+    try:
+        response.drain_conn()
+        response.release_conn()
+    except Exception:  # pylint: disable=broad-exception-caught  # pragma: no cover - a connection gone meanwhile
+        _close_response(response)
+
+
 def _close_response(response) -> None:
     """End a watch: its connection is closed (a stream cannot be handed back half read) and not handed back to the
     pool: on top of the pool, the closed connection would be the session's next one and cost a new TLS handshake
@@ -411,7 +420,7 @@ class ApiSession:
             self.requests += 1
             self.watches += 1
         if raw.status != 200:
-            _close_response(raw)
+            _drained(raw)
             return None
         return ListGuard.of(raw)
 

@@ -26,6 +26,7 @@ class WatchAnswer:
         self.connection = type("Connection", (), {"sock": mine})()
         self.closed = False
         self.released = False
+        self.drained = False
 
     def event(self, data=b'{"type":"MODIFIED"}\n'):
         self.server_end.sendall(data)
@@ -36,7 +37,10 @@ class WatchAnswer:
         self.server_end.close()
 
     def release_conn(self):
-        self.released = True   # a closed connection handed back to the pool
+        self.released = True   # handed back to the pool (closed, unless drained first)
+
+    def drain_conn(self):
+        self.drained = True    # a refused watch's answer read to its end: its connection stays open
 
 
 class CountingPool:
@@ -224,7 +228,11 @@ def test_a_kept_list_answers_only_while_the_watch_from_it_heard_nothing(watch_st
     meanwhile(pool)
     listed(session, CONFIGMAPS)
     assert lists(pool) == (1 if answers_again else 2)
-    assert pool.watches[0][1].closed is not answers_again
+    answer = pool.watches[0][1]
+    if watch_status == 200:
+        assert answer.closed is not answers_again and not answer.released
+    else:   # refused: its connection is drained and goes back to the pool, open
+        assert answer.drained and answer.released and not answer.closed
 
 
 def test_the_guard_asks_for_a_watch_from_the_lists_resource_version_that_outlives_the_entry():
