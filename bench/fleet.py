@@ -21,6 +21,9 @@ Scenarios (all on the local clusters, in fresh namespaces, tools taking turns):
   host and phase against the smallest size's, and the controller's peak memory.
 - rollout: 500 cluster hosts, a 3-child phase with and without a rollout in batches [1, "10%", "100%"]
   (pause 0): the cost per batch; then failures injected in batch 2, and the clusters of batch 3 counted.
+- requests: the API requests of the fleet plan's first run and no-op re-run at 1 and 60 cluster hosts
+  (``--request-sizes``), and how many of them are watches guarding kept lists, as the run counts them (its -vvv
+  line): figures the machine's load does not move.
 - lock: what one run at a time costs (the lock in each run record): the fleet plan's first run and no-op re-run at
   60 and 500 cluster hosts (``--lock-sizes``), this tree against the tree before the lock (``--lock-baseline``, a
   git ref; default: the parent of the commit that added ``module_utils/phases/lock.py``), taking turns in each
@@ -28,7 +31,7 @@ Scenarios (all on the local clusters, in fresh namespaces, tools taking turns):
 
 Usage: python bench/fleet.py [--sizes 1,10,60,200] [--rounds 3] [--core-max-hosts 200] [--skip large]
        [--large-sizes 500,2000,5000] [--rollout-hosts 500] [--fleet-others kubectl,core] [--collection DIR]
-       [--only lock] [--lock-sizes 60,500] [--lock-baseline REF]
+       [--only lock] [--lock-sizes 60,500] [--lock-baseline REF] [--request-sizes 1,60]
 Prints Markdown tables and writes them with the raw figures under bench/results/.
 """
 
@@ -83,6 +86,8 @@ class Bench:
     def __init__(self, work: Path, env: dict, core: Path | None, records: bool = True, collection: Path | None = None):
         self.work, self.env, self.core = work, env, core
         self.records = records  # phasekit keeps its run record in each cluster (its default); the floor writes it too
+        # this process's namespaces: a cleanup leaves those of another bench running on the same clusters alone
+        self.label = f"phasekit-fleet-{uuid.uuid4().hex[:8]}"
         self.collections = collections_root(work, collection)
         self.admin = {name: yaml.safe_load((CLUSTERS_DIR / name / "admin.kubeconfig").read_text())
                       for name in CLUSTERS}
@@ -135,7 +140,7 @@ class Bench:
         for cluster, names in by_cluster.items():
             if names:
                 docs = [{"apiVersion": "v1", "kind": "Namespace",
-                         "metadata": {"name": name, "labels": {"bench": "phasekit-fleet"}}} for name in names]
+                         "metadata": {"name": name, "labels": {"bench": self.label}}} for name in names]
                 self.kubectl(cluster, "apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
         deadline = time.monotonic() + 120
         for cluster, names in by_cluster.items():
@@ -151,13 +156,13 @@ class Bench:
     def cleanup(self) -> None:
         """Delete what a scenario made and wait until it is gone: the next measurement gets an idle server."""
         for cluster in CLUSTERS:
-            self.kubectl(cluster, "delete", "namespace", "-l", "bench=phasekit-fleet", "--wait=false")
+            self.kubectl(cluster, "delete", "namespace", "-l", f"bench={self.label}", "--wait=false")
         # polled, not `kubectl wait --for=delete -l`: that watch missed the last deletions once and sat out its
         # whole timeout with nothing left (12 minutes of a bench run)
         deadline = time.monotonic() + 600
         for cluster in CLUSTERS:
             while time.monotonic() < deadline and self.kubectl(
-                    cluster, "get", "namespace", "-l", "bench=phasekit-fleet", "-o", "name").stdout.strip():
+                    cluster, "get", "namespace", "-l", f"bench={self.label}", "-o", "name").stdout.strip():
                 time.sleep(2)
 
     def site(self, tool: str, size: int, phases: int, per_phase: int) -> dict:
@@ -454,6 +459,25 @@ class Bench:
                 row[f"{step}_vs_smallest"] = row[f"{step}_ms_per_host_phase"] / rows[0][f"{step}_ms_per_host_phase"]
         return {"rows": rows}
 
+    def requests(self, sizes: list[int]) -> list[dict]:
+        """The fleet plan's API requests (run records included) and watches, first run and no-op re-run, per size,
+        as the run counts them (its -vvv line)."""
+        rows = []
+        for size in sizes:
+            site = self.site("requests", size, PHASES, PER_PHASE)
+            row = {"hosts": size}
+            for step in ("first", "rerun"):
+                self.phasekit_plan(site, "-vvv")
+                counted = REQUESTS_LINE.search(self.last["stdout"])
+                if counted is None:
+                    raise SystemExit("bench: the run printed no request count (phasekit.kube.run_phases at -vvv)")
+                row[f"{step}_requests"], row[f"{step}_watches"] = int(counted.group(1)), int(counted.group(2))
+            print(f"bench requests: {size} hosts: first run {row['first_requests']} ({row['first_watches']} watches), "
+                  f"re-run {row['rerun_requests']} ({row['rerun_watches']} watches)", file=sys.stderr)
+            self.cleanup()
+            rows.append(row)
+        return rows
+
     def lock(self, sizes: list[int], rounds: int, baseline: Path) -> list[dict]:
         """The lock's cost: the fleet plan (PHASES x PER_PHASE) over each size, first run and no-op re-run, with
         this tree and with ``baseline`` (the tree before the lock), taking turns in each round."""
@@ -553,6 +577,7 @@ class Bench:
         return result
 
 
+REQUESTS_LINE = re.compile(r"phasekit\.kube\.run_phases: (\d+) API request\(s\), (\d+) of them watches")
 PHASE_LINE = re.compile(r"^\[(?:[^\]]*/)?c[0-9]\] .*\((\d+(?:\.\d+)?)s\)$")
 
 
@@ -600,6 +625,12 @@ def ratio(theirs, ours) -> str:
 
 def report(results: dict) -> str:
     out = []
+    if results.get("requests"):
+        out += ["| hosts | first run: requests | of them watches | no-op re-run: requests | of them watches |",
+                "|---:|---:|---:|---:|---:|"]
+        out += [f"| {row['hosts']} | {row['first_requests']} | {row['first_watches']} | {row['rerun_requests']} "
+                f"| {row['rerun_watches']} |" for row in results["requests"]]
+        out.append("")
     if results.get("lock"):
         out += ["| hosts | step | without the lock (s) | with it (s) | cost (wall) | CPU without (s) | CPU with (s) "
                 "| cost (CPU) |", "|---:|---|---:|---:|---:|---:|---:|---:|"]
@@ -708,7 +739,7 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--core-max-hosts", type=int, default=200)
     parser.add_argument("--skip", default="",
-                        help="comma-separated scenarios to skip: fleet,overhead,floor,large,rollout")
+                        help="comma-separated scenarios to skip: fleet,overhead,floor,large,rollout,requests")
     parser.add_argument("--large-sizes", default="500,2000,5000",
                         help="cluster hosts of the large scenario (10 phases each), smallest first")
     parser.add_argument("--rollout-hosts", type=int, default=500, help="cluster hosts of the rollout scenario")
@@ -720,6 +751,7 @@ def main(argv=None) -> int:
                              "another commit")
     parser.add_argument("--only", default="", help="comma-separated scenarios to run (the others are skipped)")
     parser.add_argument("--lock-sizes", default="60,500", help="cluster hosts of the lock scenario")
+    parser.add_argument("--request-sizes", default="1,60", help="cluster hosts of the requests scenario")
     parser.add_argument("--lock-baseline", default="",
                         help="git ref of the tree without the lock (default: the parent of the commit that added "
                              "plugins/module_utils/phases/lock.py)")
@@ -727,7 +759,7 @@ def main(argv=None) -> int:
                         help="phasekit runs with plan_record=false, and the floor writes no run records")
     args = parser.parse_args(argv)
     skip = set(filter(None, args.skip.split(",")))
-    scenarios = {"floor", "overhead", "fleet", "large", "rollout", "lock"}
+    scenarios = {"floor", "overhead", "fleet", "large", "rollout", "lock", "requests"}
     if args.only:
         skip = scenarios - set(args.only.split(","))
     else:
@@ -756,6 +788,8 @@ def main(argv=None) -> int:
                 results["large"] = bench.large([int(size) for size in args.large_sizes.split(",")])
             if "rollout" not in skip:
                 results["rollout"] = bench.rollout(args.rollout_hosts)
+            if "requests" not in skip:
+                results["requests"] = bench.requests([int(size) for size in args.request_sizes.split(",")])
             if "lock" not in skip:
                 results["lock"] = bench.lock([int(size) for size in args.lock_sizes.split(",")], args.rounds,
                                              baseline_tree(Path(tmp), args.lock_baseline))

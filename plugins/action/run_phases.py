@@ -152,7 +152,7 @@ class ActionModule(PhasekitAction):
                                          resume=args["resume"], resumed_hosts=args["resumed_hosts"], lists=lists,
                                          plan=plan.name or "", allow_shared_cluster=args["allow_shared_cluster"],
                                          environ_of=fleet.environ_of,
-                                         delete_nonempty_namespaces=args["destroy_nonempty_namespaces"])
+                                         delete_nonempty_namespaces=args["destroy_nonempty_namespaces"], step=phases)
             writes = records is not None and writes
             # check mode, status, validate and destroy run batch by batch without the soak
             rollouts = RolloutRun(pause=mode == RUN and not self._task.check_mode,
@@ -186,6 +186,9 @@ class ActionModule(PhasekitAction):
             if fleet.identities_asked:
                 display.vvv(f"phasekit.kube.run_phases: cluster identity (kube-system uid) asked of "
                             f"{fleet.identities_asked} API endpoint(s)")
+            sent, watches = fleet.requests_sent()
+            display.vvv(f"phasekit.kube.run_phases: {sent} API request(s), {watches} of them watches guarding kept "
+                        f"lists")
             memory = fleet.memory() if args["remember"] else None
             servers = fleet.servers()  # host:port of each cluster host, so that hosts on one server show it
             records = [record.to_dict() for record in report.records]

@@ -153,6 +153,12 @@ class Fleet:
         resolution = self.resolution(host)
         return self._identities.of(resolution.config, lambda: self.session(host, connections))
 
+    def requests_sent(self) -> tuple[int, int]:
+        """API requests sent so far through the step's sessions (run records included), and how many of them were
+        watches guarding kept lists: load-independent figures for -vvv and the benchmark."""
+        sessions = list(self._sessions.values())
+        return sum(session.requests for session in sessions), sum(session.watches for session in sessions)
+
     @property
     def identities_asked(self) -> int:
         """API endpoints asked for their cluster identity in this step."""

@@ -8,6 +8,7 @@ later phase says on every run."""
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -48,6 +49,7 @@ def apply(session, discovery, namespace: str, names, value: str = "1") -> dict:
     options = apply_options({**values, "concurrency": 4}, namespace=namespace)
     bundle = render_bundle(definition=[configmap(name, namespace, value) for name in names])
     report = apply_bundle(session, bundle, options, discovery=discovery)
+    session.guard_kept()   # as a fleet step's apply does once it is done (BuiltinExecutors)
     assert report.failure is None, report.failure
     return report.counts()
 
@@ -75,7 +77,8 @@ def test_a_later_phase_takes_the_list_of_an_earlier_one_until_the_step_writes(cl
         assert apply(session, discovery, namespace, ("b2",), value="2")[CONFIGURED] == 1
         sent = session.requests
         assert apply(session, discovery, namespace, second)[CONFIGURED] == 1      # b2 back to 1
-        assert session.requests == sent + 3, "not one LIST, the watch that guards it, and one apply"
+        # one LIST and one apply; the list its own write forgot gets no watch
+        assert session.requests == sent + 2, "not one LIST and one apply"
 
         # something else deletes an object: the watch from the kept list's resourceVersion hears it, and the
         # next phase lists again (it no longer decides from a list made before that write)
@@ -112,6 +115,9 @@ def site(clusters, namespace, tmp_path):
         applying("two", *(configmap(name, namespace) for name in ("c3", "c4")), configmap("shared", namespace, "2")),
         plan("deleting", "first", "second", "delete-b1", "second"),
         plan("flipping", "one", "two"),
+        applying("secrets", *({"apiVersion": "v1", "kind": "Secret", "data": {"v": "MQ=="},
+                               "metadata": {"name": f"s{index}", "namespace": namespace}} for index in range(3))),
+        plan("two-kinds", "one", "secrets"),
     ]
     (root / "phases" / "site.yaml").write_text(yaml.safe_dump_all(documents))
     (root / "inventory.yml").write_text(yaml.safe_dump({"all": {
@@ -121,12 +127,12 @@ def site(clusters, namespace, tmp_path):
     return root
 
 
-def run(root: Path, collections_path: Path, plan: str) -> str:
+def run(root: Path, collections_path: Path, plan: str, *args) -> str:
     env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(collections_path), "ANSIBLE_NOCOLOR": "1",
            "ANSIBLE_PYTHON_INTERPRETER": sys.executable}
     env.pop("KUBECONFIG", None)
     done = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "phasekit.kube.run", "-i",
-                           "inventory.yml", "-e", f"plan_name={plan}", "-e", "plan_show_plan=false"], cwd=root,
+                           "inventory.yml", "-e", f"plan_name={plan}", "-e", "plan_show_plan=false", *args], cwd=root,
                           env=env, capture_output=True, text=True, timeout=300, check=False)
     output = done.stdout + done.stderr
     assert done.returncode == 0 and "Traceback" not in output, output
@@ -136,6 +142,17 @@ def run(root: Path, collections_path: Path, plan: str) -> str:
 def phase_lines(output: str) -> list[str]:
     return [line.split(" on ")[0] + ":" + line.rsplit(":", 1)[1].split("(")[0].strip()
             for line in output.splitlines() if line.startswith("[") and " on 1 cluster(s): " in line]
+
+
+def test_the_last_apply_of_a_run_opens_no_watch_for_what_it_listed(clusters, namespace, site, collections_path):
+    """``one`` lists the namespace's ConfigMaps and ``secrets`` its Secrets; no later phase asks for the Secrets, so
+    their list gets no watch (before: one watch per kept list, two here); the ConfigMaps', which ``secrets`` could
+    have asked for, keeps its own."""
+    run(site, collections_path, "two-kinds")
+    output = run(site, collections_path, "two-kinds", "-vvv")
+    assert phase_lines(output) == ["[one] apply:1 ok", "[secrets] apply:1 ok"], output
+    assert re.search(r"phasekit\.kube\.run_phases: \d+ API request\(s\), 1 of them watches guarding kept lists",
+                     output), output
 
 
 def test_a_command_between_two_applies_makes_the_next_one_read_the_cluster_again(

@@ -171,10 +171,22 @@ def _buffered(response, sock) -> bool:
             pass
 
 
+def _drained(response) -> None:
+    """A refused watch's short answer (403, 410) read to its end, so that its connection goes back to the pool open."""
+    try:
+        response.drain_conn()
+        response.release_conn()
+    except Exception:  # pylint: disable=broad-exception-caught  # pragma: no cover - a connection gone meanwhile
+        _close_response(response)
+
+
 def _close_response(response) -> None:
+    """End a watch: its connection is closed (a stream cannot be handed back half read) and not handed back to the
+    pool: on top of the pool, the closed connection would be the session's next one and cost a new TLS handshake
+    while an open connection waits under it (the pool does not block: a place it lacks is a connection made when
+    needed, as an empty one is)."""
     try:
         response.close()
-        response.release_conn()
     except Exception:  # pylint: disable=broad-exception-caught  # pragma: no cover - closing what is gone
         pass
 
@@ -185,12 +197,14 @@ class ListMemory:
 
     A LIST answers again only while a watch from its resourceVersion on has received nothing (``ListGuard``): a
     change made since, by anyone, ends it, so no phase decides from a read older than its start that nothing proves
-    still true. It also ends after ``seconds``, and on a write through any session sharing this memory to a path
-    that may change the collection: a write (any request but GET) forgets, on its server, every collection its path
-    falls in and every one that falls in its path (a namespace). Lists are kept per session: another cluster user
-    may not read what this one did. Only single-page lists are kept, and at most ``max_items`` objects in all (the
-    oldest lists go first). ``clear`` forgets everything: the fleet calls it around every phase that is not an
-    apply (its changes may still be on their way to the watches) and when its step ends (``close``).
+    still true. The watch is opened when the apply that listed is done on its cluster (``ApiSession.guard_kept``),
+    for the lists its writes left kept: until then a kept list answers nothing. It also ends after ``seconds``, and
+    on a write through any session sharing this memory to a path that may change the collection: a write (any
+    request but GET) forgets, on its server, every collection its path falls in and every one that falls in its path
+    (a namespace). Lists are kept per session: another cluster user may not read what this one did. Only single-page
+    lists are kept, and at most ``max_items`` objects in all (the oldest lists go first). ``clear`` forgets
+    everything: the fleet calls it around every phase that is not an apply (its changes may still be on their way to
+    the watches) and when its step ends (``close``).
     """
 
     def __init__(self, seconds: float = LIST_REUSE_SECONDS, max_items: int = LIST_REUSE_MAX_ITEMS,
@@ -215,6 +229,8 @@ class ListMemory:
             kept = self._lists.get(key)
             if kept is None:
                 return None
+            if kept[2] is None:
+                return None  # not guarded yet (its phase is still under way): listed again
             if self._clock() - kept[0] > self.seconds or not kept[2].quiet():
                 self._drop(key)
                 return None
@@ -224,33 +240,47 @@ class ListMemory:
         """How long a guard's watch lasts: longer than its entry."""
         return math.ceil(self.seconds) + GUARD_SLACK_SECONDS
 
-    def may_keep(self, ticket: tuple, items: list) -> bool:
-        """Whether ``keep`` would take this list now (before a guard is opened for it)."""
-        with self._lock:
-            return ticket[1] == self._writes and len(items) <= self.max_items
-
     def ticket(self) -> tuple:
         """Taken before a LIST is sent: when, and how many writes there had been (``keep`` needs it)."""
         with self._lock:
             return self._clock(), self._writes
 
-    def keep(self, owner: int, server: str, path: str, ticket: tuple, items: list, guard: ListGuard) -> bool:
-        """Remember a collection listed since ``ticket``, watched by ``guard`` from that LIST on, unless a write
-        happened meanwhile (the list may predate it) or it is larger than the memory; the guard is closed then."""
+    def keep(self, owner: int, server: str, path: str, ticket: tuple, items: list, version: str) -> bool:
+        """Remember a collection listed since ``ticket`` at resourceVersion ``version``, unless a write happened
+        meanwhile (the list may predate it) or it is larger than the memory. It answers no LIST until ``guard``
+        gives it its watch."""
         asked, writes = ticket
         with self._lock:
             if len(items) > self.max_items or writes != self._writes:
-                kept = False
-            else:
-                self._drop((owner, server, path))
-                while self._lists and self._held + len(items) > self.max_items:
-                    self._drop(next(iter(self._lists)))
-                self._lists[(owner, server, path)] = (asked, items, guard)
-                self._held += len(items)
-                kept = True
-        if not kept:
+                return False
+            self._drop((owner, server, path))
+            while self._lists and self._held + len(items) > self.max_items:
+                self._drop(next(iter(self._lists)))
+            self._lists[(owner, server, path)] = (asked, items, None, version)
+            self._held += len(items)
+            return True
+
+    def unguarded(self, owner: int) -> list[tuple]:
+        """(server, path, resourceVersion) of the session's kept lists that have no watch yet."""
+        with self._lock:
+            return [(key[1], key[2], kept[3]) for key, kept in self._lists.items()
+                    if key[0] == owner and kept[2] is None]
+
+    def guard(self, owner: int, server: str, path: str, version: str, guard: ListGuard | None) -> bool:
+        """Give a kept list the watch from its resourceVersion on (``ListGuard``; None: the server would not
+        watch it, and the list is forgotten). A list forgotten or listed again meanwhile ends the watch."""
+        key = (owner, server, path)
+        with self._lock:
+            kept = self._lists.get(key)
+            fits = kept is not None and kept[2] is None and kept[3] == version
+            if fits and guard is not None:
+                self._lists[key] = (*kept[:2], guard, version)
+                return True
+            if fits:
+                self._drop(key)
+        if guard is not None:
             guard.close()
-        return kept
+        return False
 
     def forget(self, server: str, written: str) -> None:
         """A write to ``written`` (a path of ``server``): every collection it may have changed is listed again."""
@@ -274,7 +304,8 @@ class ListMemory:
         kept = self._lists.pop(key, None)
         if kept is not None:
             self._held -= len(kept[1])
-            kept[2].close()
+            if kept[2] is not None:
+                kept[2].close()
 
 
 def _overlap(collection: str, written: str) -> bool:
@@ -303,6 +334,7 @@ class ApiSession:
         self._memory_id = memory.session_id() if memory is not None else None
         self.warnings: list[str] = []
         self.requests = 0
+        self.watches = 0  # of the requests: watches guarding kept lists (ListGuard)
         self._unanswered: tuple[float, str] | None = None  # (when, why) the server last failed to answer
         # called before every write (any request but GET) with its method and path: a run's lock is taken there
         self.before_write = None
@@ -355,11 +387,20 @@ class ApiSession:
             items.extend(body.get("items") or [])
             token = (body.get("metadata") or {}).get("continue")
             if not token:
-                if remembered and pages == 1 and self.memory.may_keep(ticket, items):
-                    guard = self._guard(path, (body.get("metadata") or {}).get("resourceVersion"))
-                    if guard is not None:
-                        self.memory.keep(self._memory_id, self.server, path, ticket, items, guard)
+                version = (body.get("metadata") or {}).get("resourceVersion")
+                if remembered and pages == 1 and version and urllib3 is not None:
+                    self.memory.keep(self._memory_id, self.server, path, ticket, items, version)
                 return items
+
+    def guard_kept(self, watch: bool = True) -> None:
+        """Open the watch of each list this session kept and has not guarded yet (``ListGuard``), from the LIST's
+        resourceVersion on: the apply that listed them calls it once its writes are done, so that a list its own
+        writes forgot costs no watch (every list of a first run), and the watch still hears every change made
+        since the LIST. ``watch`` False: no later phase will ask for them, and they are forgotten instead."""
+        if self.memory is None:
+            return
+        for server, path, version in self.memory.unguarded(self._memory_id):
+            self.memory.guard(self._memory_id, server, path, version, self._guard(path, version) if watch else None)
 
     def _guard(self, path: str, resource_version) -> ListGuard | None:
         """A watch of the collection at ``path`` from its LIST's ``resource_version`` (``ListGuard``); None when the
@@ -377,8 +418,9 @@ class ApiSession:
             return None
         with self._lock:
             self.requests += 1
+            self.watches += 1
         if raw.status != 200:
-            _close_response(raw)
+            _drained(raw)
             return None
         return ListGuard.of(raw)
 

@@ -166,6 +166,8 @@ class BuiltinExecutors:
     same digest in its last run.
     ``plan``: the plan's name ("" without a PhasePlan): what its applies mark their ApplySets and objects with
     (``kube.ownership``); None marks nothing, as a task outside a plan.
+    ``step``: the step's phases in the order they run: an apply keeps what it listed for later phases (a watch per
+    collection, see ``ListMemory``) only on a host that a later apply of the step runs on (None: always).
     """
 
     def __init__(self, access: ClusterAccess, *, mode: str = RUN, check_mode: bool = False, diff: bool = False,
@@ -173,7 +175,8 @@ class BuiltinExecutors:
                  charts: ChartCache | None = None, skip_unreachable: bool = False,
                  records: RunRecords | None = None, resume: bool = False, resumed_hosts=(),
                  lists: ListMemory | None = None, plan: str | None = None, allow_shared_cluster: bool = False,
-                 environ_of: Callable[[str], Mapping | None] | None = None, delete_nonempty_namespaces: bool = False):
+                 environ_of: Callable[[str], Mapping | None] | None = None, delete_nonempty_namespaces: bool = False,
+                 step: list[dict] | None = None):
         self.access = access
         self.plan = plan
         self.started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())  # when the run started: a set it takes is its since then
@@ -183,6 +186,8 @@ class BuiltinExecutors:
         self.delete_nonempty_namespaces = delete_nonempty_namespaces
         self._plan_objects: dict[str, PlanObjects] = {}   # per host: what this destroy deleted there so far
         self.lists = lists  # the sessions' ListMemory: forgotten around every phase that is not an apply
+        # per phase name, the hosts an apply of the step runs on after it (None: unknown, every apply keeps its lists)
+        self._applies_after = applies_after(step) if step is not None else None
         self.charts = charts or ChartCache()  # the caller closes the one it gives; one made here lives with us
         self.shared = shared  # None: one cluster at a time, each apply with its own threads
         self.mode = mode
@@ -587,6 +592,8 @@ class BuiltinExecutors:
         session = self.access.session(host, options.concurrency + EXTRA_CONNECTIONS)
         before = len(session.warnings)
         report = apply_bundle(session, bundle, options, pool=self.shared.pool if self.shared else None)
+        # the lists its writes did not forget get their watch (ListMemory), when a later apply here may ask for them
+        session.guard_kept(watch=self._applies_after is None or host in self._applies_after.get(phase["name"], ()))
         counts = report.counts()
         details = {"counts": counts}
         if self.dry_run and report.changed:
@@ -797,6 +804,19 @@ class BuiltinExecutors:
 def deletes(phase: dict) -> bool:
     """Whether ``phase`` (options rendered for its host) is an apply phase with ``state: absent``."""
     return phase.get("executor") == "apply" and (phase.get("options") or {}).get("state") == STATE_ABSENT
+
+
+def applies_after(step: list[dict]) -> dict[str, frozenset]:
+    """Per phase name of ``step`` (phases in the order they run), the hosts that an apply phase (or a helm phase
+    applied as objects) after its first occurrence runs on: where what it listed may answer a later LIST."""
+    found: dict[str, frozenset] = {}
+    later: set[str] = set()
+    for phase in reversed(step):
+        found[phase["name"]] = frozenset(later)
+        options = phase.get("options") or {}
+        if phase.get("executor") == "apply" or (phase.get("executor") == "helm" and options.get("helm_mode") == MODE_APPLY):
+            later.update(phase.get("hosts") or ())
+    return found
 
 
 def writes_outside_session(phase: dict) -> bool:

@@ -723,7 +723,11 @@ class RunRecords:
                 cluster.key_problem = f"{where} holds no {KEY_FIELD} key of {KEY_BYTES} bytes (base64)"
         except ApiError as err:
             if err.status == 404:
-                return  # a dry run, and no run wrote a keyed digest here yet: nothing to compare with
+                # a dry run, and no run wrote a keyed digest here yet: nothing to compare with; or the namespace
+                # does not exist yet (a phase of this run makes it): asked again at the next digest, so the
+                # phases after it are recorded with theirs
+                cluster.key_read = not self._create_key
+                return
             cluster.key_problem = f"{where} cannot be read{' or made' if self._create_key else ''}: {_reason(err)}"
             if err.status in (401, 403):
                 cluster.key_problem += f" (the run's user needs get and create on Secrets in namespace " \

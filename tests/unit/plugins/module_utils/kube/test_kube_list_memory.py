@@ -2,7 +2,8 @@
 and nothing that may have changed it was written; every write through any session of the memory forgets the
 collections it may change (on its server: the object's collection, its all-namespaces list, a namespace's
 collections); lists are not shared between sessions; a list asked for before a write is not kept; a kept list answers
-only while the watch from its resourceVersion on (its ``ListGuard``) has heard nothing."""
+only while the watch from its resourceVersion on (its ``ListGuard``) has heard nothing, a watch opened once the apply
+that listed is done, only for the lists its writes left kept."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ class WatchAnswer:
         self.server_end, mine = socket.socketpair()
         self.connection = type("Connection", (), {"sock": mine})()
         self.closed = False
+        self.released = False
+        self.drained = False
 
     def event(self, data=b'{"type":"MODIFIED"}\n'):
         self.server_end.sendall(data)
@@ -34,7 +37,10 @@ class WatchAnswer:
         self.server_end.close()
 
     def release_conn(self):
-        pass
+        self.released = True   # handed back to the pool (closed, unless drained first)
+
+    def drain_conn(self):
+        self.drained = True    # a refused watch's answer read to its end: its connection stays open
 
 
 class CountingPool:
@@ -81,24 +87,31 @@ def sessions(count=1, items=None, seconds=10.0, max_items=1000, host="https://12
     return made, pool, memory, clock
 
 
+def listed(session, path, **kwargs):
+    """A LIST as an apply asks for it: the memory may answer; once the apply is done, its kept lists are guarded."""
+    items = session.list(path, reuse=True, **kwargs)
+    session.guard_kept()
+    return items
+
+
 def lists(pool):
     return sum(1 for method, path in pool.requests if method == "GET" and path == CONFIGMAPS)
 
 
 def test_a_young_list_answers_again_and_an_old_one_is_asked_for():
     (session,), pool, _memory, clock = sessions()
-    first = session.list(CONFIGMAPS, reuse=True)
-    assert session.list(CONFIGMAPS, reuse=True) is first and lists(pool) == 1
+    first = listed(session, CONFIGMAPS)
+    assert listed(session, CONFIGMAPS) is first and lists(pool) == 1
     clock.now += 10.5
-    session.list(CONFIGMAPS, reuse=True)
+    listed(session, CONFIGMAPS)
     assert lists(pool) == 2
 
 
 def test_without_reuse_or_with_a_selector_the_server_is_asked():
     (session,), pool, _memory, _clock = sessions()
-    session.list(CONFIGMAPS, reuse=True)
+    listed(session, CONFIGMAPS)
     session.list(CONFIGMAPS)
-    session.list(CONFIGMAPS, reuse=True, label_selector="app=x")
+    listed(session, CONFIGMAPS, label_selector="app=x")
     assert lists(pool) == 3
 
 
@@ -109,11 +122,11 @@ def test_a_write_forgets_what_it_may_change_and_nothing_else():
         "/apis/rbac.authorization.k8s.io/v1/clusterroles": []})
     every = list(pool.items)
     for path in every:
-        session.list(path, reuse=True)
+        listed(session, path)
     session.request("PATCH", f"{CONFIGMAPS}/a", body={})
     before = len(pool.requests)
     for path in every:
-        session.list(path, reuse=True)
+        listed(session, path)
     asked_again = [path for _method, path in pool.requests[before:]]
     # the object's collection and the all-namespaces list of its kind; not its namespace's other kinds, not the
     # same kind in a namespace whose name only starts alike, not cluster-scoped kinds
@@ -121,7 +134,7 @@ def test_a_write_forgets_what_it_may_change_and_nothing_else():
     session.request("DELETE", "/api/v1/namespaces/apps")
     before = len(pool.requests)
     for path in every:
-        session.list(path, reuse=True)
+        listed(session, path)
     asked_again = [path for _method, path in pool.requests[before:]]
     assert asked_again == [CONFIGMAPS, "/api/v1/namespaces/apps/secrets"]
     assert memory.recall(0, "https://127.0.0.1:6443", "/apis/rbac.authorization.k8s.io/v1/clusterroles") is not None
@@ -129,20 +142,20 @@ def test_a_write_forgets_what_it_may_change_and_nothing_else():
 
 def test_a_write_through_another_session_forgets_but_lists_are_not_shared():
     (mine, other), pool, _memory, _clock = sessions(count=2)
-    mine.list(CONFIGMAPS, reuse=True)
-    other.list(CONFIGMAPS, reuse=True)          # its own list: another user may not read what this one did
+    listed(mine, CONFIGMAPS)
+    listed(other, CONFIGMAPS)          # its own list: another user may not read what this one did
     assert lists(pool) == 2
     other.request("POST", CONFIGMAPS, body={})  # another inventory host on the same cluster writes there
-    mine.list(CONFIGMAPS, reuse=True)
+    listed(mine, CONFIGMAPS)
     assert lists(pool) == 3
 
 
 def test_writes_to_another_server_forget_nothing():
     (mine,), pool, memory, clock = sessions()
     elsewhere = ApiSession(FakeApiClient(pool, "https://10.0.0.9:6443"), memory=memory, clock=clock)
-    mine.list(CONFIGMAPS, reuse=True)
+    listed(mine, CONFIGMAPS)
     elsewhere.request("PATCH", f"{CONFIGMAPS}/a", body={})
-    mine.list(CONFIGMAPS, reuse=True)
+    listed(mine, CONFIGMAPS)
     assert lists(pool) == 1
 
 
@@ -157,8 +170,8 @@ def test_a_list_asked_for_before_a_write_is_not_kept():
 
     racing = WriteWhileListing(pool.items)
     session = ApiSession(FakeApiClient(racing), memory=memory)
-    session.list(CONFIGMAPS, reuse=True)
-    session.list(CONFIGMAPS, reuse=True)
+    listed(session, CONFIGMAPS)
+    listed(session, CONFIGMAPS)
     assert lists(racing) == 2
 
 
@@ -167,23 +180,23 @@ def test_clear_forgets_everything_and_the_oldest_lists_make_room():
         CONFIGMAPS: [{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}],
         "/api/v1/namespaces/apps/secrets": [{"metadata": {"name": "s"}}, {"metadata": {"name": "t"}}],
         "/api/v1/namespaces/apps/services": [{"metadata": {"name": n}} for n in "wxyz"]})
-    session.list(CONFIGMAPS, reuse=True)
-    session.list("/api/v1/namespaces/apps/secrets", reuse=True)   # 4 > 3: the configmaps go
-    session.list("/api/v1/namespaces/apps/services", reuse=True)  # larger than the memory: not kept
-    session.list("/api/v1/namespaces/apps/secrets", reuse=True)
-    session.list(CONFIGMAPS, reuse=True)
+    listed(session, CONFIGMAPS)
+    listed(session, "/api/v1/namespaces/apps/secrets")   # 4 > 3: the configmaps go
+    listed(session, "/api/v1/namespaces/apps/services")  # larger than the memory: not kept
+    listed(session, "/api/v1/namespaces/apps/secrets")
+    listed(session, CONFIGMAPS)
     assert [path for _method, path in pool.requests] == [
         CONFIGMAPS, "/api/v1/namespaces/apps/secrets", "/api/v1/namespaces/apps/services", CONFIGMAPS]
     memory.clear()
-    session.list(CONFIGMAPS, reuse=True)
+    listed(session, CONFIGMAPS)
     assert lists(pool) == 3
 
 
 def test_a_session_without_memory_always_asks():
     pool = CountingPool({CONFIGMAPS: []})
     session = ApiSession(FakeApiClient(pool))
-    session.list(CONFIGMAPS, reuse=True)
-    session.list(CONFIGMAPS, reuse=True)
+    listed(session, CONFIGMAPS)
+    listed(session, CONFIGMAPS)
     assert lists(pool) == 2
 
 
@@ -210,12 +223,16 @@ def _nothing(_pool):
 def test_a_kept_list_answers_only_while_the_watch_from_it_heard_nothing(watch_status, meanwhile, answers_again):
     (session,), pool, _memory, _clock = sessions()
     pool.watch_status = watch_status
-    session.list(CONFIGMAPS, reuse=True)
+    listed(session, CONFIGMAPS)
     assert [path for path, _answer in pool.watches] == [CONFIGMAPS]
     meanwhile(pool)
-    session.list(CONFIGMAPS, reuse=True)
+    listed(session, CONFIGMAPS)
     assert lists(pool) == (1 if answers_again else 2)
-    assert pool.watches[0][1].closed is not answers_again
+    answer = pool.watches[0][1]
+    if watch_status == 200:
+        assert answer.closed is not answers_again and not answer.released
+    else:   # refused: its connection is drained and goes back to the pool, open
+        assert answer.drained and answer.released and not answer.closed
 
 
 def test_the_guard_asks_for_a_watch_from_the_lists_resource_version_that_outlives_the_entry():
@@ -229,7 +246,7 @@ def test_the_guard_asks_for_a_watch_from_the_lists_resource_version_that_outlive
 
     recording = Recording({CONFIGMAPS: []})
     session = ApiSession(FakeApiClient(recording), memory=memory)
-    session.list(CONFIGMAPS, reuse=True)
+    listed(session, CONFIGMAPS)
     assert asked[1].endswith(f"{CONFIGMAPS}?watch=1&resourceVersion=42&timeoutSeconds=12&allowWatchBookmarks=false")
     memory.close()
     assert recording.watches[0][1].closed
@@ -239,7 +256,7 @@ def test_a_list_without_a_resource_version_is_not_kept():
     pool = CountingPool({CONFIGMAPS: []})
     pool.request = lambda method, url, **kwargs: Raw(200, {"items": [], "metadata": {}})
     session = ApiSession(FakeApiClient(pool), memory=ListMemory())
-    session.list(CONFIGMAPS, reuse=True)
+    listed(session, CONFIGMAPS)
     assert session.memory.recall(session._memory_id, session.server, CONFIGMAPS) is None  # pylint: disable=protected-access
 
 
@@ -269,7 +286,36 @@ def test_a_list_the_memory_does_not_take_ends_its_watch():
 
     racing = WriteWhileWatching(pool.items)
     session = ApiSession(FakeApiClient(racing), memory=memory)
-    session.list(CONFIGMAPS, reuse=True)
+    listed(session, CONFIGMAPS)
     assert racing.watches[0][1].closed
-    session.list(CONFIGMAPS, reuse=True)
+    listed(session, CONFIGMAPS)
     assert lists(racing) == 2
+
+
+def test_a_kept_list_answers_nothing_before_its_apply_is_done_and_its_watch_opened():
+    (session,), pool, _memory, _clock = sessions()
+    session.list(CONFIGMAPS, reuse=True)
+    session.list(CONFIGMAPS, reuse=True)   # the same apply, still under way: no watch yet, listed again
+    assert lists(pool) == 2 and not pool.watches
+    session.guard_kept()
+    session.list(CONFIGMAPS, reuse=True)
+    assert lists(pool) == 2 and [path for path, _answer in pool.watches] == [CONFIGMAPS]
+    assert (session.requests, session.watches) == (3, 1)   # what the run counts at -vvv
+
+
+def test_a_list_its_own_apply_wrote_to_costs_no_watch():
+    (session,), pool, _memory, _clock = sessions()
+    session.list(CONFIGMAPS, reuse=True)
+    session.request("PATCH", f"{CONFIGMAPS}/a", body={})   # a first run: the phase writes what it listed
+    session.guard_kept()
+    assert not pool.watches
+    listed(session, CONFIGMAPS)
+    assert lists(pool) == 2
+
+
+def test_an_ended_watch_does_not_hand_its_closed_connection_back_to_the_pool():
+    (session,), pool, memory, _clock = sessions()
+    listed(session, CONFIGMAPS)
+    memory.close()
+    answer = pool.watches[0][1]
+    assert answer.closed and not answer.released

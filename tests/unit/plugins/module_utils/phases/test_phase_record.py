@@ -417,6 +417,27 @@ def test_a_dry_run_reads_the_key_and_makes_none():
     assert [call[0] for call in store.calls] == ["GET"] and KEY not in store.objects
 
 
+def test_a_namespace_a_later_phase_makes_gets_its_key_then_and_the_phases_after_it_their_digests():
+    store = Store()
+    made = {"namespace": False}
+    create = store.request
+
+    def request(method, path, **kwargs):
+        if method == "POST" and not made["namespace"]:
+            store.calls.append((method, path, kwargs.get("attempts")))
+            raise ApiError(404, "NotFound", 'namespaces "ns" not found')
+        return create(method, path, **kwargs)
+
+    store.request = request
+    kept = records(store)
+    assert kept.digest("c1", "sha256:plain") is None and kept.key_problem("c1") is None   # not there yet: no warning
+    made["namespace"] = True   # a phase of the run made it
+    digest = kept.digest("c1", "sha256:plain")
+    assert digest.startswith("hmac-sha256:") and KEY in store.objects
+    assert kept.digest("c1", "sha256:plain") == digest
+    assert [call[0] for call in store.calls] == ["GET", "POST", "GET", "POST"]   # then read once per run
+
+
 def test_without_access_to_the_key_phases_are_recorded_without_digest_and_said_once():
     store = Store(no_secrets=True)
     kept = records(store)

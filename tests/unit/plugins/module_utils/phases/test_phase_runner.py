@@ -8,9 +8,10 @@ import time
 import pytest
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.phases import builtin
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import (
-    REQUEST_BUDGET, BuiltinExecutors, SharedRequests, apply_arguments, capped, command_timeout, option_values,
-    phase_environment)
+    REQUEST_BUDGET, BuiltinExecutors, SharedRequests, applies_after, apply_arguments, capped, command_timeout,
+    option_values, phase_environment)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import (
     MAX_MESSAGE, LiveProgress, Outcome, plan_steps, result_of, retry_pause, run_on_host, run_phases, time_left)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import APPLY_OPTIONS_SPEC
@@ -404,6 +405,49 @@ class QuietGuard:
         pass
 
 
+@pytest.mark.parametrize("step, expected", [
+    ([phase("one"), phase("two")], {"one": {"a", "b"}, "two": set()}),
+    ([phase("one"), phase("c", "command"), phase("two", hosts=("b",))], {"one": {"b"}, "c": {"b"}, "two": set()}),
+    ([phase("one"), phase("chart", "helm", options={"helm_mode": "apply"})], {"one": {"a", "b"}, "chart": set()}),
+    ([phase("one"), phase("chart", "helm")], {"one": set(), "chart": set()}),
+], ids=["a-later-apply-on-the-same-hosts", "only-the-hosts-a-later-apply-runs-on",
+        "a-chart-applied-as-objects-counts", "a-helm-release-lists-nothing-for-it"])
+def test_an_apply_keeps_its_lists_only_where_a_later_apply_of_the_step_runs(step, expected):
+    assert {name: set(hosts) for name, hosts in applies_after(step).items()} == expected
+
+
+def test_the_last_apply_of_a_step_opens_no_watch_for_its_lists(monkeypatch):
+    guarded = []
+
+    class Session:
+        warnings = []
+
+        def guard_kept(self, watch=True):
+            guarded.append(watch)
+
+    class Access(NoCluster):
+        def resolution(self, host):
+            return type("Resolution", (), {"namespace": "ns", "config": {}, "context": host})()
+
+        def session(self, host, connections):
+            return Session()
+
+    class Report:
+        changed, diffs, ownership, failure = False, [], [], None
+
+        @staticmethod
+        def counts():
+            return {"created": 0, "configured": 0, "pruned": 0}
+
+    monkeypatch.setattr(builtin, "apply_bundle", lambda *args, **kwargs: Report())
+    step = [phase("one", source=[]), phase("two", source=[], hosts=("a",))]
+    executors = BuiltinExecutors(Access(), step=step)
+    for planned, host in (("one", "a"), ("one", "b"), ("two", "a")):
+        assert not executors(step[0] if planned == "one" else step[1], host).failed
+    assert guarded == [True, False, False]   # b has no later apply; "two" is the last
+    assert BuiltinExecutors(Access())(step[1], "a") is not None and guarded[-1] is True   # no step known: watched
+
+
 def test_a_phase_that_is_not_an_apply_forgets_the_steps_lists_before_and_after_it_runs():
     memory = ListMemory()
     seen_during = []
@@ -414,15 +458,16 @@ def test_a_phase_that_is_not_an_apply_forgets_the_steps_lists_before_and_after_i
             return super().resolution(host)
 
     executors = BuiltinExecutors(Watching(), lists=memory)
-    memory.keep(0, "https://x", "/api/v1/namespaces/a/configmaps", memory.ticket(), [{"metadata": {"name": "c"}}],
-                QuietGuard())
+    memory.keep(0, "https://x", "/api/v1/namespaces/a/configmaps", memory.ticket(), [{"metadata": {"name": "c"}}], "7")
+    memory.guard(0, "https://x", "/api/v1/namespaces/a/configmaps", "7", QuietGuard())
     # an apply keeps them (here it cannot reach its cluster at all)
     run_phases([phase("apply", "apply", hosts=["child"], source=[])], BuiltinExecutors(NoCluster(), lists=memory),
                hosts_in_play=["child"])
     assert memory.recall(0, "https://x", "/api/v1/namespaces/a/configmaps") is not None
 
     def keep_meanwhile(*_args):  # something lists during the command: gone after it too
-        memory.keep(1, "https://x", "/api/v1/namespaces/b/configmaps", memory.ticket(), [], QuietGuard())
+        memory.keep(1, "https://x", "/api/v1/namespaces/b/configmaps", memory.ticket(), [], "7")
+        memory.guard(1, "https://x", "/api/v1/namespaces/b/configmaps", "7", QuietGuard())
 
     command = phase("c", "command", hosts=["child"], options={"cmd": "true", "shell": True})
     original = executors._command  # pylint: disable=protected-access
