@@ -8,6 +8,7 @@ controller tasks and from each host's task files; a run in one task gets the sam
 
 from __future__ import annotations
 
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.outcome import cluster_outcomes, task_result
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.report import (
     report_entries, write_reports)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import plan_failure_message, summary_lines
@@ -16,7 +17,7 @@ from ansible_collections.phasekit.kube.plugins.plugin_utils.compat import fail_w
 
 ARGUMENT_SPEC = {
     "records": {"type": "list", "elements": "dict", "default": []},
-    "phases": {"type": "list", "elements": "dict", "required": True},
+    "phases": {"type": "list", "elements": "dict", "default": []},
     "hosts": {"type": "list", "elements": "str", "default": []},
     "mode": {"type": "str", "default": "run"},
     "plan": {"type": "str", "default": ""},
@@ -26,6 +27,7 @@ ARGUMENT_SPEC = {
     "report_json": {"type": "path", "default": ""},
     "report_junit": {"type": "path", "default": ""},
     "failure": {"type": "bool", "default": False},
+    "outcome": {"type": "dict"},
 }
 
 
@@ -38,6 +40,9 @@ class ActionModule(PhasekitAction):
         return fail_without_task_origin(super().run(tmp, task_vars))
 
     def execute(self, args, task_vars):
+        if args["outcome"] is not None:
+            # this host's own outcome of the run (plan_host_results), worked out once for every host
+            return task_result(args["outcome"])
         records = [dict(record) for record in args["records"]]
         if args["failure"]:
             message = plan_failure_message(records, args["phases"])
@@ -48,6 +53,7 @@ class ActionModule(PhasekitAction):
         result = {"changed": False,
                   "msg": summary_lines(args["phases"], records, hosts, args["mode"], servers=servers,
                                        check_mode=check_mode) + args["tail"],
+                  "outcomes": cluster_outcomes(records, hosts, args["mode"], args["phases"], args["stopped_by"]),
                   "_ansible_verbose_always": True}   # shown at every verbosity, as a debug task's message
         paths = {option: args[option] for option in ("report_json", "report_junit")}
         if any(paths.values()):

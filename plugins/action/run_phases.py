@@ -30,6 +30,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import
     DESTROY_ACTION, RUN_ACTION, RunInfo, RunRecords, phase_recorder, run_history)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.report import (
     check_report_path, report_entries, role_named, write_reports)
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.outcome import cluster_outcomes
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import (
     history_lines, rollout_stop_message, summary_lines)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import hosts_label
@@ -213,6 +214,9 @@ class ActionModule(PhasekitAction):
             result["summary"] = summary_lines(planned, records, list(task_vars.get("ansible_play_hosts_all") or in_play),
                                               mode, batches=batches, servers=servers,
                                               check_mode=bool(self._task.check_mode))
+            # each host's own outcome, for the role's per-host result task (plan_host_results)
+            result["outcomes"] = cluster_outcomes(records, list(task_vars.get("ansible_play_hosts_all") or in_play),
+                                                  mode, planned, report.stopped_by)
         if memory is not None:
             # credentials: kept in the registered variable for later steps, hidden from every output;
             # so are the tasks phases as their task files get them (options unredacted)

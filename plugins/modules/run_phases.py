@@ -331,6 +331,15 @@ summary:
   returned: when O(phases) is not given (the whole run list runs in this task)
   type: list
   elements: str
+outcomes:
+  description:
+    - Each host of the play -> its own outcome of the run, C(result) and C(msg), by the rules of
+      RV(phasekit.kube.plan_summary#module:outcomes) (V(failed), V(changed), V(ok), V(skipped)); the role
+      C(phasekit.kube.plan) reports it as each cluster host's task result with
+      its variable C(plan_host_results).
+  returned: when O(phases) is not given (the whole run list runs in this task)
+  type: dict
+  sample: {ephemeral: {result: changed, msg: "changed: apps"}, target: {result: skipped, msg: "not reached: ..."}}
 resumed_hosts:
   description: The hosts that ran a phase in this step (a resume no longer skips their later phases).
   returned: success
