@@ -211,3 +211,41 @@ def test_awx_job_has_one_result_event_and_a_host_summary_per_cluster(clusters, c
     assert set(stats["changed"]) == set(CHANGED), stats["changed"]
     assert {host: stats["ok"].get(host) for host in HOSTS if host != FIRST} == {
         host: 2 - (host in FAILED) - (host in NEVER) for host in HOSTS if host != FIRST}, stats["ok"]
+
+
+def test_a_plan_with_tasks_phases_ends_with_each_cluster_result(clusters, collections_path, tmp_path):
+    """A plan in steps (an apply phase, then a tasks phase per host): the task files run, then every host's result;
+    status (read only) reports each host ok."""
+    namespace = f"pk-hr-{RUN}-steps"
+    (tmp_path / "phases").mkdir()
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "tasks" / "note.yml").write_text(
+        "- name: The task file ran\n  ansible.builtin.debug:\n    msg: \"task file on {{ inventory_hostname }}\"\n")
+    source = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "steps"}, "data": {"v": "1"}}]
+    (tmp_path / "phases" / "site.yaml").write_text(yaml.safe_dump_all([
+        {"apiVersion": API, "kind": "Phase", "metadata": {"name": "apps"},
+         "spec": {"cluster": "all", "executor": "apply", "source": source, "options": {"namespace": namespace}}},
+        {"apiVersion": API, "kind": "Phase", "metadata": {"name": "note"},
+         "spec": {"cluster": "all", "executor": "tasks", "source": "../tasks/note.yml"}},
+        {"apiVersion": API, "kind": "PhasePlan", "metadata": {"name": "fleet"}, "spec": {"phases": ["apps", "note"]}},
+    ]))
+    (tmp_path / "inventory.yml").write_text(yaml.safe_dump({"all": {
+        "vars": {"ansible_connection": "local", "plan_record_namespace": namespace},
+        "hosts": {name: {"kube_kubeconfig": str(cluster.admin_kubeconfig), "kube_context": name}
+                  for name, cluster in clusters.items()}}}))
+    (tmp_path / "site.yml").write_text(SITE_YML)
+    for cluster in clusters.values():
+        cluster.kubectl("create", "namespace", namespace)
+    try:
+        done = ansible_playbook(tmp_path, collections_path, "site.yml")
+        assert done.returncode == 0, done.stdout[-6000:]
+        assert all(f"task file on {name}" in done.stdout for name in clusters), done.stdout[-4000:]
+        assert result_lines(done.stdout) == {name: "changed" for name in clusters}, done.stdout[-4000:]
+        assert sorted(recap(done.stdout)) == sorted(clusters)
+        done = ansible_playbook(tmp_path, collections_path, "site.yml", "-e", "plan_action=status")
+        assert done.returncode == 0, done.stdout[-6000:]
+        assert result_lines(done.stdout) == {name: "ok" for name in clusters}, done.stdout[-4000:]
+        assert all(row["changed"] == 0 for row in recap(done.stdout).values()), done.stdout[-3000:]
+    finally:
+        for cluster in clusters.values():
+            cluster.kubectl("delete", "namespace", namespace, "--ignore-not-found", "--wait=false")
