@@ -8,6 +8,8 @@ controller tasks and from each host's task files; a run in one task gets the sam
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.outcome import cluster_outcomes, task_result
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.report import (
     report_entries, write_reports)
@@ -37,12 +39,24 @@ class ActionModule(PhasekitAction):
 
     def run(self, tmp=None, task_vars=None):
         # a cluster's failure names the user's phase document; ansible-core 2.19+ would add the role's task file
+        if self._task.args.get("outcome") is not None:
+            return fail_without_task_origin(self._outcome(tmp, task_vars))
         return fail_without_task_origin(super().run(tmp, task_vars))
 
+    def _outcome(self, tmp, task_vars) -> dict:
+        """One cluster host's own outcome as the task's result. It runs once per host (a worker process each), so it
+        skips what a summary needs: the arguments' conversion to plain data imports the kubeconfig glue, about as
+        long as the rest of the task."""
+        result = super(PhasekitAction, self).run(tmp, task_vars)  # pylint: disable=bad-super-call
+        others = sorted(set(self._task.args) - {"outcome"})
+        outcome = self._task.args["outcome"]
+        if others:
+            return {**result, "failed": True, "msg": f"option outcome: not with {', '.join(others)}"}
+        if not isinstance(outcome, Mapping):
+            return {**result, "failed": True, "msg": "option outcome: expected a dictionary (result and msg)"}
+        return {**result, **task_result(outcome)}
+
     def execute(self, args, task_vars):
-        if args["outcome"] is not None:
-            # this host's own outcome of the run (plan_host_results), worked out once for every host
-            return task_result(args["outcome"])
         records = [dict(record) for record in args["records"]]
         if args["failure"]:
             message = plan_failure_message(records, args["phases"])
