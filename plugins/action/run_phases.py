@@ -73,6 +73,7 @@ ARGUMENT_SPEC = {
     "lock_timeout": {"type": "float", "default": 0},
     "lock_duration": {"type": "int", "default": DEFAULT_DURATION},
     "release_locks": {"type": "bool", "default": False},
+    "outcomes": {"type": "bool", "default": False},
 }
 REPORT_OPTIONS = ("report_json", "report_junit")  # the summary for CI, written when asked
 MAX_CLUSTER_CONCURRENCY = 256
@@ -214,6 +215,7 @@ class ActionModule(PhasekitAction):
             result["summary"] = summary_lines(planned, records, list(task_vars.get("ansible_play_hosts_all") or in_play),
                                               mode, batches=batches, servers=servers,
                                               check_mode=bool(self._task.check_mode))
+        if args["phases"] is None and args["outcomes"]:
             # each host's own outcome, for the role's per-host result task (plan_host_results)
             result["outcomes"] = cluster_outcomes(records, list(task_vars.get("ansible_play_hosts_all") or in_play),
                                                   mode, planned, report.stopped_by)
