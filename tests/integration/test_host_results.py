@@ -213,10 +213,13 @@ def test_awx_job_has_one_result_event_and_a_host_summary_per_cluster(clusters, c
     assert {host: stats["ok"][host] for host in OK} == {host: 1 for host in OK}, stats["ok"]
 
 
-def test_a_plan_with_tasks_phases_ends_with_each_cluster_result(clusters, collections_path, tmp_path):
+@pytest.mark.parametrize("entry", ["playbook", "role"])
+def test_a_plan_with_tasks_phases_ends_with_each_cluster_result(clusters, collections_path, tmp_path, entry):
     """A plan in steps (an apply phase, then a tasks phase per host): the task files run, then every host's result;
     status (read only) reports each host ok."""
-    namespace = f"pk-hr-{RUN}-steps"
+    namespace = f"pk-hr-{RUN}-steps-{entry}"
+    command = (["phasekit.kube.run", "-e", "plan=fleet", "-e", "plan_show_plan=false", "-e", "plan_host_results=true"]
+               if entry == "playbook" else ["site.yml"])
     (tmp_path / "phases").mkdir()
     (tmp_path / "tasks").mkdir()
     (tmp_path / "tasks" / "note.yml").write_text(
@@ -237,12 +240,12 @@ def test_a_plan_with_tasks_phases_ends_with_each_cluster_result(clusters, collec
     for cluster in clusters.values():
         cluster.kubectl("create", "namespace", namespace)
     try:
-        done = ansible_playbook(tmp_path, collections_path, "site.yml")
+        done = ansible_playbook(tmp_path, collections_path, *command)
         assert done.returncode == 0, done.stdout[-6000:]
         assert all(f"task file on {name}" in done.stdout for name in clusters), done.stdout[-4000:]
         assert result_lines(done.stdout) == {name: "changed" for name in clusters}, done.stdout[-4000:]
         assert sorted(recap(done.stdout)) == sorted(clusters)
-        done = ansible_playbook(tmp_path, collections_path, "site.yml", "-e", "plan_action=status")
+        done = ansible_playbook(tmp_path, collections_path, *command, "-e", "plan_action=status")
         assert done.returncode == 0, done.stdout[-6000:]
         assert result_lines(done.stdout) == {name: "ok" for name in clusters}, done.stdout[-4000:]
         assert all(row["changed"] == 0 for row in recap(done.stdout).values()), done.stdout[-3000:]
