@@ -70,9 +70,6 @@ REQUEST_BUDGET = 32  # requests in flight in a fleet step (module_utils/phases/b
 ROLLOUT = {"batches": [1, "10%", "100%"], "pause": 0}
 DEFAULT_APPLY_CONCURRENCY = 16  # module_utils/kube/apply.py
 FORKS = 10  # -f of every ansible-playbook run here
-# this bench run's namespaces: cleaning up deletes these only, not those of another bench run beside it
-BENCH_RUN = uuid.uuid4().hex[:8]
-BENCH_SELECTOR = f"bench=phasekit-fleet,bench-run={BENCH_RUN}"
 CLUSTERS_DIR = Path(os.environ.get("PHASEKIT_CLUSTERS_DIR", CACHE / "clusters"))
 # a command under this wrapper prints the peak resident memory (KiB) of its largest process (ansible-playbook or
 # the worker that runs the plan) and the CPU seconds (user + system) of all its processes as its last line on stderr
@@ -143,8 +140,7 @@ class Bench:
         for cluster, names in by_cluster.items():
             if names:
                 docs = [{"apiVersion": "v1", "kind": "Namespace",
-                         "metadata": {"name": name, "labels": {"bench": "phasekit-fleet", "bench-run": BENCH_RUN}}}
-                        for name in names]
+                         "metadata": {"name": name, "labels": {"bench": "phasekit-fleet"}}} for name in names]
                 self.kubectl(cluster, "apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
         deadline = time.monotonic() + 120
         for cluster, names in by_cluster.items():
@@ -160,13 +156,13 @@ class Bench:
     def cleanup(self) -> None:
         """Delete what a scenario made and wait until it is gone: the next measurement gets an idle server."""
         for cluster in CLUSTERS:
-            self.kubectl(cluster, "delete", "namespace", "-l", BENCH_SELECTOR, "--wait=false")
+            self.kubectl(cluster, "delete", "namespace", "-l", "bench=phasekit-fleet", "--wait=false")
         # polled, not `kubectl wait --for=delete -l`: that watch missed the last deletions once and sat out its
         # whole timeout with nothing left (12 minutes of a bench run)
         deadline = time.monotonic() + 600
         for cluster in CLUSTERS:
             while time.monotonic() < deadline and self.kubectl(
-                    cluster, "get", "namespace", "-l", BENCH_SELECTOR, "-o", "name").stdout.strip():
+                    cluster, "get", "namespace", "-l", "bench=phasekit-fleet", "-o", "name").stdout.strip():
                 time.sleep(2)
 
     def site(self, tool: str, size: int, phases: int, per_phase: int) -> dict:
