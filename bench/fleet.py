@@ -28,10 +28,15 @@ Scenarios (all on the local clusters, in fresh namespaces, tools taking turns):
   60 and 500 cluster hosts (``--lock-sizes``), this tree against the tree before the lock (``--lock-baseline``, a
   git ref; default: the parent of the commit that added ``module_utils/phases/lock.py``), taking turns in each
   round; wall time and the controller's CPU time. Not in the default run: ``--only lock`` runs it.
+- recap: what a result per cluster host costs (PLAY RECAP and AWX host summaries, the role's ``plan_host_results``):
+  the fleet plan's first run and no-op re-run through the role in a user's ``site.yml`` at ``--recap-sizes``
+  (default 1,60,500), with ``plan_host_results`` false and true, against the role of ``--recap-baseline`` (a git
+  ref, default main), the three taking turns in each round; wall time and CPU time. ``--only recap`` runs it.
 
 Usage: python bench/fleet.py [--sizes 1,10,60,200] [--rounds 3] [--core-max-hosts 200] [--skip large]
        [--large-sizes 500,2000,5000] [--rollout-hosts 500] [--fleet-others kubectl,core] [--collection DIR]
        [--only lock] [--lock-sizes 60,500] [--lock-baseline REF] [--request-sizes 1,60]
+       [--only recap] [--recap-sizes 1,60,500] [--recap-baseline main]
 Prints Markdown tables and writes them with the raw figures under bench/results/.
 """
 
@@ -207,9 +212,9 @@ class Bench:
                          "-f", str(FORKS), "-e", "plan_show_plan=false", *records, *extra], env=env, cwd=site["root"],
                         rc=rc)
 
-    def phasekit_role(self, site: dict, *extra, rc: int = 0) -> float:
+    def phasekit_role(self, site: dict, *extra, rc: int = 0, collections: Path | None = None) -> float:
         """The same plan through the role in the user's site.yml (the README's way), with the same options."""
-        env = self.ansible_env(ANSIBLE_COLLECTIONS_PATH=str(self.collections))
+        env = self.ansible_env(ANSIBLE_COLLECTIONS_PATH=str(collections or self.collections))
         records = () if self.records else ("-e", "plan_record=false")
         return self.run([str(VENV_BIN / "ansible-playbook"), str(site["root"] / "site.yml"),
                          "-i", str(site["root"] / "inventory.yml"), "-f", str(FORKS), "-e", "plan_show_plan=false",
@@ -505,6 +510,37 @@ class Bench:
             rows.append(row)
         return rows
 
+    def recap(self, sizes: list[int], rounds: int, baseline: Path) -> list[dict]:
+        """What ``plan_host_results`` costs: the fleet plan (PHASES x PER_PHASE) through the role in ``site.yml``,
+        first run and no-op re-run, for the baseline tree (``main``: today's role), this tree with the option off
+        (the default) and on, taking turns in each round."""
+        variants = {"baseline": (collections_root(self.work / "recap-baseline", baseline), ()),
+                    "off": (self.collections, ()),
+                    "on": (self.collections, ("-e", "plan_host_results=true"))}
+        rows = []
+        for size in sizes:
+            row = {"hosts": size}
+            for round_no in range(rounds):
+                for variant, (collections, extra) in variants.items():
+                    site = self.site(f"recap-{variant}", size, PHASES, PER_PHASE)
+                    for step in ("first", "rerun"):
+                        seconds = self.phasekit_role(site, *extra, collections=collections)
+                        row.setdefault(f"{variant}_{step}_rounds", []).append(seconds)
+                        row.setdefault(f"{variant}_{step}_cpu_rounds", []).append(self.last["cpu_s"])
+                    print(f"bench recap: round {round_no + 1}, {size} hosts, {variant}: first "
+                          f"{row[f'{variant}_first_rounds'][-1]:.2f}s, re-run {row[f'{variant}_rerun_rounds'][-1]:.2f}s "
+                          f"(CPU {row[f'{variant}_rerun_cpu_rounds'][-1]:.2f}s)", file=sys.stderr)
+                    self.cleanup()
+            for variant in variants:
+                for step in ("first", "rerun"):
+                    for what in ("", "_cpu"):
+                        mine, base = row[f"{variant}_{step}{what}_rounds"], row[f"baseline_{step}{what}_rounds"]
+                        row[f"{variant}_{step}{what}"] = median(mine)
+                        # each round against the same round's baseline: the machine's load moves between rounds
+                        row[f"{variant}_{step}{what}_cost"] = median([ours - theirs for ours, theirs in zip(mine, base)])
+            rows.append(row)
+        return rows
+
     def rollout_site(self, hosts: int, rollout: bool, broken: tuple = ()) -> dict:
         """A 3-child group phase over ``hosts`` cluster hosts (each child applies one ConfigMap), with the rollout
         ``ROLLOUT`` or without; ``broken`` hosts use a context whose namespace does not exist (their apply fails)."""
@@ -631,6 +667,20 @@ def report(results: dict) -> str:
         out += [f"| {row['hosts']} | {row['first_requests']} | {row['first_watches']} | {row['rerun_requests']} "
                 f"| {row['rerun_watches']} |" for row in results["requests"]]
         out.append("")
+    if results.get("recap"):
+        out += ["The role in `site.yml`: `main` (today), this tree with `plan_host_results` false (default) and true "
+                "(medians; the cost is the median of each round's difference to the same round's `main`):", "",
+                "| hosts | step | main (s) | off (s) | off cost (s) | on (s) | on cost (s) | CPU main / off / on (s) "
+                "| CPU cost off / on (s) |", "|---:|---|---:|---:|---:|---:|---:|---|---|"]
+        for row in results["recap"]:
+            for step in ("first", "rerun"):
+                out.append(f"| {row['hosts']} | {'first run' if step == 'first' else 'no-op re-run'} "
+                           f"| {fmt(row[f'baseline_{step}'])} | {fmt(row[f'off_{step}'])} "
+                           f"| {row[f'off_{step}_cost']:+.2f} | {fmt(row[f'on_{step}'])} | {row[f'on_{step}_cost']:+.2f} "
+                           f"| {fmt(row[f'baseline_{step}_cpu'])} / {fmt(row[f'off_{step}_cpu'])} "
+                           f"/ {fmt(row[f'on_{step}_cpu'])} | {row[f'off_{step}_cpu_cost']:+.2f} "
+                           f"/ {row[f'on_{step}_cpu_cost']:+.2f} |")
+        out.append("")
     if results.get("lock"):
         out += ["| hosts | step | without the lock (s) | with it (s) | cost (wall) | CPU without (s) | CPU with (s) "
                 "| cost (CPU) |", "|---:|---|---:|---:|---:|---:|---:|---:|"]
@@ -755,15 +805,17 @@ def main(argv=None) -> int:
     parser.add_argument("--lock-baseline", default="",
                         help="git ref of the tree without the lock (default: the parent of the commit that added "
                              "plugins/module_utils/phases/lock.py)")
+    parser.add_argument("--recap-sizes", default="1,60,500", help="cluster hosts of the recap scenario")
+    parser.add_argument("--recap-baseline", default="main", help="git ref of the role to compare the recap scenario with")
     parser.add_argument("--no-records", action="store_true",
                         help="phasekit runs with plan_record=false, and the floor writes no run records")
     args = parser.parse_args(argv)
     skip = set(filter(None, args.skip.split(",")))
-    scenarios = {"floor", "overhead", "fleet", "large", "rollout", "lock", "requests"}
+    scenarios = {"floor", "overhead", "fleet", "large", "rollout", "lock", "requests", "recap"}
     if args.only:
         skip = scenarios - set(args.only.split(","))
     else:
-        skip.add("lock")   # a before/after comparison: asked for by name (--only lock)
+        skip.update({"lock", "recap"})   # before/after comparisons: asked for by name (--only lock, --only recap)
     bin_dir = tools_bin()
     env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{VENV_BIN}{os.pathsep}{os.environ['PATH']}")
     env.pop("KUBECONFIG", None)
@@ -793,6 +845,9 @@ def main(argv=None) -> int:
             if "lock" not in skip:
                 results["lock"] = bench.lock([int(size) for size in args.lock_sizes.split(",")], args.rounds,
                                              baseline_tree(Path(tmp), args.lock_baseline))
+            if "recap" not in skip:
+                results["recap"] = bench.recap([int(size) for size in args.recap_sizes.split(",")], args.rounds,
+                                               baseline_tree(Path(tmp) / "recap", args.recap_baseline))
         finally:
             bench.cleanup()
     text = report(results)

@@ -8,6 +8,9 @@ controller tasks and from each host's task files; a run in one task gets the sam
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.outcome import cluster_outcomes, task_result
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.report import (
     report_entries, write_reports)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import plan_failure_message, summary_lines
@@ -16,7 +19,7 @@ from ansible_collections.phasekit.kube.plugins.plugin_utils.compat import fail_w
 
 ARGUMENT_SPEC = {
     "records": {"type": "list", "elements": "dict", "default": []},
-    "phases": {"type": "list", "elements": "dict", "required": True},
+    "phases": {"type": "list", "elements": "dict", "default": []},
     "hosts": {"type": "list", "elements": "str", "default": []},
     "mode": {"type": "str", "default": "run"},
     "plan": {"type": "str", "default": ""},
@@ -26,6 +29,7 @@ ARGUMENT_SPEC = {
     "report_json": {"type": "path", "default": ""},
     "report_junit": {"type": "path", "default": ""},
     "failure": {"type": "bool", "default": False},
+    "outcome": {"type": "dict"},
 }
 
 
@@ -35,7 +39,22 @@ class ActionModule(PhasekitAction):
 
     def run(self, tmp=None, task_vars=None):
         # a cluster's failure names the user's phase document; ansible-core 2.19+ would add the role's task file
+        if self._task.args.get("outcome") is not None:
+            return fail_without_task_origin(self._outcome(tmp, task_vars))
         return fail_without_task_origin(super().run(tmp, task_vars))
+
+    def _outcome(self, tmp, task_vars) -> dict:
+        """One cluster host's own outcome as the task's result. It runs once per host (a worker process each), so it
+        skips what a summary needs: the arguments' conversion to plain data imports the kubeconfig glue, about as
+        long as the rest of the task."""
+        result = super(PhasekitAction, self).run(tmp, task_vars)  # pylint: disable=bad-super-call
+        others = sorted(set(self._task.args) - {"outcome"})
+        outcome = self._task.args["outcome"]
+        if others:
+            return {**result, "failed": True, "msg": f"option outcome: not with {', '.join(others)}"}
+        if not isinstance(outcome, Mapping):
+            return {**result, "failed": True, "msg": "option outcome: expected a dictionary (result and msg)"}
+        return {**result, **task_result(outcome)}
 
     def execute(self, args, task_vars):
         records = [dict(record) for record in args["records"]]
@@ -48,6 +67,7 @@ class ActionModule(PhasekitAction):
         result = {"changed": False,
                   "msg": summary_lines(args["phases"], records, hosts, args["mode"], servers=servers,
                                        check_mode=check_mode) + args["tail"],
+                  "outcomes": cluster_outcomes(records, hosts, args["mode"], args["phases"], args["stopped_by"]),
                   "_ansible_verbose_always": True}   # shown at every verbosity, as a debug task's message
         paths = {option: args[option] for option in ("report_json", "report_junit")}
         if any(paths.values()):

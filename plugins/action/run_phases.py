@@ -30,6 +30,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import
     DESTROY_ACTION, RUN_ACTION, RunInfo, RunRecords, phase_recorder, run_history)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.report import (
     check_report_path, report_entries, role_named, write_reports)
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.outcome import cluster_outcomes
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import (
     history_lines, rollout_stop_message, summary_lines)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import hosts_label
@@ -73,6 +74,7 @@ ARGUMENT_SPEC = {
     "lock_timeout": {"type": "float", "default": 0},
     "lock_duration": {"type": "int", "default": DEFAULT_DURATION},
     "release_locks": {"type": "bool", "default": False},
+    "outcomes": {"type": "bool", "default": False},
 }
 REPORT_OPTIONS = ("report_json", "report_junit")  # the summary for CI, written when asked
 MAX_CLUSTER_CONCURRENCY = 256
@@ -217,6 +219,10 @@ class ActionModule(PhasekitAction):
             result["summary"] = summary_lines(planned, records, list(task_vars.get("ansible_play_hosts_all") or in_play),
                                               mode, batches=batches, servers=servers,
                                               check_mode=bool(self._task.check_mode))
+        if args["phases"] is None and args["outcomes"]:
+            # each host's own outcome, for the role's per-host result task (plan_host_results)
+            result["outcomes"] = cluster_outcomes(records, list(task_vars.get("ansible_play_hosts_all") or in_play),
+                                                  mode, planned, report.stopped_by)
         if memory is not None:
             # credentials: kept in the registered variable for later steps, hidden from every output;
             # so are the tasks phases as their task files get them (options unredacted)

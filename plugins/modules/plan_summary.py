@@ -28,7 +28,7 @@ options:
     description: The run list, as M(phasekit.kube.phase_plan) returns it (RV(phasekit.kube.phase_plan#module:phases)).
     type: list
     elements: dict
-    required: true
+    default: []
   hosts:
     description: The play's hosts; a phase's host not among them is C(not in play). Empty, the play's hosts.
     type: list
@@ -78,6 +78,15 @@ options:
         (for the role, a file of the role rather than your document).
     type: bool
     default: false
+  outcome:
+    description:
+      - Instead of the summary, report this cluster's own outcome of the run as the task's result, one of
+        RV(outcomes)' values - C(result) (V(ok), V(changed), V(failed) or V(skipped)) and C(msg) - so that PLAY
+        RECAP, ansible-runner's events and AWX's host summaries show every cluster with its outcome. The role
+        C(phasekit.kube.plan) does this on each cluster host with its variable C(plan_host_results).
+      - A failed outcome fails the task (on ansible-core 2.19 and later without the C(Origin) excerpt, as
+        O(failure)).
+    type: dict
 attributes:
   action:
     support: full
@@ -118,4 +127,13 @@ msg:
   type: list
   elements: str
   sample: ["PHASE  CLUSTER    RESULT   DURATION  CHANGED", "e1     ephemeral  changed  0.4s      -"]
+outcomes:
+  description:
+    - Each host's own outcome of the run (the summary, not O(failure) or O(outcome)), by these rules, first match
+      wins - V(failed) (a phase failed there; C(msg) names it and its document), V(changed) (a phase changed
+      something there, in a run or a destroy), V(ok) (a phase ran there), V(skipped) (no phase ran there - resumed
+      past, or never reached by the run).
+  returned: when the summary is made
+  type: dict
+  sample: {"ephemeral": {"result": "changed", "msg": "changed: apps"}, "target": {"result": "ok", "msg": "run: apps"}}
 """

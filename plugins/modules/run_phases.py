@@ -207,6 +207,12 @@ options:
         each host's prune deletes what the others applied; their run records stay separate.
     type: bool
     default: false
+  outcomes:
+    description:
+      - Also return RV(outcomes), each host's own outcome of the run (when O(phases) is not given). The role
+        C(phasekit.kube.plan) asks for it with its variable C(plan_host_results).
+    type: bool
+    default: false
 attributes:
   action:
     support: full
@@ -331,6 +337,15 @@ summary:
   returned: when O(phases) is not given (the whole run list runs in this task)
   type: list
   elements: str
+outcomes:
+  description:
+    - Each host of the play -> its own outcome of the run, C(result) and C(msg), by the rules of
+      RV(phasekit.kube.plan_summary#module:outcomes) (V(failed), V(changed), V(ok), V(skipped)); the role
+      C(phasekit.kube.plan) reports it as each cluster host's task result with
+      its variable C(plan_host_results).
+  returned: with O(outcomes), when O(phases) is not given (the whole run list runs in this task)
+  type: dict
+  sample: {ephemeral: {result: changed, msg: "changed: apps"}, target: {result: skipped, msg: "not reached: ..."}}
 resumed_hosts:
   description: The hosts that ran a phase in this step (a resume no longer skips their later phases).
   returned: success

@@ -1,0 +1,42 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""plan_summary with ``outcome``: one cluster host's own result of a run, as Ansible runs the action (task
+arguments in, result out); one row per rule."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from ansible.parsing.dataloader import DataLoader
+from ansible.playbook.play_context import PlayContext
+
+from ansible_collections.phasekit.kube.plugins.action.plan_summary import ActionModule
+from ansible_collections.phasekit.kube.plugins.module_utils.compat import DATA_TAGGING
+
+
+def run(**args) -> dict:
+    task = SimpleNamespace(args=args, check_mode=False, diff=False, async_val=0, action="phasekit.kube.plan_summary")
+    connection = SimpleNamespace(_shell=SimpleNamespace(tmpdir="/not/used"))
+    action = ActionModule(task, connection, PlayContext(), DataLoader(), templar=None, shared_loader_obj=None)
+    try:
+        return action.run(task_vars={})
+    except Exception as err:  # pylint: disable=broad-exception-caught  # 2.19+: a failure is raised (no Origin)
+        if not DATA_TAGGING:
+            raise
+        return dict(err.result_contribution)
+
+
+@pytest.mark.parametrize("args, expected", [
+    ({"outcome": {"result": "changed", "msg": "changed: apps"}}, {"changed": True, "msg": "changed: apps"}),
+    ({"outcome": {"result": "ok", "msg": "run: apps"}}, {"changed": False, "msg": "run: apps"}),
+    ({"outcome": {"result": "skipped", "msg": "not reached"}}, {"changed": False, "skipped": True, "msg": "not reached"}),
+    ({"outcome": {"result": "failed", "msg": "phase apps failed on cluster c1"}},
+     {"changed": False, "failed": True, "msg": "phase apps failed on cluster c1"}),
+    ({"outcome": "ok"}, {"failed": True, "msg": "option outcome: expected a dictionary (result and msg)"}),
+    ({"outcome": {"result": "ok"}, "records": []}, {"failed": True, "msg": "option outcome: not with records"}),
+], ids=["changed-reports-changed", "ok-reports-ok", "skipped-skips", "failed-fails-with-its-message",
+        "an-outcome-that-is-not-a-mapping-is-refused", "outcome-is-not-mixed-with-a-summary"])
+def test_outcome(args, expected):
+    result = run(**args)
+    assert {key: result.get(key) for key in expected} == expected, result
