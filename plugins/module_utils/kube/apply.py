@@ -48,6 +48,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.objects import 
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.ownership import (
     ADOPT_ALL, ADOPT_NONE, ADOPT_POLICIES, ADOPT_UNOWNED, PlanOwner, live_owner, may_adopt, object_claim)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.applyset import PART_OF_LABEL
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.crd_schema import NO_VALIDATOR, jsonschema, schema_problems
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.parent import ApplySetParent
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.prune import Prune
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.selectors import LabelSelector, parse_label_selector
@@ -97,6 +98,7 @@ class ApplyOptions:
     owner: PlanOwner | None = None       # the plan applying (the phase engine); None: a task outside a plan
     state: str = PRESENT                 # absent: delete the objects the bundle names instead (``kube.absent``)
     cascade: str = DEFAULT_CASCADE       # absent: how dependants go (kubectl delete --cascade)
+    carried: object = None               # dry run in a plan: what earlier phases would create (``preview.PlannedState``)
 
 
 # The apply action's own options (the kubeconfig options are added by the action).
@@ -249,7 +251,7 @@ class ApplyRun:
             bundle = [one for one in bundle if self.options.selector.matches(one.obj)]
         if self.options.prune and not bundle:
             raise PhasekitError("the bundle has no objects: refusing to prune the whole ApplySet (as kubectl does)")
-        planned = plan_objects(bundle, self.discovery, self.options.namespace)
+        planned = plan_objects(bundle, self.discovery, self.options.namespace, carried=self._carried())
         check_request_sizes(planned)
         if self.options.applyset:
             self.parent = ApplySetParent(self.session, self.discovery, reference=self.options.applyset,
@@ -290,9 +292,19 @@ class ApplyRun:
 
     # ------------------------------------------------------------ applying
 
+    def _carried(self):
+        """What earlier phases of this dry run would create (None in a real run: it never plans from pretence)."""
+        return self.options.carried if self.options.dry_run else None
+
+    def _namespace_from_phase(self, namespace: str | None) -> str | None:
+        """The earlier phase of this dry run that would create ``namespace`` (None: none, or not a dry run)."""
+        carried = self._carried()
+        return carried.namespace_phase(namespace) if carried is not None else None
+
     def _write_parent(self, superset: bool):
-        self.parent.write(superset=superset,
-                          namespace_pretended=self.parent.state.parent.namespace in self.created_namespaces)
+        namespace = self.parent.state.parent.namespace
+        self.parent.write(superset=superset, namespace_pretended=namespace in self.created_namespaces
+                          or self._namespace_from_phase(namespace) is not None)
 
     def _apply_waves(self, planned: list, report: ApplyReport):
         parent_namespace_in_bundle = self.parent is not None and any(
@@ -406,10 +418,7 @@ class ApplyRun:
             one.action, one.error = SKIPPED, "not sent: the API server stopped answering during this run"
             return
         if self.options.dry_run and self._unverifiable_in_dry_run(one):
-            one.action = CREATED
-            one.status = Status("InProgress", "not verified: its namespace or CRD is created by this bundle "
-                                              "(a dry run cannot apply into it)")
-            self._record_diff(one, copy.deepcopy(one.body))
+            self._preview_unverifiable(one)
             return
         path = one.target.path()
         try:
@@ -442,13 +451,45 @@ class ApplyRun:
         if one.action != UNCHANGED:
             self._record_diff(one, one.result)
 
+    def _preview_unverifiable(self, one: PlannedObject):
+        """A dry run of an object the server cannot check (its CRD or namespace does not exist yet): would be
+        created, its body checked against its CRD's schema here, failed as the server would fail it."""
+        problems = schema_problems(one.body, one.custom_kind) if one.custom_kind is not None else []
+        if problems:
+            one.action = FAILED
+            one.error = scrub_secret_values(f"{'; '.join(problems)} (checked on the controller against the schema "
+                                            f"of its CustomResourceDefinition in {self._kind_origin(one)}; "
+                                            f"{self._unchecked_reason(one)})", one.body)
+            return
+        one.action = CREATED
+        unchecked = self._unchecked_reason(one)
+        if one.custom_kind is not None and one.custom_kind.schema is not None and jsonschema is None:
+            unchecked += f"; {NO_VALIDATOR}"
+        one.status = Status("InProgress", unchecked)
+        self._record_diff(one, copy.deepcopy(one.body))
+
+    def _kind_origin(self, one: PlannedObject) -> str:
+        return f"phase {one.kind_from_phase}" if one.kind_from_phase else "this bundle"
+
+    def _unchecked_reason(self, one: PlannedObject) -> str:
+        """Why the server cannot dry-run ``one``; an earlier phase's CRD or namespace is named with its phase."""
+        from_phase = self._namespace_from_phase(one.namespace)
+        if one.kind_from_phase or (from_phase and not one.defined_in_bundle):
+            what = f"CRD is created by phase {one.kind_from_phase}" if one.kind_from_phase else \
+                f"namespace {one.namespace} is created by phase {from_phase}"
+            return f"not checked by the server: its {what}"
+        return "not verified: its namespace or CRD is created by this bundle (a dry run cannot apply into it)"
+
     def _known_absent(self, one: PlannedObject) -> bool:
-        """In a namespace, or of a kind, that this run created: nothing to read."""
+        """In a namespace, or of a kind, that this run (or an earlier phase of this dry run) created: nothing to
+        read."""
         return (one.namespace in self.created_namespaces
-                or (one.resource.group, one.resource.kind) in self.created_kinds)
+                or (one.resource.group, one.resource.kind) in self.created_kinds
+                or self._namespace_from_phase(one.namespace) is not None)
 
     def _unverifiable_in_dry_run(self, one: PlannedObject) -> bool:
-        return one.defined_in_bundle or (one.namespace is not None and one.namespace in self.created_namespaces)
+        return one.defined_in_bundle or (one.namespace is not None and (
+            one.namespace in self.created_namespaces or self._namespace_from_phase(one.namespace) is not None))
 
     def _apply_with_new_kind_retry(self, one: PlannedObject, path: str):
         deadline = time.monotonic() + (NEW_KIND_RETRY_SECONDS if one.defined_in_bundle else 0)
