@@ -76,6 +76,7 @@ CASCADES = {"background": "Background", "foreground": "Foreground", "orphan": "O
 DEFAULT_CASCADE = "background"
 
 SERVER_BOOKKEEPING = ("managedFields", "resourceVersion", "generation")
+NOT_CHECKED = "not checked by the server"  # a preview's object whose CRD or namespace an earlier phase creates
 
 
 @dataclass
@@ -211,6 +212,13 @@ class ApplyReport:
         """A dry run's differences, one line per object: ``Kind ns/name: field, field`` (no values)."""
         lines = [f"{planned.describe()}: {', '.join(planned.drift)}" for planned in self.objects if planned.drift]
         return lines + [f"{pruned.describe()}: would be pruned" for pruned in self.pruned if not pruned.error]
+
+    def not_checked(self) -> list[str]:
+        """A preview's objects the server could not dry-run (an earlier phase brings their CRD or namespace), one
+        line each: ``Kind ns/name: not checked by the server: its CRD is created by phase crds``."""
+        return [f"{planned.describe()}: {planned.status.message}" for planned in self.objects
+                if planned.action == CREATED and planned.status is not None
+                and planned.status.message.startswith(NOT_CHECKED)]
 
     def result(self) -> dict:
         """The Ansible result (without 'failed'/'msg', which the action adds)."""
@@ -477,7 +485,7 @@ class ApplyRun:
         if one.kind_from_phase or (from_phase and not one.defined_in_bundle):
             what = f"CRD is created by phase {one.kind_from_phase}" if one.kind_from_phase else \
                 f"namespace {one.namespace} is created by phase {from_phase}"
-            return f"not checked by the server: its {what}"
+            return f"{NOT_CHECKED}: its {what}"
         return "not verified: its namespace or CRD is created by this bundle (a dry run cannot apply into it)"
 
     def _known_absent(self, one: PlannedObject) -> bool:

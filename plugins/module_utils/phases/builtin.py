@@ -595,6 +595,8 @@ class BuiltinExecutors:
         details = {"counts": counts}
         if self.dry_run and report.changed:
             details["drift"] = report.drift()  # status and check mode: what differs, for the drift gate
+        if report.not_checked():
+            details["not_checked"] = report.not_checked()  # a preview: what only the plan's earlier phases make valid
         if report.diffs:
             details["diff"] = host_diffs(host, report.diffs)
         warnings = [f"{host}: API server: {text}" for text in session.warnings[before:]]
