@@ -48,7 +48,8 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.objects import 
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.ownership import (
     ADOPT_ALL, ADOPT_NONE, ADOPT_POLICIES, ADOPT_UNOWNED, PlanOwner, live_owner, may_adopt, object_claim)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.applyset import PART_OF_LABEL
-from ansible_collections.phasekit.kube.plugins.module_utils.kube.crd_schema import NO_VALIDATOR, jsonschema, schema_problems
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.crd_schema import (
+    NO_VALIDATOR, schema_problems, validator_available)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.parent import ApplySetParent
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.prune import Prune
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.selectors import LabelSelector, parse_label_selector
@@ -471,7 +472,7 @@ class ApplyRun:
             return
         one.action = CREATED
         unchecked = self._unchecked_reason(one)
-        if one.custom_kind is not None and one.custom_kind.schema is not None and jsonschema is None:
+        if one.custom_kind is not None and one.custom_kind.schema is not None and not validator_available():
             unchecked += f"; {NO_VALIDATOR}"
         one.status = Status("InProgress", unchecked)
         self._record_diff(one, copy.deepcopy(one.body))

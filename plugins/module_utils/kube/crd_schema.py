@@ -99,6 +99,11 @@ def json_schema(node: dict, root: bool = False) -> dict:
     return out
 
 
+def validator_available() -> bool:
+    """Whether custom resources can be checked here (the ``jsonschema`` package is installed)."""
+    return jsonschema is not None
+
+
 def schema_problems(obj: dict, kind: CustomKind) -> list[str]:
     """What the server would refuse in ``obj`` by its kind's schema, one line per field, as the server words it;
     empty when it conforms or the kind has no schema."""

@@ -139,3 +139,10 @@ def test_a_kind_an_earlier_phase_brings_plans_with_its_phase_and_schema():
 def test_without_the_carried_state_the_kind_is_still_unknown():
     with pytest.raises(PhasekitError, match="no CustomResourceDefinition in this bundle defines it"):
         plan_objects(render_bundle(definition=[gadget(size=1)]), Discovery(), "n")
+
+
+def test_without_jsonschema_nothing_is_refused_and_the_preview_says_it_was_not_checked(monkeypatch):
+    from ansible_collections.phasekit.kube.plugins.module_utils.kube import crd_schema
+    monkeypatch.setattr(crd_schema, "jsonschema", None)
+    kind = crd_kinds(crd(SCHEMA))[("p4.example.com", "v1", "Gadget")]
+    assert not crd_schema.validator_available() and schema_problems(gadget(size="big"), kind) == []
