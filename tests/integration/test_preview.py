@@ -140,5 +140,6 @@ def test_the_preview_names_a_field_the_crd_schema_refuses(clusters, site, gadget
     rc, preview = site("--check")
     assert rc != 0, preview
     assert named in preview, preview
-    assert "checked on the controller against the schema of its CustomResourceDefinition in phase crds" in preview
+    assert ("checked on the controller against the schema of the CustomResourceDefinition that phase crds creates"
+            in preview), preview
     assert target.kubectl("get", "crd", f"gadgets.{group}", check=False).returncode != 0

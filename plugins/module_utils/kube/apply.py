@@ -466,9 +466,9 @@ class ApplyRun:
         problems = schema_problems(one.body, one.custom_kind) if one.custom_kind is not None else []
         if problems:
             one.action = FAILED
-            one.error = scrub_secret_values(f"{'; '.join(problems)} (checked on the controller against the schema "
-                                            f"of its CustomResourceDefinition in {self._kind_origin(one)}; "
-                                            f"{self._unchecked_reason(one)})", one.body)
+            one.error = scrub_secret_values(f"{'; '.join(problems)} (checked on the controller against the schema of "
+                                            f"the CustomResourceDefinition that {self._kind_origin(one)} creates: the "
+                                            "server cannot dry-run it before that CRD exists)", one.body)
             return
         one.action = CREATED
         unchecked = self._unchecked_reason(one)
