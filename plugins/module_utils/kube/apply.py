@@ -51,6 +51,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.applyset import
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.crd_schema import (
     NO_VALIDATOR, schema_problems, validator_available)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.parent import ApplySetParent
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.preview import PlannedState
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.prune import Prune
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.selectors import LabelSelector, parse_label_selector
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import (
@@ -100,7 +101,7 @@ class ApplyOptions:
     owner: PlanOwner | None = None       # the plan applying (the phase engine); None: a task outside a plan
     state: str = PRESENT                 # absent: delete the objects the bundle names instead (``kube.absent``)
     cascade: str = DEFAULT_CASCADE       # absent: how dependants go (kubectl delete --cascade)
-    carried: object = None               # dry run in a plan: what earlier phases would create (``preview.PlannedState``)
+    carried: PlannedState | None = None  # dry run in a plan: what its earlier phases would create (``kube.preview``)
 
 
 # The apply action's own options (the kubeconfig options are added by the action).
@@ -301,7 +302,7 @@ class ApplyRun:
 
     # ------------------------------------------------------------ applying
 
-    def _carried(self):
+    def _carried(self) -> PlannedState | None:
         """What earlier phases of this dry run would create (None in a real run: it never plans from pretence)."""
         return self.options.carried if self.options.dry_run else None
 
