@@ -24,7 +24,7 @@ import yaml
 
 API = "phasekit.dev/v1alpha1"
 CLUSTER = "target"
-DIFF_HEADER = re.compile(r"^--- (\S+): (.+) \((absent|live)\)$", re.MULTILINE)
+DIFF_HEADER = re.compile(r"^--- (\S+): (.+) \((absent|live|after phase \S+)\)$", re.MULTILINE)
 
 
 def crd(group: str) -> dict:
@@ -49,12 +49,18 @@ def phase(name: str, source: list) -> dict:
             "spec": {"cluster": CLUSTER, "executor": "apply", "source": source}}
 
 
+def configmap(namespace: str, value: str) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c1", "namespace": namespace},
+            "data": {"k": value}}
+
+
 def site_documents(group: str, namespace: str, **gadget_spec) -> list:
+    """crds: the CRD and the namespace; things: a Gadget and a ConfigMap there; tune: that ConfigMap changed."""
     return [phase("crds", [crd(group), {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}]),
-            phase("things", [gadget(group, namespace, **gadget_spec),
-                             {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c1", "namespace": namespace},
-                              "data": {"k": "v"}}]),
-            {"apiVersion": API, "kind": "PhasePlan", "metadata": {"name": "site"}, "spec": {"phases": ["crds", "things"]}}]
+            phase("things", [gadget(group, namespace, **gadget_spec), configmap(namespace, "v")]),
+            phase("tune", [configmap(namespace, "tuned")]),
+            {"apiVersion": API, "kind": "PhasePlan", "metadata": {"name": "site"},
+             "spec": {"phases": ["crds", "things", "tune"]}}]
 
 
 @pytest.fixture()
@@ -93,8 +99,10 @@ def site(clusters, tmp_path, collections_path):
 
 
 def listed(output: str) -> list[tuple[str, str]]:
-    """The objects a run with --diff showed, and whether each existed before: [(object, absent|live)]."""
-    return sorted((found, before) for _host, found, before in DIFF_HEADER.findall(output))
+    """The objects a run with --diff showed, and whether each existed before: [(object, absent|live)]; a preview's
+    ``after phase X`` (an object an earlier phase would create) is live by the time the run gets there."""
+    return sorted((found, "absent" if before == "absent" else "live")
+                  for _host, found, before in DIFF_HEADER.findall(output))
 
 
 def test_a_plan_that_brings_its_crd_and_namespace_previews_then_runs_as_previewed(clusters, site):
@@ -107,8 +115,12 @@ def test_a_plan_that_brings_its_crd_and_namespace_previews_then_runs_as_previewe
             "phase crds") in preview, preview
     assert (f"{CLUSTER}: would create ConfigMap {namespace}/c1: not checked by the server: its namespace "
             f"{namespace} is created by phase crds") in preview, preview
+    assert (f"{CLUSTER}: would change ConfigMap {namespace}/c1: not checked by the server: its namespace "
+            f"{namespace} is created by phase crds") in preview, preview
+    assert f"--- {CLUSTER}: ConfigMap {namespace}/c1 (after phase things)" in preview, preview
     expected = sorted([(f"CustomResourceDefinition gadgets.{group}", "absent"), (f"Namespace {namespace}", "absent"),
-                       (f"Gadget {namespace}/g1", "absent"), (f"ConfigMap {namespace}/c1", "absent")])
+                       (f"Gadget {namespace}/g1", "absent"), (f"ConfigMap {namespace}/c1", "absent"),
+                       (f"ConfigMap {namespace}/c1", "live")])
     assert listed(preview) == expected, preview
     assert target.kubectl("get", "crd", f"gadgets.{group}", check=False).returncode != 0  # a preview writes nothing
     assert target.kubectl("get", "namespace", namespace, check=False).returncode != 0
@@ -121,11 +133,14 @@ def test_a_plan_that_brings_its_crd_and_namespace_previews_then_runs_as_previewe
     rc, applied = site("--diff")
     assert rc == 0, applied
     assert listed(applied) == expected, applied   # the run did what the preview listed
-    assert target.get_json("gadget", "g1", "-n", namespace)["spec"]["size"] == 3
+    assert target.get_json(f"gadgets.{group}", "g1", "-n", namespace)["spec"]["size"] == 3
+    assert target.get_json("configmap", "c1", "-n", namespace)["data"] == {"k": "tuned"}
 
     rc, again = site("--check", "--diff")
     assert rc == 0, again
-    assert listed(again) == [] and "not checked by the server" not in again, again
+    # on the cluster the plan made: everything the server checks; things and tune still disagree on c1
+    assert listed(again) == sorted([(f"ConfigMap {namespace}/c1", "live")] * 2), again
+    assert "not checked by the server" not in again, again
 
 
 @pytest.mark.parametrize("gadget_spec, named", [

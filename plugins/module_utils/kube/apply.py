@@ -38,7 +38,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import changed_fields, object_diff, scrub_secret_values
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import (
+    changed_fields, clean, object_diff, scrub_secret_values)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import Discovery
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.fields import already_applied, manager_entry
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.live import fetch_live
@@ -79,6 +80,7 @@ DEFAULT_CASCADE = "background"
 
 SERVER_BOOKKEEPING = ("managedFields", "resourceVersion", "generation")
 NOT_CHECKED = "not checked by the server"  # a preview's object whose CRD or namespace an earlier phase creates
+PREVIEW_VERBS = {CREATED: "would create", CONFIGURED: "would change", UNCHANGED: "would leave unchanged"}
 
 
 @dataclass
@@ -217,9 +219,9 @@ class ApplyReport:
 
     def not_checked(self) -> list[str]:
         """A preview's objects the server could not dry-run (an earlier phase brings their CRD or namespace), one
-        line each: ``Kind ns/name: not checked by the server: its CRD is created by phase crds``."""
-        return [f"{planned.describe()}: {planned.status.message}" for planned in self.objects
-                if planned.action == CREATED and planned.status is not None
+        line each: ``would create Kind ns/name: not checked by the server: its CRD is created by phase crds``."""
+        return [f"{PREVIEW_VERBS[planned.action]} {planned.describe()}: {planned.status.message}"
+                for planned in self.objects if planned.action in PREVIEW_VERBS and planned.status is not None
                 and planned.status.message.startswith(NOT_CHECKED)]
 
     def result(self) -> dict:
@@ -370,6 +372,7 @@ class ApplyRun:
         live.update(known)
         for one in members:
             one.live = None if id(one) in fresh else live.get(one.target.key, UNKNOWN)
+            self._carry_earlier(one)
             self._claim(one)
         # Objects already applied need no request; only the rest go to the pool (a re-run starts no thread).
         to_send = [one for one in members if not self._settle_unchanged(one)]
@@ -383,6 +386,14 @@ class ApplyRun:
         lanes = min(self.options.concurrency, len(to_send))
         with ThreadPoolExecutor(max_workers=lanes) as pool:
             in_lanes(pool, self._apply_one, interleave_kinds(to_send), lanes)
+
+    def _carry_earlier(self, one: PlannedObject):
+        """A preview: an object an earlier phase would create or change is previewed against what that phase would
+        make of it (configured or unchanged, not created twice)."""
+        carried = self._carried()
+        earlier = carried.changed_earlier(one.target.key) if carried is not None and one.live is not UNKNOWN else None
+        if earlier is not None:
+            one.live_from_phase, one.live = earlier[0], copy.deepcopy(earlier[1])
 
     def _claim(self, one: PlannedObject):
         """Mark ``one`` with the plan that owns it: the first plan that applied it keeps it (``object_claim``).
@@ -471,6 +482,12 @@ class ApplyRun:
                                             f"the CustomResourceDefinition that {self._kind_origin(one)} creates: the "
                                             "server cannot dry-run it before that CRD exists)", one.body)
             return
+        if one.live_from_phase is not None:
+            one.action = UNCHANGED if _same_preview(one.live, one.body) else CONFIGURED
+            one.status = Status("InProgress", self._unchecked_reason(one))
+            if one.action == CONFIGURED:
+                self._record_diff(one, copy.deepcopy(one.body))
+            return
         one.action = CREATED
         unchecked = self._unchecked_reason(one)
         if one.custom_kind is not None and one.custom_kind.schema is not None and not validator_available():
@@ -519,6 +536,8 @@ class ApplyRun:
                                   dry_run=self.options.dry_run)
 
     def _action_of(self, one: PlannedObject, response) -> str:
+        if one.live_from_phase is not None:  # a preview: compared with what the earlier phase would make of it
+            return UNCHANGED if _same_preview(one.live, one.result) else CONFIGURED
         if response.status == 201:
             if (one.resource.group, one.resource.kind) == NAMESPACE_GROUP_KIND:
                 self.created_namespaces.add(one.name)
@@ -540,6 +559,8 @@ class ApplyRun:
             one.drift = changed_fields(before, after)  # what status and check mode report as drift
         if self.options.diff:
             one.diff = object_diff(before, after, one.describe(), "dry run" if self.options.dry_run else "applied")
+            if one.live_from_phase is not None:
+                one.diff["before_header"] = f"{one.describe()} (after phase {one.live_from_phase})"
 
     def _establish_crds(self, crds: list, report: ApplyReport):
         """CRDs must be Established before their custom resources can be applied."""
@@ -642,6 +663,11 @@ def _same_content(before: dict, after: dict) -> bool:
         metadata = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in SERVER_BOOKKEEPING}
         return {**obj, "metadata": metadata}
     return strip(before) == strip(after)
+
+
+def _same_preview(before: dict, after: dict) -> bool:
+    """Two dry-run results (or bodies) of one object say the same, what the server sets on each aside."""
+    return clean(before) == clean(after)
 
 
 def _namespace_missing(err: ApiError, one: PlannedObject) -> bool:

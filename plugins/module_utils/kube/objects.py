@@ -71,6 +71,7 @@ class PlannedObject:
     drift: list | None = None        # dry run: the fields applying would change (see diff.changed_fields)
     custom_kind: CustomKind | None = None  # its kind's CRD (with its schema) when a bundle or earlier phase brings it
     kind_from_phase: str | None = None     # a preview: the earlier phase whose CRD brings its kind
+    live_from_phase: str | None = None     # a preview: ``live`` is what this earlier phase would make of it
 
     @property
     def namespace(self) -> str | None:

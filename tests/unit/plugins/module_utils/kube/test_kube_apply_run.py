@@ -514,4 +514,4 @@ def test_a_namespace_an_earlier_phase_of_the_preview_creates(check_mode, sent, a
     (one,) = report.objects
     assert verbs(api) == sent and one.action == action and report.failure is None
     assert (one.status.message if check_mode else None) == message
-    assert report.not_checked() == ([f"ConfigMap apps/a: {message}"] if message else [])
+    assert report.not_checked() == ([f"would create ConfigMap apps/a: {message}"] if message else [])

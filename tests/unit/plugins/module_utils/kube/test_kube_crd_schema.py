@@ -124,7 +124,7 @@ class Created:
 
     def __init__(self, planned, action=CREATED):
         self.__dict__.update(target=planned.target, resource=planned.resource, name=planned.name,
-                             body=planned.body, action=action)
+                             body=planned.body, action=action, result=None)
 
 
 def test_a_kind_an_earlier_phase_brings_plans_with_its_phase_and_schema():
