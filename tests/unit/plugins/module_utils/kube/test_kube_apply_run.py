@@ -515,3 +515,26 @@ def test_a_namespace_an_earlier_phase_of_the_preview_creates(check_mode, sent, a
     assert verbs(api) == sent and one.action == action and report.failure is None
     assert (one.status.message if check_mode else None) == message
     assert report.not_checked() == ([f"would create ConfigMap apps/a: {message}"] if message else [])
+
+
+@pytest.mark.parametrize("later_value, action, drift", [
+    ("v", "unchanged", None),
+    ("changed", "configured", ["data.key"]),
+], ids=["the-same-object-again-is-unchanged", "a-later-change-is-configured-not-created-twice"])
+def test_an_object_an_earlier_phase_of_the_preview_creates(later_value, action, drift):
+    from ansible_collections.phasekit.kube.plugins.module_utils.kube.preview import PlannedState
+    api = FakeApi()
+    carried = PlannedState()
+    values = {name: spec.get("default") for name, spec in APPLY_OPTIONS_SPEC.items()}
+    options = dataclasses.replace(apply_options({**values, "concurrency": 1}, namespace="apps", check_mode=True,
+                                                diff=True), carried=carried)
+    discovery = Discovery(api, use_disk=False)
+    discovery._map = ResourceMap([CONFIGMAPS], {}, api.now)  # pylint: disable=protected-access
+    first = apply_bundle(api, render_bundle(definition=config_maps("a")), options, discovery=discovery)
+    carried.record("first", first.objects)
+    later = apply_bundle(api, render_bundle(definition=config_maps("a", value=later_value)), options,
+                         discovery=discovery)
+    (one,) = later.objects
+    assert (first.objects[0].action, one.action, one.drift) == ("created", action, drift)
+    assert [d["before_header"] for d in later.diffs] == (["ConfigMap apps/a (after phase first)"] if drift else [])
+    assert api.objects == {}
