@@ -291,6 +291,9 @@ class ActionModule(PhasekitAction):
 
         def show(phase: dict, records: list, seconds: float) -> None:
             self._show_progress(phase, records, seconds)
+            for record in records:  # a preview: objects the server could not dry-run, and why
+                for line in record.details.get("not_checked") or ():
+                    display.display(f"  {record.host}: {line}")
             if mode not in (DESTROY, RUN):
                 return
             for record in records:

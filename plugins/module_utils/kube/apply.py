@@ -38,7 +38,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import changed_fields, object_diff, scrub_secret_values
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import (
+    changed_fields, clean, object_diff, scrub_secret_values)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import Discovery
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.fields import already_applied, manager_entry
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.live import fetch_live
@@ -48,7 +49,10 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.objects import 
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.ownership import (
     ADOPT_ALL, ADOPT_NONE, ADOPT_POLICIES, ADOPT_UNOWNED, PlanOwner, live_owner, may_adopt, object_claim)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.applyset import PART_OF_LABEL
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.crd_schema import (
+    NO_VALIDATOR, schema_problems, validator_available)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.parent import ApplySetParent
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.preview import PlannedState
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.prune import Prune
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.selectors import LabelSelector, parse_label_selector
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import (
@@ -75,6 +79,8 @@ CASCADES = {"background": "Background", "foreground": "Foreground", "orphan": "O
 DEFAULT_CASCADE = "background"
 
 SERVER_BOOKKEEPING = ("managedFields", "resourceVersion", "generation")
+NOT_CHECKED = "not checked by the server"  # a preview's object whose CRD or namespace an earlier phase creates
+PREVIEW_VERBS = {CREATED: "would create", CONFIGURED: "would change", UNCHANGED: "would leave unchanged"}
 
 
 @dataclass
@@ -97,6 +103,7 @@ class ApplyOptions:
     owner: PlanOwner | None = None       # the plan applying (the phase engine); None: a task outside a plan
     state: str = PRESENT                 # absent: delete the objects the bundle names instead (``kube.absent``)
     cascade: str = DEFAULT_CASCADE       # absent: how dependants go (kubectl delete --cascade)
+    carried: PlannedState | None = None  # dry run in a plan: what its earlier phases would create (``kube.preview``)
 
 
 # The apply action's own options (the kubeconfig options are added by the action).
@@ -210,6 +217,13 @@ class ApplyReport:
         lines = [f"{planned.describe()}: {', '.join(planned.drift)}" for planned in self.objects if planned.drift]
         return lines + [f"{pruned.describe()}: would be pruned" for pruned in self.pruned if not pruned.error]
 
+    def not_checked(self) -> list[str]:
+        """A preview's objects the server could not dry-run (an earlier phase brings their CRD or namespace), one
+        line each: ``would create Kind ns/name: not checked by the server: its CRD is created by phase crds``."""
+        return [f"{PREVIEW_VERBS[planned.action]} {planned.describe()}: {planned.status.message}"
+                for planned in self.objects if planned.action in PREVIEW_VERBS and planned.status is not None
+                and planned.status.message.startswith(NOT_CHECKED)]
+
     def result(self) -> dict:
         """The Ansible result (without 'failed'/'msg', which the action adds)."""
         out = {"changed": self.changed, "counts": self.counts(),
@@ -249,7 +263,7 @@ class ApplyRun:
             bundle = [one for one in bundle if self.options.selector.matches(one.obj)]
         if self.options.prune and not bundle:
             raise PhasekitError("the bundle has no objects: refusing to prune the whole ApplySet (as kubectl does)")
-        planned = plan_objects(bundle, self.discovery, self.options.namespace)
+        planned = plan_objects(bundle, self.discovery, self.options.namespace, carried=self._carried())
         check_request_sizes(planned)
         if self.options.applyset:
             self.parent = ApplySetParent(self.session, self.discovery, reference=self.options.applyset,
@@ -290,9 +304,19 @@ class ApplyRun:
 
     # ------------------------------------------------------------ applying
 
+    def _carried(self) -> PlannedState | None:
+        """What earlier phases of this dry run would create (None in a real run: it never plans from pretence)."""
+        return self.options.carried if self.options.dry_run else None
+
+    def _namespace_from_phase(self, namespace: str | None) -> str | None:
+        """The earlier phase of this dry run that would create ``namespace`` (None: none, or not a dry run)."""
+        carried = self._carried()
+        return carried.namespace_phase(namespace) if carried is not None else None
+
     def _write_parent(self, superset: bool):
-        self.parent.write(superset=superset,
-                          namespace_pretended=self.parent.state.parent.namespace in self.created_namespaces)
+        namespace = self.parent.state.parent.namespace
+        self.parent.write(superset=superset, namespace_pretended=namespace in self.created_namespaces
+                          or self._namespace_from_phase(namespace) is not None)
 
     def _apply_waves(self, planned: list, report: ApplyReport):
         parent_namespace_in_bundle = self.parent is not None and any(
@@ -348,6 +372,7 @@ class ApplyRun:
         live.update(known)
         for one in members:
             one.live = None if id(one) in fresh else live.get(one.target.key, UNKNOWN)
+            self._carry_earlier(one)
             self._claim(one)
         # Objects already applied need no request; only the rest go to the pool (a re-run starts no thread).
         to_send = [one for one in members if not self._settle_unchanged(one)]
@@ -361,6 +386,14 @@ class ApplyRun:
         lanes = min(self.options.concurrency, len(to_send))
         with ThreadPoolExecutor(max_workers=lanes) as pool:
             in_lanes(pool, self._apply_one, interleave_kinds(to_send), lanes)
+
+    def _carry_earlier(self, one: PlannedObject):
+        """A preview: an object an earlier phase would create or change is previewed against what that phase would
+        make of it (configured or unchanged, not created twice)."""
+        carried = self._carried()
+        earlier = carried.changed_earlier(one.target.key) if carried is not None and one.live is not UNKNOWN else None
+        if earlier is not None:
+            one.live_from_phase, one.live = earlier[0], copy.deepcopy(earlier[1])
 
     def _claim(self, one: PlannedObject):
         """Mark ``one`` with the plan that owns it: the first plan that applied it keeps it (``object_claim``).
@@ -406,10 +439,7 @@ class ApplyRun:
             one.action, one.error = SKIPPED, "not sent: the API server stopped answering during this run"
             return
         if self.options.dry_run and self._unverifiable_in_dry_run(one):
-            one.action = CREATED
-            one.status = Status("InProgress", "not verified: its namespace or CRD is created by this bundle "
-                                              "(a dry run cannot apply into it)")
-            self._record_diff(one, copy.deepcopy(one.body))
+            self._preview_unverifiable(one)
             return
         path = one.target.path()
         try:
@@ -442,13 +472,51 @@ class ApplyRun:
         if one.action != UNCHANGED:
             self._record_diff(one, one.result)
 
+    def _preview_unverifiable(self, one: PlannedObject):
+        """A dry run of an object the server cannot check (its CRD or namespace does not exist yet): would be
+        created, its body checked against its CRD's schema here, failed as the server would fail it."""
+        problems = schema_problems(one.body, one.custom_kind) if one.custom_kind is not None else []
+        if problems:
+            one.action = FAILED
+            one.error = scrub_secret_values(f"{'; '.join(problems)} (checked on the controller against the schema of "
+                                            f"the CustomResourceDefinition that {self._kind_origin(one)} creates: the "
+                                            "server cannot dry-run it before that CRD exists)", one.body)
+            return
+        if one.live_from_phase is not None:
+            one.action = UNCHANGED if _same_preview(one.live, one.body) else CONFIGURED
+            one.status = Status("InProgress", self._unchecked_reason(one))
+            if one.action == CONFIGURED:
+                self._record_diff(one, copy.deepcopy(one.body))
+            return
+        one.action = CREATED
+        unchecked = self._unchecked_reason(one)
+        if one.custom_kind is not None and one.custom_kind.schema is not None and not validator_available():
+            unchecked += f"; {NO_VALIDATOR}"
+        one.status = Status("InProgress", unchecked)
+        self._record_diff(one, copy.deepcopy(one.body))
+
+    def _kind_origin(self, one: PlannedObject) -> str:
+        return f"phase {one.kind_from_phase}" if one.kind_from_phase else "this bundle"
+
+    def _unchecked_reason(self, one: PlannedObject) -> str:
+        """Why the server cannot dry-run ``one``; an earlier phase's CRD or namespace is named with its phase."""
+        from_phase = self._namespace_from_phase(one.namespace)
+        if one.kind_from_phase or (from_phase and not one.defined_in_bundle):
+            what = f"CRD is created by phase {one.kind_from_phase}" if one.kind_from_phase else \
+                f"namespace {one.namespace} is created by phase {from_phase}"
+            return f"{NOT_CHECKED}: its {what}"
+        return "not verified: its namespace or CRD is created by this bundle (a dry run cannot apply into it)"
+
     def _known_absent(self, one: PlannedObject) -> bool:
-        """In a namespace, or of a kind, that this run created: nothing to read."""
+        """In a namespace, or of a kind, that this run (or an earlier phase of this dry run) created: nothing to
+        read."""
         return (one.namespace in self.created_namespaces
-                or (one.resource.group, one.resource.kind) in self.created_kinds)
+                or (one.resource.group, one.resource.kind) in self.created_kinds
+                or self._namespace_from_phase(one.namespace) is not None)
 
     def _unverifiable_in_dry_run(self, one: PlannedObject) -> bool:
-        return one.defined_in_bundle or (one.namespace is not None and one.namespace in self.created_namespaces)
+        return one.defined_in_bundle or (one.namespace is not None and (
+            one.namespace in self.created_namespaces or self._namespace_from_phase(one.namespace) is not None))
 
     def _apply_with_new_kind_retry(self, one: PlannedObject, path: str):
         deadline = time.monotonic() + (NEW_KIND_RETRY_SECONDS if one.defined_in_bundle else 0)
@@ -468,6 +536,8 @@ class ApplyRun:
                                   dry_run=self.options.dry_run)
 
     def _action_of(self, one: PlannedObject, response) -> str:
+        if one.live_from_phase is not None:  # a preview: compared with what the earlier phase would make of it
+            return UNCHANGED if _same_preview(one.live, one.result) else CONFIGURED
         if response.status == 201:
             if (one.resource.group, one.resource.kind) == NAMESPACE_GROUP_KIND:
                 self.created_namespaces.add(one.name)
@@ -489,6 +559,8 @@ class ApplyRun:
             one.drift = changed_fields(before, after)  # what status and check mode report as drift
         if self.options.diff:
             one.diff = object_diff(before, after, one.describe(), "dry run" if self.options.dry_run else "applied")
+            if one.live_from_phase is not None:
+                one.diff["before_header"] = f"{one.describe()} (after phase {one.live_from_phase})"
 
     def _establish_crds(self, crds: list, report: ApplyReport):
         """CRDs must be Established before their custom resources can be applied."""
@@ -591,6 +663,11 @@ def _same_content(before: dict, after: dict) -> bool:
         metadata = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in SERVER_BOOKKEEPING}
         return {**obj, "metadata": metadata}
     return strip(before) == strip(after)
+
+
+def _same_preview(before: dict, after: dict) -> bool:
+    """Two dry-run results (or bodies) of one object say the same, what the server sets on each aside."""
+    return clean(before) == clean(after)
 
 
 def _namespace_missing(err: ApiError, one: PlannedObject) -> bool:

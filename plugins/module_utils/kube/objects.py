@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.crd_schema import CustomKind, crd_kinds
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import (
     Discovery, ResourceType, split_api_version)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.live import Target
@@ -68,6 +69,9 @@ class PlannedObject:
     error: str | None = None
     diff: dict | None = None
     drift: list | None = None        # dry run: the fields applying would change (see diff.changed_fields)
+    custom_kind: CustomKind | None = None  # its kind's CRD (with its schema) when a bundle or earlier phase brings it
+    kind_from_phase: str | None = None     # a preview: the earlier phase whose CRD brings its kind
+    live_from_phase: str | None = None     # a preview: ``live`` is what this earlier phase would make of it
 
     @property
     def namespace(self) -> str | None:
@@ -95,24 +99,30 @@ class PlannedObject:
         return out
 
 
-def plan_objects(bundle: list, discovery: Discovery, default_namespace: str) -> list[PlannedObject]:
-    """Resolve every object's type, namespace and wave; fail before any write on unknown kinds or duplicates."""
+def plan_objects(bundle: list, discovery: Discovery, default_namespace: str, carried=None) -> list[PlannedObject]:
+    """Resolve every object's type, namespace and wave; fail before any write on unknown kinds or duplicates.
+
+    ``carried``: a preview's ``PlannedState``: kinds the cluster does not serve yet that an earlier phase's CRD
+    brings resolve too."""
     bundle_types = _types_defined_by_crds(bundle)
+    if carried is not None:
+        bundle_types = _with_carried_kinds(bundle, bundle_types, discovery, carried)
     resolved = [_lookup(discovery.resources(), item) for item in bundle]
     if any(found is None and _bundle_type(bundle_types, item) is None for found, item in zip(resolved, bundle)):
         if discovery.refresh():
             resolved = [_lookup(discovery.resources(), item) for item in bundle]
     planned, problems, seen = [], [], {}
     for found, item in zip(resolved, bundle):
-        defined_in_bundle = found is None
-        resource = found or _bundle_type(bundle_types, item)
+        custom, from_phase = (None, None) if found is not None else _bundle_type(bundle_types, item) or (None, None)
+        resource = found or (custom.resource if custom else None)
         if resource is None:
             problems.append(f"{item.origin}: kind {item.kind!r} of apiVersion {item.obj['apiVersion']!r} is not "
-                            "served by the cluster and no CustomResourceDefinition in this bundle defines it")
+                            "served by the cluster and no CustomResourceDefinition in this bundle "
+                            f"{'or an earlier phase ' if carried is not None else ''}defines it")
             continue
         body = _prepared_body(item.obj, resource, default_namespace)
-        one = PlannedObject(source=item, resource=resource, body=body, defined_in_bundle=defined_in_bundle,
-                            wave=wave_of(resource))
+        one = PlannedObject(source=item, resource=resource, body=body, defined_in_bundle=custom is not None,
+                            wave=wave_of(resource), custom_kind=custom, kind_from_phase=from_phase)
         key = one.target.key
         if key in seen:
             problems.append(f"{item.origin}: {one.describe()} is also defined in {seen[key]}")
@@ -129,27 +139,38 @@ def _lookup(resources, item) -> ResourceType | None:
     return resources.find(group, version, item.kind)
 
 
-def _bundle_type(bundle_types: dict, item) -> ResourceType | None:
+def _bundle_type(bundle_types: dict, item) -> tuple | None:
+    """(``CustomKind``, the earlier phase that brings it or None: this bundle) of ``item``'s kind, if known."""
     group, version = split_api_version(item.obj["apiVersion"])
     return bundle_types.get((group, version, item.kind))
 
 
 def _types_defined_by_crds(bundle: list) -> dict:
-    """(group, version, kind) -> ResourceType for each served version of each CRD in the bundle."""
+    """(group, version, kind) -> (``CustomKind``, None) for each served version of each CRD in the bundle."""
     types = {}
     for item in bundle:
         group, _version = split_api_version(item.obj["apiVersion"])
         if (group, item.kind) != CRD_GROUP_KIND:
             continue
-        spec = item.obj.get("spec") or {}
-        names = spec.get("names") or {}
-        if not (spec.get("group") and names.get("kind") and names.get("plural")):
-            raise PhasekitError("CustomResourceDefinition needs spec.group, spec.names.kind and spec.names.plural",
-                                where=item.origin)
-        for version in spec.get("versions") or []:
-            if isinstance(version, dict) and version.get("name") and version.get("served", True):
-                types[(spec["group"], version["name"], names["kind"])] = ResourceType(
-                    spec["group"], version["name"], names["kind"], names["plural"], spec.get("scope") == "Namespaced")
+        try:
+            types.update({key: (kind, None) for key, kind in crd_kinds(item.obj).items()})
+        except PhasekitError as err:
+            raise PhasekitError(str(err), where=item.origin) from None
+    return types
+
+
+def _with_carried_kinds(bundle: list, bundle_types: dict, discovery: Discovery, carried) -> dict:
+    """The bundle's own CRD kinds, and the kinds an earlier phase's CRD would bring that the cluster does not serve
+    (with that phase)."""
+    types = dict(bundle_types)
+    for item in bundle:
+        group, version = split_api_version(item.obj["apiVersion"])
+        key = (group, version, item.kind)
+        if key in types:
+            continue
+        planned = carried.kind(*key)
+        if planned is not None and _lookup(discovery.resources(), item) is None:
+            types[key] = (planned.kind, planned.phase)
     return types
 
 

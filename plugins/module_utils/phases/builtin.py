@@ -37,6 +37,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import AP
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import ABSENT as STATE_ABSENT
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import Discovery
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.ownership import PlanOwner
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.preview import PlannedState
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError, ListMemory
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import DEFAULT_TIMEOUT as TEARDOWN_TIMEOUT
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import PlanObjects, Teardown
@@ -185,6 +186,7 @@ class BuiltinExecutors:
         self.environ_of = environ_of or (lambda _host: None)
         self.delete_nonempty_namespaces = delete_nonempty_namespaces
         self._plan_objects: dict[str, PlanObjects] = {}   # per host: what this destroy deleted there so far
+        self._carried: dict[str, PlannedState] = {}  # per host, dry runs: what earlier phases would create there
         self.lists = lists  # the sessions' ListMemory: forgotten around every phase that is not an apply
         # per phase name, the hosts an apply of the step runs on after it (None: unknown, every apply keeps its lists)
         self._applies_after = applies_after(step) if step is not None else None
@@ -588,16 +590,20 @@ class BuiltinExecutors:
                 options.wait, timeout=capped(options.wait.timeout, phase), on_poll=self._watching(phase, host)))
         if self.shared is not None:
             options = dataclasses.replace(options, concurrency=min(options.concurrency, self.shared.per_cluster(phase)))
-        options = dataclasses.replace(options, owner=self._owner(phase, host))
+        options = dataclasses.replace(options, owner=self._owner(phase, host), carried=self.carried(host))
         session = self.access.session(host, options.concurrency + EXTRA_CONNECTIONS)
         before = len(session.warnings)
         report = apply_bundle(session, bundle, options, pool=self.shared.pool if self.shared else None)
         # the lists its writes did not forget get their watch (ListMemory), when a later apply here may ask for them
         session.guard_kept(watch=self._applies_after is None or host in self._applies_after.get(phase["name"], ()))
+        if options.carried is not None:
+            options.carried.record(phase["name"], report.objects)
         counts = report.counts()
         details = {"counts": counts}
         if self.dry_run and report.changed:
             details["drift"] = report.drift()  # status and check mode: what differs, for the drift gate
+        if report.not_checked():
+            details["not_checked"] = report.not_checked()  # a preview: what only the plan's earlier phases make valid
         if report.diffs:
             details["diff"] = host_diffs(host, report.diffs)
         warnings = [f"{host}: API server: {text}" for text in session.warnings[before:]]
@@ -608,6 +614,13 @@ class BuiltinExecutors:
             details["warnings"] = warnings
         return Outcome(changed=report.changed, failed=report.failure is not None, msg=report.failure or "",
                        objects_changed=counts["created"] + counts["configured"] + counts["pruned"], details=details)
+
+    def carried(self, host: str) -> PlannedState | None:
+        """A dry run's carried-forward state of ``host`` (``kube.preview``); None in a real run."""
+        if not self.dry_run:
+            return None
+        with self._lock:
+            return self._carried.setdefault(host, PlannedState())
 
     def _owner(self, phase: dict, host: str) -> PlanOwner | None:
         """Who applies: this plan on this host, and the other plans of the documents that run the same phase."""

@@ -489,3 +489,52 @@ def test_an_object_whose_namespace_is_gone(check_mode, refusal, expected):
     assert one.action == action and one.drift == drift
     assert (error is None and one.error is None) or (error in (one.error or "")), one.error
     assert (report.failure is None) == (action != "failed")
+
+
+def carried_namespace(name: str, phase: str):
+    """A preview's carried state in which ``phase`` would create namespace ``name``."""
+    from ansible_collections.phasekit.kube.plugins.module_utils.kube.preview import PlannedState
+    carried = PlannedState()
+    carried.namespaces[name] = phase
+    return carried
+
+
+@pytest.mark.parametrize("check_mode, sent, action, message", [
+    (True, [], "created", "not checked by the server: its namespace apps is created by phase namespaces"),
+    (False, ["GET", "APPLY"], "created", None),
+], ids=["a-preview-does-not-send-into-a-namespace-an-earlier-phase-creates", "a-real-run-never-uses-the-preview"])
+def test_a_namespace_an_earlier_phase_of_the_preview_creates(check_mode, sent, action, message):
+    api = FakeApi()
+    values = {name: spec.get("default") for name, spec in APPLY_OPTIONS_SPEC.items()}
+    options = dataclasses.replace(apply_options({**values, "concurrency": 1}, namespace="apps", check_mode=check_mode),
+                                  carried=carried_namespace("apps", "namespaces"))
+    discovery = Discovery(api, use_disk=False)
+    discovery._map = ResourceMap([CONFIGMAPS, NAMESPACES], {}, api.now)  # pylint: disable=protected-access
+    report = apply_bundle(api, render_bundle(definition=config_maps("a")), options, discovery=discovery)
+    (one,) = report.objects
+    assert verbs(api) == sent and one.action == action and report.failure is None
+    assert (one.status.message if check_mode else None) == message
+    assert report.not_checked() == ([f"would create ConfigMap apps/a: {message}"] if message else [])
+
+
+@pytest.mark.parametrize("later_value, action, drift", [
+    ("v", "unchanged", None),
+    ("changed", "configured", ["data.key"]),
+], ids=["the-same-object-again-is-unchanged", "a-later-change-is-configured-not-created-twice"])
+def test_an_object_an_earlier_phase_of_the_preview_creates(later_value, action, drift):
+    from ansible_collections.phasekit.kube.plugins.module_utils.kube.preview import PlannedState
+    api = FakeApi()
+    carried = PlannedState()
+    values = {name: spec.get("default") for name, spec in APPLY_OPTIONS_SPEC.items()}
+    options = dataclasses.replace(apply_options({**values, "concurrency": 1}, namespace="apps", check_mode=True,
+                                                diff=True), carried=carried)
+    discovery = Discovery(api, use_disk=False)
+    discovery._map = ResourceMap([CONFIGMAPS], {}, api.now)  # pylint: disable=protected-access
+    first = apply_bundle(api, render_bundle(definition=config_maps("a")), options, discovery=discovery)
+    carried.record("first", first.objects)
+    later = apply_bundle(api, render_bundle(definition=config_maps("a", value=later_value)), options,
+                         discovery=discovery)
+    (one,) = later.objects
+    assert (first.objects[0].action, one.action, one.drift) == ("created", action, drift)
+    assert [d["before_header"] for d in later.diffs] == (["ConfigMap apps/a (after phase first)"] if drift else [])
+    assert api.objects == {}

@@ -1,0 +1,68 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""What the earlier phases of a dry run would create on one cluster, carried to the later ones (a plan's preview).
+
+A server-side dry run creates nothing: on a cluster without a plan's CRD or namespace, a later phase's custom
+resources and namespaced objects cannot be dry-run. ``PlannedState`` remembers, per cluster and run, the CRDs (their
+served kinds and schemas), the Namespaces each earlier phase of a check-mode run (or status) would create, and the
+objects it would create or change, so that a later phase plans against them: such an object is previewed against what
+that phase would make of it: its objects of those kinds or in those namespaces are shown as would be created,
+checked against the CRD's schema on the controller, and marked not checked by the server. A real run never uses it.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.crd_schema import CustomKind, crd_kinds
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.objects import (
+    CONFIGURED, CREATED, CRD_GROUP_KIND, NAMESPACE_GROUP_KIND, UNCHANGED)
+
+
+@dataclass(frozen=True)
+class PlannedKind:
+    """A kind an earlier phase's CRD would bring, and that phase."""
+
+    kind: CustomKind
+    phase: str
+
+
+@dataclass
+class PlannedState:
+    """One cluster's carried-forward state in one dry run of a plan (see the module docstring)."""
+
+    kinds: dict = field(default_factory=dict)        # (group, version, kind) -> PlannedKind
+    namespaces: dict = field(default_factory=dict)   # name -> the phase that would create it
+    objects: dict = field(default_factory=dict)      # Target.key -> (the last phase that would change it, the result)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def kind(self, group: str, version: str, kind: str) -> PlannedKind | None:
+        with self.lock:
+            return self.kinds.get((group, version, kind))
+
+    def namespace_phase(self, name: str | None) -> str | None:
+        """The earlier phase that would create namespace ``name`` (None: the cluster has it, or nothing makes it)."""
+        with self.lock:
+            return self.namespaces.get(name) if name else None
+
+    def changed_earlier(self, key: tuple) -> tuple | None:
+        """(the last phase, what it would make of it) of an object an earlier phase would create or change."""
+        with self.lock:
+            return self.objects.get(key)
+
+    def record(self, phase: str, planned: list) -> None:
+        """Remember what ``phase`` (its ``PlannedObject`` list, after its dry run) would create."""
+        with self.lock:
+            for one in planned:
+                if one.action == CONFIGURED or (one.action == UNCHANGED and one.target.key in self.objects):
+                    self.objects[one.target.key] = (phase, one.result or one.body)  # the next phase previews on it
+                if one.action != CREATED:
+                    continue
+                self.objects[one.target.key] = (phase, one.result or one.body)
+                group_kind = (one.resource.group, one.resource.kind)
+                if group_kind == NAMESPACE_GROUP_KIND:
+                    self.namespaces.setdefault(one.name, phase)
+                elif group_kind == CRD_GROUP_KIND:
+                    for key, kind in crd_kinds(one.body).items():
+                        self.kinds.setdefault(key, PlannedKind(kind, phase))
