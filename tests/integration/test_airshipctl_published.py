@@ -126,7 +126,7 @@ def rows(output: str) -> dict:
     lines = output.splitlines()
     header = max((number for number, line in enumerate(lines) if "RESULT" in line and "DURATION" in line), default=0)
     for line in lines[header:]:
-        match = re.match(r'^\s*"([\w#.-]+)\s+([\w-]+-cluster)\s+(skipped \(resumed\)|not run|\w+)', line)
+        match = re.match(r'^([\w#.-]+)\s+([\w-]+-cluster)\s+(skipped \(resumed\)|not run|\w+)', line)
         if match:
             found[(match.group(1), match.group(2))] = match.group(3)
     return found
