@@ -127,8 +127,8 @@ def test_graph_file_holds_the_mermaid_graph(run_plan, tmp_path, name, fenced):
     lines = text.splitlines()
     assert lines[0] == "flowchart TD", text
     nodes = dict(re.findall(r'^\s*(p\d+)\["([^"<]+)<br/>', text, flags=re.MULTILINE))
-    edges = [(nodes[before], nodes[after]) for before, after in re.findall(r"^\s*(p\d+) --> (p\d+)$", text,
-                                                                         flags=re.MULTILINE)]
+    arrows = re.findall(r"^\s*(p\d+) --> (p\d+)$", text, flags=re.MULTILINE)
+    edges = [(nodes[before], nodes[after]) for before, after in arrows]
     # a plan is a line: each phase needs the one before it, one edge per need
     assert edges == [("e1", "t1"), ("t1", "both"), ("both", "pair/e"), ("pair/e", "pair/t")], text
     assert f"Mermaid graph written to {graph}" in task_output(result.stdout, "Tree of plan alternate"), result
@@ -222,7 +222,7 @@ SITE_PLAYBOOK = """\
 
 
 def test_ansible_runner_gets_each_line_as_a_verbose_event_of_the_task(site, clusters, collections_path, bin_dir,
-                                                                     tmp_path):
+                                                                      tmp_path):
     """What AWX shows: each line of the table is an event of its task (``verbose``, the line in ``stdout``), in
     order, before the task's ``runner_on_ok``."""
     root = tmp_path / "runner"
