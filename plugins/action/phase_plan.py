@@ -13,6 +13,11 @@ import os
 
 from ansible_collections.phasekit.kube.plugins.module_utils.bundle import has_templates, render_bundle
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import ChartCache
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import (
+    ABSENT, HELM_OPTIONS_SPEC, helm_request, is_template, plain_values_file)
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.release import release_masks
+from ansible_collections.phasekit.kube.plugins.module_utils.helm.run import template_release
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.source_refs import check_source_refs
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import redact
 from ansible_collections.phasekit.kube.plugins.module_utils.phases import views
@@ -20,7 +25,10 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs im
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs import env_dirs_layout
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.convert import (
     BUNDLE_OPTION, check_destination, convert_documents, write_conversion)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import Plan
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import option_values
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import Plan, PlannedPhase
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.report import (
+    check_render_dest, check_report_path, role_named, write_graph, write_rendered)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import plan_steps
 from ansible_collections.phasekit.kube.plugins.plugin_utils.action import PhasekitAction
 from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import AUTH_ARGUMENT_SPEC
@@ -35,13 +43,17 @@ ARGUMENT_SPEC = {**PLAN_SOURCE_SPEC, "render": {"type": "bool", "default": False
                  "per_cluster": {"type": "bool", "default": False},
                  "runnable": {"type": "bool", "default": False},
                  "check_all": {"type": "bool", "default": False},
+                 "render_helm": {"type": "bool", "default": False},
+                 "render_dest": {"type": "path", "default": ""},
+                 "graph_file": {"type": "path", "default": ""},
                  "convert_to": {"type": "path"},
                  BUNDLE_OPTION: {"type": "raw"}}
 # convert_to writes every phase and plan: options that choose or show part of a plan do not apply.
 NOT_WITH_CONVERT = ("name", "only", "skip", "start_at", "partial_rollout", "render", "per_cluster", "runnable",
-                    "check_all")
+                    "check_all", "render_helm", "render_dest", "graph_file")
 ACTION_GROUP = "group/phasekit.kube.kube"
 TEMPLATE_NOTE = "has templates (.j2): rendered with each cluster host's variables when the phase runs"
+ABSENT_NOTE = "release_state absent: the phase uninstalls the release, nothing to render"
 
 
 def connection_defaults_warning(module_defaults) -> list[str]:
@@ -71,6 +83,14 @@ class ActionModule(PhasekitAction):
         if args[BUNDLE_OPTION] is not None:
             raise PhasekitError(f"{BUNDLE_OPTION} is for the inventory convert_to writes: give convert_to, "
                                 f"or remove {BUNDLE_OPTION}")
+        # where the files go, checked before the documents are read: a typo costs no rendering
+        if args["graph_file"]:
+            check_report_path(args["graph_file"], role_named("graph_file"), what="the graph")
+        if args["render_dest"]:
+            if not args["render"]:
+                raise PhasekitError("render_dest (plan_render_dest) is where render writes the rendered bundles: "
+                                    "give render=true (plan_action=render), or remove render_dest")
+            check_render_dest(args["render_dest"], role_named("render_dest"))
         plan = plan_for_task(self, args, task_vars, runnable=args["runnable"], check_all=args["check_all"])
         result = plan_result(plan, list(task_vars.get("ansible_play_hosts") or []))
         warnings = list(plan.warnings) + connection_defaults_warning(self._task.module_defaults)
@@ -86,7 +106,17 @@ class ActionModule(PhasekitAction):
                 return (lambda path: render_template_file(self._templar, path, variables, what="template"),
                         vault_values(variables))
 
-            result["rendered"] = render_bundles(plan, render_for if args["per_cluster"] else None)
+            with ChartCache() as charts:
+                helm = (lambda request: template_release(request, charts=charts, environ=self.environ)) \
+                    if args["render_helm"] else None
+                rendered = render_bundles(plan, render_for if args["per_cluster"] else None, helm=helm)
+            result["rendered"] = rendered
+            result["rendered_yaml"] = views.rendered_yaml(rendered)
+            if args["render_dest"]:
+                result["render_files"] = write_rendered(args["render_dest"], rendered, role_named("render_dest"))
+        if args["graph_file"]:
+            write_graph(args["graph_file"], result["mermaid"], role_named("graph_file"))
+            result["graph_file"] = args["graph_file"]
         return result
 
     def convert(self, args, task_vars):
@@ -152,9 +182,10 @@ def plan_result(plan: Plan, in_play: list[str] | None = None) -> dict:
     }
 
 
-def render_bundles(plan: Plan, render_for=None) -> list[dict]:
+def render_bundles(plan: Plan, render_for=None, helm=None) -> list[dict]:
     """Each selected bundle phase's objects, rendered without a cluster, Secret values hidden; each command phase
-    that builds directories (``env_dirs``): its command and the files it would build (built when it runs).
+    that builds directories (``env_dirs``): its command and the files it would build (built when it runs); with
+    ``helm`` (a helm request -> its objects, ``helm template``), each helm phase's release (see ``helm_bundles``).
 
     A bundle with ``.j2`` manifests renders differently per cluster host: with ``render_for`` (host -> a
     function rendering one template file with that host's variables, and the values of its vault-encrypted
@@ -164,6 +195,9 @@ def render_bundles(plan: Plan, render_for=None) -> list[dict]:
     rendered, by_name = [], executors()
     for planned in plan.selected:
         phase = planned.phase
+        if phase.executor == "helm" and helm is not None:
+            rendered.extend(helm_bundles(planned, render_for, helm))
+            continue
         if phase.executor == "command" and phase.options.get(ENV_DIRS):
             rendered.append({"phase": planned.name, "cluster": phase.cluster,
                              "command": phase.options.get("argv") or phase.options.get("cmd"),
@@ -193,3 +227,39 @@ def render_bundles(plan: Plan, render_for=None) -> list[dict]:
                 "objects": [scrub_secrets(redact(bundle_object.obj), secrets) for bundle_object in objects],
             })
     return rendered
+
+
+def helm_bundles(planned: PlannedPhase, render_for, template) -> list[dict]:
+    """A helm phase's release as ``helm template`` renders it (``template``: a request -> its objects), with the
+    phase's values: once, or once per host of the phase when a values file is a template (``.j2``, rendered with
+    that host's variables through ``render_for``). The release namespace is its ``release_namespace``, else
+    ``default`` (a run uses the context's: render reads no kubeconfig). Secret values are hidden, and so are values
+    held under a credential's name (``password``, ``token``...) and the host's vault-encrypted values."""
+    phase = planned.phase
+    values = option_values(HELM_OPTIONS_SPEC, phase.options)
+    values["name"] = values["name"] or planned.name.rsplit("/", 1)[-1]
+    head = {"phase": planned.name, "cluster": phase.cluster,
+            **({"source": views.source_label(phase.source)} if phase.source is not None else {})}
+    if values.get("release_state") == ABSENT:
+        return [{**head, "objects": [], "note": ABSENT_NOTE}]
+    templated = any(isinstance(path, str) and is_template(path) for path in values.get("values_files") or [])
+    if templated and render_for is None:
+        return [{**head, "objects": [], "note": TEMPLATE_NOTE}]
+    bundles = []
+    for cluster, (render_template, secrets) in ([(host, render_for(host)) for host in planned.placement.hosts]
+                                                if templated else [(phase.cluster, (None, ()))]):
+        def read_values_file(path: str, render_template=render_template) -> str:
+            return render_template(path) if is_template(path) else plain_values_file(path)
+
+        on = f" on cluster {cluster}" if templated else ""
+        try:
+            request = helm_request(values, namespace="default", where=f"phase {planned.name}",
+                                   read_values_file=read_values_file)
+            objects = template(request)
+        except PhasekitError as err:
+            raise PhasekitError(f"phase {planned.name}{on} ({phase.origin.label()}): {err}") from None
+        hidden = release_masks(request).add(*secrets)
+        bundles.append({**head, "cluster": cluster, "release": request.name, "namespace": request.namespace,
+                        "chart": request.chart.ref if request.chart is not None else "-",
+                        "objects": [hidden.scrub(redact(one.obj)) for one in objects]})
+    return bundles

@@ -1,9 +1,11 @@
 # Copyright: phasekit.kube contributors
 # Apache License 2.0 (see LICENSE)
-"""Action phasekit.kube.plan_summary: a plan run's summary from its records, shown, and written for CI when asked.
+"""Action phasekit.kube.plan_summary: a plan run's summary from its records, shown as plain lines, and written for CI
+when asked; or lines another task made (the plan's table or tree, a run's summary, the history), shown as they are.
 
 The plan role uses it after a run in steps (a plan with ``tasks`` phases), whose records come from several
-controller tasks and from each host's task files; a run in one task gets the same from ``run_phases``.
+controller tasks and from each host's task files; a run in one task gets the same from ``run_phases``. It shows
+every table of the role (``lines``): plain lines under the task's banner, not a debug task's JSON.
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.report import
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import plan_failure_message, summary_lines
 from ansible_collections.phasekit.kube.plugins.plugin_utils.action import PhasekitAction
 from ansible_collections.phasekit.kube.plugins.plugin_utils.compat import fail_without_task_origin
+from ansible_collections.phasekit.kube.plugins.plugin_utils.output import show_lines
 
 ARGUMENT_SPEC = {
     "records": {"type": "list", "elements": "dict", "default": []},
     "phases": {"type": "list", "elements": "dict", "default": []},
+    "lines": {"type": "list", "elements": "str"},
     "hosts": {"type": "list", "elements": "str", "default": []},
     "mode": {"type": "str", "default": "run"},
     "plan": {"type": "str", "default": ""},
@@ -61,17 +65,27 @@ class ActionModule(PhasekitAction):
         if args["failure"]:
             message = plan_failure_message(records, args["phases"])
             return {"changed": False, "failed": bool(message), "msg": message or "no phase failed"}
+        if args["lines"] is not None:   # a table another task made: the data is in that task's result
+            return {"changed": False, **show_lines(args["lines"] + args["tail"]), **tail_message(args["tail"])}
+        if not args["phases"]:
+            return {"failed": True, "msg": "phases (the run list) is required to make a summary, or give lines"}
         hosts = args["hosts"] or list(task_vars.get("ansible_play_hosts_all") or [])
         servers = {str(host): str(server) for host, server in (args["servers"] or {}).items()}
         check_mode = bool(self._task.check_mode)
-        result = {"changed": False,
-                  "msg": summary_lines(args["phases"], records, hosts, args["mode"], servers=servers,
-                                       check_mode=check_mode) + args["tail"],
-                  "outcomes": cluster_outcomes(records, hosts, args["mode"], args["phases"], args["stopped_by"]),
-                  "_ansible_verbose_always": True}   # shown at every verbosity, as a debug task's message
+        summary = summary_lines(args["phases"], records, hosts, args["mode"], servers=servers, check_mode=check_mode)
+        result = {"changed": False, "summary": summary, **show_lines(summary + args["tail"]),
+                  **tail_message(args["tail"]),
+                  "outcomes": cluster_outcomes(records, hosts, args["mode"], args["phases"], args["stopped_by"])}
         paths = {option: args[option] for option in ("report_json", "report_junit")}
         if any(paths.values()):
             write_reports(paths, report_entries(args["phases"], records, hosts, args["mode"], servers=servers,
                                                 check_mode=check_mode),
                           plan=args["plan"], mode=args["mode"], check_mode=check_mode, stopped_by=args["stopped_by"])
         return result
+
+
+def tail_message(tail: list[str]) -> dict:
+    """The task's ``msg``: the last line of ``tail`` (why a rollout ended the run, or the drift gate's verdict), which
+    a failed summary task (the drift gate) shows on its ``fatal:`` line and AWX in the failed task; none without."""
+    said = [line for line in tail if line.strip()]
+    return {"msg": said[-1]} if said else {}

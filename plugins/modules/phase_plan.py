@@ -65,12 +65,41 @@ options:
         ending in V((not in plan NAME\)). The role sets it for C(plan_action=validate).
     type: bool
     default: false
+  render_helm:
+    description:
+      - With O(render=true), also render every selected C(helm) phase's release with C(helm template) and the
+        phase's values (values files with templates rendered per host with O(per_cluster=true)), without a
+        cluster - C(lookup) renders empty and C(.Capabilities) are helm's defaults, as with C(helm template)
+        alone. The release namespace is C(release_namespace), or C(default) (a run uses the context's).
+      - Secret values are hidden, and so are values held under a credential's name (C(password), C(token)...)
+        and vault-encrypted values. Needs the helm binary (C(binary_path)); a chart in a repository is pulled.
+    type: bool
+    default: false
+  render_dest:
+    description:
+      - With O(render=true), also write the rendered bundles as YAML (RV(rendered_yaml)) - to this file when its
+        name ends in C(.yaml) or C(.yml), else into this directory (created if missing) one file per phase and
+        cluster, C(PHASE/CLUSTER.yaml) (C(apps/web/target.yaml)). Files are replaced atomically; other files in the
+        directory are left alone.
+      - A relative path is relative to the directory C(ansible-playbook) runs in, as the report paths are; the
+        parent directory must exist. Empty, nothing is written.
+    type: path
+    default: ""
+  graph_file:
+    description:
+      - Also write the plan's Mermaid graph (RV(mermaid)) to this file, replaced atomically - Markdown with a
+        C(mermaid) code fence when the name ends in C(.md), the graph alone otherwise (C(.mmd)).
+      - A relative path is relative to the directory C(ansible-playbook) runs in; the directory must exist. Empty,
+        no file.
+    type: path
+    default: ""
   convert_to:
     description:
       - Write the collection's own documents (C(phasekit.dev/v1alpha1)) equivalent to airshipctl's C(Phase) and
         C(PhasePlan) documents read from O(src) into this directory (relative to the playbook; created if
         needed), instead of computing a run list. Every phase and plan is written, so O(name), O(only),
-        O(skip), O(start_at), O(render), O(per_cluster), O(runnable) and O(check_all) are refused with it.
+        O(skip), O(start_at), O(render), O(per_cluster), O(runnable), O(check_all), O(render_helm),
+        O(render_dest) and O(graph_file) are refused with it.
       - Two files, C(phases.yaml) (one C(Phase) per airshipctl phase, in document order) and C(plans.yaml) (one
         C(PhasePlan) per airshipctl plan, C(phaseGroups) flattened in order). The output is deterministic.
       - Sources are paths relative to the written files, pointing at the original entry point directories;
@@ -329,13 +358,17 @@ tree:
   type: list
   elements: str
 mermaid:
-  description: The plan as a Mermaid flowchart, child phases boxed inside their parent, arrows in run order.
+  description:
+    - The plan as a Mermaid flowchart, child phases boxed inside their parent, arrows in run order (one from each
+      phase to the phase that runs after it).
+    - O(graph_file) writes it to a file.
   returned: success
   type: list
   elements: str
 rendered:
   description:
-    - The rendered bundles of the selected C(apply) and C(wait) phases; Secret values are shown as C(***).
+    - The rendered bundles of the selected C(apply) and C(wait) phases (and C(helm) phases with O(render_helm=true));
+      Secret values are shown as C(***).
     - For a selected C(command) phase with C(env_dirs) (such as airshipctl's C(Clusterctl) providers with
       C(versions)), its command and the files it would build; they are built when the phase is validated or runs.
   returned: when O(render=true)
@@ -370,4 +403,32 @@ rendered:
       description: Why a bundle with templates shows no objects (rendered per cluster when its phase runs).
       type: str
       returned: for a bundle with templates, without O(per_cluster=true)
+    release:
+      description: The helm release a C(helm) phase's objects are rendered as.
+      type: str
+      returned: for a helm phase, with O(render_helm=true)
+    namespace:
+      description: The release namespace the chart is rendered with.
+      type: str
+      returned: for a helm phase, with O(render_helm=true)
+    chart:
+      description: The chart, as the phase gives it.
+      type: str
+      returned: for a helm phase, with O(render_helm=true)
+rendered_yaml:
+  description:
+    - RV(rendered) as one YAML stream, as C(kustomize build) prints it - C(---) before each object, each bundle after
+      comment lines naming its phase and cluster (and what it is made of). C(yaml.safe_load_all) and
+      C(kubectl apply -f -) read it.
+  returned: when O(render=true)
+  type: str
+render_files:
+  description: The files O(render_dest) wrote, in run order.
+  returned: when O(render_dest) is set
+  type: list
+  elements: str
+graph_file:
+  description: The file the Mermaid graph was written to (O(graph_file)).
+  returned: when O(graph_file) is set
+  type: str
 """

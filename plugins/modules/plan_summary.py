@@ -6,12 +6,18 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: plan_summary
-short_description: Show the summary of a plan run, and write it for CI as JSON and JUnit XML
+short_description: Show the summary of a plan run as plain lines, and write it for CI as JSON and JUnit XML
 version_added: 0.1.0
 description:
   - Makes the summary table of a plan run - one row per phase and cluster of the run list, with its result,
-    duration and objects changed - from the run's records, and returns it as RV(msg), shown at every
-    verbosity.
+    duration and objects changed - from the run's records, shows it as plain lines at every verbosity (as
+    C(kubectl) prints a table, not quoted in JSON), and returns it as RV(summary).
+  - With O(lines), shows those lines as they are instead (a table another task made, such as
+    RV(phasekit.kube.phase_plan#module:table)); the role C(phasekit.kube.plan) shows every table this way.
+  - Lines are shown under the task's banner, before its outcome line; ansible-runner and AWX get each as a
+    C(verbose) event of the task, its text in C(stdout). With a stdout callback that prints JSON
+    (C(ansible.posix.json), C(ansible.posix.jsonl)) nothing is shown - it would break the JSON document - and the
+    lines are returned in RV(lines) instead.
   - With O(report_json) or O(report_junit), also writes the summary to those files, as
     M(phasekit.kube.run_phases) does for a run in one task (same formats; see its options).
   - The role C(phasekit.kube.plan) uses it at the end of a plan with C(tasks) phases, which runs in steps;
@@ -25,10 +31,18 @@ options:
     elements: dict
     default: []
   phases:
-    description: The run list, as M(phasekit.kube.phase_plan) returns it (RV(phasekit.kube.phase_plan#module:phases)).
+    description:
+      - The run list, as M(phasekit.kube.phase_plan) returns it (RV(phasekit.kube.phase_plan#module:phases)).
+        Required for a summary (without O(lines)).
     type: list
     elements: dict
     default: []
+  lines:
+    description:
+      - Lines to show as they are, followed by O(tail), instead of a summary made from O(records) (no report is
+        written then).
+    type: list
+    elements: str
   hosts:
     description: The play's hosts; a phase's host not among them is C(not in play). Empty, the play's hosts.
     type: list
@@ -111,6 +125,11 @@ author:
 """
 
 EXAMPLES = r"""
+- name: The plan's table, as plain lines
+  phasekit.kube.plan_summary:
+    lines: "{{ plan_result.table }}"
+  run_once: true
+
 - name: Summary of a run made in steps, also for CI
   phasekit.kube.plan_summary:
     records: "{{ step_one.records + step_two.records }}"
@@ -121,9 +140,9 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-msg:
+summary:
   description: The summary table, one line per phase and cluster.
-  returned: always
+  returned: without O(lines) and O(failure)
   type: list
   elements: str
   sample: ["PHASE  CLUSTER    RESULT   DURATION  CHANGED", "e1     ephemeral  changed  0.4s      -"]
@@ -136,4 +155,15 @@ outcomes:
   returned: when the summary is made
   type: dict
   sample: {"ephemeral": {"result": "changed", "msg": "changed: apps"}, "target": {"result": "ok", "msg": "run: apps"}}
+lines:
+  description: The lines shown (the summary or O(lines), then O(tail)), when the stdout callback prints JSON.
+  returned: with a stdout callback that prints JSON
+  type: list
+  elements: str
+msg:
+  description:
+    - With O(failure=true), the failure. Otherwise the last line of O(tail) (why a rollout ended the run, or the drift
+      gate's verdict), so that a failed summary task says why on its own line.
+  returned: with O(failure=true), or a non-empty O(tail)
+  type: str
 """

@@ -90,7 +90,7 @@ def airship_site(clusters, tmp_path):
 def summary(output: str) -> dict:
     rows = {}
     for line in output.splitlines():
-        found = re.match(r'^\s*"([\w-]+)\s+([\w-]+-cluster)\s+(in sync|\w+)', line)
+        found = re.match(r'^([\w-]+)\s+([\w-]+-cluster)\s+(in sync|\w+)', line)
         if found:
             rows[(found.group(1), found.group(2))] = found.group(3)
     return rows

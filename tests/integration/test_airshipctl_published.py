@@ -126,7 +126,7 @@ def rows(output: str) -> dict:
     lines = output.splitlines()
     header = max((number for number, line in enumerate(lines) if "RESULT" in line and "DURATION" in line), default=0)
     for line in lines[header:]:
-        match = re.match(r'^\s*"([\w#.-]+)\s+([\w-]+-cluster)\s+(skipped \(resumed\)|not run|\w+)', line)
+        match = re.match(r'^([\w#.-]+)\s+([\w-]+-cluster)\s+(skipped \(resumed\)|not run|\w+)', line)
         if match:
             found[(match.group(1), match.group(2))] = match.group(3)
     return found
@@ -137,8 +137,8 @@ def test_the_gating_plan_lists_and_validates_as_airshipctl_documents(published_s
     listed = run(run_playbook, site, inventory, "-e", "plan_action=list")
     assert listed.rc == 0, listed
     for entry in ("kubectl-get-pods-target#5", "kubectl-wait-pods-ready-target#2", "kubectl-get-node-target#2"):
-        assert re.search(rf'"{re.escape(entry)}\s+target-cluster\s+target-cluster\s+container', listed.output), entry
-    assert re.search(r'"remotedirect-ephemeral\s+-\s+-\s+airship:BaremetalManager', listed.output), listed
+        assert re.search(rf'^{re.escape(entry)}\s+target-cluster\s+target-cluster\s+container', listed.output, flags=re.MULTILINE), entry
+    assert re.search(r'^remotedirect-ephemeral\s+-\s+-\s+airship:BaremetalManager', listed.output, flags=re.MULTILINE), listed
 
     refused = run(run_playbook, site, inventory, "-e", "plan_action=validate", path=fake_bin)
     assert refused.rc != 0 and "executor BaremetalManager RemoteDirectEphemeral" in refused.output, refused

@@ -211,6 +211,12 @@ def test_the_example_sites_plan_runs_as_an_awx_job(job_dir, tmp_path, secrets):
     stats = job.stats()
     assert set(SITE_CLUSTERS) <= set(stats["ok"]) and not stats["failures"] and not stats["dark"], stats
     assert "Summary of plan deploy" in job.stdout, job
+    # the summary's rows as AWX shows them: one verbose event per line, of the summary task, no quoted list
+    rows = [event["stdout"] for event in job.events if event["event"] == "verbose"
+            and event["event_data"].get("task", "").endswith("Summary of plan deploy")]
+    assert rows and rows[0].split()[:3] == ["PHASE", "CLUSTER", "RESULT"], job
+    assert any(row.split()[:2] == ["apps/hello", "workload01"] for row in rows), rows
+    assert '"msg": [' not in job.stdout, job
     assert leaked(job.text(), secrets) == []
 
 

@@ -213,7 +213,7 @@ def test_plan_alternates_between_clusters_in_order(run_plan):
     assert "[t1] command on 1 cluster(s): 1 changed" in result.stdout
     summary = result.stdout[result.stdout.index("Summary of plan alternate"):]
     for row in (["e1", "ephemeral", "changed"], ["both", "target", "changed"], ["pair/t", "target", "changed"]):
-        assert any(line.split()[:3] == ["\"" + row[0], *row[1:]] for line in summary.splitlines()), summary
+        assert any(line.split()[:3] == row for line in summary.splitlines()), summary
 
 
 @pytest.mark.parametrize("extra, expected", [
@@ -245,14 +245,14 @@ def test_failing_phase_stops_the_plan(run_plan):
     assert "; phase boom is defined in " in result.stdout and "10-commands.yaml document 5" in result.stdout
     assert "Origin:" not in result.output and "cluster_failed.yml:" not in result.output, why(result)
     summary = result.stdout[result.stdout.index("Summary of plan failing"):]
-    assert [line.split()[:3] for line in summary.splitlines() if line.strip().startswith('"after')] == \
-        [['"after', "ephemeral", "not"]]
+    assert [line.split()[:3] for line in summary.splitlines() if line.startswith("after ")] == \
+        [["after", "ephemeral", "not"]]
 
 
 @pytest.mark.parametrize("action, expected", [
     ("list", ["apps-e      ephemeral   ephemeral         apply     ../manifests/apps  yes"]),
     ("tree", ["plan apps", "flowchart TD", "p0 --> p1"]),
-    ("render", ['"kind": "ConfigMap"', '"password": "***"']),
+    ("render", ["kind: ConfigMap", "password: '***'"]),
     ("validate", ["4 phases valid (4 selected); 3 bundles render to 9 objects"]),
 ], ids=["list", "tree", "render", "validate-offline"])
 def test_offline_actions_resolve_no_kubeconfig(run_plan, clusters, action, expected):
@@ -284,7 +284,7 @@ def test_validate_takes_every_executor(run_plan, offline, name, valid):
         summary = result.stdout[result.stdout.index(f"Summary of plan {name}"):]
         for row in (["apps-e", "ephemeral", "changed"], ["built", "target", "skipped"], ["chart", "target", "changed"],
                     ["look", "ephemeral", "skipped"]):
-            assert any(line.split()[:len(row)] == ["\"" + row[0], *row[1:]] for line in summary.splitlines()), summary
+            assert any(line.split()[:len(row)] == row for line in summary.splitlines()), summary
 
 
 def test_running_with_undecryptable_sources_fails_loudly(run_plan, clusters):

@@ -143,7 +143,7 @@ def test_hosts_without_a_context_falling_to_the_current_context_are_refused(clus
     assert "  cluster-b, cluster-c, ephemeral: failed: phase probe refused before anything" in result.output, result
     # the summary shows where each host went: all three on ephemeral's server
     server = clusters["ephemeral"].server.removeprefix("https://")
-    rows = dict(re.findall(r'"probe\s+(\S+)\s+failed\s+\S+\s+-\s+(\S+)"', result.output))
+    rows = dict(re.findall(r'^probe\s+(\S+)\s+failed\s+\S+\s+-\s+(\S+)$', result.output, flags=re.MULTILINE))
     assert rows == {"ephemeral": server, "cluster-b": server, "cluster-c": server}, result.output
 
 

@@ -102,7 +102,7 @@ def test_one_template_renders_per_cluster_and_the_vaulted_value_stays_hidden(val
     shown = values_site([settings_phase()], "-e", "plan_action=render")
     assert shown.rc == 0, shown
     for name, tenant in TENANTS.items():
-        assert f"{tenant}-settings" in shown.stdout and f'"cluster": "{name}"' in shown.stdout
+        assert f"{tenant}-settings" in shown.stdout and f"# phase settings on cluster {name}\n" in shown.stdout
     assert "postgres://app:***@db.beta" in shown.stdout
     assert PASSWORD not in shown.output
 

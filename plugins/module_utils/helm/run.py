@@ -129,6 +129,13 @@ def render_release(request: HelmRequest, *, kubeconfig: dict, charts: ChartCache
     return objects
 
 
+def template_release(request: HelmRequest, *, charts: ChartCache, environ: Mapping | None = None) -> list:
+    """The release's objects as ``helm template`` renders them without a cluster (the plan action ``render``): no
+    kubeconfig is read and no cluster asked; as with ``helm template`` alone, the chart's ``lookup`` calls render
+    empty and ``.Capabilities`` are helm's defaults."""
+    return render_release(request, kubeconfig=EMPTY_KUBECONFIG, charts=charts, environ=environ)
+
+
 UNDEFINED_CONTEXT = re.compile(r"\bcontext '([^']+)' is not defined by any kubeconfig source")
 EMPTY_KUBECONFIG = {"apiVersion": "v1", "kind": "Config", "clusters": [], "contexts": [], "users": []}
 

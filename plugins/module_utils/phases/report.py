@@ -1,6 +1,7 @@
 # Copyright: phasekit.kube contributors
 # Apache License 2.0 (see LICENSE)
-"""The run summary for CI: JSON, and JUnit XML (a testsuite per phase, a testcase per cluster).
+"""The files a plan action writes for people and CI: the run summary as JSON and as JUnit XML (a testsuite per
+phase, a testcase per cluster), the plan's Mermaid graph, and ``render``'s bundles as YAML.
 
 Both carry one entry per phase and cluster of the run list, as the summary
 table shows them (``views.summary_entries``): result, duration, objects changed
@@ -17,7 +18,8 @@ import re
 import xml.etree.ElementTree as ET
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import NOT_IN_PLAY, NOT_RUN, summary_entries
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import (
+    NOT_IN_PLAY, NOT_RUN, graph_text, rendered_files, rendered_yaml, summary_entries)
 from ansible_collections.phasekit.kube.plugins.module_utils.private_files import write_atomically
 
 REPORT_VERSION = 1
@@ -96,24 +98,67 @@ def junit_report(entries: list[dict], *, plan: str, mode: str) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
 
 
-def check_report_path(path: str, option: str) -> None:
+def check_report_path(path: str, option: str, what: str = "the report") -> None:
     """Refuse a report path whose directory does not exist, or that is a directory (``option`` names the
-    option that set it)."""
+    option that set it, ``what`` the file)."""
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
-        raise PhasekitError(f"{option}: cannot write the report {path}: its directory {directory} does not exist "
+        raise PhasekitError(f"{option}: cannot write {what} {path}: its directory {directory} does not exist "
                             f"(create it first)")
     if os.path.isdir(path):
-        raise PhasekitError(f"{option}: cannot write the report {path}: it is a directory (expected a file path)")
+        raise PhasekitError(f"{option}: cannot write {what} {path}: it is a directory (expected a file path)")
 
 
-def write_report(path: str, text: str, option: str) -> None:
+def write_report(path: str, text: str, option: str, what: str = "the report") -> None:
     """``text`` written to ``path`` atomically; the directory must exist (``option`` names what set the path)."""
-    check_report_path(path, option)
+    check_report_path(path, option, what)
     try:
         write_atomically(path, text, mode=REPORT_MODE)
     except OSError as err:
-        raise PhasekitError(f"{option}: cannot write the report {path}: {err.strerror or err}") from None
+        raise PhasekitError(f"{option}: cannot write {what} {path}: {err.strerror or err}") from None
+
+
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+def write_graph(path: str, mermaid: list[str], option: str) -> None:
+    """The plan's Mermaid graph written to ``path`` atomically: Markdown with a mermaid fence for a ``.md`` name, the
+    graph alone otherwise (``.mmd``)."""
+    write_report(path, graph_text(mermaid, path), option, what="the graph")
+
+
+def check_render_dest(dest: str, option: str) -> None:
+    """Refuse a render destination before anything is rendered: a ``.yaml`` file whose directory is missing, or a
+    directory whose parent is missing or that is a file."""
+    if dest.lower().endswith(YAML_SUFFIXES):
+        check_report_path(dest, option, what="the rendered bundles")
+        return
+    parent = os.path.dirname(os.path.abspath(dest))
+    if not os.path.isdir(parent):
+        raise PhasekitError(f"{option}: cannot write the rendered bundles in {dest}: its parent directory {parent} "
+                            f"does not exist (create it first)")
+    if os.path.exists(dest) and not os.path.isdir(dest):
+        raise PhasekitError(f"{option}: cannot write the rendered bundles in {dest}: it is a file (expected a "
+                            f"directory, or a file name ending in .yaml)")
+
+
+def write_rendered(dest: str, rendered: list[dict], option: str) -> list[str]:
+    """``render``'s bundles as YAML in ``dest``: one stream in one file when it names a ``.yaml``/``.yml`` file, else a
+    directory (made if missing) with one file per phase and cluster (``apps/web/target.yaml``). Each file is replaced
+    atomically; other files in the directory are left alone. Returns the paths written."""
+    check_render_dest(dest, option)
+    if dest.lower().endswith(YAML_SUFFIXES):
+        write_report(dest, rendered_yaml(rendered), option, what="the rendered bundles")
+        return [dest]
+    written = []
+    for name, text in rendered_files(rendered).items():
+        path = os.path.join(dest, *name.split("/"))
+        try:
+            write_atomically(path, text, mode=REPORT_MODE)
+        except OSError as err:
+            raise PhasekitError(f"{option}: cannot write the rendered bundle {path}: {err.strerror or err}") from None
+        written.append(path)
+    return written
 
 
 def write_reports(paths: dict, entries: list[dict], *, plan: str, mode: str, check_mode: bool,

@@ -1,6 +1,7 @@
 # Copyright: phasekit.kube contributors
 # Apache License 2.0 (see LICENSE)
-"""How plans look to people: the phase table, the indented tree, a Mermaid graph, the run summary.
+"""How plans look to people: the phase table, the indented tree, a Mermaid graph, the run summary, the rendered
+bundles as YAML.
 
 Output is plain ASCII lines so that it reads the same in a terminal, in a log
 file and in an AWX job event.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import Plan, PlannedPhase
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import hosts_label, over_budget, rollout_of
 
@@ -115,6 +117,80 @@ def mermaid_lines(plan: Plan) -> list[str]:
 
 def _mermaid_text(text: str) -> str:
     return text.replace('"', "#quot;")
+
+
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+
+
+def graph_text(mermaid: list[str], path: str = "") -> str:
+    """The Mermaid graph as its file holds it: the graph alone (``.mmd``, or any name), or inside a ```mermaid fence
+    when ``path`` names a Markdown file (GitHub, GitLab and most Markdown viewers draw it there)."""
+    text = "\n".join(mermaid) + "\n"
+    if path.lower().endswith(MARKDOWN_SUFFIXES):
+        return f"```mermaid\n{text}```\n"
+    return text
+
+
+def bundle_header(entry: dict) -> list[str]:
+    """The comment lines that say which phase and cluster a rendered bundle is, and what it is made of."""
+    lines = [f"# phase {entry.get('phase')} on cluster {entry.get('cluster')}"]
+    if entry.get("source"):
+        lines.append(f"# source: {entry['source']}")
+    if entry.get("chart"):
+        lines.append(f"# helm template of release {entry.get('release')} (chart {entry['chart']}), "
+                     f"namespace {entry.get('namespace')}")
+    if entry.get("command"):
+        command = entry["command"]
+        lines.append(f"# command: {' '.join(command) if isinstance(command, list) else command}")
+    for variable, files in (entry.get("directories") or {}).items():   # env_dirs: built when the phase runs
+        for path, kustomization in (files or {}).items():
+            lines.append(f"# builds ${variable}/{path} from {kustomization} when the phase runs")
+    if entry.get("note"):
+        lines.append(f"# {entry['note']}")
+    if not entry.get("objects"):
+        lines.append("# (no objects)")
+    return lines
+
+
+def bundle_yaml(entry: dict) -> str:
+    """One rendered bundle (an entry of ``phase_plan``'s ``rendered``) as ``kustomize build`` prints it: its objects
+    as YAML documents, ``---`` before each, after a comment header naming the phase and cluster. A bundle without
+    objects is its header alone (no empty document)."""
+    parts = ["\n".join(bundle_header(entry)) + "\n"]
+    for obj in entry.get("objects") or []:
+        parts.append("---\n" + yaml_io.safe_dump(obj, sort_keys=False, literal_text=True))
+    return "".join(parts)
+
+
+def rendered_yaml(rendered: list[dict]) -> str:
+    """Every rendered bundle as one YAML stream, in run order (``yaml.safe_load_all`` and ``kubectl apply -f -``
+    read it)."""
+    return "".join(bundle_yaml(entry) for entry in rendered)
+
+
+_NOT_IN_FILE_NAME = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def _file_part(name: str) -> str:
+    part = _NOT_IN_FILE_NAME.sub("_", name)
+    return "_" if part in ("", ".", "..") else part
+
+
+def rendered_file_name(entry: dict) -> str:
+    """Where a rendered bundle goes in a directory: ``<phase path>/<cluster>.yaml`` (``apps/web/target.yaml``), every
+    part made safe as a file name."""
+    phase = [_file_part(part) for part in str(entry.get("phase")).split("/")]
+    return "/".join([*phase, _file_part(str(entry.get("cluster"))) + ".yaml"])
+
+
+def rendered_files(rendered: list[dict]) -> dict[str, str]:
+    """One file per phase and cluster: relative path -> its YAML (a phase rendered twice on one cluster, as a plan
+    that repeats it, goes to one file, in run order)."""
+    files: dict[str, str] = {}
+    for entry in rendered:
+        name = rendered_file_name(entry)
+        files[name] = files.get(name, "") + bundle_yaml(entry)
+    return files
 
 
 def duration_label(seconds) -> str:
