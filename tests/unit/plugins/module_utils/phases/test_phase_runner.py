@@ -439,6 +439,10 @@ def test_the_last_apply_of_a_step_opens_no_watch_for_its_lists(monkeypatch):
         def counts():
             return {"created": 0, "configured": 0, "pruned": 0}
 
+        @staticmethod
+        def not_checked():
+            return []
+
     monkeypatch.setattr(builtin, "apply_bundle", lambda *args, **kwargs: Report())
     step = [phase("one", source=[]), phase("two", source=[], hosts=("a",))]
     executors = BuiltinExecutors(Access(), step=step)
