@@ -6,6 +6,7 @@ on loopback (etcd, kube-apiserver, controller-manager, scheduler, KWOK).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -69,6 +70,19 @@ def clusters(bin_dir) -> dict[str, Cluster]:
     subprocess.run([sys.executable, str(REPO / "hack/clusters.py"), "up", *CLUSTER_NAMES], check=True,
                    capture_output=True, text=True)
     return {name: Cluster(name, root) for name in CLUSTER_NAMES}
+
+
+@pytest.fixture()
+def airship_clusters(clusters) -> dict[str, Cluster]:
+    """The clusters, held by one airshipctl site test at a time across the xdist workers: the airshipctl sites
+    (test_airshipctl.py, test_airshipctl_published.py) apply the same objects, ApplySets and run records
+    (plan deploy-gating in `default`) to the shared clusters, so two at once would lock each other out or delete
+    each other's work. The lock is held from the site's setup to its cleanup."""
+    root = Path(os.environ.get("PHASEKIT_CLUSTERS_DIR", CACHE / "clusters"))
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / "airship-sites.lock", "w", encoding="utf-8") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield clusters
 
 
 @pytest.fixture(scope="session")

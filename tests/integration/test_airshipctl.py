@@ -46,7 +46,8 @@ def entry_point(root: Path, path: str, namespace: str, objects: list) -> None:
 
 
 @pytest.fixture()
-def airship_site(clusters, tmp_path):
+def airship_site(airship_clusters, tmp_path):
+    clusters = airship_clusters  # held by this site until its cleanup (see the fixture)
     namespace = f"pk-airship-{uuid.uuid4().hex[:6]}"
     site = tmp_path / "manifests" / "site" / "test-site"
     for cluster in ("ephemeral", "target"):

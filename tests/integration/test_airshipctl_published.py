@@ -79,7 +79,8 @@ def toolbox_image(bin_dir):
 
 
 @pytest.fixture()
-def published_site(clusters, tmp_path, bin_dir):
+def published_site(airship_clusters, tmp_path, bin_dir):
+    clusters = airship_clusters  # held by this site until its cleanup (see the fixture)
     root = tmp_path / "site"
     shutil.copytree(FIXTURE / "airshipctl" / "published", root)
     inventory = {"all": {"vars": {"ansible_connection": "local"}, "hosts": {
