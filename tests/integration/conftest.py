@@ -162,3 +162,29 @@ def short_tmp():
     path = Path(tempfile.mkdtemp(prefix="pk-"))
     yield path
     shutil.rmtree(path, ignore_errors=True)
+
+
+def one_cluster_site(cluster, root: Path, record_namespace: str, collections_path: Path, *fixed: str):
+    """A site of one cluster host (named as the cluster) under ``root``, its run records in ``record_namespace``:
+    returns run(*args) -> (rc, output), ``ansible-playbook phasekit.kube.run`` there with ``fixed`` then ``args``
+    (no Traceback allowed), and write(documents) for its phases/site.yaml."""
+    (root / "phases").mkdir(parents=True)
+    (root / "inventory.yml").write_text(yaml.safe_dump({"all": {
+        "vars": {"ansible_connection": "local", "plan_record_namespace": record_namespace},
+        "hosts": {cluster.name: {"kube_kubeconfig": str(cluster.admin_kubeconfig), "kube_context": cluster.context}}}}))
+
+    def run(*args) -> tuple[int, str]:
+        env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(collections_path), "ANSIBLE_NOCOLOR": "1",
+               "ANSIBLE_PYTHON_INTERPRETER": sys.executable}
+        env.pop("KUBECONFIG", None)
+        done = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "phasekit.kube.run", "-i",
+                               "inventory.yml", "-e", "plan_show_plan=false", *fixed, *args], cwd=root, env=env,
+                              capture_output=True, text=True, timeout=300, check=False)
+        output = done.stdout + done.stderr
+        assert "Traceback" not in output, output
+        return done.returncode, output
+
+    def write(documents) -> None:
+        (root / "phases" / "site.yaml").write_text(yaml.safe_dump_all(documents))
+
+    return run, write

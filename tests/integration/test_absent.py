@@ -13,17 +13,14 @@ waits until each object is gone (a finalizer nobody removes: the timeout names i
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 import uuid
-from pathlib import Path
 
 import pytest
-import yaml
 
 from test_apply import run_tasks, task
+
+from conftest import one_cluster_site
 
 API = "phasekit.dev/v1alpha1"
 CLUSTER = "target"
@@ -57,24 +54,10 @@ def site(clusters, tmp_path, collections_path):
     namespace = f"pk-absent-{uuid.uuid4().hex[:6]}"
     target.kubectl("create", "namespace", namespace)
     root = tmp_path / "site"
-    (root / "phases").mkdir(parents=True)
-    (root / "inventory.yml").write_text(yaml.safe_dump({"all": {
-        "vars": {"ansible_connection": "local", "plan_record_namespace": namespace},
-        "hosts": {CLUSTER: {"kube_kubeconfig": str(target.admin_kubeconfig), "kube_context": target.context}}}}))
-
-    def run(*args) -> tuple[int, str]:
-        env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(collections_path), "ANSIBLE_NOCOLOR": "1",
-               "ANSIBLE_PYTHON_INTERPRETER": sys.executable}
-        env.pop("KUBECONFIG", None)
-        done = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "phasekit.kube.run", "-i",
-                               "inventory.yml", "-e", "plan_show_plan=false", *args], cwd=root, env=env,
-                              capture_output=True, text=True, timeout=300, check=False)
-        output = done.stdout + done.stderr
-        assert "Traceback" not in output, output
-        return done.returncode, output
+    run, write = one_cluster_site(target, root, namespace, collections_path)
 
     def documents(*docs) -> None:
-        (root / "phases" / "site.yaml").write_text(yaml.safe_dump_all(docs))
+        write(docs)
 
     run.root, run.namespace, run.documents = root, namespace, documents
     yield run

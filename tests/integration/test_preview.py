@@ -12,15 +12,12 @@ shared.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 import uuid
-from pathlib import Path
 
 import pytest
-import yaml
+
+from conftest import one_cluster_site
 
 API = "phasekit.dev/v1alpha1"
 CLUSTER = "target"
@@ -72,26 +69,7 @@ def site(clusters, tmp_path, collections_path):
     group, namespace = f"p{token}.example.com", f"pk-preview-{token}"
     records = f"pk-preview-records-{token}"
     target.kubectl("create", "namespace", records)
-    root = tmp_path / "site"
-    (root / "phases").mkdir(parents=True)
-    (root / "inventory.yml").write_text(yaml.safe_dump({"all": {
-        "vars": {"ansible_connection": "local", "plan_record_namespace": records},
-        "hosts": {CLUSTER: {"kube_kubeconfig": str(target.admin_kubeconfig), "kube_context": target.context}}}}))
-
-    def run(*args) -> tuple[int, str]:
-        env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(collections_path), "ANSIBLE_NOCOLOR": "1",
-               "ANSIBLE_PYTHON_INTERPRETER": sys.executable}
-        env.pop("KUBECONFIG", None)
-        done = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "phasekit.kube.run", "-i",
-                               "inventory.yml", "-e", "plan_show_plan=false", "-e", "plan_name=site", *args],
-                              cwd=root, env=env, capture_output=True, text=True, timeout=300, check=False)
-        output = done.stdout + done.stderr
-        assert "Traceback" not in output, output
-        return done.returncode, output
-
-    def documents(docs: list) -> None:
-        (root / "phases" / "site.yaml").write_text(yaml.safe_dump_all(docs))
-
+    run, documents = one_cluster_site(target, tmp_path / "site", records, collections_path, "-e", "plan_name=site")
     run.group, run.namespace, run.documents = group, namespace, documents
     yield run
     for kind, name in (("namespace", namespace), ("namespace", records), ("crd", f"gadgets.{group}")):
