@@ -98,10 +98,11 @@ def published_site(airship_clusters, tmp_path, bin_dir):
 
 
 def clean(clusters):
+    """Remove what the site made, waiting until it is gone: a run that starts while its namespaces or CRDs are still
+    terminating cannot create in them."""
     for cluster in clusters.values():
-        for namespace in NAMESPACES:
-            cluster.kubectl("delete", "namespace", namespace, "--ignore-not-found", "--wait=false", check=False)
-        cluster.kubectl("delete", "crd", *CRDS, "--ignore-not-found", "--wait=false", check=False)
+        cluster.kubectl("delete", "namespace", *NAMESPACES, "--ignore-not-found", "--timeout=180s", check=False)
+        cluster.kubectl("delete", "crd", *CRDS, "--ignore-not-found", "--timeout=180s", check=False)
         cluster.kubectl("delete", "secret,configmap", "-n", "default", "-l", "phasekit.kube/record=run",
                         "--ignore-not-found", check=False)
         for name in ("initinfra-networking-ephemeral", "initinfra-ephemeral", "controlplane-ephemeral",

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import holding_the_cluster_api_objects
 
 VENV_BIN = Path(sys.executable).parent
 CAPI_NAMESPACE = "phasekit-capi"
@@ -69,8 +70,17 @@ def target_kubeconfig_flat(clusters) -> str:
 
 @pytest.fixture(scope="module")
 def capi(clusters, target_kubeconfig_flat):
-    """The Cluster CRD, two Clusters and their kubeconfig Secrets on ephemeral (server-side applied)."""
-    mgmt = clusters["ephemeral"]
+    """The Cluster CRD, two Clusters and their kubeconfig Secrets on ephemeral (server-side applied), held from the
+    first test that uses them to the module's end and then removed: the airshipctl published site defines the same
+    CRD on the same cluster."""
+    with holding_the_cluster_api_objects():
+        yield applied_capi(clusters["ephemeral"], target_kubeconfig_flat)
+        clusters["ephemeral"].kubectl("delete", "namespace", CAPI_NAMESPACE, "--ignore-not-found", "--timeout=180s")
+        clusters["ephemeral"].kubectl("delete", "crd", CLUSTER_CRD["metadata"]["name"], "--ignore-not-found",
+                                      "--timeout=180s")
+
+
+def applied_capi(mgmt, target_kubeconfig_flat):
     mgmt.kubectl("apply", "--server-side", "-f", "-", stdin=json.dumps(CLUSTER_CRD))
     mgmt.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/clusters.cluster.x-k8s.io")
     documents = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": CAPI_NAMESPACE}}]
