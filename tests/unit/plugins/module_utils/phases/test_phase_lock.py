@@ -497,6 +497,8 @@ INTERRUPTED_STEP = textwrap.dedent("""
         signal.pthread_kill(threading.get_ident(), signum)
         subprocess.run(["sleep", "30"], check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
+    # as in a terminal: a parent's nohup would leave SIGHUP ignored here, and an ignored signal stays ignored
+    signal.signal(int(sys.argv[2]), signal.SIG_DFL)
     pool = ThreadPoolExecutor(1)
     try:
         with signals_interrupt():
