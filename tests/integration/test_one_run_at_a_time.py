@@ -72,7 +72,13 @@ def start(root: Path, collections_path: Path, *extra: str, env: dict | None = No
     full_env.pop("KUBECONFIG", None)
     return subprocess.Popen([*prefix, str(VENV_BIN / "ansible-playbook"), "phasekit.kube.run", "-i", "inventory.yml",
                              "-e", f"plan_name={PLAN}", *extra], cwd=root, env=full_env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True, preexec_fn=hangup_acts)
+
+
+def hangup_acts() -> None:
+    """SIGHUP acts on the run as a closed terminal's does, also when the tests run under nohup (which leaves it
+    ignored, and an ignored signal rightly stays ignored)."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def finish(proc: subprocess.Popen, timeout: float = 300) -> tuple[int, str]:
