@@ -31,6 +31,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.report import (
     check_report_path, report_entries, role_named, write_reports)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.outcome import cluster_outcomes
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import OutputValues
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import (
     history_lines, rollout_stop_message, summary_lines)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import hosts_label
@@ -127,11 +128,12 @@ class ActionModule(PhasekitAction):
                             "run of this plan on the same clusters is not stopped (see \"One run at a time\" in "
                             "docs/phases.md)")
         with signals_interrupt(), ExitStack() as stack:
+            outputs = OutputValues()  # what phases read after they ran, for later phases' templates
             lists = ListMemory()  # a collection one phase listed answers the next ones (see ListMemory)
             stack.callback(lists.close)  # after the fleet's sessions: the watches guarding its lists end with the step
             fleet = stack.enter_context(Fleet(self._loader, task_vars.get("hostvars"), remembered=remembered,
                                               templar=self._templar, lists=lists, environ=self.environ,
-                                              environment=self.task_environment))
+                                              environment=self.task_environment, outputs=outputs))
             if runs_first_phase(plan, args["phases"], mode):  # once per run: a run's later steps say nothing
                 for warning in overridden_warnings(fleet.overridden(plan_hosts(plan, in_play))):
                     display.warning(warning)
@@ -154,7 +156,8 @@ class ActionModule(PhasekitAction):
                                          resume=args["resume"], resumed_hosts=args["resumed_hosts"], lists=lists,
                                          plan=plan.name or "", allow_shared_cluster=args["allow_shared_cluster"],
                                          environ_of=fleet.environ_of,
-                                         delete_nonempty_namespaces=args["destroy_nonempty_namespaces"], step=phases)
+                                         delete_nonempty_namespaces=args["destroy_nonempty_namespaces"], step=phases,
+                                         outputs=outputs)
             writes = records is not None and writes
             # check mode, status, validate and destroy run batch by batch without the soak
             rollouts = RolloutRun(pause=mode == RUN and not self._task.check_mode,

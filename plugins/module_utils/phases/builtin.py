@@ -53,6 +53,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.fingerprint i
     FileDigests, command_words, uncomparable)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.container import (
     CONTAINER_SPEC, container_failure_message, run_container, shown_items, write_output)
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import OutputValues, PhaseOutput, read_output
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import (
     KEY_SECRET, LABELS, PLAN_ANNOTATION, LockRefused, RunRecords, bundle_digest, recorded_message, resumable)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import TASKS_EXECUTOR, Outcome, time_left
@@ -177,8 +178,10 @@ class BuiltinExecutors:
                  records: RunRecords | None = None, resume: bool = False, resumed_hosts=(),
                  lists: ListMemory | None = None, plan: str | None = None, allow_shared_cluster: bool = False,
                  environ_of: Callable[[str], Mapping | None] | None = None, delete_nonempty_namespaces: bool = False,
-                 step: list[dict] | None = None):
+                 step: list[dict] | None = None, outputs: OutputValues | None = None):
         self.access = access
+        self.outputs = outputs  # the outputs phases read on their hosts, for later phases (``phases.outputs``)
+        self._applied: dict[tuple, list] = {}  # (phase, host) -> its apply's answers, to read its outputs from
         self.plan = plan
         self.started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())  # when the run started: a set it takes is its since then
         self.allow_shared_cluster = allow_shared_cluster  # hosts of a phase may share a cluster and namespace
@@ -229,6 +232,7 @@ class BuiltinExecutors:
             outcome = self._resumed_outcome(phase, host, digest) if self.resume else None
             if outcome is None:
                 outcome = self._run_executor(phase, host)
+                self._read_outputs(phase, host, outcome)
             if content and not compared:
                 digest = self.records.digest(host, content, attempts=1 if outcome.failed else None)
             key_problem = self.records.key_problem(host) if self.records is not None else None
@@ -254,6 +258,29 @@ class BuiltinExecutors:
             outcome.msg = masks.scrub(outcome.msg)
             outcome.details = masks.scrub(outcome.details)
         return outcome
+
+    def _read_outputs(self, phase: dict, host: str, outcome: Outcome) -> None:
+        """After the phase ran on ``host``: its outputs read there and kept for later phases (a run only; a preview
+        leaves them known after the run). A value that cannot be read fails the phase on this host."""
+        with self._lock:
+            applied = self._applied.pop((phase["name"], host), ())
+        declared = phase.get("outputs") or {}
+        if not declared or self.outputs is None or self.mode != RUN or self.dry_run or outcome.failed \
+                or outcome.skipped:
+            return
+        session = self.access.session(host, EXTRA_CONNECTIONS)
+        namespace = apply_arguments(phase)["namespace"] if phase["executor"] == "apply" else None
+        namespace = namespace or self.access.resolution(host).namespace or "default"
+        discovery = Discovery(session)
+        values, secret = {}, []
+        for name, spec in declared.items():
+            output = PhaseOutput.from_dict(name, spec)
+            values[name] = read_output(output, session, discovery, namespace, applied)
+            if output.secret:
+                secret.append(name)
+        self.outputs.keep(phase.get("full_name", phase["name"]), host, values, secret)
+        shown = {name: ("***" if name in secret else value) for name, value in values.items()}
+        outcome.details = {**outcome.details, "outputs": shown}
 
     def waiting_on(self, phase_name: str, host: str) -> str:
         """What the phase's wait on ``host`` waits for now ("" when it is not waiting): the objects not Current
@@ -598,6 +625,9 @@ class BuiltinExecutors:
         session.guard_kept(watch=self._applies_after is None or host in self._applies_after.get(phase["name"], ()))
         if options.carried is not None:
             options.carried.record(phase["name"], report.objects)
+        if phase.get("outputs"):
+            with self._lock:
+                self._applied[(phase["name"], host)] = report.objects
         counts = report.counts()
         details = {"counts": counts}
         if self.dry_run and report.changed:

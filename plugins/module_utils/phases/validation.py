@@ -63,6 +63,9 @@ def _check_phase(phase: Phase, executors: dict[str, Executor], problems: Problem
                      f"expected one of {', '.join(sorted(executors))}")
         return
     _check_source(phase, executor, problems)
+    if phase.outputs and not executor.runs_on_controller:
+        problems.add(phase.where("outputs"), f"executor {executor.name} runs a task file on each host: its outputs "
+                                             f"cannot be read; declare them on a phase that runs on the controller")
     if phase.retry_fields_set and not executor.runs_on_controller:
         problems.add(phase.where(phase.retry_fields_set[0]),
                      f"executor {executor.name} runs a task file on each host: retry its tasks with Ansible's "
@@ -84,7 +87,7 @@ def _check_group(phase: Phase, executors: dict[str, Executor], problems: Problem
     if not phase.children:
         problems.add(phase.where("executor"),
                      f"missing: a phase without child phases needs an executor (one of {', '.join(sorted(executors))})")
-    for key, value in (("source", phase.source), ("options", phase.options),
+    for key, value in (("source", phase.source), ("options", phase.options), ("outputs", phase.outputs),
                        *((name, True) for name in phase.retry_fields_set)):
         if value:
             problems.add(phase.where(key), f"a group phase (no executor) takes no {key}; set an executor or "

@@ -1,0 +1,139 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""Outputs on the real local clusters, run as a user runs a plan (``ansible-playbook phasekit.kube.run``).
+
+Phase ``mgmt`` applies a ConfigMap and a Secret on ``ephemeral`` and declares two outputs: the ConfigMap's
+``.data.endpoint`` and the Secret's password (``secret: true``). Phase ``app`` on ``target`` renders a ``.j2``
+manifest with ``phase_outputs.mgmt.endpoint`` and the password: the value lands in target's objects, the secret is
+never in the run's output at -vvv nor in any ConfigMap (the run records included). A use of an output that no
+phase declares, or of a later phase's, is refused before anything runs, naming the document, the phase and the
+output.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+
+import pytest
+import yaml
+
+from conftest import one_cluster_site
+
+API = "phasekit.dev/v1alpha1"
+ENDPOINT = "db.mgmt.example:5432"
+PASSWORD = "outputs-s3cr3t-pa55word"
+
+APP_TEMPLATE = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: app
+  namespace: {namespace}
+data:
+  endpoint: "{{{{ phase_outputs.mgmt.endpoint }}}}"
+  by_host: "{{{{ phase_outputs['mgmt']['ephemeral']['endpoint'] }}}}"
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: app-db
+  namespace: {namespace}
+stringData:
+  password: "{{{{ phase_outputs.mgmt.password | b64decode }}}}"
+"""
+
+
+def mgmt_phase(namespace: str, **outputs) -> dict:
+    declared = {"endpoint": {"kind": "ConfigMap", "name": "db", "namespace": namespace, "jsonpath": "{.data.endpoint}"},
+                "password": {"kind": "Secret", "apiVersion": "v1", "name": "db", "namespace": namespace,
+                             "jsonpath": "{.data.password}", "secret": True}}
+    return {"apiVersion": API, "kind": "Phase", "metadata": {"name": "mgmt"},
+            "spec": {"cluster": "ephemeral", "executor": "apply", "options": {"namespace": namespace},
+                     "outputs": {**declared, **outputs},
+                     "source": [
+                         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "db", "namespace": namespace},
+                          "data": {"endpoint": ENDPOINT}},
+                         {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "namespace": namespace},
+                          "stringData": {"password": PASSWORD}}]}}
+
+
+def app_phase(namespace: str) -> dict:
+    return {"apiVersion": API, "kind": "Phase", "metadata": {"name": "app"},
+            "spec": {"cluster": "target", "executor": "apply", "source": "app.yaml.j2",
+                     "options": {"namespace": namespace}}}
+
+
+def plan(*names) -> dict:
+    return {"apiVersion": API, "kind": "PhasePlan", "metadata": {"name": "outputs"}, "spec": {"phases": list(names)}}
+
+
+@pytest.fixture()
+def site(clusters, tmp_path, collections_path):
+    """Two cluster hosts (ephemeral, target), the same fresh namespace on both (objects and run records)."""
+    namespace = f"pk-outputs-{uuid.uuid4().hex[:6]}"
+    for name in ("ephemeral", "target"):
+        clusters[name].kubectl("create", "namespace", namespace)
+    root = tmp_path / "site"
+    run, write = one_cluster_site(clusters["target"], root, namespace, collections_path)
+    (root / "inventory.yml").write_text(yaml.safe_dump({"all": {
+        "vars": {"ansible_connection": "local", "plan_record_namespace": namespace},
+        "hosts": {name: {"kube_kubeconfig": str(clusters[name].admin_kubeconfig), "kube_context": clusters[name].context}
+                  for name in ("ephemeral", "target")}}}))
+    (root / "phases" / "app.yaml.j2").write_text(APP_TEMPLATE.format(namespace=namespace))
+    run.namespace, run.write, run.root = namespace, write, root
+    yield run
+    for name in ("ephemeral", "target"):
+        clusters[name].kubectl("delete", "namespace", namespace, "--wait=false", check=False)
+
+
+def configmaps_of(cluster, namespace: str) -> str:
+    return cluster.kubectl("get", "configmaps", "-n", namespace, "-o", "json").stdout
+
+
+def test_an_output_of_ephemeral_lands_in_targets_objects_and_a_secret_one_is_never_shown(clusters, site):
+    site.write([mgmt_phase(site.namespace), app_phase(site.namespace), plan("mgmt", "app")])
+    rc, output = site("-vvv")
+    assert rc == 0, output
+    app = json.loads(clusters["target"].kubectl("get", "configmap", "app", "-n", site.namespace, "-o", "json").stdout)
+    assert app["data"] == {"endpoint": ENDPOINT, "by_host": ENDPOINT}
+    secret = json.loads(clusters["target"].kubectl("get", "secret", "app-db", "-n", site.namespace, "-o", "json").stdout)
+    assert base64.b64decode(secret["data"]["password"]).decode() == PASSWORD
+    encoded = base64.b64encode(PASSWORD.encode()).decode()
+    assert PASSWORD not in output and encoded not in output
+    assert ENDPOINT in output  # a non-secret output is shown with its phase's outcome
+    for name in ("ephemeral", "target"):  # the run records (and any other ConfigMap) hold neither form
+        stored = configmaps_of(clusters[name], site.namespace)
+        assert PASSWORD not in stored and encoded not in stored
+
+
+@pytest.mark.parametrize("use, expected", [
+    ("phase_outputs.mgmt.nope", "phase app uses phase_outputs['mgmt']['nope']: phase mgmt declares no output 'nope'"),
+    ("phase_outputs['dbx'].endpoint", "phase app uses phase_outputs['dbx']['endpoint'], but no phase 'dbx' is in "
+                                      "the plan"),
+], ids=["undeclared-output", "unknown-phase"])
+def test_a_use_no_earlier_phase_declares_is_refused_before_anything_runs(clusters, site, use, expected):
+    site.write([mgmt_phase(site.namespace), app_phase(site.namespace), plan("mgmt", "app")])
+    template = site.root / "phases" / "app.yaml.j2"
+    template.write_text(template.read_text().replace("phase_outputs.mgmt.endpoint", use))
+    rc, output = site()
+    assert rc != 0
+    flat = " ".join(output.split())
+    assert expected in flat, output
+    assert "app.yaml.j2" in flat and "Phase app" in flat, output  # the document and the file
+    assert "db" not in configmaps_names(clusters["ephemeral"], site.namespace)  # nothing ran
+
+
+def test_an_output_of_a_later_phase_is_refused(clusters, site):
+    site.write([mgmt_phase(site.namespace), app_phase(site.namespace), plan("app", "mgmt")])
+    rc, output = site()
+    assert rc != 0
+    flat = " ".join(output.split())
+    assert "an output of phase mgmt, which runs after it" in flat, output
+    assert "app" not in configmaps_names(clusters["target"], site.namespace)
+
+
+def configmaps_names(cluster, namespace: str) -> list[str]:
+    listed = json.loads(configmaps_of(cluster, namespace))
+    return [item["metadata"]["name"] for item in listed["items"]]
