@@ -31,7 +31,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.report import (
     check_report_path, report_entries, role_named, write_reports)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.outcome import cluster_outcomes
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import OutputValues
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import OutputValues, declared_outputs
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import (
     history_lines, rollout_stop_message, summary_lines)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import hosts_label
@@ -158,6 +158,13 @@ class ActionModule(PhasekitAction):
                                          environ_of=fleet.environ_of,
                                          delete_nonempty_namespaces=args["destroy_nonempty_namespaces"], step=phases,
                                          outputs=outputs)
+            every = [planned.to_dict() for planned in plan.phases]  # a producer left out of the selection too
+            by_full_name = {phase["full_name"]: phase for phase in every}
+            outputs.expect(declared_outputs(every),
+                           fill=lambda full_name, host: executors.recorded_outputs(by_full_name[full_name], host),
+                           placeholder=mode != RUN or bool(self._task.check_mode),
+                           now=[phase.get("full_name", phase["name"]) for phase in phases]
+                           if mode == RUN and not self._task.check_mode and not args["resume"] else ())
             writes = records is not None and writes
             # check mode, status, validate and destroy run batch by batch without the soak
             rollouts = RolloutRun(pause=mode == RUN and not self._task.check_mode,

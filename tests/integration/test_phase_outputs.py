@@ -24,6 +24,7 @@ from conftest import one_cluster_site
 API = "phasekit.dev/v1alpha1"
 ENDPOINT = "db.mgmt.example:5432"
 PASSWORD = "outputs-s3cr3t-pa55word"
+KNOWN = "(known after the run)"
 
 APP_TEMPLATE = """\
 apiVersion: v1
@@ -137,3 +138,42 @@ def test_an_output_of_a_later_phase_is_refused(clusters, site):
 def configmaps_names(cluster, namespace: str) -> list[str]:
     listed = json.loads(configmaps_of(cluster, namespace))
     return [item["metadata"]["name"] for item in listed["items"]]
+
+
+@pytest.mark.parametrize("action, expected", [
+    (("-e", "plan_action=status"), "in sync"),
+    (("-e", "plan_action=validate"), ""),
+    (("-e", "plan_action=render"), f"endpoint: {KNOWN}"),
+    (("-e", "plan_resume=true"), "resumed"),
+    (("--check",), ""),
+], ids=["status", "validate", "render", "resume", "check-mode"])
+def test_the_other_actions_resolve_the_outputs_without_running_the_producer_or_extra_variables(
+        clusters, site, action, expected):
+    site.write([mgmt_phase(site.namespace), app_phase(site.namespace), plan("mgmt", "app")])
+    rc, output = site()
+    assert rc == 0, output
+    rc, output = site("-vvv", *action)
+    assert rc == 0, output
+    assert expected in output, output
+    encoded = base64.b64encode(PASSWORD.encode()).decode()
+    assert PASSWORD not in output and encoded not in output
+    if action != ("-e", "plan_action=render"):  # offline: render asks no cluster
+        assert KNOWN not in output, output      # the recorded (and re-read secret) values, not placeholders
+
+
+def test_destroy_resolves_the_outputs_without_extra_variables(clusters, site):
+    site.write([mgmt_phase(site.namespace), app_phase(site.namespace), plan("mgmt", "app")])
+    assert site()[0] == 0
+    rc, output = site("-e", "plan_action=destroy")
+    assert rc == 0, output
+    assert "app" not in configmaps_names(clusters["target"], site.namespace)
+    assert "db" not in configmaps_names(clusters["ephemeral"], site.namespace)
+
+
+def test_a_preview_on_a_clean_namespace_says_known_after_the_run(clusters, site):
+    site.write([mgmt_phase(site.namespace), app_phase(site.namespace), plan("mgmt", "app")])
+    rc, output = site("--check")
+    assert rc == 0, output
+    flat = " ".join(output.split())
+    assert "known after the run: ConfigMap " + site.namespace + "/app: data.endpoint, data.by_host" in flat, output
+    assert "db" not in configmaps_names(clusters["ephemeral"], site.namespace)  # a preview writes nothing

@@ -53,9 +53,11 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.fingerprint i
     FileDigests, command_words, uncomparable)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.container import (
     CONTAINER_SPEC, container_failure_message, run_container, shown_items, write_output)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import OutputValues, PhaseOutput, read_output
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import (
+    SECRET_NAMES, OutputValues, PhaseOutput, known_after_run, read_output)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import (
-    KEY_SECRET, LABELS, PLAN_ANNOTATION, LockRefused, RunRecords, bundle_digest, recorded_message, resumable)
+    KEY_SECRET, LABELS, PLAN_ANNOTATION, LockRefused, RunRecords, bundle_digest, recorded_message, recorded_outputs,
+    resumable)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import TASKS_EXECUTOR, Outcome, time_left
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.shared_cluster import (
     HostTarget, shared_cluster_refusal)
@@ -233,6 +235,7 @@ class BuiltinExecutors:
             if outcome is None:
                 outcome = self._run_executor(phase, host)
                 self._read_outputs(phase, host, outcome)
+                self._say_known_after_run(phase, host, outcome)
             if content and not compared:
                 digest = self.records.digest(host, content, attempts=1 if outcome.failed else None)
             key_problem = self.records.key_problem(host) if self.records is not None else None
@@ -264,10 +267,37 @@ class BuiltinExecutors:
         leaves them known after the run). A value that cannot be read fails the phase on this host."""
         with self._lock:
             applied = self._applied.pop((phase["name"], host), ())
-        declared = phase.get("outputs") or {}
-        if not declared or self.outputs is None or self.mode != RUN or self.dry_run or outcome.failed \
+        if not phase.get("outputs") or self.outputs is None or self.mode != RUN or self.dry_run or outcome.failed \
                 or outcome.skipped:
             return
+        try:
+            values, secret = self._output_values(phase, host, phase["outputs"], applied)
+        except PhasekitError as err:
+            outcome.failed, outcome.msg = True, f"{outcome.msg}; {err}" if outcome.msg else str(err)
+            return
+        self.outputs.keep(phase.get("full_name", phase["name"]), host, values, secret)
+        outcome.details = {**outcome.details, "outputs": {name: ("***" if name in secret else value)
+                                                          for name, value in values.items()},
+                           "secret_outputs": secret}
+
+    def _say_known_after_run(self, phase: dict, host: str, outcome: Outcome) -> None:
+        """A preview whose objects hold outputs no run has read yet says which fields (Terraform's "known after
+        apply") instead of showing the placeholder as a value."""
+        if not self.dry_run or self.outputs is None or phase["executor"] not in ("apply", "wait") \
+                or not self._templated(phase):
+            return
+        try:
+            fields = known_after_run(one.obj for one in self.bundle(phase, host))
+        except Exception:  # pylint: disable=broad-exception-caught
+            return  # the phase's own outcome reports a bundle that does not render
+        if fields:
+            said = f"known after the run: {', '.join(fields)}"
+            outcome.msg = f"{outcome.msg}; {said}" if outcome.msg else said
+            outcome.details = {**outcome.details, "known_after_run": fields}
+
+    def _output_values(self, phase: dict, host: str, declared: dict, applied=()) -> tuple[dict, list]:
+        """The ``declared`` outputs of ``phase`` read on ``host`` (from ``applied``, the apply's answers, where they
+        are), and the names of the secret ones."""
         session = self.access.session(host, EXTRA_CONNECTIONS)
         namespace = apply_arguments(phase)["namespace"] if phase["executor"] == "apply" else None
         namespace = namespace or self.access.resolution(host).namespace or "default"
@@ -278,9 +308,27 @@ class BuiltinExecutors:
             values[name] = read_output(output, session, discovery, namespace, applied)
             if output.secret:
                 secret.append(name)
-        self.outputs.keep(phase.get("full_name", phase["name"]), host, values, secret)
-        shown = {name: ("***" if name in secret else value) for name, value in values.items()}
-        outcome.details = {**outcome.details, "outputs": shown}
+        return values, secret
+
+    def recorded_outputs(self, phase: dict, host: str) -> dict | None:
+        """The outputs of ``phase``'s last run on ``host``, for a step that does not run it (status, destroy, a
+        resume, a preview, a selection without it): the non-secret ones from the run record, the secret ones (and
+        all of them without records) read again from the cluster. None when they are not known there."""
+        recorded = None
+        if self.records is not None:
+            try:
+                recorded = recorded_outputs(self.records.entries(host, phase["name"]))
+            except PhasekitError:
+                return None
+            if recorded is None:
+                return None  # the phase never succeeded here: nothing to read either
+        declared = phase["outputs"]
+        missing = {name: spec for name, spec in declared.items() if recorded is None or name not in recorded}
+        try:
+            values, secret = self._output_values(phase, host, missing) if missing else ({}, [])
+        except PhasekitError:
+            return None
+        return {**(recorded or {}), **values, SECRET_NAMES: secret}
 
     def waiting_on(self, phase_name: str, host: str) -> str:
         """What the phase's wait on ``host`` waits for now ("" when it is not waiting): the objects not Current

@@ -12,6 +12,7 @@ refused when the plan is read (``check_output_uses``), before anything runs.
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import threading
@@ -266,21 +267,42 @@ def _describe(output: PhaseOutput, namespace: str) -> str:
 
 
 class OutputValues:
-    """The outputs read in this run, per phase (full name) and host; thread-safe (hosts run in a pool)."""
+    """The outputs known in this run, per phase (full name) and host; thread-safe (hosts run in a pool).
+
+    A phase that ran in this run keeps its values here (``keep``). The others' are found when a template first
+    needs them (``expect``): ``fill(phase, host)`` gives those of the phase's last run there (the run records; a
+    secret one read again from the cluster), or None; with ``placeholder`` (a preview, an offline render) a value
+    no run has read yet renders as ``KNOWN_AFTER_RUN``, else it is left out (a real run must not apply it)."""
 
     def __init__(self):
         self._lock = threading.Lock()
         self._values: dict[str, dict[str, dict]] = {}
         self._secrets: set[str] = set()
+        self._declared: dict[str, tuple] = {}   # phase -> (hosts, output names)
+        self._fill = None
+        self._placeholder = False
+        self._tried: set[tuple] = set()
 
-    def __bool__(self) -> bool:
+    def expect(self, declared: dict, fill=None, placeholder: bool = False, now=()) -> OutputValues:
+        """The plan's phases with outputs (``declared_outputs``); ``now``: those this step runs (their
+        values come from their run, not from an earlier one's record)."""
         with self._lock:
-            return bool(self._values)
+            self._declared = dict(declared)
+            self._fill, self._placeholder = fill, placeholder
+            self._tried.update((phase, host) for phase in now for host in declared.get(phase, ((), ()))[0])
+        return self
+
+    @property
+    def declared(self) -> bool:
+        """Whether the plan declares any output."""
+        with self._lock:
+            return bool(self._declared)
 
     def keep(self, phase: str, host: str, values: dict, secret_names=()) -> None:
         with self._lock:
             self._values.setdefault(phase, {})[host] = dict(values)
-            self._secrets.update(str(values[name]) for name in secret_names if values.get(name))
+            for name in secret_names:
+                self._secrets.update(_secret_forms(values.get(name)))
 
     def secret_values(self) -> frozenset:
         """The values of secret outputs: masked in everything shown (``masking.Masks``)."""
@@ -290,6 +312,7 @@ class OutputValues:
     def for_host(self, host: str) -> dict:
         """``phase_outputs`` as a template on ``host`` sees it: per phase, every host's values by host name, and
         the names themselves when the phase ran on this host or on exactly one."""
+        self._find_missing()
         with self._lock:
             view = {}
             for phase, by_host in self._values.items():
@@ -297,3 +320,84 @@ class OutputValues:
                                                                   if len(by_host) == 1 else {})
                 view[phase] = {**{name: dict(values) for name, values in by_host.items()}, **own}
             return view
+
+    def _find_missing(self) -> None:
+        with self._lock:
+            missing = [(phase, host) for phase, (hosts, _names) in self._declared.items() for host in hosts
+                       if host not in self._values.get(phase, {}) and (phase, host) not in self._tried]
+            self._tried.update(missing)
+            fill, placeholder = self._fill, self._placeholder
+        for phase, host in missing:  # outside the lock: a record is read, a secret output asked of its cluster
+            found = fill(phase, host) if fill is not None else None
+            placeholders = self._declared[phase][1]
+            if placeholder:
+                found = {**placeholders, **(found or {})}
+            if found is not None:
+                secret = found.pop(SECRET_NAMES, ())
+                self.keep(phase, host, found, secret)
+
+    @classmethod
+    def previewed(cls, declared: dict) -> OutputValues:
+        """Every declared output as ``KNOWN_AFTER_RUN`` (an offline render: no cluster is asked)."""
+        return cls().expect(declared, placeholder=True)
+
+
+def known_after_run(objects) -> list[str]:
+    """The fields of rendered objects that hold an output no run has read yet: ``Kind ns/name: data.endpoint``."""
+    found = []
+    for obj in objects:
+        metadata = obj.get("metadata") or {}
+        shown = "/".join(part for part in (metadata.get("namespace"), metadata.get("name")) if part)
+        found.extend(f"{obj.get('kind')} {shown}: {path}" for path in _placeholder_paths(obj, ""))
+    return found
+
+
+def _placeholder_paths(value, path: str):
+    if isinstance(value, str):
+        if KNOWN_AFTER_RUN in value:
+            yield path
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _placeholder_paths(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _placeholder_paths(item, f"{path}[{index}]")
+
+
+SECRET_NAMES = "__secret__"  # in what ``fill`` returns: the names of the secret outputs among the values
+
+
+def _secret_forms(value) -> set[str]:
+    """A secret output's value, and its decoded text when it is base64 (a Secret's ``.data``: a template decodes
+    it with ``b64decode`` and the plain text lands in objects)."""
+    if not value:
+        return set()
+    forms = {str(value)}
+    try:
+        decoded = base64.b64decode(str(value), validate=True).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return forms
+    if decoded.isprintable():
+        forms.add(decoded)
+    return forms
+
+
+def declared_outputs(phases: list[dict]) -> dict:
+    """Full name -> (hosts, {output name: its placeholder}) of the run list's phases that declare outputs
+    (``PlannedPhase.to_dict``)."""
+    declared = {}
+    for phase in phases:
+        if phase.get("outputs"):
+            full = phase.get("full_name", phase["name"])
+            hosts, placeholders = declared.get(full, ((), {}))
+            declared[full] = (tuple(dict.fromkeys((*hosts, *(phase.get("hosts") or ())))),
+                              {**placeholders, **{name: placeholder_of(spec) for name, spec in phase["outputs"].items()}})
+    return declared
+
+
+def placeholder_of(spec: dict) -> str:
+    """What an output no run has read yet renders as: ``KNOWN_AFTER_RUN``, base64-encoded for a Secret's
+    ``.data`` (always base64: a template decodes it with ``b64decode`` and shows the placeholder)."""
+    if spec.get("kind") == "Secret" and str(spec.get("jsonpath", "")).replace(" ", "").startswith("{.data."):
+        return base64.b64encode(KNOWN_AFTER_RUN.encode()).decode()
+    return KNOWN_AFTER_RUN
