@@ -304,6 +304,8 @@ class ActionModule(PhasekitAction):
             for record in records:  # a preview: objects the server could not dry-run, and why
                 for line in record.details.get("not_checked") or ():
                     display.display(f"  {record.host}: {line}")
+                for line in record.details.get("known_after_run") or ():  # fields holding outputs not read yet
+                    display.display(f"  {record.host}: known after the run: {line}")
             if mode not in (DESTROY, RUN):
                 return
             for record in records:

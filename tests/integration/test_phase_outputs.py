@@ -174,6 +174,6 @@ def test_a_preview_on_a_clean_namespace_says_known_after_the_run(clusters, site)
     site.write([mgmt_phase(site.namespace), app_phase(site.namespace), plan("mgmt", "app")])
     rc, output = site("--check")
     assert rc == 0, output
-    flat = " ".join(output.split())
-    assert "known after the run: ConfigMap " + site.namespace + "/app: data.endpoint, data.by_host" in flat, output
+    for field in ("data.endpoint", "data.by_host"):
+        assert f"target: known after the run: ConfigMap {site.namespace}/app: {field}" in output, output
     assert "db" not in configmaps_names(clusters["ephemeral"], site.namespace)  # a preview writes nothing
