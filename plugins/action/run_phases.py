@@ -363,7 +363,11 @@ def _show_record(record) -> None:
 
 def _show_output(record) -> None:
     """-v: what a command printed (masked with the rest of its outcome), its last ``MAX_SHOWN_LINES`` lines of
-    each stream, as Ansible's command task shows stdout and stderr."""
+    each stream, as Ansible's command task shows stdout and stderr; and the outputs the phase read (secret ones
+    as ***)."""
+    outputs = record.details.get("outputs")
+    if outputs:
+        display.display("    outputs: " + ", ".join(f"{name}={value}" for name, value in outputs.items()))
     for stream in ("stdout", "stderr"):
         lines = str(record.details.get(stream) or "").splitlines()
         if not lines:
