@@ -177,3 +177,40 @@ def test_a_preview_on_a_clean_namespace_says_known_after_the_run(clusters, site)
     for field in ("data.endpoint", "data.by_host"):
         assert f"target: known after the run: ConfigMap {site.namespace}/app: {field}" in output, output
     assert "db" not in configmaps_names(clusters["ephemeral"], site.namespace)  # a preview writes nothing
+
+
+DB_TEMPLATE = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: db
+  namespace: {namespace}
+data:
+  endpoint: "db.{{{{ inventory_hostname }}}}.example"
+"""
+USE_TEMPLATE = """\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: app
+  namespace: {namespace}
+data:
+  endpoint: "{{{{ phase_outputs['site/db'].endpoint }}}}"
+"""
+
+
+def test_outputs_inside_a_rollout_are_per_cluster_and_seen_by_the_next_phase_of_the_batch(clusters, site):
+    (site.root / "phases" / "db.yaml.j2").write_text(DB_TEMPLATE.format(namespace=site.namespace))
+    (site.root / "phases" / "use.yaml.j2").write_text(USE_TEMPLATE.format(namespace=site.namespace))
+    (site.root / "inventory.yml").write_text((site.root / "inventory.yml").read_text().replace(
+        "  vars:", "  children:\n    fleet:\n      hosts:\n        ephemeral: {}\n        target: {}\n  vars:", 1))
+    endpoint = {"kind": "ConfigMap", "name": "db", "namespace": site.namespace, "jsonpath": "{.data.endpoint}"}
+    site.write([{"apiVersion": API, "kind": "Phase", "metadata": {"name": "site"},
+                 "spec": {"cluster": "fleet", "rollout": {"batches": [1]}, "phases": [
+                     {"name": "db", "executor": "apply", "source": "db.yaml.j2", "outputs": {"endpoint": endpoint}},
+                     {"name": "app", "executor": "apply", "source": "use.yaml.j2"}]}}])
+    rc, output = site()
+    assert rc == 0, output
+    for name in ("ephemeral", "target"):
+        app = json.loads(clusters[name].kubectl("get", "configmap", "app", "-n", site.namespace, "-o", "json").stdout)
+        assert app["data"] == {"endpoint": f"db.{name}.example"}, output

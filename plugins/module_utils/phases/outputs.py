@@ -316,8 +316,11 @@ class OutputValues:
         with self._lock:
             view = {}
             for phase, by_host in self._values.items():
-                own = by_host.get(host) if host in by_host else (next(iter(by_host.values()))
-                                                                  if len(by_host) == 1 else {})
+                # by name alone: the phase's own host's, or those of the one host it runs on (not the first of a
+                # rollout's batches to have run: another host's values would pass for this one's)
+                hosts = self._declared[phase][0] if phase in self._declared else tuple(by_host)
+                one = hosts[0] if len(hosts) == 1 else None
+                own = by_host.get(host) if host in by_host else by_host.get(one, {})
                 view[phase] = {**{name: dict(values) for name, values in by_host.items()}, **own}
             return view
 

@@ -187,6 +187,15 @@ def test_what_a_host_sees(kept, host, expected):
     assert values.for_host(host) == expected
 
 
+def test_a_phase_on_several_hosts_of_which_one_ran_is_not_seen_by_name_alone():
+    # a rollout's first batch ran the producer on a; b's values come with b's own batch
+    declared = declared_outputs([{"name": "db", "full_name": "db", "hosts": ["a", "b"], "outputs": {"endpoint": ENDPOINT}}])
+    values = OutputValues().expect(declared, now=["db"])
+    values.keep("db", "a", {"endpoint": "1"})
+    assert values.for_host("b") == {"db": {"a": {"endpoint": "1"}}}
+    assert values.for_host("a") == {"db": {"a": {"endpoint": "1"}, "endpoint": "1"}}
+
+
 def test_a_value_no_run_read_is_a_placeholder_in_a_preview_and_absent_in_a_run():
     declared = declared_outputs([{"name": "db", "full_name": "db", "hosts": ["ephemeral"],
                                   "outputs": {"endpoint": ENDPOINT, "password": {"kind": "Secret", "name": "db",
