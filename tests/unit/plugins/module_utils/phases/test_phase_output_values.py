@@ -40,13 +40,13 @@ def consumer(name="app", cluster="target", use="{{ phase_outputs.db.endpoint }}"
     ({"endpoint": ENDPOINT}, None),
     ("endpoint", "spec.outputs: expected a mapping of output names to {kind, name, jsonpath}, got a string"),
     ({"end-point": ENDPOINT}, "spec.outputs.end-point: invalid output name 'end-point'"),
-    ({"endpoint": {**ENDPOINT, "jsonpath": None}}, "spec.outputs.endpoint.jsonpath: missing: expected a non-empty "
-                                                   "string"),
-    ({"endpoint": {**ENDPOINT, "zzz": "x"}}, "spec.outputs.endpoint.zzz: unknown field; expected one of kind, "
-                                              "name, namespace, apiVersion, jsonpath, secret"),
+    ({"endpoint": {**ENDPOINT, "jsonpath": None}},
+     "spec.outputs.endpoint.jsonpath: missing: expected a non-empty string"),
+    ({"endpoint": {**ENDPOINT, "zzz": "x"}},
+     "spec.outputs.endpoint.zzz: unknown field; expected one of kind, name, namespace, apiVersion, jsonpath, secret"),
     ({"endpoint": {**ENDPOINT, "secret": "yes"}}, "spec.outputs.endpoint.secret: expected true or false"),
-    ({"endpoint": {**ENDPOINT, "jsonpath": "{.data[}"}}, "spec.outputs.endpoint.jsonpath: not a kubectl JSONPath "
-                                                        "template"),
+    ({"endpoint": {**ENDPOINT, "jsonpath": "{.data[}"}},
+     "spec.outputs.endpoint.jsonpath: not a kubectl JSONPath template"),
     ({"endpoint": {**ENDPOINT, "namespace": 3}}, "spec.outputs.endpoint.namespace: expected a non-empty string"),
 ], ids=["valid", "not-a-mapping", "name-not-an-identifier", "jsonpath-required", "unknown-field",
         "secret-is-a-boolean", "jsonpath-parsed-as-kubectl-does", "namespace-is-a-string"])
@@ -63,8 +63,8 @@ def test_declaring_outputs(tmp_path, outputs, expected):
 
 
 @pytest.mark.parametrize("documents, expected", [
-    ([phase("g", cluster="target", outputs={"endpoint": ENDPOINT}, phases=[{"name": "c", "executor": "command",
-                                                                              "options": ECHO}])],
+    ([phase("g", cluster="target", outputs={"endpoint": ENDPOINT},
+            phases=[{"name": "c", "executor": "command", "options": ECHO}])],
      "(Phase g) field spec.outputs: a group phase (no executor) takes no outputs"),
     ([phase("t", cluster="target", executor="tasks", source="tasks.yml", outputs={"endpoint": ENDPOINT})],
      "(Phase t) field spec.outputs: executor tasks runs a task file on each host: its outputs cannot be read"),
