@@ -215,3 +215,32 @@ def test_outputs_inside_a_rollout_are_per_cluster_and_seen_by_the_next_phase_of_
     for name in ("ephemeral", "target"):
         app = json.loads(clusters[name].kubectl("get", "configmap", "app", "-n", site.namespace, "-o", "json").stdout)
         assert app["data"] == {"endpoint": f"db.{name}.example"}, output
+
+
+TOKEN = "cmd-t0ken-s3cr3t-value"
+
+
+def test_a_command_phases_json_output_feeds_a_later_phase_and_a_secret_one_is_masked(clusters, site):
+    printed = json.dumps({"status": {"region": "eu-west", "token": TOKEN}})
+    command = {"apiVersion": API, "kind": "Phase", "metadata": {"name": "mint"},
+               # the command mints the token: the plan's own documents (shown at -vvv) do not hold it as such
+               "spec": {"cluster": "ephemeral", "executor": "command",
+                        "options": {"argv": ["sh", "-c", f"echo '{printed[::-1]}' | rev"]},
+                        "outputs": {"region": {"from": "stdout", "jsonpath": "{.status.region}"},
+                                    "token": {"from": "stdout", "jsonpath": "{.status.token}", "secret": True}}}}
+    (site.root / "phases" / "use.yaml.j2").write_text(
+        f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: minted, namespace: {site.namespace}}}\n"
+        "data: {region: '{{ phase_outputs.mint.region }}', token: '{{ phase_outputs.mint.token }}'}\n")
+    use = {"apiVersion": API, "kind": "Phase", "metadata": {"name": "use"},
+           "spec": {"cluster": "target", "executor": "apply", "source": "use.yaml.j2"}}
+    site.write([command, use, plan("mint", "use")])
+    rc, output = site("-vvv")
+    assert rc == 0, output
+    minted = json.loads(clusters["target"].kubectl("get", "configmap", "minted", "-n", site.namespace, "-o",
+                                                   "json").stdout)
+    assert minted["data"] == {"region": "eu-west", "token": TOKEN}
+    assert TOKEN not in output and "region=eu-west, token=***" in output, output
+    record = configmaps_of(clusters["ephemeral"], site.namespace)  # ephemeral's run record: the region only
+    assert "eu-west" in record and TOKEN not in record
+    rc, output = site("-e", "plan_action=status")   # a command does not run in a dry run: its record answers
+    assert rc == 0, output

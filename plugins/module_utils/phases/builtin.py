@@ -54,7 +54,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.fingerprint i
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.container import (
     CONTAINER_SPEC, container_failure_message, run_container, shown_items, write_output)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import (
-    SECRET_NAMES, OutputValues, PhaseOutput, known_after_run, read_output)
+    FROM_STDOUT, SECRET_NAMES, OutputValues, PhaseOutput, known_after_run, read_output, read_stdout_output)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import (
     KEY_SECRET, LABELS, PLAN_ANNOTATION, LockRefused, RunRecords, bundle_digest, recorded_message, recorded_outputs,
     resumable)
@@ -183,7 +183,8 @@ class BuiltinExecutors:
                  step: list[dict] | None = None, outputs: OutputValues | None = None):
         self.access = access
         self.outputs = outputs  # the outputs phases read on their hosts, for later phases (``phases.outputs``)
-        self._applied: dict[tuple, list] = {}  # (phase, host) -> its apply's answers, to read its outputs from
+        # (phase, host) -> its apply's answers; (phase, host, "stdout") -> its command's output: its outputs are read there
+        self._applied: dict[tuple, object] = {}
         self.plan = plan
         self.started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())  # when the run started: a set it takes is its since then
         self.allow_shared_cluster = allow_shared_cluster  # hosts of a phase may share a cluster and namespace
@@ -267,11 +268,12 @@ class BuiltinExecutors:
         leaves them known after the run). A value that cannot be read fails the phase on this host."""
         with self._lock:
             applied = self._applied.pop((phase["name"], host), ())
+            stdout = self._applied.pop((phase["name"], host, FROM_STDOUT), None)
         if not phase.get("outputs") or self.outputs is None or self.mode != RUN or self.dry_run or outcome.failed \
                 or outcome.skipped:
             return
         try:
-            values, secret = self._output_values(phase, host, phase["outputs"], applied)
+            values, secret = self._output_values(phase, host, phase["outputs"], applied, stdout)
         except PhasekitError as err:
             outcome.failed, outcome.msg = True, f"{outcome.msg}; {err}" if outcome.msg else str(err)
             return
@@ -295,17 +297,25 @@ class BuiltinExecutors:
             outcome.msg = f"{outcome.msg}; {said}" if outcome.msg else said
             outcome.details = {**outcome.details, "known_after_run": fields}
 
-    def _output_values(self, phase: dict, host: str, declared: dict, applied=()) -> tuple[dict, list]:
+    def _output_values(self, phase: dict, host: str, declared: dict, applied=(), stdout=None) -> tuple[dict, list]:
         """The ``declared`` outputs of ``phase`` read on ``host`` (from ``applied``, the apply's answers, where they
-        are), and the names of the secret ones."""
-        session = self.access.session(host, EXTRA_CONNECTIONS)
-        namespace = apply_arguments(phase)["namespace"] if phase["executor"] == "apply" else None
-        namespace = namespace or self.access.resolution(host).namespace or "default"
-        discovery = Discovery(session)
+        are; from ``stdout``, a command's output: without it those are left out), and the names of the secret
+        ones."""
         values, secret = {}, []
+        session = discovery = namespace = None
         for name, spec in declared.items():
             output = PhaseOutput.from_dict(name, spec)
-            values[name] = read_output(output, session, discovery, namespace, applied)
+            if output.source == FROM_STDOUT:
+                if stdout is None:
+                    continue  # a command's output is not on the cluster: known after its next run
+                values[name] = read_stdout_output(output, stdout)
+            else:
+                if session is None:
+                    session = self.access.session(host, EXTRA_CONNECTIONS)
+                    namespace = apply_arguments(phase)["namespace"] if phase["executor"] == "apply" else None
+                    namespace = namespace or self.access.resolution(host).namespace or "default"
+                    discovery = Discovery(session)
+                values[name] = read_output(output, session, discovery, namespace, applied)
             if output.secret:
                 secret.append(name)
         return values, secret
@@ -744,6 +754,9 @@ class BuiltinExecutors:
         succeeded = rule.succeeded(done)
         # the output, masked with the rest of the outcome (see __call__), as Ansible's command task returns it
         details = {"rc": done.rc, "stdout": kept_output(done.stdout), "stderr": kept_output(done.stderr)}
+        if phase.get("outputs"):  # read whole, not cut as the result keeps it (see _read_outputs)
+            with self._lock:
+                self._applied[(phase["name"], host, FROM_STDOUT)] = done.stdout
         if not succeeded:
             return Outcome(changed=True, failed=True, msg=command_failure_message(done), details=details)
         return Outcome(changed=rule.changed(done), details=details,

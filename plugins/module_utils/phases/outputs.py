@@ -13,6 +13,7 @@ refused when the plan is read (``check_output_uses``), before anything runs.
 from __future__ import annotations
 
 import base64
+import json
 import os
 import re
 import threading
@@ -24,8 +25,10 @@ from ansible_collections.phasekit.kube.plugins.module_utils.jsonpath import JSON
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import Problems, did_you_mean, type_name
 
 VARIABLE = "phase_outputs"
-OUTPUT_FIELDS = ("kind", "name", "namespace", "apiVersion", "jsonpath", "secret")
-REQUIRED_FIELDS = ("kind", "name", "jsonpath")
+OUTPUT_FIELDS = ("from", "kind", "name", "namespace", "apiVersion", "jsonpath", "secret")
+OBJECT_FIELDS = ("kind", "name", "namespace", "apiVersion")
+FROM_OBJECT, FROM_STDOUT = "object", "stdout"  # an object on the cluster; a command phase's standard output (JSON)
+REQUIRED_FIELDS = {FROM_OBJECT: ("kind", "name", "jsonpath"), FROM_STDOUT: ("jsonpath",)}
 OUTPUT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # a Jinja identifier: phase_outputs.db.endpoint works
 # shown instead of a value no run has read yet (a preview of a new cluster), as Terraform's "known after apply"
 KNOWN_AFTER_RUN = "(known after the run)"
@@ -46,16 +49,17 @@ class PhaseOutput:
     namespace: str | None = None
     api_version: str | None = None
     secret: bool = False
+    source: str = FROM_OBJECT
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "name": self.object_name, "namespace": self.namespace,
+        return {"from": self.source, "kind": self.kind, "name": self.object_name, "namespace": self.namespace,
                 "apiVersion": self.api_version, "jsonpath": self.jsonpath, "secret": self.secret}
 
     @classmethod
     def from_dict(cls, name: str, data: dict) -> PhaseOutput:
-        return cls(name=name, kind=data["kind"], object_name=data["name"], jsonpath=data["jsonpath"],
-                   namespace=data.get("namespace"), api_version=data.get("apiVersion"),
-                   secret=bool(data.get("secret")))
+        return cls(name=name, kind=data.get("kind") or "", object_name=data.get("name") or "",
+                   jsonpath=data["jsonpath"], namespace=data.get("namespace"), api_version=data.get("apiVersion"),
+                   secret=bool(data.get("secret")), source=data.get("from") or FROM_OBJECT)
 
 
 @dataclass(frozen=True)
@@ -90,14 +94,22 @@ def _parse_output(name, spec, at, problems: Problems) -> PhaseOutput | None:
         problems.add(at(f".{name}"), f"expected a mapping (kind, name, jsonpath), got {type_name(spec)}")
         return None
     found = True
+    source = spec.get("from", FROM_OBJECT)
+    if source not in REQUIRED_FIELDS:
+        problems.add(at(f".{name}.from"), f"expected {FROM_OBJECT} (the default: an object on the cluster) or "
+                                          f"{FROM_STDOUT} (a command phase's JSON output), got {source!r}")
+        return None
     for key in spec:
         if key not in OUTPUT_FIELDS:
             problems.add(at(f".{name}.{key}"), f"unknown field{did_you_mean(key, OUTPUT_FIELDS)}; expected one of "
                                                f"{', '.join(OUTPUT_FIELDS)}")
             found = False
+        elif source == FROM_STDOUT and key in OBJECT_FIELDS:
+            problems.add(at(f".{name}.{key}"), f"an output from {FROM_STDOUT} names no object; remove {key}")
+            found = False
     for key in ("kind", "name", "namespace", "apiVersion", "jsonpath"):
         value = spec.get(key)
-        if value is None and key not in REQUIRED_FIELDS:
+        if value is None and key not in REQUIRED_FIELDS[source]:
             continue
         if not isinstance(value, str) or not value:
             problems.add(at(f".{name}.{key}"), f"{'missing: ' if value is None else ''}expected a non-empty string, "
@@ -115,8 +127,9 @@ def _parse_output(name, spec, at, problems: Problems) -> PhaseOutput | None:
             found = False
     if not found:
         return None
-    return PhaseOutput(name=name, kind=spec["kind"], object_name=spec["name"], jsonpath=spec["jsonpath"],
-                       namespace=spec.get("namespace"), api_version=spec.get("apiVersion"), secret=secret)
+    return PhaseOutput(name=name, kind=spec.get("kind") or "", object_name=spec.get("name") or "",
+                       jsonpath=spec["jsonpath"], namespace=spec.get("namespace"), api_version=spec.get("apiVersion"),
+                       secret=secret, source=source)
 
 
 # ------------------------------------------------------------ uses, checked before anything runs
@@ -219,6 +232,22 @@ def read_output(output: PhaseOutput, session, discovery, namespace: str, applied
         return JSONPath(output.jsonpath, allow_missing_keys=False).text(found)
     except JSONPathError as err:
         raise PhasekitError(f"output {output.name}: {output.jsonpath} on {_describe(output, namespace)}: {err}") \
+            from None
+
+
+def read_stdout_output(output: PhaseOutput, stdout) -> str:
+    """The output's value from a command's standard output, parsed as JSON."""
+    text = stdout.decode("utf-8", "replace") if isinstance(stdout, bytes) else str(stdout or "")
+    try:
+        document = json.loads(text)
+    except ValueError as err:
+        # the output itself is not shown: it may hold what a secret output would have taken from it
+        raise PhasekitError(f"output {output.name}: the command's standard output is not JSON ({err.msg} at line "
+                            f"{err.lineno} column {err.colno})") from None
+    try:
+        return JSONPath(output.jsonpath, allow_missing_keys=False).text(document)
+    except JSONPathError as err:
+        raise PhasekitError(f"output {output.name}: {output.jsonpath} on the command's standard output: {err}") \
             from None
 
 

@@ -14,7 +14,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery impor
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.objects import PlannedObject
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import (
     KNOWN_AFTER_RUN, SECRET_NAMES, OutputUse, OutputValues, PhaseOutput, declared_outputs, known_after_run,
-    output_uses, read_output)
+    output_uses, read_output, read_stdout_output)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import (
     RunInfo, entry_for, recorded_outputs)
 
@@ -43,7 +43,8 @@ def consumer(name="app", cluster="target", use="{{ phase_outputs.db.endpoint }}"
     ({"endpoint": {**ENDPOINT, "jsonpath": None}},
      "spec.outputs.endpoint.jsonpath: missing: expected a non-empty string"),
     ({"endpoint": {**ENDPOINT, "zzz": "x"}},
-     "spec.outputs.endpoint.zzz: unknown field; expected one of kind, name, namespace, apiVersion, jsonpath, secret"),
+     "spec.outputs.endpoint.zzz: unknown field; expected one of from, kind, name, namespace, apiVersion, jsonpath, "
+     "secret"),
     ({"endpoint": {**ENDPOINT, "secret": "yes"}}, "spec.outputs.endpoint.secret: expected true or false"),
     ({"endpoint": {**ENDPOINT, "jsonpath": "{.data[}"}},
      "spec.outputs.endpoint.jsonpath: not a kubectl JSONPath template"),
@@ -253,3 +254,46 @@ RUN = RunInfo(run="r1", plan="p", version="1", by="me")
         "never-ran"])
 def test_recorded_outputs(entries, expected):
     assert recorded_outputs(entries) == expected
+
+
+# ------------------------------------------------------------ a command phase's JSON output
+
+TOKEN = {"from": "stdout", "jsonpath": "{.status.token}"}
+
+
+@pytest.mark.parametrize("executor, outputs, expected", [
+    ("command", {"token": TOKEN}, None),
+    ("command", {"token": {**TOKEN, "kind": "ConfigMap"}},
+     "spec.outputs.token.kind: an output from stdout names no object; remove kind"),
+    ("command", {"token": {**TOKEN, "from": "stderr"}},
+     "spec.outputs.token.from: expected object (the default: an object on the cluster) or stdout"),
+    ("wait", {"token": TOKEN}, "spec.outputs.token.from: executor wait has no standard output to read"),
+], ids=["from-stdout-needs-only-a-jsonpath", "names-no-object", "object-or-stdout", "only-command-phases"])
+def test_declaring_an_output_from_a_commands_output(tmp_path, executor, outputs, expected):
+    spec = {"options": ECHO} if executor == "command" else {"source": [{"apiVersion": "v1", "kind": "ConfigMap",
+                                                                         "metadata": {"name": "x"}}]}
+    documents = [phase("db", cluster="ephemeral", executor=executor, outputs=outputs, **spec)]
+    if expected is None:
+        assert build(documents, tmp_path).phases[0].phase.outputs == (
+            PhaseOutput(name="token", kind="", object_name="", jsonpath="{.status.token}", source="stdout"),)
+        return
+    with pytest.raises(PhasekitError) as raised:
+        build(documents, tmp_path)
+    assert "(Phase db) field " + expected in str(raised.value)
+
+
+@pytest.mark.parametrize("stdout, expected", [
+    ('{"status": {"token": "t0k"}}\n', "t0k"),
+    (b'{"status": {"token": "t0k"}}', "t0k"),
+    ("token: t0k", PhasekitError("output token: the command's standard output is not JSON (Expecting value at line "
+                                 "1 column 1)")),
+    ('{"status": {}}', PhasekitError("output token: {.status.token} on the command's standard output: ")),
+], ids=["json-text", "json-bytes", "not-json-says-where-not-what", "missing-field"])
+def test_reading_an_output_from_a_commands_output(stdout, expected):
+    output = PhaseOutput.from_dict("token", TOKEN)
+    if isinstance(expected, Exception):
+        with pytest.raises(PhasekitError) as raised:
+            read_stdout_output(output, stdout)
+        assert str(raised.value).startswith(str(expected))
+        return
+    assert read_stdout_output(output, stdout) == expected
