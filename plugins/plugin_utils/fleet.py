@@ -182,11 +182,20 @@ class Fleet:
     def render_template(self, host: str, path: str) -> str:
         """A template file (a bundle manifest or a helm values file ending in .j2) rendered with the host's
         variables: inventory, group and host vars (vault-encrypted ones too), extra vars, inventory_hostname."""
-        return render_template_file(self._templar, path, self._variables(host, path), what="template")
+        try:
+            return render_template_file(self._templar, path, self._variables(host, path), what="template")
+        except PhasekitError as err:
+            raise PhasekitError(self._explained(str(err))) from None
 
     def render_options(self, host: str, options: dict, where: str) -> dict:
         """A phase's options with every string that holds a template rendered with the host's variables."""
-        return render_strings(self._templar, options, self._variables(host, where), where)
+        try:
+            return render_strings(self._templar, options, self._variables(host, where), where)
+        except PhasekitError as err:
+            raise PhasekitError(self._explained(str(err))) from None
+
+    def _explained(self, message: str) -> str:
+        return self.outputs.explained(message) if self.outputs is not None else message
 
     def secrets(self, host: str) -> frozenset:
         """What must not be shown of this host: the credentials of its kubeconfig once resolved (handed to

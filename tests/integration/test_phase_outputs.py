@@ -244,3 +244,12 @@ def test_a_command_phases_json_output_feeds_a_later_phase_and_a_secret_one_is_ma
     assert "eu-west" in record and TOKEN not in record
     rc, output = site("-e", "plan_action=status")   # a command does not run in a dry run: its record answers
     assert rc == 0, output
+
+
+def test_a_run_that_leaves_out_a_producer_that_never_ran_says_so_and_applies_no_placeholder(clusters, site):
+    site.write([mgmt_phase(site.namespace), app_phase(site.namespace), plan("mgmt", "app")])
+    rc, output = site("-e", "plan_only=app")
+    assert rc != 0
+    assert ("(outputs not read yet: mgmt on ephemeral; the phase has not succeeded there in this run nor in a "
+            "recorded one: run it first, or include it in the selection)") in output, output
+    assert "app" not in configmaps_names(clusters["target"], site.namespace)

@@ -333,6 +333,21 @@ class OutputValues:
             for name in secret_names:
                 self._secrets.update(_secret_forms(values.get(name)))
 
+    def not_read(self) -> list[str]:
+        """``PHASE on HOST`` for each producing phase whose outputs are not known on a host of it (no run read them:
+        not in this run, nor in a recorded one): what a template's undefined ``phase_outputs`` use comes from."""
+        with self._lock:
+            return [f"{phase} on {host}" for phase, (hosts, _names) in self._declared.items() for host in hosts
+                    if (phase, host) in self._tried and host not in self._values.get(phase, {})]
+
+    def explained(self, message: str) -> str:
+        """A template error, with the outputs not read yet when it says a value is undefined."""
+        missing = self.not_read()
+        if not missing or not any(word in message for word in ("undefined", "has no attribute")):
+            return message
+        return (f"{message} (outputs not read yet: {', '.join(missing)}; the phase has not succeeded there in this "
+                f"run nor in a recorded one: run it first, or include it in the selection)")
+
     def secret_values(self) -> frozenset:
         """The values of secret outputs: masked in everything shown (``masking.Masks``)."""
         with self._lock:

@@ -232,6 +232,20 @@ def test_a_phase_this_step_runs_is_not_filled_from_an_earlier_run():
     assert values.for_host("target") == {}
 
 
+@pytest.mark.parametrize("message, explained", [
+    ("template app.yaml.j2 line 7: object of type 'dict' has no attribute 'db'", True),
+    ("template app.yaml.j2 line 7: 'region' is undefined", True),
+    ("template app.yaml.j2 line 7: unexpected '}'", False),
+], ids=["an-undefined-attribute", "an-undefined-variable", "another-error-as-it-is"])
+def test_a_real_run_says_which_outputs_were_not_read(message, explained):
+    declared = declared_outputs([{"name": "db", "full_name": "db", "hosts": ["ephemeral"],
+                                  "outputs": {"endpoint": ENDPOINT}}])
+    values = OutputValues().expect(declared, fill=lambda *_: None)
+    values.for_host("target")
+    hint = " (outputs not read yet: db on ephemeral; the phase has not succeeded there in this run nor in a recorded one"
+    assert values.explained(message).startswith(message + hint) if explained else values.explained(message) == message
+
+
 def test_a_preview_names_the_fields_known_after_the_run():
     objects = [{"kind": "ConfigMap", "metadata": {"name": "app", "namespace": "ns"},
                 "data": {"a": KNOWN_AFTER_RUN, "b": "known"}, "list": [f"x {KNOWN_AFTER_RUN}"]}]
