@@ -69,9 +69,9 @@ def _check_phase(phase: Phase, executors: dict[str, Executor], problems: Problem
                                              f"cannot be read; declare them on a phase that runs on the controller")
     for output in phase.outputs:
         if output.source == FROM_STDOUT and executor.name != "command":
-            problems.add(phase.where(f"outputs.{output.name}.from"), f"executor {executor.name} has no standard "
-                                                                      f"output to read; from: {FROM_STDOUT} is for "
-                                                                      f"command phases")
+            problems.add(phase.where(f"outputs.{output.name}.from"),
+                         f"executor {executor.name} has no standard output to read; from: {FROM_STDOUT} is for "
+                         f"command phases")
     if phase.retry_fields_set and not executor.runs_on_controller:
         problems.add(phase.where(phase.retry_fields_set[0]),
                      f"executor {executor.name} runs a task file on each host: retry its tasks with Ansible's "

@@ -284,8 +284,8 @@ TOKEN = {"from": "stdout", "jsonpath": "{.status.token}"}
     ("wait", {"token": TOKEN}, "spec.outputs.token.from: executor wait has no standard output to read"),
 ], ids=["from-stdout-needs-only-a-jsonpath", "names-no-object", "object-or-stdout", "only-command-phases"])
 def test_declaring_an_output_from_a_commands_output(tmp_path, executor, outputs, expected):
-    spec = {"options": ECHO} if executor == "command" else {"source": [{"apiVersion": "v1", "kind": "ConfigMap",
-                                                                         "metadata": {"name": "x"}}]}
+    configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}
+    spec = {"options": ECHO} if executor == "command" else {"source": [configmap]}
     documents = [phase("db", cluster="ephemeral", executor=executor, outputs=outputs, **spec)]
     if expected is None:
         assert build(documents, tmp_path).phases[0].phase.outputs == (
