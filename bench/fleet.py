@@ -24,6 +24,9 @@ Scenarios (all on the local clusters, in fresh namespaces, tools taking turns):
 - requests: the API requests of the fleet plan's first run and no-op re-run at 1 and 60 cluster hosts
   (``--request-sizes``), and how many of them are watches guarding kept lists, as the run counts them (its -vvv
   line): figures the machine's load does not move.
+- outputs: the API requests of the fleet plan's first run at 500 cluster hosts (``--outputs-sizes``), without and
+  with an output on every phase (a field of an object the phase applies): the same count says an output costs no
+  request when the apply's answer holds it. Not in the default run: ``--only outputs`` runs it.
 - lock: what one run at a time costs (the lock in each run record): the fleet plan's first run and no-op re-run at
   60 and 500 cluster hosts (``--lock-sizes``), this tree against the tree before the lock (``--lock-baseline``, a
   git ref; default: the parent of the commit that added ``module_utils/phases/lock.py``), taking turns in each
@@ -483,6 +486,33 @@ class Bench:
             rows.append(row)
         return rows
 
+    def outputs(self, sizes: list[int]) -> list[dict]:
+        """The fleet plan's first-run API requests without and with an output on every phase (the first ConfigMap's
+        ``.data.phase``, which the phase applies), as the run counts them (its -vvv line)."""
+        rows = []
+        for size in sizes:
+            row = {"hosts": size}
+            for variant in ("without", "with"):
+                site = self.site(f"outputs-{variant}", size, PHASES, PER_PHASE)
+                if variant == "with":
+                    plan = site["root"] / "phases" / "plan.yaml"
+                    documents = list(yaml.safe_load_all(plan.read_text()))
+                    for document in documents:
+                        document["spec"]["outputs"] = {"phase": {
+                            "kind": "ConfigMap", "name": f"{document['metadata']['name']}-00", "jsonpath": "{.data.phase}"}}
+                    plan.write_text(yaml.safe_dump_all(documents))
+                self.phasekit_plan(site, "-vvv")
+                counted = REQUESTS_LINE.search(self.last["stdout"])
+                if counted is None:
+                    raise SystemExit("bench: the run printed no request count (phasekit.kube.run_phases at -vvv)")
+                row[f"{variant}_requests"] = int(counted.group(1))
+                self.cleanup()
+            row["extra"] = row["with_requests"] - row["without_requests"]
+            print(f"bench outputs: {size} hosts: {row['without_requests']} requests without outputs, "
+                  f"{row['with_requests']} with ({row['extra']} more)", file=sys.stderr)
+            rows.append(row)
+        return rows
+
     def lock(self, sizes: list[int], rounds: int, baseline: Path) -> list[dict]:
         """The lock's cost: the fleet plan (PHASES x PER_PHASE) over each size, first run and no-op re-run, with
         this tree and with ``baseline`` (the tree before the lock), taking turns in each round."""
@@ -667,6 +697,12 @@ def report(results: dict) -> str:
         out += [f"| {row['hosts']} | {row['first_requests']} | {row['first_watches']} | {row['rerun_requests']} "
                 f"| {row['rerun_watches']} |" for row in results["requests"]]
         out.append("")
+    if results.get("outputs"):
+        out += ["| hosts | first run: requests without outputs | with an output on every phase | more |",
+                "|---:|---:|---:|---:|"]
+        out += [f"| {row['hosts']} | {row['without_requests']} | {row['with_requests']} | {row['extra']} |"
+                for row in results["outputs"]]
+        out.append("")
     if results.get("recap"):
         out += ["The role in `site.yml`: `main` (today), this tree with `plan_host_results` false (default) and true "
                 "(medians; the cost is the median of each round's difference to the same round's `main`):", "",
@@ -802,6 +838,7 @@ def main(argv=None) -> int:
     parser.add_argument("--only", default="", help="comma-separated scenarios to run (the others are skipped)")
     parser.add_argument("--lock-sizes", default="60,500", help="cluster hosts of the lock scenario")
     parser.add_argument("--request-sizes", default="1,60", help="cluster hosts of the requests scenario")
+    parser.add_argument("--outputs-sizes", default="500", help="cluster hosts of the outputs scenario")
     parser.add_argument("--lock-baseline", default="",
                         help="git ref of the tree without the lock (default: the parent of the commit that added "
                              "plugins/module_utils/phases/lock.py)")
@@ -811,11 +848,12 @@ def main(argv=None) -> int:
                         help="phasekit runs with plan_record=false, and the floor writes no run records")
     args = parser.parse_args(argv)
     skip = set(filter(None, args.skip.split(",")))
-    scenarios = {"floor", "overhead", "fleet", "large", "rollout", "lock", "requests", "recap"}
+    scenarios = {"floor", "overhead", "fleet", "large", "rollout", "lock", "requests", "recap", "outputs"}
     if args.only:
         skip = scenarios - set(args.only.split(","))
     else:
-        skip.update({"lock", "recap"})   # before/after comparisons: asked for by name (--only lock, --only recap)
+        # before/after comparisons: asked for by name (--only lock, --only recap, --only outputs)
+        skip.update({"lock", "recap", "outputs"})
     bin_dir = tools_bin()
     env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{VENV_BIN}{os.pathsep}{os.environ['PATH']}")
     env.pop("KUBECONFIG", None)
@@ -842,6 +880,8 @@ def main(argv=None) -> int:
                 results["rollout"] = bench.rollout(args.rollout_hosts)
             if "requests" not in skip:
                 results["requests"] = bench.requests([int(size) for size in args.request_sizes.split(",")])
+            if "outputs" not in skip:
+                results["outputs"] = bench.outputs([int(size) for size in args.outputs_sizes.split(",")])
             if "lock" not in skip:
                 results["lock"] = bench.lock([int(size) for size in args.lock_sizes.split(",")], args.rounds,
                                              baseline_tree(Path(tmp), args.lock_baseline))

@@ -26,6 +26,8 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs im
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.convert import (
     BUNDLE_OPTION, check_destination, convert_documents, write_conversion)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import option_values
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import VARIABLE as OUTPUTS_VARIABLE
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import OutputValues, declared_outputs
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import Plan, PlannedPhase
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.report import (
     check_render_dest, check_report_path, role_named, write_graph, write_rendered)
@@ -98,11 +100,15 @@ class ActionModule(PhasekitAction):
             result["warnings"] = warnings
         if args["render"]:
             hostvars = task_vars.get("hostvars")
+            # offline: no cluster is asked for an output, each renders as known after the run
+            previewed = OutputValues.previewed(declared_outputs([planned.to_dict() for planned in plan.phases]))
 
             def render_for(host: str):
                 if hostvars is None or host not in hostvars:
                     raise PhasekitError(f"host {host!r}: no variables to render its templates with")
                 variables = host_variables(hostvars, host)
+                if previewed.declared:
+                    variables = {**variables, OUTPUTS_VARIABLE: previewed.for_host(host)}
                 return (lambda path: render_template_file(self._templar, path, variables, what="template"),
                         vault_values(variables))
 

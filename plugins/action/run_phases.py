@@ -31,6 +31,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.report import (
     check_report_path, report_entries, role_named, write_reports)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.outcome import cluster_outcomes
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import OutputValues, declared_outputs
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import (
     history_lines, rollout_stop_message, summary_lines)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import hosts_label
@@ -127,11 +128,12 @@ class ActionModule(PhasekitAction):
                             "run of this plan on the same clusters is not stopped (see \"One run at a time\" in "
                             "docs/phases.md)")
         with signals_interrupt(), ExitStack() as stack:
+            outputs = OutputValues()  # what phases read after they ran, for later phases' templates
             lists = ListMemory()  # a collection one phase listed answers the next ones (see ListMemory)
             stack.callback(lists.close)  # after the fleet's sessions: the watches guarding its lists end with the step
             fleet = stack.enter_context(Fleet(self._loader, task_vars.get("hostvars"), remembered=remembered,
                                               templar=self._templar, lists=lists, environ=self.environ,
-                                              environment=self.task_environment))
+                                              environment=self.task_environment, outputs=outputs))
             if runs_first_phase(plan, args["phases"], mode):  # once per run: a run's later steps say nothing
                 for warning in overridden_warnings(fleet.overridden(plan_hosts(plan, in_play))):
                     display.warning(warning)
@@ -154,7 +156,15 @@ class ActionModule(PhasekitAction):
                                          resume=args["resume"], resumed_hosts=args["resumed_hosts"], lists=lists,
                                          plan=plan.name or "", allow_shared_cluster=args["allow_shared_cluster"],
                                          environ_of=fleet.environ_of,
-                                         delete_nonempty_namespaces=args["destroy_nonempty_namespaces"], step=phases)
+                                         delete_nonempty_namespaces=args["destroy_nonempty_namespaces"], step=phases,
+                                         outputs=outputs)
+            every = [planned.to_dict() for planned in plan.phases]  # a producer left out of the selection too
+            by_full_name = {phase["full_name"]: phase for phase in every}
+            outputs.expect(declared_outputs(every),
+                           fill=lambda full_name, host: executors.recorded_outputs(by_full_name[full_name], host),
+                           placeholder=mode != RUN or bool(self._task.check_mode),
+                           now=[phase.get("full_name", phase["name"]) for phase in phases]
+                           if mode == RUN and not self._task.check_mode and not args["resume"] else ())
             writes = records is not None and writes
             # check mode, status, validate and destroy run batch by batch without the soak
             rollouts = RolloutRun(pause=mode == RUN and not self._task.check_mode,
@@ -294,6 +304,8 @@ class ActionModule(PhasekitAction):
             for record in records:  # a preview: objects the server could not dry-run, and why
                 for line in record.details.get("not_checked") or ():
                     display.display(f"  {record.host}: {line}")
+                for line in record.details.get("known_after_run") or ():  # fields holding outputs not read yet
+                    display.display(f"  {record.host}: known after the run: {line}")
             if mode not in (DESTROY, RUN):
                 return
             for record in records:
@@ -351,7 +363,11 @@ def _show_record(record) -> None:
 
 def _show_output(record) -> None:
     """-v: what a command printed (masked with the rest of its outcome), its last ``MAX_SHOWN_LINES`` lines of
-    each stream, as Ansible's command task shows stdout and stderr."""
+    each stream, as Ansible's command task shows stdout and stderr; and the outputs the phase read (secret ones
+    as ***)."""
+    outputs = record.details.get("outputs")
+    if outputs:
+        display.display("    outputs: " + ", ".join(f"{name}={value}" for name, value in outputs.items()))
     for stream in ("stdout", "stderr"):
         lines = str(record.details.get(stream) or "").splitlines()
         if not lines:

@@ -25,6 +25,8 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.identity import
     ClusterIdentities, ClusterIdentity, server_address)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiSession, ListMemory
 from ansible_collections.phasekit.kube.plugins.module_utils.environ import Overridden, origin_of
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import VARIABLE as OUTPUTS_VARIABLE
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import OutputValues
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.connection import HOST_VARS as CONNECTION_VARS
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.connection import OPTIONS as CONNECTION_OPTIONS
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.redact import kubeconfig_credentials
@@ -90,8 +92,10 @@ class Fleet:
     """``ClusterAccess`` over the inventory: a resolution and an API session per host, kept for the step."""
 
     def __init__(self, loader, hostvars, *, environ: Mapping | None = None, remembered: Mapping | None = None,
-                 templar=None, lists: ListMemory | None = None, environment: TaskEnvironment | None = None):
+                 templar=None, lists: ListMemory | None = None, environment: TaskEnvironment | None = None,
+                 outputs: OutputValues | None = None):
         self.vars = FleetVars(hostvars)
+        self.outputs = outputs  # earlier phases' outputs: templates see them as phase_outputs
         self.lists = lists  # the step's collections listed, shared by its sessions (see ListMemory)
         self._hostvars = hostvars
         self._templar = templar
@@ -178,11 +182,20 @@ class Fleet:
     def render_template(self, host: str, path: str) -> str:
         """A template file (a bundle manifest or a helm values file ending in .j2) rendered with the host's
         variables: inventory, group and host vars (vault-encrypted ones too), extra vars, inventory_hostname."""
-        return render_template_file(self._templar, path, self._variables(host, path), what="template")
+        try:
+            return render_template_file(self._templar, path, self._variables(host, path), what="template")
+        except PhasekitError as err:
+            raise PhasekitError(self._explained(str(err))) from None
 
     def render_options(self, host: str, options: dict, where: str) -> dict:
         """A phase's options with every string that holds a template rendered with the host's variables."""
-        return render_strings(self._templar, options, self._variables(host, where), where)
+        try:
+            return render_strings(self._templar, options, self._variables(host, where), where)
+        except PhasekitError as err:
+            raise PhasekitError(self._explained(str(err))) from None
+
+    def _explained(self, message: str) -> str:
+        return self.outputs.explained(message) if self.outputs is not None else message
 
     def secrets(self, host: str) -> frozenset:
         """What must not be shown of this host: the credentials of its kubeconfig once resolved (handed to
@@ -194,6 +207,8 @@ class Fleet:
             if isinstance(found, Resolution) and host not in self._credentials:
                 self._credentials[host] = frozenset(kubeconfig_credentials(found.config))
             credentials = self._credentials.get(host, frozenset())
+            if self.outputs is not None:  # a secret output may be rendered into any later phase's objects
+                credentials = credentials | self.outputs.secret_values()
             if host not in self._templated:
                 return credentials
             if host not in self._secrets:
@@ -206,7 +221,10 @@ class Fleet:
             raise PhasekitError(f"{what}: no variables of host {host!r} to render it with")
         with self._lock_for(host):
             self._templated.add(host)
-        return host_variables(self._hostvars, host)
+        variables = host_variables(self._hostvars, host)
+        if self.outputs is None:
+            return variables
+        return {**variables, OUTPUTS_VARIABLE: self.outputs.for_host(host)}
 
     def memory(self) -> dict:
         """Every resolution known to this run (earlier steps' and this one's), for later steps: credentials!"""

@@ -53,8 +53,11 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.fingerprint i
     FileDigests, command_words, uncomparable)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.container import (
     CONTAINER_SPEC, container_failure_message, run_container, shown_items, write_output)
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import (
+    FROM_STDOUT, SECRET_NAMES, OutputValues, PhaseOutput, known_after_run, read_output, read_stdout_output)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import (
-    KEY_SECRET, LABELS, PLAN_ANNOTATION, LockRefused, RunRecords, bundle_digest, recorded_message, resumable)
+    KEY_SECRET, LABELS, PLAN_ANNOTATION, LockRefused, RunRecords, bundle_digest, recorded_message, recorded_outputs,
+    resumable)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import TASKS_EXECUTOR, Outcome, time_left
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.shared_cluster import (
     HostTarget, shared_cluster_refusal)
@@ -177,8 +180,11 @@ class BuiltinExecutors:
                  records: RunRecords | None = None, resume: bool = False, resumed_hosts=(),
                  lists: ListMemory | None = None, plan: str | None = None, allow_shared_cluster: bool = False,
                  environ_of: Callable[[str], Mapping | None] | None = None, delete_nonempty_namespaces: bool = False,
-                 step: list[dict] | None = None):
+                 step: list[dict] | None = None, outputs: OutputValues | None = None):
         self.access = access
+        self.outputs = outputs  # the outputs phases read on their hosts, for later phases (``phases.outputs``)
+        # (phase, host) -> its apply's answers; (phase, host, "stdout") -> its command's output: its outputs are read there
+        self._applied: dict[tuple, object] = {}
         self.plan = plan
         self.started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())  # when the run started: a set it takes is its since then
         self.allow_shared_cluster = allow_shared_cluster  # hosts of a phase may share a cluster and namespace
@@ -229,6 +235,8 @@ class BuiltinExecutors:
             outcome = self._resumed_outcome(phase, host, digest) if self.resume else None
             if outcome is None:
                 outcome = self._run_executor(phase, host)
+                self._read_outputs(phase, host, outcome)
+                self._say_known_after_run(phase, host, outcome)
             if content and not compared:
                 digest = self.records.digest(host, content, attempts=1 if outcome.failed else None)
             key_problem = self.records.key_problem(host) if self.records is not None else None
@@ -254,6 +262,83 @@ class BuiltinExecutors:
             outcome.msg = masks.scrub(outcome.msg)
             outcome.details = masks.scrub(outcome.details)
         return outcome
+
+    def _read_outputs(self, phase: dict, host: str, outcome: Outcome) -> None:
+        """After the phase ran on ``host``: its outputs read there and kept for later phases (a run only; a preview
+        leaves them known after the run). A value that cannot be read fails the phase on this host."""
+        with self._lock:
+            applied = self._applied.pop((phase["name"], host), ())
+            stdout = self._applied.pop((phase["name"], host, FROM_STDOUT), None)
+        if not phase.get("outputs") or self.outputs is None or self.mode != RUN or self.dry_run or outcome.failed \
+                or outcome.skipped:
+            return
+        try:
+            values, secret = self._output_values(phase, host, phase["outputs"], applied, stdout)
+        except PhasekitError as err:
+            outcome.failed, outcome.msg = True, f"{outcome.msg}; {err}" if outcome.msg else str(err)
+            return
+        self.outputs.keep(phase.get("full_name", phase["name"]), host, values, secret)
+        outcome.details = {**outcome.details, "outputs": {name: ("***" if name in secret else value)
+                                                          for name, value in values.items()},
+                           "secret_outputs": secret}
+
+    def _say_known_after_run(self, phase: dict, host: str, outcome: Outcome) -> None:
+        """A preview whose objects hold outputs no run has read yet says which fields (Terraform's "known after
+        apply") instead of showing the placeholder as a value."""
+        if not self.dry_run or self.outputs is None or phase["executor"] not in ("apply", "wait") \
+                or not self._templated(phase):
+            return
+        try:
+            fields = known_after_run(one.obj for one in self.bundle(phase, host))
+        except Exception:  # pylint: disable=broad-exception-caught
+            return  # the phase's own outcome reports a bundle that does not render
+        if fields:
+            said = f"known after the run: {', '.join(fields)}"
+            outcome.msg = f"{outcome.msg}; {said}" if outcome.msg else said
+            outcome.details = {**outcome.details, "known_after_run": fields}
+
+    def _output_values(self, phase: dict, host: str, declared: dict, applied=(), stdout=None) -> tuple[dict, list]:
+        """The ``declared`` outputs of ``phase`` read on ``host`` (from ``applied``, the apply's answers, where they
+        are; from ``stdout``, a command's output: without it those are left out), and the names of the secret
+        ones."""
+        values, secret = {}, []
+        session = discovery = namespace = None
+        for name, spec in declared.items():
+            output = PhaseOutput.from_dict(name, spec)
+            if output.source == FROM_STDOUT:
+                if stdout is None:
+                    continue  # a command's output is not on the cluster: known after its next run
+                values[name] = read_stdout_output(output, stdout)
+            else:
+                if session is None:
+                    session = self.access.session(host, EXTRA_CONNECTIONS)
+                    namespace = apply_arguments(phase)["namespace"] if phase["executor"] == "apply" else None
+                    namespace = namespace or self.access.resolution(host).namespace or "default"
+                    discovery = Discovery(session)
+                values[name] = read_output(output, session, discovery, namespace, applied)
+            if output.secret:
+                secret.append(name)
+        return values, secret
+
+    def recorded_outputs(self, phase: dict, host: str) -> dict | None:
+        """The outputs of ``phase``'s last run on ``host``, for a step that does not run it (status, destroy, a
+        resume, a preview, a selection without it): the non-secret ones from the run record, the secret ones (and
+        all of them without records) read again from the cluster. None when they are not known there."""
+        recorded = None
+        if self.records is not None:
+            try:
+                recorded = recorded_outputs(self.records.entries(host, phase["name"]))
+            except PhasekitError:
+                return None
+            if recorded is None:
+                return None  # the phase never succeeded here: nothing to read either
+        declared = phase["outputs"]
+        missing = {name: spec for name, spec in declared.items() if recorded is None or name not in recorded}
+        try:
+            values, secret = self._output_values(phase, host, missing) if missing else ({}, [])
+        except PhasekitError:
+            return None
+        return {**(recorded or {}), **values, SECRET_NAMES: secret}
 
     def waiting_on(self, phase_name: str, host: str) -> str:
         """What the phase's wait on ``host`` waits for now ("" when it is not waiting): the objects not Current
@@ -598,6 +683,9 @@ class BuiltinExecutors:
         session.guard_kept(watch=self._applies_after is None or host in self._applies_after.get(phase["name"], ()))
         if options.carried is not None:
             options.carried.record(phase["name"], report.objects)
+        if phase.get("outputs"):
+            with self._lock:
+                self._applied[(phase["name"], host)] = report.objects
         counts = report.counts()
         details = {"counts": counts}
         if self.dry_run and report.changed:
@@ -666,6 +754,9 @@ class BuiltinExecutors:
         succeeded = rule.succeeded(done)
         # the output, masked with the rest of the outcome (see __call__), as Ansible's command task returns it
         details = {"rc": done.rc, "stdout": kept_output(done.stdout), "stderr": kept_output(done.stderr)}
+        if phase.get("outputs"):  # read whole, not cut as the result keeps it (see _read_outputs)
+            with self._lock:
+                self._applied[(phase["name"], host, FROM_STDOUT)] = done.stdout
         if not succeeded:
             return Outcome(changed=True, failed=True, msg=command_failure_message(done), details=details)
         return Outcome(changed=rule.changed(done), details=details,

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import RawDocument
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import parse_outputs
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import (
     DocumentOrigin, Problems, did_you_mean, shown_value, type_name)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import Rollout, parse_rollout
@@ -29,7 +30,7 @@ SEPARATOR = "/"
 DOCUMENT_FIELDS = ("apiVersion", "kind", "metadata", "spec")
 METADATA_FIELDS = ("name", "labels", "annotations")
 PHASE_SPEC_FIELDS = ("description", "cluster", "executor", "source", "options", "retries", "delay", "timeout",
-                     "rollout", "phases")
+                     "rollout", "outputs", "phases")
 # Attempts after a failed one, the first pause between them (doubled each time) and the phase's time limit per host.
 RETRY_FIELDS = ("retries", "delay", "timeout")
 MAX_RETRIES = 100
@@ -65,6 +66,7 @@ class Phase:
     timeout: float | None = None       # seconds the phase may take on one host, all attempts together
     retry_fields_set: tuple = ()       # which of them the document sets (group and tasks phases take none)
     rollout: Rollout | None = None     # its own progressive rollout across its clusters (see rollout.py)
+    outputs: tuple = ()                # ``outputs.PhaseOutput``s: values read after it ran, for later phases
     children: list[Phase] = field(default_factory=list)
     # Documents of another format (airshipctl's) keep a field elsewhere: "source" -> "config.documentEntryPoint".
     field_paths: dict = field(default_factory=dict)
@@ -251,6 +253,7 @@ def _fill_phase(phase: Phase, spec: dict, problems: Problems):
     _fill_retries(phase, spec, problems)
     phase.rollout = parse_rollout(spec.get("rollout"), lambda name: phase.where(f"rollout.{name}" if name else "rollout"),
                                   problems)
+    phase.outputs = parse_outputs(spec.get("outputs"), lambda below: phase.where(f"outputs{below}"), problems)
     options = spec.get("options")
     if options is not None:
         if isinstance(options, dict):

@@ -21,6 +21,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents imp
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.executors import Executor
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.inventory import Inventory
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import Catalog, Phase, PhasePlan, parse_documents
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import check_output_uses
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import Problems, did_you_mean
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import RolloutOf, parse_rollout
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.selection import (
@@ -98,6 +99,7 @@ class PlannedPhase:
             "selected": self.selected,
             "reason": self.reason,
             "rollout": self.rollout.to_dict() if self.rollout is not None else None,
+            "outputs": {output.name: output.to_dict() for output in phase.outputs},
             "in_plans": list(self.in_plans),
         }
 
@@ -160,6 +162,7 @@ def build_plan(documents: list[RawDocument], *, executors: dict[str, Executor], 
     warnings = other_problems(catalog, plan, phases, executors) if check_all else []
     placements = place_phases(phases, inventory, problems)
     rollouts = place_rollouts(phases, placements, default, problems)
+    check_output_uses(phases, lambda name: placements[name].hosts, problems)
     problems.raise_if_any()
     entries = run_list(ordered, numbered=plan is not None)
     reasons = select_phases([Step(planned.name, planned.phase.full_name, planned.entry or 0) for planned in entries],

@@ -149,9 +149,11 @@ def utc_stamp(epoch: float) -> str:
 
 
 def entry_for(run: RunInfo, *, result: str, started: float, duration: float, digest: str | None,
-              msg: str = "", rollout: dict | None = None, masks: Masks | None = None) -> dict:
+              msg: str = "", rollout: dict | None = None, masks: Masks | None = None,
+              outputs: dict | None = None) -> dict:
     """One phase's entry of this run; under a rollout, which batch of it touched the cluster
-    (``{"phase": "cni", "batch": 2, "of": 5}``)."""
+    (``{"phase": "cni", "batch": 2, "of": 5}``); ``outputs``: the values of its outputs that are not secret (a
+    secret one is read again from the cluster when it is needed: a ConfigMap is for ``view`` users)."""
     entry = {"run": run.run, "action": run.action, "result": result, "started": utc_stamp(started),
              "duration": round(duration, 3), "digest": digest, "plan": run.plan, "version": run.version,
              "by": run.by}
@@ -159,7 +161,18 @@ def entry_for(run: RunInfo, *, result: str, started: float, duration: float, dig
         entry["rollout"] = {key: rollout.get(key) for key in ("phase", "batch", "of")}
     if result == "failed" and msg:
         entry["msg"] = recorded_message(msg, masks)
+    if outputs:
+        entry["outputs"] = {name: masks.scrub(value) if masks else value for name, value in outputs.items()}
     return entry
+
+
+def recorded_outputs(entries: list[dict]) -> dict | None:
+    """The outputs of a phase's newest run that succeeded, from its entries (newest first); None: no such run."""
+    for entry in entries:
+        if entry.get("action", RUN_ACTION) == RUN_ACTION and entry.get("result") in SUCCEEDED:
+            outputs = entry.get("outputs")
+            return dict(outputs) if isinstance(outputs, dict) else {}
+    return None
 
 
 def recorded_message(msg: str, masks: Masks | None = None) -> str:
@@ -877,6 +890,7 @@ ENTRY_FIELDS = {
     "version": ((str,), "the collection's version"),
     "by": ((str,), "user@controller"),
     "rollout": ((dict,), "an object {phase, batch, of}"),
+    "outputs": ((dict,), "an object of output names and values"),
 }  # msg is not checked: how it is stored is the masking's
 REQUIRED_FIELDS = ("run", "result", "started")
 
@@ -961,9 +975,12 @@ def phase_recorder(records: RunRecords, tasks_executor: str = "tasks",
     def write(phase: dict, record) -> None:
         if record.executor == tasks_executor or record.result not in (*SUCCEEDED, "failed"):
             return
+        outputs = record.details.get("outputs") or {}
+        secret = set(record.details.get("secret_outputs") or ())
         entry = entry_for(records.run, result=record.result, started=record.started, duration=record.duration,
                           digest=record.details.get("digest"), msg=record.msg, rollout=record.details.get("rollout"),
-                          masks=masks_for(record.host) if masks_for and record.msg else None)
+                          masks=masks_for(record.host) if masks_for and (record.msg or outputs) else None,
+                          outputs={name: value for name, value in outputs.items() if name not in secret})
         problem = records.write(record.host, phase["name"], entry, patient=record.result != "failed",
                                 wait=record.result == "ok")
         said = [problem] if problem and record.result != "failed" else []

@@ -23,6 +23,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.executors imp
 )
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.inventory import Inventory
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import Catalog, Phase, PhasePlan
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import FROM_STDOUT
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import Problems, did_you_mean, type_name
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import Rollout, RolloutOf
 from ansible_collections.phasekit.kube.plugins.module_utils.templating import is_template_text
@@ -63,6 +64,14 @@ def _check_phase(phase: Phase, executors: dict[str, Executor], problems: Problem
                      f"expected one of {', '.join(sorted(executors))}")
         return
     _check_source(phase, executor, problems)
+    if phase.outputs and not executor.runs_on_controller:
+        problems.add(phase.where("outputs"), f"executor {executor.name} runs a task file on each host: its outputs "
+                                             f"cannot be read; declare them on a phase that runs on the controller")
+    for output in phase.outputs:
+        if output.source == FROM_STDOUT and executor.name != "command":
+            problems.add(phase.where(f"outputs.{output.name}.from"),
+                         f"executor {executor.name} has no standard output to read; from: {FROM_STDOUT} is for "
+                         f"command phases")
     if phase.retry_fields_set and not executor.runs_on_controller:
         problems.add(phase.where(phase.retry_fields_set[0]),
                      f"executor {executor.name} runs a task file on each host: retry its tasks with Ansible's "
@@ -84,7 +93,7 @@ def _check_group(phase: Phase, executors: dict[str, Executor], problems: Problem
     if not phase.children:
         problems.add(phase.where("executor"),
                      f"missing: a phase without child phases needs an executor (one of {', '.join(sorted(executors))})")
-    for key, value in (("source", phase.source), ("options", phase.options),
+    for key, value in (("source", phase.source), ("options", phase.options), ("outputs", phase.outputs),
                        *((name, True) for name in phase.retry_fields_set)):
         if value:
             problems.add(phase.where(key), f"a group phase (no executor) takes no {key}; set an executor or "

@@ -64,7 +64,7 @@ def test_to_dict_is_what_the_role_consumes(tmp_path):
         "cluster": "management", "hosts": ["ephemeral", "target"], "cluster_hosts": ["ephemeral", "target"],
         "parents": {}, "executor": "tasks", "source": str(tmp_path / "tasks.yml"), "options": {"anything": [1, 2]},
         "retries": 0, "delay": 5.0, "timeout": None, "origin": "plan document 1 (Phase p)", "selected": True, "reason": None,
-        "rollout": None, "in_plans": [],
+        "rollout": None, "outputs": {}, "in_plans": [],
     }
 
 
