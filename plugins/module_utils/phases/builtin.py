@@ -679,10 +679,11 @@ class BuiltinExecutors:
         values = option_values(COMMAND_PHASE_SPEC["argument_spec"], phase.get("options"))
         argv = command_argv(values["argv"], values["cmd"], values["shell"])
         preview = {"preview": f"would run: {shlex.join(argv)}"}  # what the plan summary says (masked with the rest)
-        if self.dry_run and self.mode == STATUS:
+        runs = not self.dry_run or (values["run_in_check_mode"] and self.mode != VALIDATE)  # declared read-only
+        if not runs and self.mode == STATUS:
             return Outcome(skipped=True, msg="commands do not run in a dry run", details=preview)
         built = self._env_dirs(values["env_dirs"] or {})  # validate and check mode too: a broken build fails
-        if self.dry_run:
+        if not runs:
             # a command's effect cannot be predicted: not run by validate, status or check mode
             return Outcome(skipped=True, msg="commands do not run in a dry run", details=preview)
         resolution = self.access.resolution(host)
@@ -698,6 +699,8 @@ class BuiltinExecutors:
         succeeded = rule.succeeded(done)
         # the output, masked with the rest of the outcome (see __call__), as Ansible's command task returns it
         details = {"rc": done.rc, "stdout": kept_output(done.stdout), "stderr": kept_output(done.stderr)}
+        if self.dry_run:
+            details["preview"] = f"ran (run_in_check_mode): {shlex.join(argv)}"
         if not succeeded:
             return Outcome(changed=True, failed=True, msg=command_failure_message(done), details=details)
         return Outcome(changed=rule.changed(done), details=details,

@@ -253,6 +253,29 @@ def test_a_command_preview_says_what_would_run_and_runs_nothing(mode, check_mode
     assert outcome.skipped and outcome.details["preview"] == preview
 
 
+class ResolvedOnly(NoCluster):
+    """A cluster whose kubeconfig resolves (a command gets it) and that is never connected to."""
+
+    def resolution(self, host):
+        return type("Resolution", (), {"config": {"apiVersion": "v1", "kind": "Config", "current-context": host,
+                                                  "clusters": [], "users": [], "contexts": []}, "namespace": None})()
+
+
+@pytest.mark.parametrize("mode, check_mode, declared, runs", [
+    ("run", True, False, False), ("run", True, True, True), ("status", False, True, True),
+    ("validate", False, True, False), ("run", False, False, True),
+], ids=["check-mode-runs-no-command", "check-mode-runs-one-declared-safe", "status-runs-one-declared-safe",
+        "validate-runs-none", "a-run-runs-every-command"])
+def test_run_in_check_mode_declares_a_command_safe_to_run_in_a_preview(tmp_path, mode, check_mode, declared, runs):
+    marker = tmp_path / "ran"
+    options = {"argv": ["touch", str(marker)], "run_in_check_mode": declared}
+    outcome = BuiltinExecutors(ResolvedOnly(), mode=mode, check_mode=check_mode)(
+        phase("p", "command", options=options), "a")
+    assert marker.exists() is runs and outcome.skipped is not runs
+    if runs and check_mode:
+        assert outcome.details["preview"] == f"ran (run_in_check_mode): touch {marker}"
+
+
 def test_a_bundle_is_rendered_once_for_all_hosts_and_its_error_reaches_every_host():
     renders = []
 
