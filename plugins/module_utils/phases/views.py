@@ -234,13 +234,14 @@ def summary_lines(phases: list[dict], records: list[dict], play_hosts: list[str]
     lines = lines + [""] + rollouts if rollouts else lines
     if previews(mode, check_mode):  # a preview ends as ``terraform plan`` does: what would change, in total
         changes = plan_changes(summary_entries(phases, records, play_hosts, mode, servers, check_mode))
-        lines = lines + [""] + plan_changes_lines(changes)
+        lines = lines + [""] + plan_changes_lines(changes, rollout_plan_lines(phases, play_hosts))
     return lines
 
 
-def plan_changes_lines(changes: PlanChanges) -> list[str]:
+def plan_changes_lines(changes: PlanChanges, rollouts: list[str] = ()) -> list[str]:
     """A preview's plan-wide summary: a table of phases and clusters (ADD, CHANGE, DESTROY, or what the phase would
-    do), each one's objects after it (at most ``SHOWN_OBJECTS``, the JSON report has all), then the totals line."""
+    do), each one's objects after it (at most ``SHOWN_OBJECTS``, the JSON report has all), the batches each rollout
+    would use (``rollouts``: ``rollout_plan_lines`` of the clusters in play), then the totals line."""
     rows = [["PHASE", "CLUSTER", "ADD", "CHANGE", "DESTROY", "PREVIEW"]]
     objects: list[str] = []
     for one in changes.phases:
@@ -251,7 +252,7 @@ def plan_changes_lines(changes: PlanChanges) -> list[str]:
             objects += [f"  {change.line()}" for change in one.objects[:SHOWN_OBJECTS]]
             if len(one.objects) > SHOWN_OBJECTS:
                 objects.append(f"  ... and {len(one.objects) - SHOWN_OBJECTS} more (plan_report_json lists them all)")
-    return ["Preview of the plan (nothing was changed):", *table(rows), *objects, changes.totals_line()]
+    return ["Preview of the plan (nothing was changed):", *table(rows), *objects, *rollouts, changes.totals_line()]
 
 
 def phase_summary_lines(phases: list[dict], records: list[dict], play_hosts: list[str], mode: str = "run",
