@@ -131,3 +131,59 @@ def test_status_ends_with_the_same_plan(clusters, site, tmp_path):
     assert status["changes"] == {"add": 4, "change": 0, "destroy": 0, "incomplete": []}, output
     assert PLAN_LINE.findall(output) == [("4", "0", "0")], output
     assert not site.marker.exists()
+
+
+def write_chart(root, group: str):
+    """A chart whose objects need what phase ``crds`` brings: a Gadget of its CRD and a ConfigMap, both in the
+    release's namespace (the plan's)."""
+    (root / "templates").mkdir(parents=True)
+    (root / "Chart.yaml").write_text("apiVersion: v2\nname: gadgets\nversion: 0.1.0\n")
+    (root / "templates" / "objects.yaml").write_text(f"""\
+apiVersion: {group}/v1
+kind: Gadget
+metadata:
+  name: {{{{ .Release.Name }}}}-g
+spec:
+  size: 2
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{{{ .Release.Name }}}}-cm
+data:
+  k: v
+""")
+    return root
+
+
+def test_helm_phases_preview_against_what_earlier_phases_would_create(clusters, site, tmp_path):
+    target, group, namespace = clusters[CLUSTER], site.group, site.namespace
+    chart = write_chart(tmp_path / "chart", group)
+
+    def phase(phase_name, executor, source, **options):
+        return {"apiVersion": API, "kind": "Phase", "metadata": {"name": phase_name},
+                "spec": {"cluster": CLUSTER, "executor": executor, "source": source, "options": options}}
+
+    site.write([phase("crds", "apply", [crd(group), {"apiVersion": "v1", "kind": "Namespace",
+                                                     "metadata": {"name": namespace}}]),
+                phase("rendered", "helm", str(chart), helm_mode="apply", name="r1", release_namespace=namespace),
+                phase("release", "helm", str(chart), name="r2", release_namespace=namespace),
+                {"apiVersion": API, "kind": "PhasePlan", "metadata": {"name": "site"},
+                 "spec": {"phases": ["crds", "rendered", "release"]}}])
+
+    output, preview = report(site, tmp_path, "preview", "--check")
+    phases = by_phase(preview)
+    # the rendered chart is previewed against the CRD and namespace phase crds would create
+    assert objects(phases["rendered"]) == sorted([("add", f"Gadget {namespace}/r1-g"),
+                                                  ("add", f"ConfigMap {namespace}/r1-cm")]), output
+    assert f"{CLUSTER}: would create Gadget {namespace}/r1-g: not checked by the server" in output, output
+    # a release helm installs: helm decides on its objects; the preview says what helm would do
+    assert phases["release"]["changes"]["note"] == f"release {namespace}/r2: would be installed", output
+    assert PLAN_LINE.findall(output) == [("4", "0", "0")], output
+    assert target.kubectl("get", "namespace", namespace, check=False).returncode != 0
+
+    output, applied = report(site, tmp_path, "run")
+    ran = by_phase(applied)
+    assert ran["rendered"]["objects_changed"] == 2 and ran["release"]["result"] == "changed", output
+    assert target.get_json(f"gadgets.{group}", "r1-g", "-n", namespace)["spec"]["size"] == 2
+    assert target.get_json("configmap", "r2-cm", "-n", namespace)["data"] == {"k": "v"}   # helm installed r2

@@ -75,6 +75,8 @@ IDENTITY_THREADS = 16  # hosts whose kubeconfig and cluster identity are looked 
 WRITES_OUTSIDE_SESSION = frozenset({"command", "container", "helm", TASKS_EXECUTOR})
 READS_ONLY = frozenset({"wait", "kubeconfig"})
 MAX_NAMED = 10  # objects a wait's preview names in its message
+HELM_PREVIEW = {"installed": "would be installed", "upgraded": "would be upgraded", "uninstalled": "would be uninstalled",
+                "unchanged": "as asked, nothing to do", "absent": "absent, nothing to do"}
 
 
 @dataclass(frozen=True)
@@ -760,6 +762,8 @@ class BuiltinExecutors:
                    if key not in ("changed", "diff", "status", "stdout", "stderr", "command")}
         if report.diffs:
             details["diff"] = host_diffs(host, report.diffs)
+        if self.dry_run:  # the plan summary's word for a release helm decides on (its objects are helm's)
+            details["preview"] = f"release {request.namespace}/{request.name}: {HELM_PREVIEW.get(report.action, report.action)}"
         hidden = values_masks(request)  # a plan's output goes to run records others read: no value of the release
         failure = report.failure
         if failure is not None and request.wait and not self.dry_run:
