@@ -125,6 +125,21 @@ def test_a_preview_ends_with_the_plan_and_the_run_does_what_it_listed(clusters, 
     assert target.get_json("configmap", "c1", "-n", namespace)["data"] == {"k": "w"}
 
 
+def test_a_wait_preview_names_what_nothing_would_create_and_does_not_fail(clusters, site, tmp_path):
+    group, namespace = site.group, site.namespace
+    plan = documents(group, namespace, site.marker, {"c1": "v"})
+    plan[2]["spec"]["source"].append(dict(configmap(namespace, "v"), metadata={"name": "nobody",
+                                                                               "namespace": namespace}))
+    plan[2]["spec"]["source"].append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}})
+    site.write(plan)
+    output, preview = report(site, tmp_path, "preview", "--check")
+    ready = by_phase(preview)["ready"]
+    assert ready["result"] == "ok", output
+    assert ready["changes"]["note"] == (
+        f"would wait for 4 object(s) (2 of them created or changed by earlier phases of this preview; 1 not there "
+        f"now and created by no earlier apply of this preview: ConfigMap {namespace}/nobody)"), output
+
+
 def test_status_ends_with_the_same_plan(clusters, site, tmp_path):
     site.write(documents(site.group, site.namespace, site.marker, {"c1": "v"}))
     output, status = report(site, tmp_path, "status", "-e", "plan_action=status")

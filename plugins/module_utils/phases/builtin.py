@@ -37,6 +37,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.absent import d
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import APPLY_OPTIONS_SPEC, apply_bundle, apply_options
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import ABSENT as STATE_ABSENT
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import Discovery
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.live import fetch_live
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.objects import plan_objects
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.ownership import PlanOwner
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.preview import PlannedState, deleted_changes
@@ -662,17 +663,25 @@ class BuiltinExecutors:
         namespace = (phase.get("options") or {}).get("namespace") or self.access.resolution(host).namespace \
             or "default"
         carried = self.carried(host)
+        session = self.access.session(host, EXTRA_CONNECTIONS)
         try:
-            planned = plan_objects(bundle, Discovery(self.access.session(host, EXTRA_CONNECTIONS)), namespace,
-                                   carried=carried)
+            planned = plan_objects(bundle, Discovery(session), namespace, carried=carried)
         except PhasekitError as err:
             # a kind neither the cluster nor an earlier phase of this preview serves (a command or chart may bring
             # it): said, not failed, as the preview cannot know
             note = f"would wait for {len(bundle)} object(s); not all can be looked up now: {err}"
             return Outcome(msg=note, details={"preview": note})
-        earlier = sum(1 for one in planned if carried.changed_earlier(one.target.key) is not None)
-        note = f"would wait for {len(planned)} object(s)" + (
-            f" ({earlier} of them created or changed by earlier phases of this preview)" if earlier else "")
+        earlier = [one.target for one in planned if carried.changed_earlier(one.target.key) is not None]
+        others = [one.target for one in planned if carried.changed_earlier(one.target.key) is None]
+        live = fetch_live(session, others) if others else {}
+        # not there, and no apply of this preview makes it: a command, chart or task file may; else the wait times out
+        absent = [target.describe() for target in others if target.key in live and live[target.key] is None]
+        said = [f"{len(earlier)} of them created or changed by earlier phases of this preview"] if earlier else []
+        if absent:
+            said.append(f"{len(absent)} not there now and created by no earlier apply of this preview: "
+                        + ", ".join(absent[:MAX_NAMED]) + (f" and {len(absent) - MAX_NAMED} more"
+                                                            if len(absent) > MAX_NAMED else ""))
+        note = f"would wait for {len(planned)} object(s)" + (f" ({'; '.join(said)})" if said else "")
         shown = ", ".join(one.describe() for one in planned[:MAX_NAMED])
         more = f" and {len(planned) - MAX_NAMED} more" if len(planned) > MAX_NAMED else ""
         return Outcome(msg=f"{note}: {shown}{more}" if planned else note, details={"preview": note})
