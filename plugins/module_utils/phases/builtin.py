@@ -52,6 +52,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs im
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import COMMAND_PHASE_SPEC, command_argv
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import (
     changed_when_rule, command_failure_message, command_success_message, kept_output, kubeconfig_in, run_command)
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.plan_changes import named_first
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.fingerprint import (
     FileDigests, command_words, uncomparable)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.container import (
@@ -75,7 +76,6 @@ IDENTITY_THREADS = 16  # hosts whose kubeconfig and cluster identity are looked 
 # cluster is taken when they start; the others take it at their first write through the session, if any
 WRITES_OUTSIDE_SESSION = frozenset({"command", "container", "helm", TASKS_EXECUTOR})
 READS_ONLY = frozenset({"wait", "kubeconfig"})
-MAX_NAMED = 10  # objects a wait's preview names in its message
 HELM_PREVIEW = {"installed": "would be installed", "upgraded": "would be upgraded", "uninstalled": "would be uninstalled",
                 "unchanged": "as asked, nothing to do", "absent": "absent, nothing to do"}
 
@@ -679,12 +679,10 @@ class BuiltinExecutors:
         said = [f"{len(earlier)} of them created or changed by earlier phases of this preview"] if earlier else []
         if absent:
             said.append(f"{len(absent)} not there now and created by no earlier apply of this preview: "
-                        + ", ".join(absent[:MAX_NAMED]) + (f" and {len(absent) - MAX_NAMED} more"
-                                                            if len(absent) > MAX_NAMED else ""))
+                        f"{named_first(absent)}")
         note = f"would wait for {len(planned)} object(s)" + (f" ({'; '.join(said)})" if said else "")
-        shown = ", ".join(one.describe() for one in planned[:MAX_NAMED])
-        more = f" and {len(planned) - MAX_NAMED} more" if len(planned) > MAX_NAMED else ""
-        return Outcome(msg=f"{note}: {shown}{more}" if planned else note, details={"preview": note})
+        shown = named_first([one.describe() for one in planned])
+        return Outcome(msg=f"{note}: {shown}" if planned else note, details={"preview": note})
 
     def _command(self, phase: dict, host: str) -> Outcome:
         values = option_values(COMMAND_PHASE_SPEC["argument_spec"], phase.get("options"))

@@ -20,6 +20,11 @@ NOT_COUNTED = ("failed", "not run", "not in play")
 PREVIEW_MODES = ("run", "status", "destroy")  # a dry run of these is a preview (validate checks, it plans nothing)
 
 
+def named_first(names: list[str], limit: int = SHOWN_OBJECTS) -> str:
+    """The first ``limit`` of ``names``, comma-separated, and how many more (a fleet's preview stays readable)."""
+    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
 def previews(mode: str, check_mode: bool) -> bool:
     """Whether a run in ``mode`` is a preview, whose summary ends with the plan's changes."""
     return mode == "status" or (check_mode and mode in PREVIEW_MODES)
@@ -69,9 +74,7 @@ class PlanChanges:
         line = f"Plan: {self.total(ADD)} to add, {self.total(CHANGE)} to change, {self.total(DESTROY)} to destroy."
         incomplete = self.incomplete
         if incomplete:
-            shown = ", ".join(incomplete[:SHOWN_OBJECTS]) + (f" and {len(incomplete) - SHOWN_OBJECTS} more"
-                                                              if len(incomplete) > SHOWN_OBJECTS else "")
-            line += f" Not counted (failed or not run): {shown}."
+            line += f" Not counted (failed or not run): {named_first(incomplete)}."
         return line
 
 
@@ -90,4 +93,3 @@ def phase_changes(entry: dict) -> PhaseChanges:
 def plan_changes(entries: list[dict]) -> PlanChanges:
     """The preview's changes from the summary's entries."""
     return PlanChanges(tuple(phase_changes(entry) for entry in entries))
-
