@@ -1311,7 +1311,7 @@ class TaskFile:
     local_chart: int = 0
 
 
-# kubernetes.core's tests/integration/targets/helm/tasks/ (main, 7.0.0-dev0; the same files in 6.5.0), every file
+# kubernetes.core's tests/integration/targets/helm/tasks/ (6.5.0; unchanged on main, 7.0.0-dev0), every file
 KUBERNETES_CORE_HELM_TARGET = (
     TaskFile("main.yml", 0, 0, "no assert; installs helm v3.6.0 from https://get.helm.sh (role install_helm): the "
                                "helm 3.22 and 4.3 of the tools are used"),
