@@ -754,6 +754,256 @@ KUBERNETES_CORE_TEST_CRDS = """
       ignore_errors: true
 """
 
+# test_helm_reuse_values.yml, test_helm_reset_then_reuse_values.yml and test_helm_take_ownership.yml as they are, but
+# for their chart (bitnami's redis from oci://registry-1.docker.io: the stand-in on 127.0.0.1, chart_test_oci), their
+# k8s_info step (kubectl, its object given as k8s_info's resources) and their helm_info steps, another module's, left
+# out with the condition of each assert on them (release_value). Their k8s namespace removal is done with kubectl.
+KUBERNETES_CORE_TEST_HELM_REUSE_VALUES = """
+- name: Test helm reuse_values
+  vars:
+    helm_namespace: "{{ test_namespace[9] }}"
+    chart_release_values:
+      replica:
+        replicaCount: 3
+      master:
+        count: 1
+        kind: Deployment
+    chart_reuse_values:
+      replica:
+        replicaCount: 1
+      master:
+        count: 3
+  block:
+    - name: Initial chart installation
+      phasekit.kube.helm:
+        binary_path: "{{ helm_binary }}"
+        chart_ref: "{{ chart_test_oci }}"
+        release_name: test-redis
+        release_namespace: "{{ helm_namespace }}"
+        create_namespace: true
+        release_values: "{{ chart_release_values }}"
+      register: install
+
+    - name: Validate that chart values are as expected
+      assert:
+        that:
+          - install is changed
+          - '"--reuse-values=True" not in install.command'
+
+    - name: Retrieve release password (kubectl in place of kubernetes.core.k8s_info)
+      ansible.builtin.command: kubectl get secret test-redis -n {{ helm_namespace }} -o json
+      register: redis_secret_object
+      changed_when: false
+
+    - name: "phasekit: kubernetes.core.k8s_info's result, from kubectl's"
+      ansible.builtin.set_fact:
+        redis_secret:
+          resources: "{{ [redis_secret_object.stdout | from_json] }}"
+
+    - ansible.builtin.set_fact:
+        chart_reuse_values: "{{ chart_reuse_values | combine(redis_global_password) }}"
+      vars:
+        redis_global_password:
+          global:
+            redis:
+              password: "{{ redis_secret.resources.0.data['redis-password'] | b64decode }}"
+
+    - name: Upgrade chart using reuse_values=true
+      phasekit.kube.helm:
+        binary_path: "{{ helm_binary }}"
+        chart_ref: "{{ chart_test_oci }}"
+        release_name: test-redis
+        release_namespace: "{{ helm_namespace }}"
+        reuse_values: true
+        reset_values: false
+        release_values: "{{ chart_reuse_values }}"
+      register: upgrade
+
+    - name: Validate that chart values are as expected
+      assert:
+        that:
+          - upgrade is changed
+          - '"--reuse-values=True" in upgrade.command'
+          - '"--reset-values" not in upgrade.command'
+
+  always:
+    - name: Remove helm namespace (kubectl in place of kubernetes.core.k8s)
+      ansible.builtin.command: kubectl delete namespace {{ helm_namespace }} --ignore-not-found --wait=false
+      changed_when: false
+"""
+
+KUBERNETES_CORE_TEST_HELM_RESET_THEN_REUSE_VALUES = """
+- name: Test helm reset_then_reuse_values
+  vars:
+    helm_namespace: "{{ test_namespace[11] }}"
+    chart_release_values:
+      replica:
+        replicaCount: 3
+      master:
+        count: 1
+        kind: Deployment
+    chart_reset_then_reuse_values:
+      replica:
+        replicaCount: 1
+      master:
+        count: 3
+  block:
+    - name: Initial chart installation
+      phasekit.kube.helm:
+        binary_path: "{{ helm_binary }}"
+        chart_ref: "{{ chart_test_oci }}"
+        release_name: test-redis
+        release_namespace: "{{ helm_namespace }}"
+        create_namespace: true
+        release_values: "{{ chart_release_values }}"
+      register: install
+
+    - name: Validate that chart values are as expected
+      assert:
+        that:
+          - install is changed
+          - '"--reset-then-reuse-values" not in install.command'
+
+    - name: Retrieve release password (kubectl in place of kubernetes.core.k8s_info)
+      ansible.builtin.command: kubectl get secret test-redis -n {{ helm_namespace }} -o json
+      register: redis_secret_object
+      changed_when: false
+
+    - name: "phasekit: kubernetes.core.k8s_info's result, from kubectl's"
+      ansible.builtin.set_fact:
+        redis_secret:
+          resources: "{{ [redis_secret_object.stdout | from_json] }}"
+
+    - ansible.builtin.set_fact:
+        chart_reset_then_reuse_values: "{{ chart_reset_then_reuse_values | combine(redis_global_password) }}"
+      vars:
+        redis_global_password:
+          global:
+            redis:
+              password: "{{ redis_secret.resources.0.data['redis-password'] | b64decode }}"
+
+    - name: Upgrade chart using reset_then_reuse_values=true
+      phasekit.kube.helm:
+        binary_path: "{{ helm_binary }}"
+        chart_ref: "{{ chart_test_oci }}"
+        release_name: test-redis
+        release_namespace: "{{ helm_namespace }}"
+        reuse_values: false
+        reset_values: false
+        reset_then_reuse_values: true
+        release_values: "{{ chart_reset_then_reuse_values }}"
+      register: upgrade
+
+    - name: Validate that chart values are as expected
+      assert:
+        that:
+          - upgrade is changed
+          - '"--reset-then-reuse-values" in upgrade.command'
+          - '"--reuse-values " not in upgrade.command'
+          - '"--reset-values" not in upgrade.command'
+
+  always:
+    - name: Remove helm namespace (kubectl in place of kubernetes.core.k8s)
+      ansible.builtin.command: kubectl delete namespace {{ helm_namespace }} --ignore-not-found --wait=false
+      changed_when: false
+"""
+
+KUBERNETES_CORE_TEST_HELM_TAKE_OWNERSHIP = """
+- name: Test helm take ownership
+  vars:
+    helm_namespace: "{{ test_namespace[13] }}"
+  block:
+
+    - name: Initial chart installation (no flag set)
+      phasekit.kube.helm:
+        binary_path: "{{ helm_binary }}"
+        chart_ref: "{{ chart_test_oci }}"
+        release_name: test-take-ownership
+        release_namespace: "{{ helm_namespace }}"
+        create_namespace: true
+      register: install
+
+    - name: Validate that take-ownership flag is not set
+      assert:
+        that:
+          - install is changed
+          - '"--take-ownership" not in install.command'
+
+    - name: Retrieve release password (kubectl in place of kubernetes.core.k8s_info)
+      ansible.builtin.command: kubectl get secret test-take-ownership-redis -n {{ helm_namespace }} -o json
+      register: redis_secret_object
+      changed_when: false
+
+    - name: "phasekit: kubernetes.core.k8s_info's result, from kubectl's"
+      ansible.builtin.set_fact:
+        redis_secret:
+          resources: "{{ [redis_secret_object.stdout | from_json] }}"
+
+    - name: Upgrade chart (take-onwership flag set)
+      phasekit.kube.helm:
+        binary_path: "{{ helm_binary }}"
+        chart_ref: "{{ chart_test_oci }}"
+        release_name: test-take-ownership
+        release_namespace: "{{ helm_namespace }}"
+        take_ownership: true
+        values:
+          commonLabels:
+            take-onwership: "set"
+          global:
+            redis:
+              password: "{{ redis_secret.resources.0.data['redis-password'] | b64decode }}"
+      register: upgrade
+      ignore_errors: true
+
+    - name: Validate that take-ownership flag IS set if helm version is >= 3.17.0
+      assert:
+        that:
+          - upgrade is changed
+          - '"--take-ownership" in upgrade.command'
+      when: '"v3.17.0" <= helm_version'
+
+    - name: Validate that feature fails for helm < 3.17.0
+      assert:
+        that:
+          - upgrade is failed
+          - '"take_ownership requires helm >= 3.17.0" in upgrade.msg'
+      when: 'helm_version < "v3.17.0"'
+
+    - name: Upgrade chart (take-onwership flag not set)
+      phasekit.kube.helm:
+        binary_path: "{{ helm_binary }}"
+        chart_ref: "{{ chart_test_oci }}"
+        release_name: test-take-ownership
+        release_namespace: "{{ helm_namespace }}"
+        values:
+          commonLabels:
+            take-onwership: "not-set"
+          global:
+            redis:
+              password: "{{ redis_secret.resources.0.data['redis-password'] | b64decode }}"
+      register: upgrade
+      ignore_errors: true
+
+    - name: Validate that take-ownership flag IS set if helm version is >= 3.17.0
+      assert:
+        that:
+          - upgrade is changed
+          - '"--take-ownership" not in upgrade.command'
+      when: '"v3.17.0" <= helm_version'
+
+    - name: Validate that feature fails for helm < 3.17.0
+      assert:
+        that:
+          - upgrade is changed
+          - upgrade.msg is not defined
+      when: 'helm_version < "v3.17.0"'
+
+  always:
+    - name: Remove helm namespace (kubectl in place of kubernetes.core.k8s)
+      ansible.builtin.command: kubectl delete namespace {{ helm_namespace }} --ignore-not-found --wait=false
+      changed_when: false
+"""
+
 # test_helm_insecure.yml and test_skip_schema_validation.yml as they are, but for their chart: both install bitnami's
 # redis from oci://registry-1.docker.io (the internet); a chart from a URL on 127.0.0.1 (chart_test_oci), its object
 # named after the release as redis's are (two releases share a namespace), is installed instead. Their asserts are
@@ -861,6 +1111,12 @@ KUBERNETES_CORE_RUN_TEST = """
 - hosts: localhost
   gather_facts: false
   tasks:
+    - name: test helm upgrade with reuse_values
+      include_tasks: tasks/test_helm_reuse_values.yml
+
+    - name: test helm upgrade with reset_then_reuse_values
+      include_tasks: tasks/test_helm_reset_then_reuse_values.yml
+
     - name: test helm dependency update
       include_tasks: tasks/test_up_dep.yml
 
@@ -872,6 +1128,9 @@ KUBERNETES_CORE_RUN_TEST = """
 
     - name: Test insecure registry flag feature
       include_tasks: tasks/test_helm_insecure.yml
+
+    - name: Test take ownership flag feature
+      include_tasks: tasks/test_helm_take_ownership.yml
 
     - name: Test helm skip_schema_validation
       include_tasks: tasks/test_skip_schema_validation.yml
@@ -915,15 +1174,26 @@ TEST_NAMESPACE_ROLES = ("test-crds", "uninstall", "read-envvars", "dep-update", 
                         "reset-then-reuse-values", "insecure", "take-ownership", "skip-schema-validation")
 
 
+# what kubernetes.core's tests use of bitnami's redis: objects named as redis names them (the release's name, with
+# -redis unless it has redis in it), its password in a Secret (redis-password), global.redis.password taken
+STAND_IN_REDIS = {
+    "Chart.yaml": "apiVersion: v2\nname: stand-in\nversion: 0.1.0\n",
+    "values.yaml": "global: {}\n",
+    "templates/_name.tpl": '{{- define "fullname" -}}\n'
+                           '{{- ternary .Release.Name (printf "%s-redis" .Release.Name) (contains "redis" .Release.Name) -}}\n'
+                           '{{- end -}}\n',
+    "templates/secret.yaml": 'apiVersion: v1\nkind: Secret\nmetadata:\n  name: {{ include "fullname" . }}\nstringData:\n'
+                             '  redis-password: {{ dig "redis" "password" "stand-in" .Values.global | quote }}\n',
+    "templates/configmap.yaml": 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ include "fullname" . }}-configmap\n'
+                                "data:\n  release: {{ .Release.Name | quote }}\n",
+}
+
+
 @pytest.fixture(scope="module")
 def stand_in_chart_url(bin_dir, tmp_path_factory):
-    """The URL on 127.0.0.1 of a packaged chart standing in for bitnami's redis: its object named after the release,
-    as redis's are, so that two releases share a namespace."""
+    """The URL on 127.0.0.1 of a packaged chart standing in for bitnami's redis (``STAND_IN_REDIS``)."""
     root = tmp_path_factory.mktemp("stand-in")
-    chart = write_files(root / "stand-in", {
-        "Chart.yaml": "apiVersion: v2\nname: stand-in\nversion: 0.1.0\n",
-        "templates/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-configmap\n"
-                                    "data:\n  values: {{ .Values | toJson | quote }}\n"})
+    chart = write_files(root / "stand-in", STAND_IN_REDIS)
     subprocess.run([helm_path(bin_dir, BINARIES[0]), "package", str(chart), "-d", str(root / "packaged")], check=True,
                    capture_output=True)
     server, address = serve(functools.partial(QuietHandler, directory=str(root / "packaged")))
@@ -972,8 +1242,8 @@ def test_kubernetes_cores_dependency_update_space_and_crds_tests_pass(clusters, 
         target.kubectl("delete", "customresourcedefinition", "foos.ansible.com", "--ignore-not-found")
     assert result.rc == 0, result.stdout[-4000:]
     # the two failures test_crds.yml expects (the CRD absent, then the custom resource refused); skipped: the asserts
-    # for a helm older than 3.16.0
-    assert "failed=0" in result.stdout and "ignored=2" in result.stdout and "skipped=2" in result.stdout, \
+    # for a helm older than 3.16.0 or 3.17.0
+    assert "failed=0" in result.stdout and "ignored=2" in result.stdout and "skipped=4" in result.stdout, \
         result.stdout[-600:]
 
 
@@ -1335,15 +1605,19 @@ KUBERNETES_CORE_HELM_TARGET = (
              "the internet: https://github.com/kubernetes/kube-state-metrics/releases/download/kube-state-metrics-helm-"
              "chart-2.13.3/kube-state-metrics-2.13.3.tgz and helm v4.0.0 from https://get.helm.sh; runs only for a helm "
              "older than 3.7.0 (helm_test_version); 1 on kubernetes.core.helm_info"),
-    TaskFile("test_helm_reuse_values.yml", 7, 0, "the internet: oci://registry-1.docker.io/bitnamicharts/redis; "
-                                                 "2 on kubernetes.core.helm_info, k8s_info for redis's password"),
-    TaskFile("test_helm_reset_then_reuse_values.yml", 8, 0, "the internet: oci://registry-1.docker.io/bitnamicharts/"
-                                                            "redis; 2 on kubernetes.core.helm_info, k8s_info"),
+    TaskFile("test_helm_reuse_values.yml", 7, 0, "the internet for its chart: oci://registry-1.docker.io/"
+                                                 "bitnamicharts/redis; run on a chart on 127.0.0.1 (k8s_info for redis's "
+                                                 "password: kubectl); 2 on kubernetes.core.helm_info", local_chart=5),
+    TaskFile("test_helm_reset_then_reuse_values.yml", 8, 0, "the internet for its chart: oci://registry-1.docker.io/"
+                                                            "bitnamicharts/redis; run on a chart on 127.0.0.1 (k8s_info: "
+                                                            "kubectl); 2 on kubernetes.core.helm_info", local_chart=6),
     TaskFile("test_helm_insecure.yml", 6, 0, "the internet for its chart: oci://registry-1.docker.io/bitnamicharts/"
                                              "redis (chart_test_oci); run on a chart on 127.0.0.1 (2 by its when: "
                                              "for a helm older than 3.16.0)", local_chart=6),
-    TaskFile("test_helm_take_ownership.yml", 10, 0, "the internet: oci://registry-1.docker.io/bitnamicharts/redis "
-                                                    "(chart_test_oci); k8s_info for redis's password"),
+    TaskFile("test_helm_take_ownership.yml", 10, 0, "the internet for its chart: oci://registry-1.docker.io/"
+                                                    "bitnamicharts/redis (chart_test_oci); run on a chart on 127.0.0.1 "
+                                                    "(k8s_info: kubectl; 4 by its when: for a helm older than 3.17.0)",
+             local_chart=10),
     TaskFile("test_skip_schema_validation.yml", 4, 0, "the internet for its chart: oci://registry-1.docker.io/"
                                                       "bitnamicharts/redis; run on a chart on 127.0.0.1 (2 by its "
                                                       "when: for a helm older than 3.16.0)", local_chart=4),
@@ -1351,7 +1625,7 @@ KUBERNETES_CORE_HELM_TARGET = (
 # N of N: kubernetes.core's asserts on its helm module that need no network, all ported and run above
 OFFLINE_ASSERTS = 59
 # and those that need the internet only for their chart, run on a local chart
-LOCAL_CHART_ASSERTS = 10
+LOCAL_CHART_ASSERTS = 31
 
 # each ported file: its text here (task files written to tasks/; playbooks run as they are)
 PORTED = {
@@ -1361,6 +1635,9 @@ PORTED = {
     "test_up_dep.yml": KUBERNETES_CORE_TEST_UP_DEP,
     "test_helm_with_space_into_chart_name.yml": KUBERNETES_CORE_TEST_WITH_SPACE_INTO_CHART_NAME,
     "test_crds.yml": KUBERNETES_CORE_TEST_CRDS,
+    "test_helm_reuse_values.yml": KUBERNETES_CORE_TEST_HELM_REUSE_VALUES,
+    "test_helm_reset_then_reuse_values.yml": KUBERNETES_CORE_TEST_HELM_RESET_THEN_REUSE_VALUES,
+    "test_helm_take_ownership.yml": KUBERNETES_CORE_TEST_HELM_TAKE_OWNERSHIP,
     "test_helm_insecure.yml": KUBERNETES_CORE_TEST_HELM_INSECURE,
     "test_skip_schema_validation.yml": KUBERNETES_CORE_TEST_SKIP_SCHEMA_VALIDATION,
 }
