@@ -9,8 +9,9 @@ the end) is the inventory: every task file, its assert conditions, how many are 
 offline (all ported: 59 of 59, counted by ``test_kubernetes_cores_offline_helm_asserts_are_n_of_n``), and what the
 others need (kubernetes.core.helm_info, helm_template, k8s, or the internet). kubernetes.core's k8s/k8s_info steps
 run with kubectl; the two asserts on the k8s module's own result shape are kubectl's, named ``phasekit:``, not
-counted. Two files that need the internet only for their chart (insecure, skip_schema_validation) run on a chart
-served on 127.0.0.1, counted apart.
+counted. Five files that need the internet only for their chart (bitnami's redis: reuse_values,
+reset_then_reuse_values, insecure, take_ownership, skip_schema_validation) run on a stand-in served on 127.0.0.1,
+their 31 asserts on the helm module counted apart.
 
 The others go through every option and return key kubernetes.core.helm documents, including failures (stderr,
 command, changed: false), one release per test, on the real local cluster.
@@ -1227,12 +1228,11 @@ def test_kubernetes_cores_own_chart_tests_pass_with_only_the_module_name_changed
 
 
 @pytest.mark.parametrize("binary", BINARIES)
-def test_kubernetes_cores_dependency_update_space_and_crds_tests_pass(clusters, run_playbook, tmp_path, bin_dir, binary,
-                                                                      stand_in_chart_url):
-    """test_up_dep.yml, test_helm_with_space_into_chart_name.yml, test_crds.yml, test_helm_insecure.yml and
-    test_skip_schema_validation.yml of kubernetes.core: no Chart.lock without dependency_update, its warning for a
-    chart without dependencies, the dependency updated; a chart in a directory with a space; skip_crds leaving the
-    CRD out, then installed with the chart; insecure_skip_tls_verify and skip_schema_validation passed to helm."""
+def test_kubernetes_cores_other_helm_tests_pass(clusters, run_playbook, tmp_path, bin_dir, binary, stand_in_chart_url):
+    """The other files of kubernetes.core's run_test.yml, in its order: reuse_values and reset_then_reuse_values passed
+    to helm; no Chart.lock without dependency_update, its warning for a chart without dependencies, the dependency
+    updated; a chart in a directory with a space; skip_crds leaving the CRD out, then installed with the chart;
+    insecure_skip_tls_verify, take_ownership and skip_schema_validation passed to helm."""
     target = clusters[CLUSTER]
     target.kubectl("delete", "customresourcedefinition", "foos.ansible.com", "--ignore-not-found")
     try:
