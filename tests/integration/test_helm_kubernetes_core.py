@@ -73,12 +73,29 @@ KUBERNETES_CORE_FILES = {
     "dep-up/values.yaml": "chart-test:\n  myValue: helm update dependency test\n",
     "test-crds/Chart.yaml": "apiVersion: v2\nname: test-crds\ndescription: A chart with CRDs\ntype: application\n"
                             "version: 0.1.0\n",
-    "test-crds/crds/crd.yaml": yaml.safe_dump({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "foos.ansible.com"},
-        "spec": {"group": "ansible.com", "versions": [{"name": "v1", "served": True, "storage": True, "schema": {
-            "openAPIV3Schema": {"type": "object", "properties": {"foobar": {"type": "string"}}}}}],
-                 "scope": "Namespaced", "names": {"plural": "foos", "singular": "foo", "kind": "Foo"}}}),
+    "test-crds/crds/crd.yaml": """\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: foos.ansible.com
+spec:
+  group: ansible.com
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            foobar:
+              type: string
+  scope: Namespaced
+  names:
+    plural: foos
+    singular: foo
+    kind: Foo
+""",
     "values.yaml": "---\nrevisionHistoryLimit: 0\n",
 }
 # its defaults/main.yml: the values tests_chart.yml sets
