@@ -215,7 +215,7 @@ integration: venv tools collection-link clusters
 integration-oldest: venv tools-oldest collection-link clusters-oldest
 	PHASEKIT_CLUSTERS_DIR=$(CLUSTERS_DIR_OLDEST) K8S_VERSION=$(K8S_OLDEST) PHASEKIT_BIN=$(TOOLS_OLDEST) \
 	  PATH=$(TOOLS_OLDEST):$(PATH) \
-	  python -m pytest tests/integration -q -p no:cacheprovider -n $(INTEGRATION_WORKERS) --dist loadfile -m k8s_matrix $(PYTEST_ARGS)
+	  python -m pytest tests/integration -q -p no:cacheprovider -n $(INTEGRATION_WORKERS) --dist loadfile -m "k8s_matrix and not first_full_line" $(PYTEST_ARGS)
 
 # The execution environment: the repository's own definition (examples/ee), on
 # the local Debian base (hack/base-image.sh) as a build override.

@@ -1244,6 +1244,7 @@ def test_kubernetes_cores_own_chart_tests_pass_with_only_the_module_name_changed
         result.stdout[-600:]
 
 
+@pytest.mark.first_full_line  # CI's time: on the first full line only (the Kubernetes versions share helm's code)
 @pytest.mark.parametrize("binary", BINARIES)
 def test_kubernetes_cores_other_helm_tests_pass(clusters, run_playbook, tmp_path, bin_dir, binary, stand_in_chart_url):
     """The other files of kubernetes.core's run_test.yml, in its order: reuse_values and reset_then_reuse_values passed
