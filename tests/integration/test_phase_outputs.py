@@ -143,11 +143,12 @@ def configmaps_names(cluster, namespace: str) -> list[str]:
 
 @pytest.mark.parametrize("action, expected", [
     (("-e", "plan_action=status"), r"app +target +in sync"),
+    (("-e", "plan_action=status", "-e", "plan_fail_on_drift=true"), r"app +target +in sync"),
     (("-e", "plan_action=validate"), r"app +target +ok"),
     (("-e", "plan_action=render"), re.escape(f"endpoint: {KNOWN}")),
     (("-e", "plan_resume=true"), "resumed"),
     (("--check",), r"app +target +ok"),
-], ids=["status", "validate", "render", "resume", "check-mode"])
+], ids=["status", "drift-gate", "validate", "render", "resume", "check-mode"])
 def test_the_other_actions_resolve_the_outputs_without_running_the_producer_or_extra_variables(
         clusters, site, action, expected):
     site.write([mgmt_phase(site.namespace), app_phase(site.namespace), plan("mgmt", "app")])
