@@ -323,8 +323,9 @@ RELEASE = {"chart_ref": "./chart", "name": "web"}
     ("helm", {"port": PORT}, None),
     ("helm", {"port": {**PORT, "name": "web"}}, "spec.outputs.port.name: an output from values names no object; remove name"),
     ("helm", {"port": {**PORT, "jsonpath": None}}, "spec.outputs.port.jsonpath: missing: expected a non-empty string"),
-    ("helm", {"port": {**PORT, "from": "value"}}, "spec.outputs.port.from: expected object (the default: an object on the "
-                                                   "cluster), stdout (a command phase's JSON output) or values"),
+    ("helm", {"port": {**PORT, "from": "value"}},
+     "spec.outputs.port.from: expected object (the default: an object on the cluster), stdout (a command phase's JSON "
+     "output) or values"),
     ("command", {"port": PORT}, "spec.outputs.port.from: executor command has no release values to read; from: values is "
                                 "for helm phases"),
     ("helm", {"port": {**PORT, "from": "stdout"}}, "spec.outputs.port.from: executor helm has no standard output to read"),
