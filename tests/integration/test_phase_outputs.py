@@ -15,7 +15,9 @@ from __future__ import annotations
 import base64
 import json
 import re
+import shutil
 import uuid
+from pathlib import Path
 
 import pytest
 import yaml
@@ -23,6 +25,7 @@ import yaml
 from conftest import one_cluster_site
 
 API = "phasekit.dev/v1alpha1"
+REPO = Path(__file__).resolve().parents[2]
 ENDPOINT = "db.mgmt.example:5432"
 PASSWORD = "outputs-s3cr3t-pa55word"
 KNOWN = "(known after the run)"
@@ -254,3 +257,40 @@ def test_a_run_that_leaves_out_a_producer_that_never_ran_says_so_and_applies_no_
     assert ("(outputs not read yet: mgmt on ephemeral; the phase has not succeeded there in this run nor in a "
             "recorded one: run it first, or include it in the selection)") in output, output
     assert "app" not in configmaps_names(clusters["target"], site.namespace)
+
+
+API_KEY = "helm-api-k3y-s3cr3t-value"
+
+
+@pytest.mark.parametrize("helm_mode", ["release", "apply"])
+def test_a_helm_phases_release_values_feed_a_later_phase_and_a_secret_one_is_masked(clusters, site, helm_mode):
+    shutil.copytree(REPO / "examples" / "site" / "charts" / "settings", site.root / "charts" / "settings")
+    (site.root / "values").mkdir()
+    (site.root / "values" / "settings.yaml.j2").write_text(f"apiKey: \"{{{{ '{API_KEY[::-1]}' | reverse }}}}\"\n")
+    release = {"apiVersion": API, "kind": "Phase", "metadata": {"name": "settings"},
+               "spec": {"cluster": "ephemeral", "executor": "helm", "source": "../charts/settings",
+                        "options": {"release_namespace": site.namespace, "helm_mode": helm_mode,
+                                    # the key is made when the values file renders: the plan's own documents
+                                    # (shown at -vvv) do not hold it as such
+                                    "values_files": ["../values/settings.yaml.j2"], "release_values": {"tier": "gold"}},
+                        # cluster is the chart's default: the release's computed values, not only the given ones
+                        "outputs": {"cluster": {"from": "values", "jsonpath": "{.cluster}"},
+                                    "tier": {"from": "values", "jsonpath": "{.tier}"},
+                                    "key": {"from": "values", "jsonpath": "{.apiKey}", "secret": True}}}}
+    (site.root / "phases" / "use.yaml.j2").write_text(
+        f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: released, namespace: {site.namespace}}}\n"
+        "data: {cluster: '{{ phase_outputs.settings.cluster }}', tier: '{{ phase_outputs.settings.tier }}', "
+        "key: '{{ phase_outputs.settings.key }}'}\n")
+    use = {"apiVersion": API, "kind": "Phase", "metadata": {"name": "use"},
+           "spec": {"cluster": "target", "executor": "apply", "source": "use.yaml.j2"}}
+    site.write([release, use, plan("settings", "use")])
+    rc, output = site("-vvv")
+    assert rc == 0, output
+    released = json.loads(clusters["target"].kubectl("get", "configmap", "released", "-n", site.namespace, "-o",
+                                                     "json").stdout)
+    assert released["data"] == {"cluster": "unknown", "tier": "gold", "key": API_KEY}
+    assert API_KEY not in output and "cluster=unknown, key=***, tier=gold" in output, output
+    record = configmaps_of(clusters["ephemeral"], site.namespace)  # ephemeral's run record: the non-secret ones only
+    assert r'\"outputs\":{\"cluster\":\"unknown\",\"tier\":\"gold\"}' in record and API_KEY not in record, record
+    rc, output = site("-e", "plan_action=status")   # the record and the release answer: no extra variable
+    assert rc == 0, output

@@ -158,10 +158,11 @@ class HelmCli:
         status["values"] = values
         return status
 
-    def values(self, name: str, namespace: str) -> dict:
-        """The release's user-supplied values (``helm get values``): {} when none were given."""
-        text = self.run(["get", "values", name, "--namespace", namespace, "--output", "json"],
-                        what=f"helm get values {name}")
+    def values(self, name: str, namespace: str, computed: bool = False) -> dict:
+        """The release's user-supplied values (``helm get values``): {} when none were given; ``computed``: with
+        the chart's defaults (``--all``)."""
+        text = self.run(["get", "values", name, "--namespace", namespace, "--output", "json",
+                         *(["--all"] if computed else [])], what=f"helm get values {name}")
         values = _json(text, f"helm get values {name}")
         return values if isinstance(values, dict) else {}
 

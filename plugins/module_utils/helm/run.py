@@ -15,12 +15,13 @@ import os
 import re
 from collections.abc import Mapping
 
+from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.bundle import BundleObject
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import Chart, ChartCache, chart_dependencies
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.cli import HelmCli, HelmCommandError, pull_chart
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import (
-    ABSENT, DEFAULT_BINARY, HelmRequest, duration_seconds)
+    ABSENT, DEFAULT_BINARY, MODE_APPLY, HelmRequest, duration_seconds)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import APPLY_OPTIONS_SPEC, DEFAULT_TOOLING
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import Discovery
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import DEFAULT_TIMEOUT as TEARDOWN_TIMEOUT
@@ -127,6 +128,33 @@ def render_release(request: HelmRequest, *, kubeconfig: dict, charts: ChartCache
         namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": request.namespace}}
         objects.insert(0, BundleObject(obj=namespace, origin=NAMESPACE_ORIGIN))
     return objects
+
+
+def release_values(request: HelmRequest, *, kubeconfig: dict, charts: ChartCache,
+                   environ: Mapping | None = None) -> dict:
+    """The release's computed values (the chart's defaults under the given ones), as ``helm get values --all``
+    shows them; for ``helm_mode: apply`` (no release is stored) those the release was rendered with."""
+    with HelmCli(request.binary, kubeconfig, environ) as helm:
+        if request.mode != MODE_APPLY:
+            return helm.values(request.name, request.namespace, computed=True)
+        chart = request_chart(request, charts, environ)
+        text = helm.run(["show", "values", chart.path], what=f"helm show values {chart.name}")
+    defaults = next(iter(yaml_io.load_all(text, f"the values of chart {chart.name}")), None)
+    return coalesced(defaults if isinstance(defaults, dict) else {}, request.values)
+
+
+def coalesced(defaults: dict, given: dict) -> dict:
+    """``given`` over ``defaults`` as helm merges values: mappings key by key, anything else replaced, a null
+    removing the default."""
+    merged = dict(defaults)
+    for key, value in given.items():
+        if value is None:
+            merged.pop(key, None)
+        elif isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = coalesced(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
 
 
 def template_release(request: HelmRequest, *, charts: ChartCache, environ: Mapping | None = None) -> list:

@@ -32,7 +32,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import 
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.release import values_masks
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.stored import stored_manifest_objects
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.run import (
-    release_apply_arguments, remove_rendered_release, render_release, request_chart, run_release)
+    release_apply_arguments, release_values, remove_rendered_release, render_release, request_chart, run_release)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.absent import delete_bundle
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import APPLY_OPTIONS_SPEC, apply_bundle, apply_options
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import ABSENT as STATE_ABSENT
@@ -58,7 +58,8 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.fingerprint i
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.container import (
     CONTAINER_SPEC, container_failure_message, run_container, shown_items, write_output)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import (
-    FROM_STDOUT, SECRET_NAMES, OutputValues, PhaseOutput, known_after_run, read_output, read_stdout_output)
+    FROM_STDOUT, FROM_VALUES, SECRET_NAMES, OutputValues, PhaseOutput, known_after_run, read_output,
+    read_stdout_output, read_values_output)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import (
     KEY_SECRET, LABELS, PLAN_ANNOTATION, LockRefused, RunRecords, bundle_digest, recorded_message, recorded_outputs,
     resumable)
@@ -308,13 +309,17 @@ class BuiltinExecutors:
         are; from ``stdout``, a command's output: without it those are left out), and the names of the secret
         ones."""
         values, secret = {}, []
-        session = discovery = namespace = None
+        session = discovery = namespace = release = None
         for name, spec in declared.items():
             output = PhaseOutput.from_dict(name, spec)
             if output.source == FROM_STDOUT:
                 if stdout is None:
                     continue  # a command's output is not on the cluster: known after its next run
                 values[name] = read_stdout_output(output, stdout)
+            elif output.source == FROM_VALUES:
+                if release is None:
+                    release = self._release_values(phase, host)
+                values[name] = read_values_output(output, release)
             else:
                 if session is None:
                     session = self.access.session(host, EXTRA_CONNECTIONS)
@@ -325,6 +330,19 @@ class BuiltinExecutors:
             if output.secret:
                 secret.append(name)
         return values, secret
+
+    def _release_values(self, phase: dict, host: str) -> dict:
+        """A helm phase's release values on ``host`` (computed: the chart's defaults under the given ones)."""
+        options = option_values(HELM_OPTIONS_SPEC, phase.get("options"))
+        options["name"] = options["name"] or phase["name"].rsplit("/", 1)[-1]
+        resolution = self.access.resolution(host)
+        request = helm_request(options, namespace=resolution.namespace or "default", where=f"phase {phase['name']}",
+                               read_values_file=lambda path: self._values_file(host, path))
+        try:
+            return release_values(request, kubeconfig=resolution.config, charts=self.charts,
+                                  environ=self.environ_of(host))
+        except PhasekitError as err:  # helm's message may quote values
+            raise PhasekitError(values_masks(request).scrub(str(err))) from None
 
     def recorded_outputs(self, phase: dict, host: str) -> dict | None:
         """The outputs of ``phase``'s last run on ``host``, for a step that does not run it (status, destroy, a

@@ -27,8 +27,11 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems impo
 VARIABLE = "phase_outputs"
 OUTPUT_FIELDS = ("from", "kind", "name", "namespace", "apiVersion", "jsonpath", "secret")
 OBJECT_FIELDS = ("kind", "name", "namespace", "apiVersion")
-FROM_OBJECT, FROM_STDOUT = "object", "stdout"  # an object on the cluster; a command phase's standard output (JSON)
-REQUIRED_FIELDS = {FROM_OBJECT: ("kind", "name", "jsonpath"), FROM_STDOUT: ("jsonpath",)}
+# an object on the cluster; a command phase's standard output (JSON); a helm phase's release values (computed)
+FROM_OBJECT, FROM_STDOUT, FROM_VALUES = "object", "stdout", "values"
+REQUIRED_FIELDS = {FROM_OBJECT: ("kind", "name", "jsonpath"), FROM_STDOUT: ("jsonpath",), FROM_VALUES: ("jsonpath",)}
+SOURCE_EXECUTORS = {FROM_STDOUT: "command", FROM_VALUES: "helm"}  # the one executor each source other than an object has
+SOURCE_WORDS = {FROM_STDOUT: "standard output", FROM_VALUES: "release values"}
 OUTPUT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # a Jinja identifier: phase_outputs.db.endpoint works
 # shown instead of a value no run has read yet (a preview of a new cluster), as Terraform's "known after apply"
 KNOWN_AFTER_RUN = "(known after the run)"
@@ -96,16 +99,17 @@ def _parse_output(name, spec, at, problems: Problems) -> PhaseOutput | None:
     found = True
     source = spec.get("from", FROM_OBJECT)
     if source not in REQUIRED_FIELDS:
-        problems.add(at(f".{name}.from"), f"expected {FROM_OBJECT} (the default: an object on the cluster) or "
-                                          f"{FROM_STDOUT} (a command phase's JSON output), got {source!r}")
+        problems.add(at(f".{name}.from"), f"expected {FROM_OBJECT} (the default: an object on the cluster), "
+                                          f"{FROM_STDOUT} (a command phase's JSON output) or {FROM_VALUES} (a helm "
+                                          f"phase's release values), got {source!r}")
         return None
     for key in spec:
         if key not in OUTPUT_FIELDS:
             problems.add(at(f".{name}.{key}"), f"unknown field{did_you_mean(key, OUTPUT_FIELDS)}; expected one of "
                                                f"{', '.join(OUTPUT_FIELDS)}")
             found = False
-        elif source == FROM_STDOUT and key in OBJECT_FIELDS:
-            problems.add(at(f".{name}.{key}"), f"an output from {FROM_STDOUT} names no object; remove {key}")
+        elif source != FROM_OBJECT and key in OBJECT_FIELDS:
+            problems.add(at(f".{name}.{key}"), f"an output from {source} names no object; remove {key}")
             found = False
     for key in ("kind", "name", "namespace", "apiVersion", "jsonpath"):
         value = spec.get(key)
@@ -244,11 +248,19 @@ def read_stdout_output(output: PhaseOutput, stdout) -> str:
         # the output itself is not shown: it may hold what a secret output would have taken from it
         raise PhasekitError(f"output {output.name}: the command's standard output is not JSON ({err.msg} at line "
                             f"{err.lineno} column {err.colno})") from None
+    return _read_document(output, document, "the command's standard output")
+
+
+def read_values_output(output: PhaseOutput, values: dict) -> str:
+    """The output's value from a helm release's computed values (``helm get values --all``)."""
+    return _read_document(output, values, "the release's values")
+
+
+def _read_document(output: PhaseOutput, document, what: str) -> str:
     try:
         return JSONPath(output.jsonpath, allow_missing_keys=False).text(document)
     except JSONPathError as err:
-        raise PhasekitError(f"output {output.name}: {output.jsonpath} on the command's standard output: {err}") \
-            from None
+        raise PhasekitError(f"output {output.name}: {output.jsonpath} on {what}: {err}") from None
 
 
 def _applied_object(output: PhaseOutput, applied, namespace: str) -> dict | None:

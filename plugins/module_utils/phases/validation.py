@@ -23,7 +23,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.executors imp
 )
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.inventory import Inventory
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import Catalog, Phase, PhasePlan
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import FROM_STDOUT
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import SOURCE_EXECUTORS, SOURCE_WORDS
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import Problems, did_you_mean, type_name
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import Rollout, RolloutOf
 from ansible_collections.phasekit.kube.plugins.module_utils.templating import is_template_text
@@ -68,10 +68,11 @@ def _check_phase(phase: Phase, executors: dict[str, Executor], problems: Problem
         problems.add(phase.where("outputs"), f"executor {executor.name} runs a task file on each host: its outputs "
                                              f"cannot be read; declare them on a phase that runs on the controller")
     for output in phase.outputs:
-        if output.source == FROM_STDOUT and executor.name != "command":
+        wanted = SOURCE_EXECUTORS.get(output.source)
+        if wanted is not None and executor.name != wanted:
             problems.add(phase.where(f"outputs.{output.name}.from"),
-                         f"executor {executor.name} has no standard output to read; from: {FROM_STDOUT} is for "
-                         f"command phases")
+                         f"executor {executor.name} has no {SOURCE_WORDS[output.source]} to read; from: "
+                         f"{output.source} is for {wanted} phases")
     if phase.retry_fields_set and not executor.runs_on_controller:
         problems.add(phase.where(phase.retry_fields_set[0]),
                      f"executor {executor.name} runs a task file on each host: retry its tasks with Ansible's "

@@ -17,7 +17,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.helm.release import 
     HelmReport, check_helm_version, ensure_release, helm_timeout, manifest_diffs, read_status, release_changes,
     release_description, release_masks, remove_release, split_manifest, uninstall_argv, upgrade_argv, values_masks)
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.run import (
-    _prepare, release_apply_arguments, unresolved_kubeconfig_result)
+    _prepare, coalesced, release_apply_arguments, unresolved_kubeconfig_result)
 
 DEFAULTS = {name: rule.get("default") for name, rule in HELM_OPTIONS_SPEC.items()}
 
@@ -577,3 +577,16 @@ def test_helm_runs_with_its_task_s_environment(monkeypatch, environ, kubeconfig_
     environment = helm_environment(kubeconfig_path, environ)
     assert {name: environment.get(name) for name in expected} == expected
     assert "HELM_KUBECONTEXT" not in environment
+
+
+# ------------------------------------------------------------ computed values (helm_mode apply: an output from values)
+
+@pytest.mark.parametrize("defaults, given, expected", [
+    ({"service": {"port": 80, "type": "ClusterIP"}}, {"service": {"port": 8080}},
+     {"service": {"port": 8080, "type": "ClusterIP"}}),
+    ({"tags": ["a", "b"]}, {"tags": ["c"]}, {"tags": ["c"]}),
+    ({"service": {"port": 80}, "ingress": {"enabled": False}}, {"ingress": None}, {"service": {"port": 80}}),
+    ({"image": "nginx"}, {"replicas": 2}, {"image": "nginx", "replicas": 2}),
+], ids=["mappings-merge-key-by-key", "lists-are-replaced", "null-removes-a-default", "new-keys-are-added"])
+def test_coalesced_values(defaults, given, expected):
+    assert coalesced(defaults, given) == expected

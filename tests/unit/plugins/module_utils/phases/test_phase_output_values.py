@@ -14,7 +14,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery impor
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.objects import PlannedObject
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import (
     KNOWN_AFTER_RUN, SECRET_NAMES, OutputUse, OutputValues, PhaseOutput, declared_outputs, known_after_run,
-    output_uses, read_output, read_stdout_output)
+    output_uses, read_output, read_stdout_output, read_values_output)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import (
     RunInfo, entry_for, recorded_outputs)
 
@@ -280,7 +280,7 @@ TOKEN = {"from": "stdout", "jsonpath": "{.status.token}"}
     ("command", {"token": {**TOKEN, "kind": "ConfigMap"}},
      "spec.outputs.token.kind: an output from stdout names no object; remove kind"),
     ("command", {"token": {**TOKEN, "from": "stderr"}},
-     "spec.outputs.token.from: expected object (the default: an object on the cluster) or stdout"),
+     "spec.outputs.token.from: expected object (the default: an object on the cluster), stdout"),
     ("wait", {"token": TOKEN}, "spec.outputs.token.from: executor wait has no standard output to read"),
 ], ids=["from-stdout-needs-only-a-jsonpath", "names-no-object", "object-or-stdout", "only-command-phases"])
 def test_declaring_an_output_from_a_commands_output(tmp_path, executor, outputs, expected):
@@ -311,3 +311,48 @@ def test_reading_an_output_from_a_commands_output(stdout, expected):
         assert str(raised.value).startswith(str(expected))
         return
     assert read_stdout_output(output, stdout) == expected
+
+
+# ------------------------------------------------------------ a helm phase's release values
+
+PORT = {"from": "values", "jsonpath": "{.service.port}"}
+RELEASE = {"chart_ref": "./chart", "name": "web"}
+
+
+@pytest.mark.parametrize("executor, outputs, expected", [
+    ("helm", {"port": PORT}, None),
+    ("helm", {"port": {**PORT, "name": "web"}}, "spec.outputs.port.name: an output from values names no object; remove name"),
+    ("helm", {"port": {**PORT, "jsonpath": None}}, "spec.outputs.port.jsonpath: missing: expected a non-empty string"),
+    ("helm", {"port": {**PORT, "from": "value"}},
+     "spec.outputs.port.from: expected object (the default: an object on the cluster), stdout (a command phase's JSON "
+     "output) or values"),
+    ("command", {"port": PORT}, "spec.outputs.port.from: executor command has no release values to read; from: values is "
+                                "for helm phases"),
+    ("helm", {"port": {**PORT, "from": "stdout"}}, "spec.outputs.port.from: executor helm has no standard output to read"),
+], ids=["from-values-needs-only-a-jsonpath", "names-no-object", "needs-a-jsonpath", "object-stdout-or-values",
+        "only-helm-phases", "stdout-not-on-helm-phases"])
+def test_declaring_an_output_from_a_releases_values(tmp_path, executor, outputs, expected):
+    options = RELEASE if executor == "helm" else ECHO
+    documents = [phase("web", cluster="ephemeral", executor=executor, outputs=outputs, options=options)]
+    if expected is None:
+        assert build(documents, tmp_path).phases[0].phase.outputs == (
+            PhaseOutput(name="port", kind="", object_name="", jsonpath="{.service.port}", source="values"),)
+        return
+    with pytest.raises(PhasekitError) as raised:
+        build(documents, tmp_path)
+    assert "(Phase web) field " + expected in str(raised.value)
+
+
+@pytest.mark.parametrize("values, expected", [
+    ({"service": {"port": 8080, "type": "ClusterIP"}}, "8080"),
+    ({"service": {"type": "ClusterIP"}}, PhasekitError("output port: {.service.port} on the release's values: ")),
+], ids=["a-computed-value", "missing-field-says-where-not-what"])
+def test_reading_an_output_from_a_releases_values(values, expected):
+    output = PhaseOutput.from_dict("port", PORT)
+    if isinstance(expected, Exception):
+        with pytest.raises(PhasekitError) as raised:
+            read_values_output(output, values)
+        assert str(raised.value).startswith(str(expected))
+        assert "ClusterIP" not in str(raised.value)
+        return
+    assert read_values_output(output, values) == expected
