@@ -67,6 +67,11 @@ def _check_phase(phase: Phase, executors: dict[str, Executor], problems: Problem
     if phase.outputs and not executor.runs_on_controller:
         problems.add(phase.where("outputs"), f"executor {executor.name} runs a task file on each host: its outputs "
                                              f"cannot be read; declare them on a phase that runs on the controller")
+    deleting = [key for key in ("state", "release_state") if (phase.options or {}).get(key) == "absent"]
+    if phase.outputs and deleting:
+        problems.add(phase.where("outputs"), f"the phase deletes what it names ({deleting[0]}: absent): there is "
+                                             "nothing left to read outputs from; declare them on the phase that "
+                                             "creates it")
     for output in phase.outputs:
         wanted = SOURCE_EXECUTORS.get(output.source)
         if wanted is not None and executor.name != wanted:

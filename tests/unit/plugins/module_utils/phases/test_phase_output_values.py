@@ -356,3 +356,17 @@ def test_reading_an_output_from_a_releases_values(values, expected):
         assert "ClusterIP" not in str(raised.value)
         return
     assert read_values_output(output, values) == expected
+
+
+@pytest.mark.parametrize("executor, options, outputs", [
+    ("helm", {**RELEASE, "release_state": "absent"}, {"port": PORT}),
+    ("apply", {"state": "absent"}, {"endpoint": ENDPOINT}),
+], ids=["an-uninstalled-release", "deleted-objects"])
+def test_a_phase_that_deletes_declares_no_outputs(tmp_path, executor, options, outputs):
+    manifest = tmp_path / "cm.yaml"
+    manifest.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: db, namespace: apps}\n")
+    source = {"source": str(manifest)} if executor == "apply" else {}
+    documents = [phase("gone", cluster="ephemeral", executor=executor, outputs=outputs, options=options, **source)]
+    with pytest.raises(PhasekitError) as raised:
+        build(documents, tmp_path)
+    assert "(Phase gone) field spec.outputs: the phase deletes what it names" in str(raised.value)
