@@ -232,7 +232,7 @@ bench: venv tools collection-link clusters
 	python bench/fleet.py
 	python bench/fleet.py --only lock   # one run at a time: this tree against the tree before the lock
 	python bench/fleet.py --only recap  # a result per cluster host (plan_host_results) against main's role
-	python bench/fleet.py --only outputs,preview  # an output's requests; a preview against a first run
+	python bench/fleet.py --only outputs  # an output costs no request when the apply answered with the object
 	python bench/recap_ways.py          # the ways to give each host a PLAY RECAP line, and what each costs
 
 build: venv
