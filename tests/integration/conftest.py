@@ -144,7 +144,10 @@ def run_playbook(collections_path, tmp_path, bin_dir):
             cmd.append("-" + "v" * verbosity)
         if check:
             cmd.append("--check")
-        cmd += list(args)
+        # Tests of several files run plans with the same name on the same clusters, their run records in `default`:
+        # a run that meets another's lock waits for it, as two pipelines of one user would be told to (a test's own
+        # -e plan_lock_timeout comes later and wins)
+        cmd += ["-e", "plan_lock_timeout=300", *args]
         full_env = dict(os.environ)
         full_env.update({
             "ANSIBLE_COLLECTIONS_PATH": str(collections_path),
