@@ -55,7 +55,20 @@ def render_template_text(templar, text: str, variables, where: str) -> str:
             raise PhasekitError(f"{where}{f' line {line}' if line else ''}: error rendering template: "
                                 f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
     # a plain str: before 2.19 it is AnsibleUnsafeText, which libyaml's loader (PyYAML 6.0.4) refuses
-    return compat.plain_str(rendered) if isinstance(rendered, str) else str(rendered)
+    text = compat.plain_str(rendered) if isinstance(rendered, str) else str(rendered)
+    _check_utf8(text, where)
+    return text
+
+
+def _check_utf8(text: str, where: str) -> None:
+    """Ansible's b64decode of something that is not base64 text gives bytes that are not UTF-8, kept as surrogates:
+    nothing can print, parse or send them. Refused naming the rendered line, never its text."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        line = text.count("\n", 0, exc.start) + 1
+        raise PhasekitError(f"{where}: rendered line {line} is not UTF-8 text (a b64decode of a value that is not "
+                            "base64-encoded text?)") from None
 
 
 def render_strings(templar, value, variables, where: str):

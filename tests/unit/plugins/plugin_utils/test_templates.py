@@ -39,6 +39,14 @@ def test_errors_name_the_file_line_and_what_failed(templar, text, message):
     assert "acme" not in str(error.value)
 
 
+def test_a_rendering_that_is_not_utf8_is_refused_naming_the_line_not_the_text(templar):
+    variables = {**VARIABLES, "blob": "//79/A=="}  # base64 of bytes that are not UTF-8
+    with pytest.raises(PhasekitError) as error:
+        render_template_text(templar, "a: 1\nb: {{ blob | b64decode }}\n", variables, "f.yaml.j2")
+    assert str(error.value) == ("f.yaml.j2: rendered line 2 is not UTF-8 text (a b64decode of a value that is not "
+                                "base64-encoded text?)")
+
+
 LINES_BEFORE = "a: 1\nb: 2\n{# a comment #}\nc: {{ tenant }}\n{% set doubled = size * 2 %}\nd: |\n"
 
 
