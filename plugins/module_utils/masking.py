@@ -144,6 +144,11 @@ def secret_named_strings(data, named_secret: bool = False):
         yield data
 
 
+def leaf_strings(data):
+    """Every string of ``data`` (mappings and lists, to any depth)."""
+    return secret_named_strings(data, named_secret=True)
+
+
 def scrub_secrets(value, secrets, hidden: str = HIDDEN):
     """``value`` with every form of each of ``secrets`` hidden (a shorthand for ``Masks(secrets).scrub``)."""
     return Masks(secrets or (), hidden).scrub(value)

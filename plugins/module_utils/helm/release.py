@@ -33,7 +33,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.helm.cli import DEFA
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import (
     SET_VALUE_TYPES, HelmRequest, duration_seconds)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import object_diff
-from ansible_collections.phasekit.kube.plugins.module_utils.masking import Masks, says_secret, secret_named_strings
+from ansible_collections.phasekit.kube.plugins.module_utils.masking import Masks, leaf_strings, says_secret, secret_named_strings
 
 DESCRIPTION = "phasekit.kube chart={chart} values={values}"
 DESCRIBED = re.compile(r"^phasekit\.kube chart=(?P<chart>[0-9a-f]+) values=(?P<values>[0-9a-f]+)$")
@@ -292,18 +292,7 @@ def manifest_diffs(before: str, after: str, label: str) -> list[dict]:
 def values_masks(request: HelmRequest) -> Masks:
     """Every string value of a request (its values, what its --set values set) as masks: for plan phases, whose
     diffs and messages (run records others read, helm errors quoting rendered manifests) show none of them."""
-    return Masks(_leaf_strings(request.values)).add(*request.set_secrets)
-
-
-def _leaf_strings(values):
-    if isinstance(values, dict):
-        for value in values.values():
-            yield from _leaf_strings(value)
-    elif isinstance(values, list):
-        for value in values:
-            yield from _leaf_strings(value)
-    elif isinstance(values, str):
-        yield values
+    return Masks(leaf_strings(request.values)).add(*request.set_secrets)
 
 
 def release_masks(request: HelmRequest) -> Masks:

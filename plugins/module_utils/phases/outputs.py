@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from ansible_collections.phasekit.kube.plugins.module_utils.bundle import TEMPLATE_SUFFIX
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.jsonpath import JSONPath, JSONPathError
+from ansible_collections.phasekit.kube.plugins.module_utils.masking import leaf_strings
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import Problems, did_you_mean, type_name
 
 VARIABLE = "phase_outputs"
@@ -151,7 +152,7 @@ def output_uses(text: str) -> list[OutputUse]:
 
 def template_texts(phase) -> list[tuple[str, str]]:
     """A phase's templates as (where, text): its option strings and the ``.j2`` files of its source."""
-    found = [(phase.where("options"), text) for text in _strings(phase.options) if VARIABLE in text]
+    found = [(phase.where("options"), text) for text in leaf_strings(phase.options) if VARIABLE in text]
     source = phase.source_path
     if isinstance(source, str) and os.path.exists(source):
         for path in _template_files(source):
@@ -170,17 +171,6 @@ def _template_files(source: str) -> list[str]:
         return [source] if source.endswith(TEMPLATE_SUFFIX) else []
     return sorted(os.path.join(root, name) for root, _dirs, names in os.walk(source)
                   for name in names if name.endswith(TEMPLATE_SUFFIX))
-
-
-def _strings(value):
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
 
 
 def check_output_uses(phases, hosts_of, problems: Problems) -> None:
