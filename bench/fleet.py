@@ -35,11 +35,16 @@ Scenarios (all on the local clusters, in fresh namespaces, tools taking turns):
   the fleet plan's first run and no-op re-run through the role in a user's ``site.yml`` at ``--recap-sizes``
   (default 1,60,500), with ``plan_host_results`` false and true, against the role of ``--recap-baseline`` (a git
   ref, default main), the three taking turns in each round; wall time and CPU time. ``--only recap`` runs it.
+- preview: what a preview of a plan on empty clusters costs against the same plan's real first run (issue #40:
+  goal within 1.3x): the fleet plan with a first phase that creates each host's namespace (the clusters hold
+  nothing of the plan), at ``--preview-sizes`` (default 3 and 60 cluster hosts), ``--check`` then the real first
+  run on a fresh site each round; wall time and CPU time. Not in the default run: ``--only preview`` runs it.
 
 Usage: python bench/fleet.py [--sizes 1,10,60,200] [--rounds 3] [--core-max-hosts 200] [--skip large]
        [--large-sizes 500,2000,5000] [--rollout-hosts 500] [--fleet-others kubectl,core] [--collection DIR]
        [--only lock] [--lock-sizes 60,500] [--lock-baseline REF] [--request-sizes 1,60]
        [--only recap] [--recap-sizes 1,60,500] [--recap-baseline main]
+       [--only preview] [--preview-sizes 3,60]
 Prints Markdown tables and writes them with the raw figures under bench/results/.
 """
 
@@ -173,14 +178,16 @@ class Bench:
                     cluster, "get", "namespace", "-l", f"bench={self.label}", "-o", "name").stdout.strip():
                 time.sleep(2)
 
-    def site(self, tool: str, size: int, phases: int, per_phase: int) -> dict:
-        """Namespaces, kubeconfig, phase bundles and inventory for one tool and fleet size."""
+    def site(self, tool: str, size: int, phases: int, per_phase: int, empty: bool = False) -> dict:
+        """Namespaces, kubeconfig, phase bundles and inventory for one tool and fleet size. ``empty``: the
+        namespaces are not made here; the plan's first phase (``ns``) creates each host's own."""
         tag = f"{tool}-{size}-{uuid.uuid4().hex[:4]}"
         root = self.work / tag
         (root / "manifests").mkdir(parents=True)
         hosts = [f"c{i:03d}" for i in range(size)]
         namespaces = {host: f"bf-{tag}-{host}" for host in hosts}
-        self.create_namespaces(hosts, namespaces)
+        if not empty:
+            self.create_namespaces(hosts, namespaces)
         kubeconfig = root / "fleet.kubeconfig"
         self.fleet_kubeconfig(kubeconfig, hosts, namespaces)
         bundles = []
@@ -193,6 +200,12 @@ class Bench:
         documents = [{"apiVersion": API, "kind": "Phase", "metadata": {"name": f"p{number:02d}"},
                       "spec": {"cluster": "all", "executor": "apply", "source": f"../manifests/p{number:02d}.yaml"}}
                      for number in range(phases)]
+        if empty:   # each host's namespace, labelled for cleanup, rendered with the host's variables
+            (root / "manifests" / "namespace.yaml.j2").write_text(
+                f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: \"{{{{ fleet_namespace }}}}\"\n"
+                f"  labels:\n    bench: {self.label}\n")
+            documents.insert(0, {"apiVersion": API, "kind": "Phase", "metadata": {"name": "ns"}, "spec": {
+                "cluster": "all", "executor": "apply", "source": "../manifests/namespace.yaml.j2"}})
         (root / "phases").mkdir()
         (root / "phases" / "plan.yaml").write_text(yaml.safe_dump_all(documents))
         inventory = {"all": {"vars": {"ansible_connection": "local", "kube_kubeconfig": str(kubeconfig),
@@ -571,6 +584,31 @@ class Bench:
             rows.append(row)
         return rows
 
+    def preview(self, sizes: list[int], rounds: int) -> list[dict]:
+        """A preview (``--check``) of the fleet plan on clusters that hold nothing of it, against the same plan's
+        real first run right after it, on a fresh site each round (issue #40: goal within 1.3x)."""
+        rows = []
+        for size in sizes:
+            row = {"hosts": size}
+            for round_no in range(rounds):
+                site = self.site("preview", size, PHASES, PER_PHASE, empty=True)
+                for step, extra in (("preview", ("--check",)), ("first", ())):
+                    row.setdefault(f"{step}_rounds", []).append(self.phasekit_plan(site, *extra))
+                    row.setdefault(f"{step}_cpu_rounds", []).append(self.last["cpu_s"])
+                    if step == "preview" and "Plan: " not in self.last["stdout"]:
+                        raise SystemExit("bench: the preview printed no plan summary (Plan: N to add, ...)")
+                print(f"bench preview: round {round_no + 1}, {size} hosts: preview {row['preview_rounds'][-1]:.2f}s, "
+                      f"first run {row['first_rounds'][-1]:.2f}s", file=sys.stderr)
+                self.cleanup()
+            for what in ("", "_cpu"):
+                row[f"preview{what}"] = median(row[f"preview{what}_rounds"])
+                row[f"first{what}"] = median(row[f"first{what}_rounds"])
+                # each round's pair against itself: the machine's load moves between rounds
+                row[f"ratio{what}"] = median([ours / base for ours, base in
+                                              zip(row[f"preview{what}_rounds"], row[f"first{what}_rounds"])])
+            rows.append(row)
+        return rows
+
     def rollout_site(self, hosts: int, rollout: bool, broken: tuple = ()) -> dict:
         """A 3-child group phase over ``hosts`` cluster hosts (each child applies one ConfigMap), with the rollout
         ``ROLLOUT`` or without; ``broken`` hosts use a context whose namespace does not exist (their apply fails)."""
@@ -691,6 +729,16 @@ def ratio(theirs, ours) -> str:
 
 def report(results: dict) -> str:
     out = []
+    if results.get("preview"):
+        out += ["A preview (`--check`) of the fleet plan on clusters that hold nothing of it, against its real first "
+                "run (medians; the ratio is the median of each round's; goal: within 1.3x):", "",
+                "| hosts | preview (s) | first run (s) | preview / first run | CPU preview / first run (s) "
+                "| CPU ratio | within 1.3x |", "|---:|---:|---:|---:|---|---:|---|"]
+        for row in results["preview"]:
+            out.append(f"| {row['hosts']} | {fmt(row['preview'])} | {fmt(row['first'])} | {row['ratio']:.2f}x "
+                       f"| {fmt(row['preview_cpu'])} / {fmt(row['first_cpu'])} | {row['ratio_cpu']:.2f}x "
+                       f"| {'yes' if row['ratio'] <= 1.3 else 'no'} |")
+        out.append("")
     if results.get("requests"):
         out += ["| hosts | first run: requests | of them watches | no-op re-run: requests | of them watches |",
                 "|---:|---:|---:|---:|---:|"]
@@ -844,16 +892,17 @@ def main(argv=None) -> int:
                              "plugins/module_utils/phases/lock.py)")
     parser.add_argument("--recap-sizes", default="1,60,500", help="cluster hosts of the recap scenario")
     parser.add_argument("--recap-baseline", default="main", help="git ref of the role to compare the recap scenario with")
+    parser.add_argument("--preview-sizes", default="3,60", help="cluster hosts of the preview scenario")
     parser.add_argument("--no-records", action="store_true",
                         help="phasekit runs with plan_record=false, and the floor writes no run records")
     args = parser.parse_args(argv)
     skip = set(filter(None, args.skip.split(",")))
-    scenarios = {"floor", "overhead", "fleet", "large", "rollout", "lock", "requests", "recap", "outputs"}
+    scenarios = {"floor", "overhead", "fleet", "large", "rollout", "lock", "requests", "recap", "outputs", "preview"}
     if args.only:
         skip = scenarios - set(args.only.split(","))
     else:
-        # before/after comparisons: asked for by name (--only lock, --only recap, --only outputs)
-        skip.update({"lock", "recap", "outputs"})
+        # before/after comparisons: asked for by name (--only lock, --only recap, --only outputs, --only preview)
+        skip.update({"lock", "recap", "outputs", "preview"})
     bin_dir = tools_bin()
     env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{VENV_BIN}{os.pathsep}{os.environ['PATH']}")
     env.pop("KUBECONFIG", None)
@@ -885,6 +934,8 @@ def main(argv=None) -> int:
             if "lock" not in skip:
                 results["lock"] = bench.lock([int(size) for size in args.lock_sizes.split(",")], args.rounds,
                                              baseline_tree(Path(tmp), args.lock_baseline))
+            if "preview" not in skip:
+                results["preview"] = bench.preview([int(size) for size in args.preview_sizes.split(",")], args.rounds)
             if "recap" not in skip:
                 results["recap"] = bench.recap([int(size) for size in args.recap_sizes.split(",")], args.rounds,
                                                baseline_tree(Path(tmp) / "recap", args.recap_baseline))

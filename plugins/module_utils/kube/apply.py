@@ -52,7 +52,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.applyset import
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.crd_schema import (
     NO_VALIDATOR, schema_problems, validator_available)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.parent import ApplySetParent
-from ansible_collections.phasekit.kube.plugins.module_utils.kube.preview import PlannedState
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.preview import ADD, CHANGE, DESTROY, ObjectChange, PlannedState
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.prune import Prune
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.selectors import LabelSelector, parse_label_selector
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import (
@@ -216,6 +216,13 @@ class ApplyReport:
         """A dry run's differences, one line per object: ``Kind ns/name: field, field`` (no values)."""
         lines = [f"{planned.describe()}: {', '.join(planned.drift)}" for planned in self.objects if planned.drift]
         return lines + [f"{pruned.describe()}: would be pruned" for pruned in self.pruned if not pruned.error]
+
+    def changes(self) -> list[ObjectChange]:
+        """What the apply did (a dry run: would do) to each object it adds, changes or prunes, in apply order."""
+        found = [ObjectChange(ADD, planned.describe()) for planned in self.objects if planned.action == CREATED]
+        found += [ObjectChange(CHANGE, planned.describe(), tuple(planned.drift or ()))
+                  for planned in self.objects if planned.action == CONFIGURED]
+        return found + [ObjectChange(DESTROY, pruned.describe()) for pruned in self.pruned if not pruned.error]
 
     def not_checked(self) -> list[str]:
         """A preview's objects the server could not dry-run (an earlier phase brings their CRD or namespace), one

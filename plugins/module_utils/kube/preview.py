@@ -8,6 +8,9 @@ served kinds and schemas), the Namespaces each earlier phase of a check-mode run
 objects it would create or change, so that a later phase plans against them: such an object is previewed against what
 that phase would make of it: its objects of those kinds or in those namespaces are shown as would be created,
 checked against the CRD's schema on the controller, and marked not checked by the server. A real run never uses it.
+
+``ObjectChange`` is one object of a preview as the plan's summary lists it: added, changed (with the fields that
+change, never their values) or destroyed (pruned, deleted).
 """
 
 from __future__ import annotations
@@ -18,6 +21,31 @@ from dataclasses import dataclass, field
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.crd_schema import CustomKind, crd_kinds
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.objects import (
     CONFIGURED, CREATED, CRD_GROUP_KIND, NAMESPACE_GROUP_KIND, UNCHANGED)
+
+
+ADD, CHANGE, DESTROY = "add", "change", "destroy"
+CHANGE_SIGNS = {ADD: "+", CHANGE: "~", DESTROY: "-"}   # as ``terraform plan`` marks them
+
+
+@dataclass(frozen=True)
+class ObjectChange:
+    """One object a dry run would add, change or destroy: ``Kind ns/name`` and the fields that change (keys only)."""
+
+    action: str
+    object: str
+    fields: tuple = ()
+
+    def to_dict(self) -> dict:
+        return {"action": self.action, "object": self.object, "fields": list(self.fields)}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ObjectChange":
+        return cls(str(data.get("action")), str(data.get("object")), tuple(data.get("fields") or ()))
+
+    def line(self) -> str:
+        """``+ ConfigMap ns/name``, ``~ Deployment ns/web: spec.replicas``, ``- ConfigMap ns/old``."""
+        fields = [name for name in self.fields if name != "absent"]
+        return f"{CHANGE_SIGNS.get(self.action, '?')} {self.object}" + (f": {', '.join(fields)}" if fields else "")
 
 
 @dataclass(frozen=True)
@@ -66,3 +94,8 @@ class PlannedState:
                 elif group_kind == CRD_GROUP_KIND:
                     for key, kind in crd_kinds(one.body).items():
                         self.kinds.setdefault(key, PlannedKind(kind, phase))
+
+
+def deleted_changes(deleted: list) -> list[ObjectChange]:
+    """The objects a deletion (``state: absent``, destroy) removed, or would, as changes (``DeletedObject`` list)."""
+    return [ObjectChange(DESTROY, one.describe()) for one in deleted if not one.error]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import shlex
 import threading
 import time
 from collections.abc import Mapping
@@ -36,8 +37,10 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.absent import d
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import APPLY_OPTIONS_SPEC, apply_bundle, apply_options
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import ABSENT as STATE_ABSENT
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import Discovery
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.live import fetch_live
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.objects import plan_objects
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.ownership import PlanOwner
-from ansible_collections.phasekit.kube.plugins.module_utils.kube.preview import PlannedState
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.preview import PlannedState, deleted_changes
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError, ListMemory
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import DEFAULT_TIMEOUT as TEARDOWN_TIMEOUT
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import PlanObjects, Teardown
@@ -49,6 +52,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs im
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import COMMAND_PHASE_SPEC, command_argv
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import (
     changed_when_rule, command_failure_message, command_success_message, kept_output, kubeconfig_in, run_command)
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.plan_changes import named_first
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.fingerprint import (
     FileDigests, command_words, uncomparable)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.container import (
@@ -76,6 +80,8 @@ IDENTITY_THREADS = 16  # hosts whose kubeconfig and cluster identity are looked 
 # cluster is taken when they start; the others take it at their first write through the session, if any
 WRITES_OUTSIDE_SESSION = frozenset({"command", "container", "helm", TASKS_EXECUTOR})
 READS_ONLY = frozenset({"wait", "kubeconfig"})
+HELM_PREVIEW = {"installed": "would be installed", "upgraded": "would be upgraded", "uninstalled": "would be uninstalled",
+                "unchanged": "as asked, nothing to do", "absent": "absent, nothing to do"}
 
 
 @dataclass(frozen=True)
@@ -676,6 +682,8 @@ class BuiltinExecutors:
         details = {"state": STATE_ABSENT, "counts": result["counts"], "objects": result["objects"]}
         if self.dry_run and report.changed:
             details["drift"] = report.drift()
+        if self.dry_run:
+            details["changes"] = [change.to_dict() for change in deleted_changes(report.deleted)]  # the plan summary
         if report.diffs:
             details["diff"] = host_diffs(host, report.diffs)
         warnings = [f"{host}: API server: {text}" for text in session.warnings[before:]]
@@ -708,6 +716,8 @@ class BuiltinExecutors:
         details = {"counts": counts}
         if self.dry_run and report.changed:
             details["drift"] = report.drift()  # status and check mode: what differs, for the drift gate
+        if self.dry_run:
+            details["changes"] = [change.to_dict() for change in report.changes()]  # the plan summary's objects
         if report.not_checked():
             details["not_checked"] = report.not_checked()  # a preview: what only the plan's earlier phases make valid
         if report.diffs:
@@ -735,8 +745,10 @@ class BuiltinExecutors:
         return PlanOwner(self.plan, host, self.started, fellows=frozenset(phase.get("in_plans") or ()) - {self.plan})
 
     def _wait(self, phase: dict, host: str) -> Outcome:
-        if self.check_mode or self.mode == VALIDATE:
+        if self.mode == VALIDATE:
             return Outcome(skipped=True, msg="nothing was applied, so there is nothing to wait for")
+        if self.check_mode and self.mode != STATUS:
+            return self._preview_wait(phase, host)
         values = option_values(WAIT_OPTIONS_SPEC, phase.get("options"))
         if self.mode == STATUS:
             values["timeout"] = 0  # the state as it is now
@@ -750,15 +762,45 @@ class BuiltinExecutors:
         outcomes, problem = wait_for_bundle(self.access.session(host, EXTRA_CONNECTIONS), bundle, rules, namespace)
         return Outcome(not_ready=problem is not None, msg=problem or "", details={"ready": problem is None})
 
+    def _preview_wait(self, phase: dict, host: str) -> Outcome:
+        """Check mode: the objects the wait would wait for, and which of them earlier phases of this preview would
+        create or change. Nothing is waited for: an object not there yet is no failure in a preview."""
+        bundle = self.bundle(phase, host)
+        namespace = (phase.get("options") or {}).get("namespace") or self.access.resolution(host).namespace \
+            or "default"
+        carried = self.carried(host)
+        session = self.access.session(host, EXTRA_CONNECTIONS)
+        try:
+            planned = plan_objects(bundle, Discovery(session), namespace, carried=carried)
+        except PhasekitError as err:
+            # a kind neither the cluster nor an earlier phase of this preview serves (a command or chart may bring
+            # it): said, not failed, as the preview cannot know
+            note = f"would wait for {len(bundle)} object(s); not all can be looked up now: {err}"
+            return Outcome(msg=note, details={"preview": note})
+        earlier = [one.target for one in planned if carried.changed_earlier(one.target.key) is not None]
+        others = [one.target for one in planned if carried.changed_earlier(one.target.key) is None]
+        live = fetch_live(session, others) if others else {}
+        # not there, and no apply of this preview makes it: a command, chart or task file may; else the wait times out
+        absent = [target.describe() for target in others if target.key in live and live[target.key] is None]
+        said = [f"{len(earlier)} of them created or changed by earlier phases of this preview"] if earlier else []
+        if absent:
+            said.append(f"{len(absent)} not there now and created by no earlier apply of this preview: "
+                        f"{named_first(absent)}")
+        note = f"would wait for {len(planned)} object(s)" + (f" ({'; '.join(said)})" if said else "")
+        shown = named_first([one.describe() for one in planned])
+        return Outcome(msg=f"{note}: {shown}" if planned else note, details={"preview": note})
+
     def _command(self, phase: dict, host: str) -> Outcome:
         values = option_values(COMMAND_PHASE_SPEC["argument_spec"], phase.get("options"))
         argv = command_argv(values["argv"], values["cmd"], values["shell"])
-        if self.dry_run and self.mode == STATUS:
-            return Outcome(skipped=True, msg="commands do not run in a dry run")
+        preview = {"preview": f"would run: {shlex.join(argv)}"}  # what the plan summary says (masked with the rest)
+        runs = not self.dry_run or (values["run_in_check_mode"] and self.mode != VALIDATE)  # declared read-only
+        if not runs and self.mode == STATUS:
+            return Outcome(skipped=True, msg="commands do not run in a dry run", details=preview)
         built = self._env_dirs(values["env_dirs"] or {})  # validate and check mode too: a broken build fails
-        if self.dry_run:
+        if not runs:
             # a command's effect cannot be predicted: not run by validate, status or check mode
-            return Outcome(skipped=True, msg="commands do not run in a dry run")
+            return Outcome(skipped=True, msg="commands do not run in a dry run", details=preview)
         resolution = self.access.resolution(host)
         kubeconfigs = {variable: self.access.resolution(other_host(phase, host, variable, name)).config
                        for variable, name in (values["kubeconfigs"] or {}).items()}
@@ -775,6 +817,8 @@ class BuiltinExecutors:
         if phase.get("outputs"):  # read whole, not cut as the result keeps it (see _read_outputs)
             with self._lock:
                 self._applied[(phase["name"], host, FROM_STDOUT)] = done.stdout
+        if self.dry_run:
+            details["preview"] = f"ran (run_in_check_mode): {shlex.join(argv)}"
         if not succeeded:
             return Outcome(changed=True, failed=True, msg=command_failure_message(done), details=details)
         return Outcome(changed=rule.changed(done), details=details,
@@ -785,7 +829,8 @@ class BuiltinExecutors:
         if self.dry_run:
             # what a container does cannot be predicted: not run by validate, status or check mode (airshipctl's
             # --dry-run did not run it either)
-            return Outcome(skipped=True, msg="containers do not run in a dry run")
+            return Outcome(skipped=True, msg="containers do not run in a dry run",
+                           details={"preview": f"would run container image {values['image']}"})
         items = [one.obj for one in self.bundle(phase, host)] if phase.get("source") is not None else []
         resolution = self.access.resolution(host)
         done = run_container(values, items, kubeconfig=resolution.config, context=resolution.context,
@@ -833,6 +878,8 @@ class BuiltinExecutors:
                    if key not in ("changed", "diff", "status", "stdout", "stderr", "command")}
         if report.diffs:
             details["diff"] = host_diffs(host, report.diffs)
+        if self.dry_run:  # the plan summary's word for a release helm decides on (its objects are helm's)
+            details["preview"] = f"release {request.namespace}/{request.name}: {HELM_PREVIEW.get(report.action, report.action)}"
         hidden = values_masks(request)  # a plan's output goes to run records others read: no value of the release
         failure = report.failure
         if failure is not None and request.wait and not self.dry_run:
@@ -986,6 +1033,8 @@ def run_bookkeeping(plan: str | None):
 
 def teardown_outcome(report) -> Outcome:
     details = {key: value for key, value in report.result().items() if key != "changed"}
+    if report.dry_run:  # destroy --check: what the plan summary counts as destroyed
+        details["changes"] = [change.to_dict() for change in deleted_changes(report.objects)]
     return Outcome(changed=report.changed, failed=report.failure is not None, msg=report.message,
                    objects_changed=report.deleted, details=details)
 

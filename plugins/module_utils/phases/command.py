@@ -66,6 +66,8 @@ COMMAND_PHASE_SPEC = {
         "env_files": {"type": "dict", "default": {}},
         "env_dirs": {"type": "dict", "default": {}},
         "changed_when": {"type": "raw", "default": "always"},
+        # a read-only command (a check, a query) the phase declares safe: check mode and status run it too
+        "run_in_check_mode": {"type": "bool", "default": False},
     },
 }
 # The value of a ``kubeconfigs`` entry that names the phase host's own parent (``kube_parent``).

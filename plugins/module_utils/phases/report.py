@@ -18,6 +18,8 @@ import re
 import xml.etree.ElementTree as ET
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.plan_changes import (
+    NOT_COUNTED, phase_changes, previews)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import (
     NOT_IN_PLAY, NOT_RUN, graph_text, rendered_files, rendered_yaml, summary_entries)
 from ansible_collections.phasekit.kube.plugins.module_utils.private_files import write_atomically
@@ -36,8 +38,9 @@ def report_entries(phases: list[dict], records: list[dict], play_hosts: list[str
     """One plain entry per phase and cluster: phase, cluster, server (its API server as host:port, "" when it was
     not resolved; ``servers``), executor, result, summary (the summary's word), duration (seconds, None when not
     run), objects_changed, message. ``masks_for(host)``: a ``Masks`` whose secrets are hidden from that cluster's
-    message."""
+    message. A preview's entries (check mode, status) also carry ``changes`` (``PhaseChanges.to_dict``)."""
     entries = []
+    preview = previews(mode, check_mode)
     for entry in summary_entries(phases, records, play_hosts, mode, servers, check_mode):
         scrub = masks_for(entry["cluster"]).scrub_text if masks_for is not None else str
         message = scrub(entry["msg"]) if entry["msg"] else entry["msg"]
@@ -50,6 +53,9 @@ def report_entries(phases: list[dict], records: list[dict], play_hosts: list[str
         if any(stream in record for stream in OUTPUT_KEYS):  # a command's: what it printed, as its result keeps it
             reported.update({"rc": record.get("rc")},
                             **{stream: scrub(str(record.get(stream) or "")) for stream in OUTPUT_KEYS})
+        if preview:
+            changes = phase_changes(entry).to_dict()  # object names and field paths; masked like the message
+            reported["changes"] = masks_for(entry["cluster"]).scrub(changes) if masks_for is not None else changes
         entries.append(reported)
     return entries
 
@@ -62,7 +68,18 @@ def json_report(entries: list[dict], *, plan: str, mode: str, check_mode: bool, 
     document = {"version": REPORT_VERSION, "plan": plan, "mode": mode, "check_mode": check_mode,
                 "stopped_by": stopped_by, "failed": bool(totals.get("failed")), "totals": totals,
                 "results": entries}
+    if previews(mode, check_mode):  # the preview's totals, as its summary's last line says them
+        document["changes"] = planned_totals(entries)
     return json.dumps(document, indent=2, sort_keys=False) + "\n"
+
+
+def planned_totals(entries: list[dict]) -> dict:
+    """A preview's totals from its report entries (each with its ``changes``): objects to add, change and destroy,
+    and the phases and clusters not counted (failed or not run)."""
+    totals = {action: sum((entry.get("changes") or {}).get(action, 0) for entry in entries)
+              for action in ("add", "change", "destroy")}
+    return {**totals, "incomplete": [f"{entry['phase']} on {entry['cluster']}" for entry in entries
+                                     if entry["result"] in NOT_COUNTED]}
 
 
 def junit_report(entries: list[dict], *, plan: str, mode: str) -> str:

@@ -12,6 +12,9 @@ from __future__ import annotations
 import re
 
 from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.preview import ADD, CHANGE, DESTROY
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.plan_changes import (
+    SHOWN_OBJECTS, PlanChanges, plan_changes, previews)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import Plan, PlannedPhase
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import hosts_label, over_budget, rollout_of
 
@@ -228,7 +231,28 @@ def summary_lines(phases: list[dict], records: list[dict], play_hosts: list[str]
     """
     lines = phase_summary_lines(phases, records, play_hosts, mode, servers, check_mode)
     rollouts = batch_lines(phases, records, play_hosts, batches)
-    return lines + [""] + rollouts if rollouts else lines
+    lines = lines + [""] + rollouts if rollouts else lines
+    if previews(mode, check_mode):  # a preview ends as ``terraform plan`` does: what would change, in total
+        changes = plan_changes(summary_entries(phases, records, play_hosts, mode, servers, check_mode))
+        lines = lines + [""] + plan_changes_lines(changes, rollout_plan_lines(phases, play_hosts))
+    return lines
+
+
+def plan_changes_lines(changes: PlanChanges, rollouts: list[str] = ()) -> list[str]:
+    """A preview's plan-wide summary: a table of phases and clusters (ADD, CHANGE, DESTROY, or what the phase would
+    do), each one's objects after it (at most ``SHOWN_OBJECTS``, the JSON report has all), the batches each rollout
+    would use (``rollouts``: ``rollout_plan_lines`` of the clusters in play), then the totals line."""
+    rows = [["PHASE", "CLUSTER", "ADD", "CHANGE", "DESTROY", "PREVIEW"]]
+    objects: list[str] = []
+    for one in changes.phases:
+        counts = [str(one.count(action)) if one.counted else "-" for action in (ADD, CHANGE, DESTROY)]
+        rows.append([one.phase, one.cluster, *counts, one.note or "-"])
+        if one.objects:
+            objects.append(f"{one.phase} on {one.cluster}:")
+            objects += [f"  {change.line()}" for change in one.objects[:SHOWN_OBJECTS]]
+            if len(one.objects) > SHOWN_OBJECTS:
+                objects.append(f"  ... and {len(one.objects) - SHOWN_OBJECTS} more (plan_report_json lists them all)")
+    return ["Preview of the plan (nothing was changed):", *table(rows), *objects, *rollouts, changes.totals_line()]
 
 
 def phase_summary_lines(phases: list[dict], records: list[dict], play_hosts: list[str], mode: str = "run",

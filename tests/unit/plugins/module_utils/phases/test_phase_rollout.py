@@ -14,7 +14,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout impor
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import (
     FAILED, Outcome, RolloutRun, run_phases)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import (
-    batch_lines, plan_failure_message, rollout_plan_lines, rollout_stop_message)
+    batch_lines, plan_failure_message, rollout_plan_lines, rollout_stop_message, summary_lines)
 
 HOSTS = [f"h{i:02d}" for i in range(20)]
 ECHO = {"argv": ["true"]}
@@ -257,3 +257,15 @@ def test_a_rollout_phase_the_plan_runs_twice_is_two_rollouts_each_at_its_positio
     assert work.calls == [("cni/apply#1", "child-a"), ("cni/apply#1", "child-b"), ("check", "child-a"),
                           ("check", "child-b"), ("cni/apply#2", "child-a"), ("cni/apply#2", "child-b")]
     assert [(b.rollout, b.number) for b in report.batches] == [("cni#1", 1), ("cni#1", 2), ("cni#2", 1), ("cni#2", 2)]
+
+
+@pytest.mark.parametrize("in_play, check_mode, expected", [
+    (HOSTS[:12], True, ["  batch 1: h00", "  batch 2: h01", "  batch 3: h02 .. h11 (10)"]),
+    (HOSTS[:3], True, ["  batch 1: h00", "  batch 2: h01", "  batch 3: h02"]),
+    (HOSTS[:12], False, []),
+], ids=["a-preview-lists-the-batches-in-order", "limit-makes-the-preview-s-batches", "a-real-run-has-no-preview"])
+def test_a_preview_lists_each_rollout_s_batches_for_the_clusters_in_play(in_play, check_mode, expected):
+    lines = summary_lines(rollout_phases(), [], in_play, "run", check_mode=check_mode)
+    assert [line for line in lines if line.startswith("  batch ")] == expected
+    if check_mode:
+        assert lines[-1].startswith("Plan: 0 to add") and lines[-2] == expected[-1]

@@ -233,14 +233,47 @@ class NoCluster:
 
 @pytest.mark.parametrize("mode, check_mode, executor", [
     ("validate", False, "command"), ("status", False, "command"), ("run", True, "command"),
-    ("validate", False, "wait"), ("run", True, "wait"), ("validate", False, "tasks"), ("status", False, "tasks"),
-], ids=["command-validate", "command-status", "command-check", "wait-validate", "wait-check", "tasks-validate",
+    ("validate", False, "wait"), ("validate", False, "tasks"), ("status", False, "tasks"),
+], ids=["command-validate", "command-status", "command-check", "wait-validate", "tasks-validate",
         "tasks-status"])
 def test_dry_runs_skip_without_touching_a_cluster(mode, check_mode, executor):
     options = {"cmd": "true"} if executor == "command" else {}
     outcome = BuiltinExecutors(NoCluster(), mode=mode, check_mode=check_mode)(
         phase("p", executor, options=options), "a")
     assert outcome.skipped
+
+
+@pytest.mark.parametrize("mode, check_mode, options, preview", [
+    ("run", True, {"argv": ["seed.sh", "--all things"]}, "would run: seed.sh '--all things'"),
+    ("status", False, {"cmd": "kubectl get ns"}, "would run: kubectl get ns"),
+], ids=["check-mode-says-what-would-run", "status-says-what-would-run"])
+def test_a_command_preview_says_what_would_run_and_runs_nothing(mode, check_mode, options, preview):
+    outcome = BuiltinExecutors(NoCluster(), mode=mode, check_mode=check_mode)(phase("p", "command", options=options),
+                                                                              "a")
+    assert outcome.skipped and outcome.details["preview"] == preview
+
+
+class ResolvedOnly(NoCluster):
+    """A cluster whose kubeconfig resolves (a command gets it) and that is never connected to."""
+
+    def resolution(self, host):
+        return type("Resolution", (), {"config": {"apiVersion": "v1", "kind": "Config", "current-context": host,
+                                                  "clusters": [], "users": [], "contexts": []}, "namespace": None})()
+
+
+@pytest.mark.parametrize("mode, check_mode, declared, runs", [
+    ("run", True, False, False), ("run", True, True, True), ("status", False, True, True),
+    ("validate", False, True, False), ("run", False, False, True),
+], ids=["check-mode-runs-no-command", "check-mode-runs-one-declared-safe", "status-runs-one-declared-safe",
+        "validate-runs-none", "a-run-runs-every-command"])
+def test_run_in_check_mode_declares_a_command_safe_to_run_in_a_preview(tmp_path, mode, check_mode, declared, runs):
+    marker = tmp_path / "ran"
+    options = {"argv": ["touch", str(marker)], "run_in_check_mode": declared}
+    outcome = BuiltinExecutors(ResolvedOnly(), mode=mode, check_mode=check_mode)(
+        phase("p", "command", options=options), "a")
+    assert marker.exists() is runs and outcome.skipped is not runs
+    if runs and check_mode:
+        assert outcome.details["preview"] == f"ran (run_in_check_mode): touch {marker}"
 
 
 def test_a_bundle_is_rendered_once_for_all_hosts_and_its_error_reaches_every_host():

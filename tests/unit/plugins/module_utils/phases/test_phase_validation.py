@@ -82,7 +82,7 @@ def cmd(**spec):
      "plan document 1 (Phase p) field spec.source: a group phase (no executor) takes no source"),
     ([cmd(options={"argv": ["true"], "colour": "red"})],
      "plan document 1 (Phase p) field spec.options: unsupported options: colour; supported options are: argv, "
-     "changed_when, chdir, cmd, env, env_dirs, env_files, kubeconfigs, shell, stdin, timeout (executor command)"),
+     "changed_when, chdir, cmd, env, env_dirs, env_files, kubeconfigs, run_in_check_mode, shell, stdin, timeout (executor command)"),
     ([cmd(options={"argv": ["true"], "timeout": "soon"})],
      "plan document 1 (Phase p) field spec.options: argument 'timeout' is of type str and we were unable to "
      "convert to int"),

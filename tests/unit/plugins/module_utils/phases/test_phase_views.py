@@ -109,7 +109,8 @@ def test_summary(records, mode, expected):
     servers = {"ephemeral": "127.0.0.1:6443", "target": "[::1]:6444"}
     lines = views.summary_lines(PHASES, records, ["ephemeral", "target"], mode=mode, servers=servers)
     assert lines[0].split() == ["PHASE", "CLUSTER", "RESULT", "DURATION", "CHANGED", "SERVER"]
-    assert [line.split() for line in lines[1:]] == expected
+    table = lines[:lines.index("")] if "" in lines else lines  # a preview (status) adds its plan after a blank
+    assert [line.split() for line in table[1:]] == expected
 
 
 @pytest.mark.parametrize("mode, check_mode, kept, changed, unchanged", [
