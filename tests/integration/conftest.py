@@ -200,3 +200,24 @@ def one_cluster_site(cluster, root: Path, record_namespace: str, collections_pat
         (root / "phases" / "site.yaml").write_text(yaml.safe_dump_all(documents))
 
     return run, write
+
+
+
+SUMMARY_HEADER = ["PHASE", "CLUSTER", "RESULT", "DURATION", "CHANGED", "SERVER"]
+
+
+def summary_text(output: str) -> str:
+    """The last run summary's table in the output (its header and rows, as printed), so that a reader of results does
+    not also read a preview's table of counts or a rollout's batches printed after it (the table ends at its first
+    blank line)."""
+    lines = output.splitlines()
+    headers = [number for number, line in enumerate(lines)
+               if line.strip().strip('",').split()[:len(SUMMARY_HEADER)] == SUMMARY_HEADER]
+    if not headers:
+        return ""
+    table = []
+    for line in lines[headers[-1]:]:
+        if not line.strip().strip('",').strip():
+            break
+        table.append(line)
+    return "\n".join(table)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import VENV_BIN
+from conftest import VENV_BIN, summary_text
 from test_kubeconfig_sources import flat_kubeconfig, new_age_key
 
 AIRSHIP = "airshipit.org/v1alpha1"
@@ -90,7 +90,7 @@ def airship_site(airship_clusters, tmp_path):
 
 def summary(output: str) -> dict:
     rows = {}
-    for line in output.splitlines():
+    for line in summary_text(output).splitlines():
         found = re.match(r'^([\w-]+)\s+([\w-]+-cluster)\s+(in sync|\w+)', line)
         if found:
             rows[(found.group(1), found.group(2))] = found.group(3)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import summary_text
 
 pytestmark = [pytest.mark.first_full_line]
 
@@ -125,9 +126,7 @@ def run(run_playbook, site, inventory, *args, path=None, env=None):
 def rows(output: str) -> dict:
     """The summary's rows: (entry, cluster) -> result (the lines after the summary's header)."""
     found = {}
-    lines = output.splitlines()
-    header = max((number for number, line in enumerate(lines) if "RESULT" in line and "DURATION" in line), default=0)
-    for line in lines[header:]:
+    for line in summary_text(output).splitlines():
         match = re.match(r'^([\w#.-]+)\s+([\w-]+-cluster)\s+(skipped \(resumed\)|not run|\w+)', line)
         if match:
             found[(match.group(1), match.group(2))] = match.group(3)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import summary_text
 
 REPO = Path(__file__).resolve().parents[2]
 API = "phasekit.dev/v1alpha1"
@@ -226,7 +227,7 @@ def recorded(cluster, namespace: str) -> dict:
 def summary_rows(output: str) -> dict:
     """(phase, cluster) -> the rest of its summary row."""
     rows = {}
-    for line in output.splitlines():
+    for line in summary_text(output).splitlines():
         parts = line.strip().strip('",').split()
         if len(parts) >= 3 and parts[0] in ("first", "outage", "third", "fourth"):
             rows[(parts[0], parts[1])] = " ".join(parts[2:])

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import summary_text
 
 API = "phasekit.dev/v1alpha1"
 CLUSTER = "target"
@@ -122,7 +123,7 @@ def words(output: str) -> str:
 def results(output: str, phases=("static", "script", "chart", "deleter")) -> dict:
     """phase -> its result on the target cluster, from the summary table."""
     found = {}
-    for line in output.splitlines():
+    for line in summary_text(output).splitlines():
         parts = line.strip().strip('",').split()
         if len(parts) >= 3 and parts[0] in phases and parts[1] == CLUSTER:
             found[parts[0]] = " ".join(parts[2:4]) if parts[2] == "skipped" else parts[2]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import summary_text
 
 API = "phasekit.dev/v1alpha1"
 CLUSTER = "target"
@@ -55,7 +56,8 @@ def run(root: Path, collections_path: Path, *args) -> subprocess.CompletedProces
 
 
 def summary_rows(output: str) -> dict:
-    summary = output[output.index("Summary of plan gone"):]
+    assert "Summary of plan gone" in output, output
+    summary = summary_text(output)
     rows = {}
     for line in summary.splitlines():
         words = line.strip().strip('",').split()
