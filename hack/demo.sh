@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make demo`: the example site end to end on the local clusters (started by make).
-# Steps: encrypt target's kubeconfig with the demo age key, run the deploy plan,
-# show `list` and `tree`, start at `apps`, destroy `apps/settings`, and say what happened.
+# Steps: encrypt target's kubeconfig with the demo age key, show `list` and `tree`, preview the plan
+# (--check), run the deploy plan, start at `apps`, destroy `apps/settings`, and say what happened.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 site=examples/site
@@ -28,6 +28,9 @@ playbook -e plan_action=list
 
 banner "the plan, as a tree and a Mermaid graph"
 playbook -e plan_action=tree
+
+banner "preview the whole plan first (check mode: nothing changes; on new clusters, what earlier phases would create is carried into later ones, and workload01's phases are known after the run: its kubeconfig is a Secret the run makes)"
+playbook --check
 
 banner "run the deploy plan across ephemeral, target and workload01"
 playbook

@@ -32,6 +32,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.report import
     check_report_path, report_entries, role_named, write_reports)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.outcome import cluster_outcomes
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import OutputValues, declared_outputs
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.plan_changes import UNKNOWN_KUBECONFIG, previews
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import (
     history_lines, rollout_stop_message, summary_lines)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import hosts_label
@@ -133,7 +134,8 @@ class ActionModule(PhasekitAction):
             stack.callback(lists.close)  # after the fleet's sessions: the watches guarding its lists end with the step
             fleet = stack.enter_context(Fleet(self._loader, task_vars.get("hostvars"), remembered=remembered,
                                               templar=self._templar, lists=lists, environ=self.environ,
-                                              environment=self.task_environment, outputs=outputs))
+                                              environment=self.task_environment, outputs=outputs,
+                                              preview=previews(mode, bool(self._task.check_mode))))
             if runs_first_phase(plan, args["phases"], mode):  # once per run: a run's later steps say nothing
                 for warning in overridden_warnings(fleet.overridden(plan_hosts(plan, in_play))):
                     display.warning(warning)
@@ -220,7 +222,8 @@ class ActionModule(PhasekitAction):
         batches = [batch.to_dict() for batch in report.batches]
         # status and validate read the clusters: what they would change is their report, not a change
         result = {"changed": report.changed and mode in (RUN, DESTROY), "records": records, "stopped_by": report.stopped_by,
-                  "failed_hosts": report.failed_hosts(), "resumed_hosts": executors.resumed_hosts(), "servers": servers,
+                  "failed_hosts": report.failed_hosts(), "not_previewed_hosts": report.hosts_with_detail(UNKNOWN_KUBECONFIG),
+                  "resumed_hosts": executors.resumed_hosts(), "servers": servers,
                   "rollout": {"batches": batches, "batches_run": report.batches_run, "stop": report.stop,
                               "message": rollout_stop_message(report.stop, plan.name) if report.stop else ""}}
         if args["phases"] is None:

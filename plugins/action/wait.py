@@ -8,6 +8,8 @@ kubeconfig resolved, then ``module_utils.kube.wait`` polls all objects together.
 
 from __future__ import annotations
 
+import dataclasses
+
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiSession
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import (
@@ -34,6 +36,10 @@ class ActionModule(PhasekitAction):
 
     def execute(self, args, task_vars):
         rules = wait_rules(args, where="wait")
+        if self._task.check_mode:
+            # a preview: what earlier tasks would create was not created, so the state now is looked at once and
+            # what is not there or not ready is said, not failed (as a plan's wait phase previews)
+            rules = dataclasses.replace(rules, timeout=0)
         bundle = self.render_task_bundle(args, task_vars)
         resolution = resolve_for_task(self, task_vars, args)
         with api_client(resolution.config, environ=self.environ) as api:
@@ -41,6 +47,8 @@ class ActionModule(PhasekitAction):
                                                 args["namespace"] or resolution.namespace or "default")
         result = {"changed": False, "ready": problem is None, "objects": [o.entry() for o in outcomes],
                   "kubeconfig": resolution.summary()}
-        if problem:
+        if problem and self._task.check_mode:
+            result.update(msg=f"check mode: not waited for (looked once): {problem}")
+        elif problem:
             result.update(failed=True, msg=problem)
         return result

@@ -28,7 +28,10 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    description: Waiting reads only, so it runs in check mode too.
+    description:
+      - Waiting reads only, so it runs in check mode too, but it does not wait there. A check run creates nothing,
+        so what earlier tasks would create is not there to wait for. It looks once; objects that are not there or
+        not ready give C(ready=false) and a C(msg) that says so, and the task does not fail.
   diff_mode:
     description: Waiting changes nothing, so there is nothing to diff.
     support: none

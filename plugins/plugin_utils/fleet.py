@@ -93,14 +93,16 @@ class Fleet:
 
     def __init__(self, loader, hostvars, *, environ: Mapping | None = None, remembered: Mapping | None = None,
                  templar=None, lists: ListMemory | None = None, environment: TaskEnvironment | None = None,
-                 outputs: OutputValues | None = None):
+                 outputs: OutputValues | None = None, preview: bool = False):
         self.vars = FleetVars(hostvars)
         self.outputs = outputs  # earlier phases' outputs: templates see them as phase_outputs
         self.lists = lists  # the step's collections listed, shared by its sessions (see ListMemory)
         self._hostvars = hostvars
         self._templar = templar
         # a parent read for a child's Secret source: the same cache; the nested resolver keeps the cycle chain
-        self._resolver = HostResolver(loader, self.vars, environ, other_hosts=self._resolve)
+        # a preview (check mode, status) waits for no kubeconfig Secret: see ``known_after_run``
+        self._resolver = HostResolver(loader, self.vars, environ, other_hosts=self._resolve,
+                                      waits_for_secrets=not preview)
         self.environ = self._resolver.environ  # the task's environment: over the controller's
         # the task's environment: as each host sees it, when it holds templates (else ``environ`` for every host)
         self._environment = environment if environment is not None and environment.per_host else None
@@ -129,6 +131,13 @@ class Fleet:
 
     def resolution(self, host: str) -> Resolution:
         return self._resolve(host, self._resolver)
+
+    def known_after_run(self, host: str) -> str | None:
+        """Where the host's kubeconfig will be when the run makes it (a Secret, an earlier phase's or a controller's
+        work, not there yet), when that is why its kubeconfig did not resolve in this preview; else None."""
+        if not isinstance(self._resolutions.get(host), PhasekitError):
+            return None
+        return self._resolver.not_there_yet.get(host)
 
     def environ_of(self, host: str) -> Mapping:
         """The environment a task on ``host`` would have: its ``environment:`` keyword (templated with the host's

@@ -56,6 +56,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve i
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import request_fingerprint
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import resolve_with_connection
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import view_with_connection
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.secret import SecretNotThereYet
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.secret import read_kubeconfig_secret
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.sources import SourceSpec
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.sources import normalize_sources
@@ -186,7 +187,8 @@ class HostResolver:
 
     def __init__(self, loader, hostvars, environ: Mapping | None = None, chain: tuple[str, ...] = (),
                  other_hosts: Callable[[str, "HostResolver"], Resolution] | None = None,
-                 overridden: dict | None = None):
+                 overridden: dict | None = None, *, waits_for_secrets: bool = True,
+                 not_there_yet: dict | None = None):
         self.loader = loader
         self.hostvars = hostvars
         # the task's environment: keyword over the controller's environment (plugin_utils.environment)
@@ -196,6 +198,10 @@ class HostResolver:
         self.other_hosts = other_hosts
         # Overridden -> the hosts whose own variables beat it, of the requests made here (and by nested resolvers)
         self.overridden: dict = {} if overridden is None else overridden
+        # a preview waits for no kubeconfig Secret: nothing it does creates one (see ``known_after_run``)
+        self.waits_for_secrets = waits_for_secrets
+        # host -> the Secret its kubeconfig is in, for hosts whose Secret (or a parent's) is not there yet
+        self.not_there_yet: dict[str, str] = {} if not_there_yet is None else not_there_yet
 
     def resolve(self, host: str | None, host_vars: HostVars, task_args: Mapping, *,
                 keep_merged: bool = False) -> Resolution:
@@ -218,7 +224,8 @@ class HostResolver:
 
     def with_environ(self, environ: Mapping) -> HostResolver:
         """This resolver (same chain, cache and record of overridden values) reading ``environ``."""
-        return HostResolver(self.loader, self.hostvars, environ, self.chain, self.other_hosts, self.overridden)
+        return HostResolver(self.loader, self.hostvars, environ, self.chain, self.other_hosts, self.overridden,
+                            waits_for_secrets=self.waits_for_secrets, not_there_yet=self.not_there_yet)
 
     def check_no_cycle(self, host: str, requested_by: str | None) -> tuple[str, ...]:
         """The chain of hosts being resolved; fails when ``host`` is already in it."""
@@ -232,7 +239,8 @@ class HostResolver:
         chain = self.check_no_cycle(host, requested_by)
         if self.hostvars is None or host not in self.hostvars:
             raise PhasekitError(f"host {host!r} is not in the inventory")
-        nested = HostResolver(self.loader, self.hostvars, self.environ, chain, self.other_hosts, self.overridden)
+        nested = HostResolver(self.loader, self.hostvars, self.environ, chain, self.other_hosts, self.overridden,
+                              waits_for_secrets=self.waits_for_secrets, not_there_yet=self.not_there_yet)
         if self.other_hosts is not None:
             return self.other_hosts(host, nested)
         return nested.resolve(host, vars_of(self.hostvars, host), {})
@@ -303,10 +311,18 @@ def read_secret_through_parent(resolver: HostResolver, host: str | None, host_va
     if not isinstance(parent, str):
         raise PhasekitError(f"host var {HOST_VAR_PARENT}: expected an inventory host name")
     resolver.check_no_cycle(parent, host)
+    where = f"Secret {secret['namespace']}/{secret['name']} on host {parent}"
+    if not resolver.waits_for_secrets:
+        secret = {**secret, "timeout": 0}
     try:
         resolution = resolver.resolve_other_host(parent, host)
         return read_kubeconfig_secret(resolution.config, secret, environ=resolver.environ)
+    except SecretNotThereYet as err:
+        resolver.not_there_yet[host or ""] = where
+        raise PhasekitError(str(err), where=f"host {parent}") from None
     except PhasekitError as err:
+        if parent in resolver.not_there_yet:  # the parent's own kubeconfig is known after the run: so is this one
+            resolver.not_there_yet[host or ""] = f"{where}, whose kubeconfig is {resolver.not_there_yet[parent]}"
         raise PhasekitError(str(err), where=f"host {parent}") from None
 
 

@@ -27,17 +27,41 @@ def held_objects(output: str) -> dict[str, set]:
     return held
 
 
+def check_preview(section: str, site_absent: bool, secret_absent: bool) -> None:
+    """The demo's preview: it ends with the plan's totals, nothing failed; on clusters that never had the demo its
+    objects are counted as added; without workload01's kubeconfig Secret on target, workload01's phases are known
+    after the run (the run makes that Secret), not waited for."""
+    assert "Preview of the plan (nothing was changed):" in section, section
+    totals = re.search(r"^Plan: (\d+) to add, (\d+) to change, (\d+) to destroy\.(.*)$", section, re.M)
+    assert totals, section
+    assert "Not counted (failed or not run)" not in totals.group(4), totals.group(0)
+    assert not re.search(r"^\S+\s+(ephemeral|target|workload01)\s+failed\b", section, re.M), section
+    if site_absent:
+        assert int(totals.group(1)) > 0, totals.group(0)
+    if secret_absent:
+        assert "Known after the run (their cluster's kubeconfig is made by the run): workload01/kubeconfig on " \
+               "workload01, apps/namespaces on workload01" in totals.group(4), totals.group(0)
+    else:
+        assert "Known after the run" not in totals.group(4), totals.group(0)
+
+
 def test_demo_runs_end_to_end(clusters, collections_path):
     subprocess.run([sys.executable, str(REPO / "hack/clusters.py"), "up", *DEMO_CLUSTERS], check=True,
                    capture_output=True, text=True)
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(collections_path), ANSIBLE_NOCOLOR="1",
                PATH=f"{os.environ['PHASEKIT_BIN']}{os.pathsep}{VENV_BIN}{os.pathsep}{os.environ['PATH']}")
     env.pop("KUBECONFIG", None)
+    target = clusters["target"]
+    site_absent = target.kubectl("get", "namespace", "demo-apps", check=False).returncode != 0
+    secret_absent = target.kubectl("get", "secret", "workload01-kubeconfig", "-n", "demo-platform",
+                                   check=False).returncode != 0
     proc = subprocess.run(["bash", str(REPO / "hack/demo.sh")], env=env, capture_output=True, text=True,
                           check=False, timeout=900)
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output[-8000:]
     assert "What just happened" in output
+    check_preview(output[output.index("preview the whole plan first"):output.index("run the deploy plan across")],
+                  site_absent, secret_absent)
     # The deploy plan's summary lists every phase on every cluster it ran on, none failed (plain lines).
     summary_rows = re.findall(r"^(\S+)\s+(ephemeral|target|workload01)\s+(ok|changed|failed|not run)\b",
                               output, re.M)

@@ -18,6 +18,7 @@ import re
 import uuid
 
 import pytest
+import yaml
 
 from conftest import one_cluster_site
 from test_preview import API, CLUSTER, configmap, crd, gadget
@@ -91,7 +92,7 @@ def test_a_preview_ends_with_the_plan_and_the_run_does_what_it_listed(clusters, 
                                                   "earlier phases of this preview)"), output
     assert phases["seed"]["changes"]["note"] == f"would run: touch {site.marker}", output
     assert not site.marker.exists()                    # a command does not run in a preview
-    assert preview["changes"] == {"add": 5, "change": 0, "destroy": 0, "incomplete": []}
+    assert preview["changes"] == {"add": 5, "change": 0, "destroy": 0, "incomplete": [], "known_after_run": []}
     assert PLAN_LINE.findall(output) == [("5", "0", "0")], output
     assert f"  + ConfigMap {namespace}/old" in output, output
     assert target.kubectl("get", "namespace", namespace, check=False).returncode != 0   # nothing was written
@@ -114,7 +115,7 @@ def test_a_preview_ends_with_the_plan_and_the_run_does_what_it_listed(clusters, 
     assert changed[0]["fields"] == ["data.k"], output
     assert phases["ready"]["changes"]["note"] == ("would wait for 2 object(s) (1 of them created or changed by "
                                                   "earlier phases of this preview)"), output   # c1, by things
-    assert preview["changes"] == {"add": 0, "change": 1, "destroy": 1, "incomplete": []}
+    assert preview["changes"] == {"add": 0, "change": 1, "destroy": 1, "incomplete": [], "known_after_run": []}
     assert PLAN_LINE.findall(output) == [("0", "1", "1")], output
     assert f"  ~ ConfigMap {namespace}/c1: data.k" in output and f"  - ConfigMap {namespace}/old" in output, output
     assert target.get_json("configmap", "old", "-n", namespace)["data"] == {"k": "x"}   # still there
@@ -143,7 +144,7 @@ def test_a_wait_preview_names_what_nothing_would_create_and_does_not_fail(cluste
 def test_status_ends_with_the_same_plan(clusters, site, tmp_path):
     site.write(documents(site.group, site.namespace, site.marker, {"c1": "v"}))
     output, status = report(site, tmp_path, "status", "-e", "plan_action=status")
-    assert status["changes"] == {"add": 4, "change": 0, "destroy": 0, "incomplete": []}, output
+    assert status["changes"] == {"add": 4, "change": 0, "destroy": 0, "incomplete": [], "known_after_run": []}, output
     assert PLAN_LINE.findall(output) == [("4", "0", "0")], output
     assert not site.marker.exists()
 
@@ -202,3 +203,64 @@ def test_helm_phases_preview_against_what_earlier_phases_would_create(clusters, 
     assert ran["rendered"]["objects_changed"] == 2 and ran["release"]["result"] == "changed", output
     assert target.get_json(f"gadgets.{group}", "r1-g", "-n", namespace)["spec"]["size"] == 2
     assert target.get_json("configmap", "r2-cm", "-n", namespace)["data"] == {"k": "v"}   # helm installed r2
+
+
+def test_a_cluster_whose_kubeconfig_the_run_makes_is_known_after_the_run(clusters, site, tmp_path):
+    """Cluster API's flow: phase ``publish`` writes the child's kubeconfig as a Secret on target, phase ``adopt``
+    makes it the child's kubeconfig, phase ``things`` applies on the child. On a target without that Secret the
+    preview neither waits for it nor fails: the child's phases are known after the run, said per phase and in the
+    totals; the real run then does them, and a preview after it reads the child's cluster."""
+    target, child_cluster, namespace = clusters[CLUSTER], clusters["ephemeral"], site.namespace
+    secret_name = f"child-kubeconfig-{site.namespace}"
+    flat = child_cluster.kubectl("config", "view", "--raw", "--flatten", "--minify").stdout
+    inventory = tmp_path / "site" / "inventory.yml"
+    hosts = yaml.safe_load(inventory.read_text())
+    hosts["all"]["hosts"]["child"] = {"kube_parent": CLUSTER, "kube_context": child_cluster.context,
+                                      "kube_kubeconfig": [{"secret": {"name": secret_name, "namespace": namespace}}]}
+    inventory.write_text(yaml.safe_dump(hosts))
+
+    def phase(name, cluster, executor, source=None, **options):
+        spec = {"cluster": cluster, "executor": executor, "options": options}
+        if source is not None:
+            spec["source"] = source
+        return {"apiVersion": API, "kind": "Phase", "metadata": {"name": name}, "spec": spec}
+
+    namespace_object = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+    site.write([
+        phase("publish", CLUSTER, "apply", [namespace_object, {
+            "apiVersion": "v1", "kind": "Secret", "metadata": {"name": secret_name, "namespace": namespace},
+            "stringData": {"value": flat}}]),
+        phase("adopt", CLUSTER, "kubeconfig", host="child"),
+        phase("things", "child", "apply", [namespace_object, dict(configmap(namespace, "v"), metadata={
+            "name": "on-child", "namespace": namespace})]),
+        {"apiVersion": API, "kind": "PhasePlan", "metadata": {"name": "site"},
+         "spec": {"phases": ["publish", "adopt", "things"]}}])
+    try:
+        output, preview = report(site, tmp_path, "preview", "--check")
+        results = by_phase_and_cluster(preview)
+        assert results[("publish", CLUSTER)]["changes"]["add"] == 2, output
+        for name in ("adopt", "things"):
+            assert results[(name, "child")]["result"] == "skipped", output
+            assert results[(name, "child")]["changes"]["known_after_run"] is True, output
+        assert "would resolve child's kubeconfig from Secret" in results[("adopt", "child")]["changes"]["note"]
+        assert preview["changes"]["known_after_run"] == ["adopt on child", "things on child"], output
+        assert "Known after the run (their cluster's kubeconfig is made by the run): adopt on child, things on " \
+               "child." in output, output
+        assert "did not appear within" not in output, output            # nothing waited for the Secret
+        assert target.kubectl("get", "secret", secret_name, "-n", namespace, check=False).returncode != 0
+        credentials = [str(value) for value in yaml.safe_load(flat)["users"][0]["user"].values()]
+        assert credentials and not [value for value in credentials if value in output]
+
+        rc, output = site()
+        assert rc == 0, output
+        assert child_cluster.get_json("configmap", "on-child", "-n", namespace)["data"] == {"k": "v"}
+
+        output, after = report(site, tmp_path, "after", "--check")
+        results = by_phase_and_cluster(after)
+        assert results[("things", "child")]["result"] == "ok" and after["changes"]["known_after_run"] == [], output
+    finally:
+        child_cluster.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
+
+
+def by_phase_and_cluster(document: dict) -> dict:
+    return {(entry["phase"], entry["cluster"]): entry for entry in document["results"]}

@@ -235,6 +235,10 @@ def test_list_and_check_mode_follow_the_limit(run_fleet, clusters):
     assert "[cni/apply] apply on 2 cluster(s) (batch 2/3 of cni)" in result.output
     assert "(batch 3/3 of cni)" not in result.output and "paused after batch 2 of 3" in result.output
     assert {host: objects(clusters, host) for host in chosen} == before
+    # the plan's preview at the end lists the batches the rollout would use for the clusters in play
+    preview = result.output[result.output.index("Preview of the plan (nothing was changed):"):]
+    assert "rollout of phase cni: 8 cluster(s) in play in 3 batch(es) [1, '25%', '100%']" in preview, preview
+    assert "batch 3: roll13, roll14, roll15, roll16, roll17" in preview, preview
 
 
 def test_serial_points_to_rollout_and_bad_values_fail_before_anything_runs(fleet, run_playbook, clusters):

@@ -20,6 +20,11 @@ POLL_SECONDS = 2.0
 MISSING_STATUSES = (404,)
 
 
+class SecretNotThereYet(PhasekitError):
+    """The kubeconfig Secret is not there (after its timeout; a preview waits for nothing: timeout 0). A run fails
+    on it; a preview says the host's kubeconfig is known after the run (an earlier phase or a controller makes it)."""
+
+
 def read_kubeconfig_secret(config: dict, secret: dict, *, sleep=time.sleep, clock=time.monotonic,
                            environ=None) -> bytes:
     """The decoded ``secret['key']`` of Secret ``namespace/name``, waiting up to ``timeout`` seconds for it.
@@ -42,7 +47,8 @@ def read_kubeconfig_secret(config: dict, secret: dict, *, sleep=time.sleep, cloc
                 return _decode_value(found, key, where)
             remaining = deadline - clock()
             if remaining <= 0:
-                raise PhasekitError(f"{where} did not appear within {timeout} seconds")
+                raise SecretNotThereYet(f"{where} did not appear within {timeout} seconds" if timeout else
+                                        f"{where} is not there")
             sleep(min(POLL_SECONDS, remaining))
 
 

@@ -60,6 +60,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.container imp
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import (
     FROM_STDOUT, FROM_VALUES, SECRET_NAMES, OutputValues, PhaseOutput, known_after_run, read_output,
     read_stdout_output, read_values_output)
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.plan_changes import UNKNOWN_KUBECONFIG
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import (
     KEY_SECRET, LABELS, PLAN_ANNOTATION, LockRefused, RunRecords, bundle_digest, recorded_message, recorded_outputs,
     resumable)
@@ -127,6 +128,11 @@ class ClusterAccess(Protocol):
     def secrets(self, host: str) -> frozenset:
         """What must not be shown of this host: the values its templates may have carried into output
         (vault-encrypted variables) and the credentials of its kubeconfig once resolved (``masking.Masks``)."""
+
+    def known_after_run(self, host: str) -> str | None:
+        """In a preview: where the host's kubeconfig will be (a Secret not there yet) when that is why it did not
+        resolve; else None."""
+        ...
 
     def identity(self, host: str, connections: int):
         """The ``kube.identity.ClusterIdentity`` of the host's cluster, asked once per endpoint and run; raises
@@ -256,7 +262,9 @@ class BuiltinExecutors:
             if self.mode == STATUS and self.records is not None:
                 outcome.details = {**outcome.details, "last_run": self._last_run(phase, host, digest)}
         except PhasekitError as err:
-            raise PhasekitError(self.masks(phase, host).scrub(str(err))) from None
+            outcome = self._known_after_run(phase, host)
+            if outcome is None:
+                raise PhasekitError(self.masks(phase, host).scrub(str(err))) from None
         except Exception as err:  # pylint: disable=broad-exception-caught
             # the runner would show any other error as it is: masked as the runner would word it
             raise PhasekitError(self.masks(phase, host).scrub(f"unexpected error ({type(err).__name__}): {err}")) \
@@ -420,6 +428,20 @@ class BuiltinExecutors:
         if executor in READS_ONLY or self.mode == DESTROY:
             return  # destroy takes it when it undoes a phase (``_destroy``: a cluster gone may be skipped)
         self.records.begin(host, acquire=writes_outside_session(phase))
+
+    def _known_after_run(self, phase: dict, host: str) -> Outcome | None:
+        """In a preview, a host whose kubeconfig is a Secret not there yet (the run's earlier phases or a controller
+        make it; a preview makes nothing and waits for nothing): its phase is not previewed, as terraform's "known
+        after apply". None when that is not why it failed."""
+        known = getattr(self.access, "known_after_run", None)  # an access without Secret sources has none
+        where = known(host) if known is not None and self.dry_run and self.mode != DESTROY else None
+        if where is None:
+            return None
+        if phase["executor"] == "kubeconfig":
+            note = f"would resolve {host}'s kubeconfig from {where}: not there yet, known after the run"
+        else:
+            note = f"not previewed: {host}'s kubeconfig is known after the run ({where}: not there yet)"
+        return Outcome(skipped=True, msg=note, details={"preview": note, UNKNOWN_KUBECONFIG: True})
 
     def _run_executor(self, phase: dict, host: str) -> Outcome:
         if self.mode == DESTROY:

@@ -17,6 +17,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.preview import 
 
 SHOWN_OBJECTS = 10   # object lines per phase and cluster under the table (the JSON report has them all)
 NOT_COUNTED = ("failed", "not run", "not in play")
+UNKNOWN_KUBECONFIG = "kubeconfig_known_after_run"  # a record key: its host's kubeconfig is made by the run
 PREVIEW_MODES = ("run", "status", "destroy")  # a dry run of these is a preview (validate checks, it plans nothing)
 
 
@@ -42,13 +43,15 @@ class PhaseChanges:
     objects: tuple = ()          # ObjectChange
     counted: bool = False
     note: str = ""
+    known_after_run: bool = False  # not previewed: its cluster's kubeconfig is made by the run
 
     def count(self, action: str) -> int:
         return sum(1 for change in self.objects if change.action == action)
 
     def to_dict(self) -> dict:
         return {"add": self.count(ADD), "change": self.count(CHANGE), "destroy": self.count(DESTROY),
-                "counted": self.counted, "note": self.note, "objects": [change.to_dict() for change in self.objects]}
+                "counted": self.counted, "note": self.note, "known_after_run": self.known_after_run,
+                "objects": [change.to_dict() for change in self.objects]}
 
 
 @dataclass(frozen=True)
@@ -65,16 +68,24 @@ class PlanChanges:
         """'phase on cluster' of each phase that failed or did not run: the plan's totals leave them out."""
         return [f"{one.phase} on {one.cluster}" for one in self.phases if one.result in NOT_COUNTED]
 
+    @property
+    def unknown(self) -> list[str]:
+        """'phase on cluster' of each phase not previewed because its cluster's kubeconfig is made by the run."""
+        return [f"{one.phase} on {one.cluster}" for one in self.phases if one.known_after_run]
+
     def totals(self) -> dict:
         """What the JSON report says of the whole preview (its summary's last line)."""
         return {"add": self.total(ADD), "change": self.total(CHANGE), "destroy": self.total(DESTROY),
-                "incomplete": self.incomplete}
+                "incomplete": self.incomplete, "known_after_run": self.unknown}
 
     def totals_line(self) -> str:
         line = f"Plan: {self.total(ADD)} to add, {self.total(CHANGE)} to change, {self.total(DESTROY)} to destroy."
         incomplete = self.incomplete
         if incomplete:
             line += f" Not counted (failed or not run): {named_first(incomplete)}."
+        unknown = self.unknown
+        if unknown:
+            line += f" Known after the run (their cluster's kubeconfig is made by the run): {named_first(unknown)}."
         return line
 
 
@@ -87,7 +98,8 @@ def phase_changes(entry: dict) -> PhaseChanges:
     if not note and entry["result"] not in ("ok", "changed"):
         note = entry["label"] + (f": {entry['msg']}" if entry.get("msg") else "")
     return PhaseChanges(phase=entry["phase"], cluster=entry["cluster"], executor=entry["executor"],
-                        result=entry["result"], objects=objects, counted=isinstance(found, list), note=note)
+                        result=entry["result"], objects=objects, counted=isinstance(found, list), note=note,
+                        known_after_run=bool(record.get(UNKNOWN_KUBECONFIG)))
 
 
 def plan_changes(entries: list[dict]) -> PlanChanges:

@@ -75,11 +75,13 @@ def json_report(entries: list[dict], *, plan: str, mode: str, check_mode: bool, 
 
 def planned_totals(entries: list[dict]) -> dict:
     """A preview's totals from its report entries (each with its ``changes``): objects to add, change and destroy,
-    and the phases and clusters not counted (failed or not run)."""
+    the phases and clusters not counted (failed or not run), and those not previewed (``known_after_run``)."""
     totals = {action: sum((entry.get("changes") or {}).get(action, 0) for entry in entries)
               for action in ("add", "change", "destroy")}
     return {**totals, "incomplete": [f"{entry['phase']} on {entry['cluster']}" for entry in entries
-                                     if entry["result"] in NOT_COUNTED]}
+                                     if entry["result"] in NOT_COUNTED],
+            "known_after_run": [f"{entry['phase']} on {entry['cluster']}" for entry in entries
+                                if (entry.get("changes") or {}).get("known_after_run")]}
 
 
 def junit_report(entries: list[dict], *, plan: str, mode: str) -> str:

@@ -127,6 +127,11 @@ class RunReport:
                 failed[record.host] = f"phase {record.phase} failed on cluster {record.host}: {record.msg}"
         return failed
 
+    def hosts_with_detail(self, key: str) -> list[str]:
+        """Hosts an outcome of the step marked with ``key`` in its details (``plan_changes.UNKNOWN_KUBECONFIG``: in
+        a preview, a cluster whose kubeconfig the run makes, where a tasks phase's task file does not run)."""
+        return sorted({record.host for record in self.records if record.details.get(key)})
+
 
 HostWork = Callable[[dict, str], Outcome]          # (planned phase, host) -> outcome; may raise PhasekitError
 Progress = Callable[[dict, list, float], None]      # (planned phase, its records, seconds) after its barrier
@@ -275,7 +280,9 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
         if self.progress is not None:
             self.progress(planned, records, time.monotonic() - started)
         if phase["executor"] == TASKS_EXECUTOR and not self.dry_run:
-            records = [record for record in records if record.result == FAILED]
+            # the task file's own record follows on the hosts it runs on; not on those failed or skipped here (in a
+            # preview: a cluster whose kubeconfig the run makes)
+            records = [record for record in records if record.result in (FAILED, SKIPPED)]
         self.report.records.extend(records)
         if not self.dry_run:
             self.failed.update(record.host for record in records if record.result == FAILED)
