@@ -233,6 +233,7 @@ bench: venv tools collection-link clusters
 	python bench/fleet.py --only lock   # one run at a time: this tree against the tree before the lock
 	python bench/fleet.py --only recap  # a result per cluster host (plan_host_results) against main's role
 	python bench/fleet.py --only outputs  # an output costs no request when the apply answered with the object
+	python bench/fleet.py --only preview  # a preview (--check) on empty clusters against the same plan's first run
 	python bench/recap_ways.py          # the ways to give each host a PLAY RECAP line, and what each costs
 
 build: venv

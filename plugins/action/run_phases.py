@@ -32,6 +32,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.report import
     check_report_path, report_entries, role_named, write_reports)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.outcome import cluster_outcomes
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import OutputValues, declared_outputs
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.preview import PlannedState
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.plan_changes import UNKNOWN_KUBECONFIG, previews
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import (
     history_lines, rollout_stop_message, summary_lines)
@@ -68,6 +69,7 @@ ARGUMENT_SPEC = {
     "run_id": {"type": "str", "default": ""},
     "resume": {"type": "bool", "default": False},
     "resumed_hosts": {"type": "list", "elements": "str", "default": []},
+    "carried": {"type": "dict", "default": {}},
     "rollout_stop_after": {"type": "int", "default": 0},
     "rollout_batches_before": {"type": "int", "default": 0},
     "report_json": {"type": "path", "default": ""},
@@ -128,6 +130,7 @@ class ActionModule(PhasekitAction):
             display.warning("plan_record is false: this run keeps no run record, so it takes no lock either; another "
                             "run of this plan on the same clusters is not stopped (see \"One run at a time\" in "
                             "docs/phases.md)")
+        preview = previews(mode, bool(self._task.check_mode))
         with signals_interrupt(), ExitStack() as stack:
             outputs = OutputValues()  # what phases read after they ran, for later phases' templates
             lists = ListMemory()  # a collection one phase listed answers the next ones (see ListMemory)
@@ -135,7 +138,7 @@ class ActionModule(PhasekitAction):
             fleet = stack.enter_context(Fleet(self._loader, task_vars.get("hostvars"), remembered=remembered,
                                               templar=self._templar, lists=lists, environ=self.environ,
                                               environment=self.task_environment, outputs=outputs,
-                                              preview=previews(mode, bool(self._task.check_mode))))
+                                              preview=preview))
             if runs_first_phase(plan, args["phases"], mode):  # once per run: a run's later steps say nothing
                 for warning in overridden_warnings(fleet.overridden(plan_hosts(plan, in_play))):
                     display.warning(warning)
@@ -159,7 +162,7 @@ class ActionModule(PhasekitAction):
                                          plan=plan.name or "", allow_shared_cluster=args["allow_shared_cluster"],
                                          environ_of=fleet.environ_of,
                                          delete_nonempty_namespaces=args["destroy_nonempty_namespaces"], step=phases,
-                                         outputs=outputs)
+                                         outputs=outputs, carried=carried_states(args["carried"], preview))
             every = [planned.to_dict() for planned in plan.phases]  # a producer left out of the selection too
             by_full_name = {phase["full_name"]: phase for phase in every}
             outputs.expect(declared_outputs(every),
@@ -239,6 +242,8 @@ class ActionModule(PhasekitAction):
         if memory is not None:
             # credentials: kept in the registered variable for later steps, hidden from every output;
             # so are the tasks phases as their task files get them (options unredacted)
+            if preview and args["phases"] is not None:  # a step: what its previews carry into the next one
+                result["carried"] = executors.carried_states()
             result.update({RESOLUTIONS_KEY: memory, "_ansible_no_log": True,
                            "tasks_phases": {phase["name"]: phase for phase in phases
                                             if phase["executor"] == TASKS_EXECUTOR}})
@@ -487,6 +492,14 @@ def _released(report, last_phases: dict, step: set, tasks_last: set):
         return lambda host: True
     failed = set(report.failed_hosts())
     return lambda host: host in failed or (last_phases.get(host) in step and host not in tasks_last)
+
+
+def carried_states(carried: dict, preview: bool) -> dict | None:
+    """An earlier step's carried-forward preview state (``carried``: host -> ``PlannedState.to_dict``), in a
+    preview; None otherwise (a real run never uses it)."""
+    if not preview:
+        return None
+    return {str(host): PlannedState.from_dict(state) for host, state in carried.items()}
 
 
 def new_run_id() -> str:

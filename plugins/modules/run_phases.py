@@ -149,6 +149,12 @@ options:
     type: list
     elements: str
     default: []
+  carried:
+    description:
+      - In a preview (check mode, O(mode=status)), what the earlier steps of the same run would create on each host
+        (the C(carried) an earlier step returned), so that a later step previews against it. Ignored in a real run.
+    type: dict
+    default: {}
   rollout_stop_after:
     description:
       - End the run after this many batches of rollouts have run (the role's C(plan_rollout_stop_after)), for a
@@ -348,6 +354,19 @@ outcomes:
   sample: {ephemeral: {result: changed, msg: "changed: apps"}, target: {result: skipped, msg: "not reached: ..."}}
 resumed_hosts:
   description: The hosts that ran a phase in this step (a resume no longer skips their later phases).
+  returned: success
+  type: list
+  elements: str
+carried:
+  description:
+    - In a preview, when O(phases) names a step: what this and the earlier steps would create on each host, for the
+      next step's O(carried). Hidden from output, as the resolutions are.
+  returned: a step of a preview
+  type: dict
+not_previewed_hosts:
+  description:
+    - In a preview, the hosts whose kubeconfig is a Secret the run makes (not there yet): their phases are not
+      previewed, and a C(tasks) phase's task file does not run there.
   returned: success
   type: list
   elements: str

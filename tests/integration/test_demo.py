@@ -60,8 +60,15 @@ def test_demo_runs_end_to_end(clusters, collections_path):
     output = proc.stdout + proc.stderr
     assert proc.returncode == 0, output[-8000:]
     assert "What just happened" in output
-    check_preview(output[output.index("preview the whole plan first"):output.index("run the deploy plan across")],
-                  site_absent, secret_absent)
+    preview = output[output.index("preview the whole plan first"):output.index("run the deploy plan across")]
+    check_preview(preview, site_absent, secret_absent)
+    # the run then does what the preview counted: per phase and cluster, its objects changed are the preview's
+    ran = output[output.index("run the deploy plan across"):output.index("start at phase 'apps'")]
+    changed = {(phase, cluster): int(count) for phase, cluster, count in re.findall(
+        r"^(\S+)\s+(ephemeral|target|workload01)\s+(?:ok|changed)\s+\S+\s+(\d+)\s", ran, re.M)}
+    counted = {(phase, cluster): int(add) + int(change) + int(destroy) for phase, cluster, add, change, destroy in
+               re.findall(r"^(\S+)\s+(ephemeral|target|workload01)\s+(\d+)\s+(\d+)\s+(\d+)\s", preview, re.M)}
+    assert counted and {key: changed.get(key) for key in counted} == counted, (counted, changed)
     # The deploy plan's summary lists every phase on every cluster it ran on, none failed (plain lines).
     summary_rows = re.findall(r"^(\S+)\s+(ephemeral|target|workload01)\s+(ok|changed|failed|not run)\b",
                               output, re.M)

@@ -20,7 +20,7 @@ import uuid
 import pytest
 import yaml
 
-from conftest import one_cluster_site
+from conftest import one_cluster_site, summary_text
 from test_preview import API, CLUSTER, configmap, crd, gadget
 
 PLAN_LINE = re.compile(r"^Plan: (\d+) to add, (\d+) to change, (\d+) to destroy\.", re.MULTILINE)
@@ -264,3 +264,30 @@ def test_a_cluster_whose_kubeconfig_the_run_makes_is_known_after_the_run(cluster
 
 def by_phase_and_cluster(document: dict) -> dict:
     return {(entry["phase"], entry["cluster"]): entry for entry in document["results"]}
+
+
+def test_a_tasks_phase_between_does_not_make_the_preview_forget(clusters, site, tmp_path):
+    """A plan with a ``tasks`` phase runs in steps, each its own controller task: what ``crds`` would create is
+    carried into the step after the task file, so ``things`` previews against it (not as unknown kinds), the
+    ``Namespace`` is not counted twice, and the real run does what the preview listed."""
+    target, group, namespace = clusters[CLUSTER], site.group, site.namespace
+    (tmp_path / "site" / "between.yml").write_text(
+        '- name: between\n  ansible.builtin.debug:\n    msg: "between {{ inventory_hostname }}"\n')
+    plan = documents(group, namespace, site.marker, {"c1": "v"})
+    plan[1]["spec"]["source"].append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    between = {"apiVersion": API, "kind": "Phase", "metadata": {"name": "between"},
+               "spec": {"cluster": CLUSTER, "executor": "tasks", "source": "../between.yml"}}
+    plan[-1]["spec"]["phases"] = ["crds", "between", "things"]
+    site.write(plan[:2] + [between, plan[-1]])
+    output, preview = report(site, tmp_path, "preview", "--check")
+    things = by_phase(preview)["things"]
+    assert things["result"] == "changed", output
+    # the Namespace crds would create is changed (its set's labels), not added again
+    assert objects(things) == [("add", f"ConfigMap {namespace}/c1"), ("add", f"Gadget {namespace}/g1"),
+                               ("change", f"Namespace {namespace}")], output
+    assert (preview["changes"]["add"], preview["changes"]["change"], preview["changes"]["incomplete"]) == (4, 1, []), \
+        output
+
+    rc, output = site()
+    assert rc == 0, output
+    assert re.search(r"^things\s+target\s+changed\s+\S+\s+3\s", summary_text(output), re.M), output

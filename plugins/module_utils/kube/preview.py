@@ -18,6 +18,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.crd_schema import CustomKind, crd_kinds
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.objects import (
     CONFIGURED, CREATED, CRD_GROUP_KIND, NAMESPACE_GROUP_KIND, UNCHANGED)
@@ -63,6 +64,7 @@ class PlannedState:
     kinds: dict = field(default_factory=dict)        # (group, version, kind) -> PlannedKind
     namespaces: dict = field(default_factory=dict)   # name -> the phase that would create it
     objects: dict = field(default_factory=dict)      # Target.key -> (the last phase that would change it, the result)
+    crds: dict = field(default_factory=dict)         # CRD name -> (the phase that would create it, the CRD): ``kinds``
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def kind(self, group: str, version: str, kind: str) -> PlannedKind | None:
@@ -92,8 +94,31 @@ class PlannedState:
                 if group_kind == NAMESPACE_GROUP_KIND:
                     self.namespaces.setdefault(one.name, phase)
                 elif group_kind == CRD_GROUP_KIND:
+                    self.crds.setdefault(one.name, (phase, one.body))
                     for key, kind in crd_kinds(one.body).items():
                         self.kinds.setdefault(key, PlannedKind(kind, phase))
+
+    def to_dict(self) -> dict:
+        """As JSON, for the next step of a preview (a plan with ``tasks`` phases runs in steps, each its own task)."""
+        with self.lock:
+            return {"namespaces": dict(self.namespaces),
+                    "objects": [[*key, phase, body] for key, (phase, body) in self.objects.items()],
+                    "crds": [[phase, body] for phase, body in self.crds.values()]}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "PlannedState":
+        """What ``to_dict`` gave an earlier step; a value it did not give is refused."""
+        try:
+            state = cls(namespaces={str(name): str(phase) for name, phase in (data.get("namespaces") or {}).items()})
+            for *key, phase, body in data.get("objects") or []:
+                state.objects[tuple(str(part) for part in key)] = (str(phase), body)
+            for phase, body in data.get("crds") or []:
+                state.crds[body["metadata"]["name"]] = (str(phase), body)
+                for key, kind in crd_kinds(body).items():
+                    state.kinds.setdefault(key, PlannedKind(kind, str(phase)))
+        except (AttributeError, KeyError, TypeError, ValueError) as err:
+            raise PhasekitError(f"carried: not a preview's state from an earlier step ({type(err).__name__})") from None
+        return state
 
 
 def deleted_changes(deleted: list) -> list[ObjectChange]:

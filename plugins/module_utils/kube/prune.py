@@ -99,7 +99,12 @@ class Prune:
         resource = self.discovery.resolve_group_kind(group, kind)
         if scope in self.listed:  # read whole before applying: what it held of the set is what to check
             return [(resource, item) for item in self.listed[scope] if self.state.is_member(item)]
-        items = self.session.list(object_path(resource, namespace), label_selector=self.state.member_selector())
+        try:
+            items = self.session.list(object_path(resource, namespace), label_selector=self.state.member_selector())
+        except ApiError as err:
+            if err.status == 404:  # the kind is not served (its CRD is gone, or a preview's earlier phase makes it):
+                return []          # no object of it can exist
+            raise
         return [(resource, item) for item in items]
 
     def _namespaced_of(self, group: str, kind: str):

@@ -193,7 +193,8 @@ class BuiltinExecutors:
                  records: RunRecords | None = None, resume: bool = False, resumed_hosts=(),
                  lists: ListMemory | None = None, plan: str | None = None, allow_shared_cluster: bool = False,
                  environ_of: Callable[[str], Mapping | None] | None = None, delete_nonempty_namespaces: bool = False,
-                 step: list[dict] | None = None, outputs: OutputValues | None = None):
+                 step: list[dict] | None = None, outputs: OutputValues | None = None,
+                 carried: dict[str, PlannedState] | None = None):
         self.access = access
         self.outputs = outputs  # the outputs phases read on their hosts, for later phases (``phases.outputs``)
         # (phase, host) -> its apply's answers; (phase, host, "stdout") -> its command's output: its outputs are read there
@@ -205,7 +206,8 @@ class BuiltinExecutors:
         self.environ_of = environ_of or (lambda _host: None)
         self.delete_nonempty_namespaces = delete_nonempty_namespaces
         self._plan_objects: dict[str, PlanObjects] = {}   # per host: what this destroy deleted there so far
-        self._carried: dict[str, PlannedState] = {}  # per host, dry runs: what earlier phases would create there
+        # per host, dry runs: what earlier phases (of this step, and ``carried`` from the earlier ones) would create
+        self._carried: dict[str, PlannedState] = dict(carried or {})
         self.lists = lists  # the sessions' ListMemory: forgotten around every phase that is not an apply
         # per phase name, the hosts an apply of the step runs on after it (None: unknown, every apply keeps its lists)
         self._applies_after = applies_after(step) if step is not None else None
@@ -759,6 +761,12 @@ class BuiltinExecutors:
             return None
         with self._lock:
             return self._carried.setdefault(host, PlannedState())
+
+    def carried_states(self) -> dict[str, dict]:
+        """Every host's carried-forward state of this dry run, as JSON for the next step (``PlannedState.to_dict``)."""
+        with self._lock:
+            states = dict(self._carried)
+        return {host: state.to_dict() for host, state in states.items()}
 
     def _owner(self, phase: dict, host: str) -> PlanOwner | None:
         """Who applies: this plan on this host, and the other plans of the documents that run the same phase."""

@@ -49,6 +49,7 @@ class FakeApi:
         self.now = 1_700_000_000.0
         self.refuse: dict[str, ApiError] = {}  # path -> the answer to an apply there
         self.reused: list[bool] = []  # each LIST's ``reuse``: whether a fleet step's memory could have answered
+        self.unserved: set[str] = set()  # collection paths the server does not serve (a LIST there is a 404)
 
     def _record(self, *request):
         self.log.append(request)
@@ -69,6 +70,9 @@ class FakeApi:
     def list(self, path, *, label_selector=None, page_size=500, reuse=False, accept=None):
         self._record("LIST", path, label_selector)
         self.reused.append(reuse)
+        if path in self.unserved:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource", method="GET",
+                           path=path)
         key, _sep, value = (label_selector or "").partition("=")
         items = []
         for object_path, obj in sorted(self.objects.items()):
@@ -270,6 +274,17 @@ def test_prune_lists_by_label_a_collection_it_did_not_read():
     lists = [request for request in api.log if request[0] == "LIST"]
     assert lists == [("LIST", COLLECTION, None),
                      ("LIST", "/api/v1/namespaces/apps/secrets", f"{PART_OF_LABEL}={_set_id(api)}")]
+
+
+def test_a_kind_the_server_no_longer_serves_has_no_members_to_prune():
+    """The parent still records a kind whose CRD was deleted (or that only a preview's earlier phase makes): its
+    collection is a 404, and no object of it can exist: nothing to prune there, not a failure."""
+    api = FakeApi()
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "token"}, "stringData": {"t": "x"}}
+    apply(api, config_maps("a", "b") + [secret])
+    api.unserved.add("/api/v1/namespaces/apps/secrets")
+    report = apply(api, config_maps("a", "b"))
+    assert report.failure is None and report.pruned == []
 
 
 def test_new_set_over_existing_objects_says_configured_or_unchanged():

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ansible_collections.phasekit.kube.plugins.module_utils.bundle import render_bundle
@@ -134,6 +136,27 @@ def test_a_kind_an_earlier_phase_brings_plans_with_its_phase_and_schema():
     [planned] = plan_objects(render_bundle(definition=[gadget(size=1)]), Discovery(), "n", carried=carried)
     assert (planned.kind_from_phase, planned.defined_in_bundle, planned.resource.plural) == ("crds", True, "gadgets")
     assert planned.custom_kind.schema is not None
+
+
+def test_the_carried_state_crosses_a_step_as_json():
+    """A plan with tasks phases previews in steps: the next step gets the state as JSON and plans as the first did."""
+    carried = PlannedState()
+    crds = plan_objects(render_bundle(definition=[crd(SCHEMA), {"apiVersion": "v1", "kind": "Namespace",
+                                                                "metadata": {"name": "n"}}]),
+                        Discovery([CRD_TYPE, ResourceType("", "v1", "Namespace", "namespaces", False)]), "default")
+    carried.record("crds", [Created(one) for one in crds])
+    again = PlannedState.from_dict(json.loads(json.dumps(carried.to_dict())))
+    assert again.namespace_phase("n") == "crds" and again.objects.keys() == carried.objects.keys()
+    [planned] = plan_objects(render_bundle(definition=[gadget(size=1)]), Discovery(), "n", carried=again)
+    assert (planned.kind_from_phase, planned.resource.plural) == ("crds", "gadgets")
+    assert planned.custom_kind.schema is not None
+
+
+@pytest.mark.parametrize("data", [{"objects": [["only-a-key"]]}, {"crds": [["crds", {"spec": {}}]]},
+                                  {"namespaces": ["not", "a", "mapping"]}])
+def test_a_carried_state_an_earlier_step_did_not_give_is_refused(data):
+    with pytest.raises(PhasekitError, match="carried: not a preview's state from an earlier step"):
+        PlannedState.from_dict(data)
 
 
 def test_without_the_carried_state_the_kind_is_still_unknown():
