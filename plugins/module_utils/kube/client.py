@@ -501,6 +501,20 @@ def _write_material(material_dir: str, name: str, encoded, owner: str, field_pat
 
 
 _TEMP_FILES_LOCK = threading.Lock()
+LOADER_MEMBERS = ("_create_temp_file_with_content", "_temp_files")  # the config loader's private members used here
+SUPPORTED_CLIENT = "kubernetes>=29,<38"  # as requirements.txt says
+
+
+def check_loader_members(loader_module=None) -> None:
+    """Refuse, naming the installed client's version, a ``kubernetes`` client whose config loader lacks the private
+    members this module relies on, instead of failing later with an AttributeError."""
+    loader_module = loader_module or kube_config
+    missing = [name for name in LOADER_MEMBERS if not hasattr(loader_module, name)]
+    if missing:
+        import kubernetes  # pylint: disable=import-outside-toplevel
+        raise PhasekitError(f"the kubernetes Python client {getattr(kubernetes, '__version__', '(unknown version)')} "
+                            f"is not supported: its config loader has no {', '.join(missing)}; install "
+                            f"'{SUPPORTED_CLIENT}' (requirements.txt)")
 
 
 def _install_private_temp_files():
@@ -508,7 +522,9 @@ def _install_private_temp_files():
     that client's directory, written under a lock, instead of a file shared by every client with that content.
 
     The loader's private ``_create_temp_file_with_content`` and ``_temp_files`` are used as every client major
-    requirements.txt allows has them (29 to 37, the oldest and the newest run in CI)."""
+    requirements.txt allows has them (29 to 37, the oldest and the newest run in CI); another client without them is
+    refused naming its version (``check_loader_members``)."""
+    check_loader_members()
     original = kube_config._create_temp_file_with_content  # pylint: disable=protected-access
     if getattr(original, "phasekit_private", False):
         return

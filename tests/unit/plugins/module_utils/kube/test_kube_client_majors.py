@@ -17,7 +17,9 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import (
+    SUPPORTED_CLIENT, api_client, check_loader_members)
 
 from pki import make_pki
 
@@ -35,6 +37,18 @@ def test_the_client_is_bounded_to_the_majors_ci_runs():
     upper = [spec for spec in requirement.specifier if spec.operator == "<"]
     assert len(upper) == 1 and Version(upper[0].version).release[1:] in ((), (0,), (0, 0)), requirement
     assert requirement.specifier.contains(kubernetes.__version__), (kubernetes.__version__, str(requirement))
+
+
+def test_a_client_without_the_loaders_private_members_is_refused_naming_its_version():
+    """A future client that drops them fails with a clear message, not an AttributeError; the range it names is
+    requirements.txt's."""
+    assert Requirement(SUPPORTED_CLIENT).specifier == kubernetes_requirement().specifier
+    check_loader_members()  # the installed client has them
+    with pytest.raises(PhasekitError) as refused:
+        check_loader_members(object())
+    assert str(refused.value) == (f"the kubernetes Python client {kubernetes.__version__} is not supported: its "
+                                  f"config loader has no _create_temp_file_with_content, _temp_files; install "
+                                  f"'{SUPPORTED_CLIENT}' (requirements.txt)")
 
 
 def test_the_execution_environment_installs_the_same_requirements():
