@@ -74,6 +74,11 @@ def test_generic_containers_run_with_podman_as_airshipctl_ran_them(clusters, run
     root = tmp_path / "site"
     inventory = site(root, shared, clusters)
     args = ("-e", f"phases={root / 'phases'}")
+    # a preview runs no container: it says what it would run
+    preview = run_playbook(PLAYBOOK, inventory, *args, "-e", "plan=features", "--check")
+    assert preview.rc == 0, preview
+    assert "would run container image localhost/toolbox" in preview.output, preview
+    assert not list(shared.iterdir()) and not (root / "generated").exists(), preview
     ran = run_playbook(PLAYBOOK, inventory, *args, "-e", "plan=features", env={"FROM_CONTROLLER": "from-afar"})
     assert ran.rc == 0, ran
     assert (shared / "greeting").read_text() == "hello from-afar\n"             # envVars: a value and the controller's
@@ -93,4 +98,4 @@ def test_generic_containers_run_with_podman_as_airshipctl_ran_them(clusters, run
     assert no_engine.rc != 0, no_engine
     assert "(Phase write-out) field config.executorRef: phase write-out needs podman or docker, neither of which is " \
            "on the controller's PATH" in no_engine.output, no_engine
-    assert "Traceback" not in ran.output + slow.output + no_engine.output
+    assert "Traceback" not in preview.output + ran.output + slow.output + no_engine.output

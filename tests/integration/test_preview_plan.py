@@ -291,3 +291,20 @@ def test_a_tasks_phase_between_does_not_make_the_preview_forget(clusters, site, 
     rc, output = site()
     assert rc == 0, output
     assert re.search(r"^things\s+target\s+changed\s+\S+\s+3\s", summary_text(output), re.M), output
+
+
+def test_a_command_declared_safe_runs_in_the_preview_and_others_do_not(clusters, site, tmp_path):
+    """``run_in_check_mode: true`` (a read-only command) runs in check mode and says so; a command without it is only
+    listed."""
+    checked = tmp_path / "checked"
+    plan = documents(site.group, site.namespace, site.marker, {"c1": "v"})
+    plan.insert(4, {"apiVersion": API, "kind": "Phase", "metadata": {"name": "look"}, "spec": {
+        "cluster": CLUSTER, "executor": "command",
+        "options": {"argv": ["touch", str(checked)], "changed_when": "never", "run_in_check_mode": True}}})
+    plan[-1]["spec"]["phases"].append("look")
+    site.write(plan)
+    output, preview = report(site, tmp_path, "preview", "--check")
+    phases = by_phase(preview)
+    assert phases["look"]["changes"]["note"] == f"ran (run_in_check_mode): touch {checked}", output
+    assert phases["seed"]["changes"]["note"] == f"would run: touch {site.marker}", output
+    assert checked.exists() and not site.marker.exists()
