@@ -365,7 +365,7 @@ carried:
   type: dict
 not_previewed_hosts:
   description:
-    - In a preview, the hosts whose kubeconfig is a Secret the run makes (not there yet): their phases are not
+    - In a preview, the hosts whose kubeconfig is a Secret the run makes (not there yet). Their phases are not
       previewed, and a C(tasks) phase's task file does not run there.
   returned: success
   type: list
