@@ -359,7 +359,7 @@ resumed_hosts:
   elements: str
 carried:
   description:
-    - In a preview, when O(phases) names a step: what this and the earlier steps would create on each host, for the
+    - In a preview, when O(phases) names a step, what this and the earlier steps would create on each host, for the
       next step's O(carried). Hidden from output, as the resolutions are.
   returned: a step of a preview
   type: dict
