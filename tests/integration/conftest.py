@@ -202,7 +202,6 @@ def one_cluster_site(cluster, root: Path, record_namespace: str, collections_pat
     return run, write
 
 
-
 SUMMARY_HEADER = ["PHASE", "CLUSTER", "RESULT", "DURATION", "CHANGED", "SERVER"]
 
 

@@ -132,7 +132,6 @@ class ClusterAccess(Protocol):
     def known_after_run(self, host: str) -> str | None:
         """In a preview: where the host's kubeconfig will be (a Secret not there yet) when that is why it did not
         resolve; else None."""
-        ...
 
     def identity(self, host: str, connections: int):
         """The ``kube.identity.ClusterIdentity`` of the host's cluster, asked once per endpoint and run; raises

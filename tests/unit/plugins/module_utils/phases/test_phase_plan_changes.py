@@ -81,8 +81,7 @@ def test_json_report_carries_the_same_counts_and_objects_masked():
     entries = report_entries(PHASES, RECORDS, ["target"], "run", check_mode=True,
                              masks_for=lambda host: Masks({secret}))
     document = json.loads(json_report(entries, plan="site", mode="run", check_mode=True))
-    assert document["changes"] == {"add": 2, "change": 1, "destroy": 1, "incomplete": [],
-                                                                 "known_after_run": []}
+    assert document["changes"] == {"add": 2, "change": 1, "destroy": 1, "incomplete": [], "known_after_run": []}
     apps = document["results"][1]["changes"]
     assert (apps["add"], apps["change"], apps["destroy"], apps["counted"]) == (0, 1, 1, True)
     assert secret not in json.dumps(document)
@@ -99,14 +98,13 @@ def test_json_report_of_a_real_run_has_no_changes():
 
 def test_plan_changes_totals_match_the_line():
     entries = views.summary_entries(PHASES, RECORDS, ["target"], "run", check_mode=True)
-    assert plan_changes(entries).totals() == {"add": 2, "change": 1, "destroy": 1, "incomplete": [],
-                                                                 "known_after_run": []}
+    assert plan_changes(entries).totals() == {"add": 2, "change": 1, "destroy": 1, "incomplete": [], "known_after_run": []}
 
 
 def test_phases_whose_cluster_the_run_makes_are_known_after_the_run_not_counted():
     note = "not previewed: child's kubeconfig is known after the run (Secret ns/kc on host target: not there yet)"
-    records = [{"phase": "crds", "host": "target", "result": "changed", "changes": [{"action": "add",
-                                                                                   "object": "Namespace p4-chk"}]},
+    added = [{"action": "add", "object": "Namespace p4-chk"}]
+    records = [{"phase": "crds", "host": "target", "result": "changed", "changes": added},
                {"phase": "apps", "host": "child", "result": "skipped", "preview": note, "kubeconfig_known_after_run": True}]
     phases = [dict(PHASES[0]), dict(PHASES[1], hosts=["child"])]
     lines = views.summary_lines(phases, records, ["target", "child"], mode="run", check_mode=True)
