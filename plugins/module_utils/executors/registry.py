@@ -13,6 +13,8 @@ A kind's hooks get the host work (phases.builtin.BuiltinExecutors) that runs the
 
 from __future__ import annotations
 
+# the task file executor's name, for plugins/action/run_phases.py (which keeps the role's per-host includes apart)
+TASKS_EXECUTOR = "tasks"
 SOURCE_OBJECTS = "a kustomization directory, a manifest file or directory, or inline objects"
 
 

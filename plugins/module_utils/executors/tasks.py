@@ -5,20 +5,23 @@ free-form options are for the task file, and its runs are not recorded."""
 
 from __future__ import annotations
 
-from ansible_collections.phasekit.kube.plugins.module_utils.executors.registry import ExecutorKind
-
-NAME = "tasks"
-
+from ansible_collections.phasekit.kube.plugins.module_utils.executors.registry import TASKS_EXECUTOR, ExecutorKind
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import STATUS, VALIDATE
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import Outcome
 
 class Tasks(ExecutorKind):
-    name = NAME
+    name = TASKS_EXECUTOR
     runs_on_controller = False
     recorded = False
     source_wanted = "a task file"
     source_is_file = True
 
     def run(self, work, phase: dict, host: str):
-        return work.run_tasks(phase, host)
+        # Prepared here, run by the role on the host: the task file gets this resolution.
+        if work.mode in (VALIDATE, STATUS):
+            return Outcome(skipped=True, msg="tasks phases do not run in a dry run")
+        work.access.resolution(host)
+        return Outcome()
 
     def writes_outside_session(self, options: dict) -> bool:
         return True

@@ -39,21 +39,18 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.absent import d
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import apply_bundle, apply_options
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import ABSENT as STATE_ABSENT
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import Discovery
-from ansible_collections.phasekit.kube.plugins.module_utils.kube.live import fetch_live
-from ansible_collections.phasekit.kube.plugins.module_utils.kube.objects import plan_objects
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.ownership import PlanOwner
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.preview import PlannedState, deleted_changes
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError, ListMemory
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import DEFAULT_TIMEOUT as TEARDOWN_TIMEOUT
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import PlanObjects, Teardown
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import (
-    WAIT_OPTIONS_SPEC, WaitRules, look_now, not_current_now, not_ready_message, wait_for_bundle, wait_rules,
+    WaitRules, look_now, not_current_now, not_ready_message, wait_rules,
     waiting_summary)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs import build_env_dirs
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import COMMAND_PHASE_SPEC, command_argv
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import (
     changed_when_rule, command_failure_message, command_success_message, kept_output, run_command)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.plan_changes import named_first
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.fingerprint import (
     FileDigests, command_words, uncomparable)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import (
@@ -356,7 +353,7 @@ class BuiltinExecutors:
             return ""  # a progress line never fails a phase; the phase's own outcome says what went wrong
         return Masks(self.access.secrets(host)).scrub(said) if said else ""
 
-    def _watching(self, phase: dict, host: str):
+    def watching(self, phase: dict, host: str):
         """A wait's ``on_poll``: notes what the wait on ``host`` still waits for (see ``waiting_on``)."""
         def note(outcomes: list) -> None:
             said = waiting_summary(outcomes)
@@ -654,7 +651,7 @@ class BuiltinExecutors:
             options = dataclasses.replace(options, conflicts_are_drift=True)
         if options.wait is not None:
             options = dataclasses.replace(options, wait=dataclasses.replace(
-                options.wait, timeout=capped(options.wait.timeout, phase), on_poll=self._watching(phase, host)))
+                options.wait, timeout=capped(options.wait.timeout, phase), on_poll=self.watching(phase, host)))
         if self.shared is not None:
             options = dataclasses.replace(options, concurrency=min(options.concurrency, self.shared.per_cluster(phase)))
         options = dataclasses.replace(options, owner=self._owner(phase, host), carried=self.carried(host))
@@ -699,52 +696,6 @@ class BuiltinExecutors:
         if self.plan is None:
             return None
         return PlanOwner(self.plan, host, self.started, fellows=frozenset(phase.get("in_plans") or ()) - {self.plan})
-
-    def run_wait(self, phase: dict, host: str) -> Outcome:
-        if self.mode == VALIDATE:
-            return Outcome(skipped=True, msg="nothing was applied, so there is nothing to wait for")
-        if self.check_mode and self.mode != STATUS:
-            return self._preview_wait(phase, host)
-        values = option_values(WAIT_OPTIONS_SPEC, phase.get("options"))
-        if self.mode == STATUS:
-            values["timeout"] = 0  # the state as it is now
-        else:
-            values["timeout"] = capped(values["timeout"], phase)
-        rules = dataclasses.replace(wait_rules(values, where=f"phase {phase['name']} options"),
-                                    on_poll=self._watching(phase, host))
-        bundle = self.bundle(phase, host)
-        resolution = self.access.resolution(host)
-        namespace = (phase.get("options") or {}).get("namespace") or resolution.namespace or "default"
-        outcomes, problem = wait_for_bundle(self.access.session(host, EXTRA_CONNECTIONS), bundle, rules, namespace)
-        return Outcome(not_ready=problem is not None, msg=problem or "", details={"ready": problem is None})
-
-    def _preview_wait(self, phase: dict, host: str) -> Outcome:
-        """Check mode: the objects the wait would wait for, and which of them earlier phases of this preview would
-        create or change. Nothing is waited for: an object not there yet is no failure in a preview."""
-        bundle = self.bundle(phase, host)
-        namespace = (phase.get("options") or {}).get("namespace") or self.access.resolution(host).namespace \
-            or "default"
-        carried = self.carried(host)
-        session = self.access.session(host, EXTRA_CONNECTIONS)
-        try:
-            planned = plan_objects(bundle, Discovery(session), namespace, carried=carried)
-        except PhasekitError as err:
-            # a kind neither the cluster nor an earlier phase of this preview serves (a command or chart may bring
-            # it): said, not failed, as the preview cannot know
-            note = f"would wait for {len(bundle)} object(s); not all can be looked up now: {err}"
-            return Outcome(msg=note, details={"preview": note})
-        earlier = [one.target for one in planned if carried.changed_earlier(one.target.key) is not None]
-        others = [one.target for one in planned if carried.changed_earlier(one.target.key) is None]
-        live = fetch_live(session, others) if others else {}
-        # not there, and no apply of this preview makes it: a command, chart or task file may; else the wait times out
-        absent = [target.describe() for target in others if target.key in live and live[target.key] is None]
-        said = [f"{len(earlier)} of them created or changed by earlier phases of this preview"] if earlier else []
-        if absent:
-            said.append(f"{len(absent)} not there now and created by no earlier apply of this preview: "
-                        f"{named_first(absent)}")
-        note = f"would wait for {len(planned)} object(s)" + (f" ({'; '.join(said)})" if said else "")
-        shown = named_first([one.describe() for one in planned])
-        return Outcome(msg=f"{note}: {shown}" if planned else note, details={"preview": note})
 
     def run_command_phase(self, phase: dict, host: str) -> Outcome:
         values = option_values(COMMAND_PHASE_SPEC["argument_spec"], phase.get("options"))
@@ -823,13 +774,6 @@ class BuiltinExecutors:
 
     def _values_file(self, host: str, path: str) -> str:
         return self.access.render_template(host, path) if is_template(path) else plain_values_file(path)
-
-    def run_tasks(self, phase: dict, host: str) -> Outcome:
-        # Prepared here, run by the role on the host: the task file gets this resolution.
-        if self.mode in (VALIDATE, STATUS):
-            return Outcome(skipped=True, msg="tasks phases do not run in a dry run")
-        self.access.resolution(host)
-        return Outcome()
 
     # ------------------------------------------------------------ destroy
 

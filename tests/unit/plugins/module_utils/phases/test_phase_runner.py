@@ -415,7 +415,7 @@ def test_what_a_wait_waits_for_is_known_while_it_runs_and_forgotten_after(monkey
 
     class Waiting(BuiltinExecutors):
         def _run_executor(self, phase, host):  # pylint: disable=redefined-outer-name
-            self._watching(phase, host)(["not used"])
+            self.watching(phase, host)(["not used"])
             seen.append(self.waiting_on(phase["name"], host))
             return Outcome()
 
