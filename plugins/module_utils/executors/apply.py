@@ -25,9 +25,6 @@ class Apply(ExecutorKind):
     watches_objects = True
     undone_by_destroy = True
 
-    def run(self, work, phase: dict, host: str):
-        return work.run_apply(phase, host)
-
     def keeps_lists(self, options: dict) -> bool:
         return True
 
@@ -36,6 +33,9 @@ class Apply(ExecutorKind):
 
     def content(self, work, phase: dict, host: str) -> dict:
         return {"objects": work.bundle_digest(phase, host)}
+
+    def run(self, work, phase: dict, host: str):
+        return work.run_apply(phase, host)
 
     def destroy(self, work, phase: dict, host: str):
         return work.destroy_apply(phase, host)

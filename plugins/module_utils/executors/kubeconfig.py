@@ -10,6 +10,8 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import
 
 
 class Kubeconfig(ExecutorKind):
+    """Placed on the inventory host its ``host`` option names; never locks or checks a cluster it shares."""
+
     name = "kubeconfig"
     reaches_cluster = False
     reads_only = True

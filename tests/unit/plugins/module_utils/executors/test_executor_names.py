@@ -74,21 +74,15 @@ def test_no_module_outside_executors_names_an_executor():
     assert not offences, "executor names outside plugins/module_utils/executors/:\n" + "\n".join(offences)
 
 
-@pytest.mark.parametrize("source", [
-    pytest.param('phase["executor"] == "tasks"', id="a_comparison_with_an_executor_name"),
-    pytest.param('executor in ("apply", "wait")', id="a_membership_in_a_tuple_of_executor_names"),
-    pytest.param('{"helm": 1, "command": 2}', id="a_table_keyed_by_executor_names"),
-    pytest.param('TASKS_EXECUTOR = "tasks"', id="a_constant_bound_to_an_executor_name"),
+@pytest.mark.parametrize("source, named", [
+    pytest.param('phase["executor"] == "tasks"', True, id="a_comparison_with_an_executor_name_is_found"),
+    pytest.param('executor in ("apply", "wait")', True, id="a_membership_in_a_tuple_of_executor_names_is_found"),
+    pytest.param('{"helm": 1, "command": 2}', True, id="a_table_keyed_by_executor_names_is_found"),
+    pytest.param('TASKS_EXECUTOR = "tasks"', True, id="a_constant_bound_to_an_executor_name_is_found"),
+    pytest.param('{"executor": "apply"}', False, id="a_phase_built_with_an_executor_name_as_value_is_left"),
+    pytest.param('phase.executor = "command"', False, id="a_phase_given_its_executor_is_left"),
+    pytest.param('action == "apply"', False, id="a_comparison_not_about_an_executor_is_left"),
+    pytest.param('{"command": {"type": "list"}}', False, id="an_option_named_like_an_executor_is_left"),
 ])
-def test_the_scan_finds(source):
-    assert name_uses(ast.parse(source))
-
-
-@pytest.mark.parametrize("source", [
-    pytest.param('{"executor": "apply"}', id="a_phase_built_with_an_executor_name_as_value"),
-    pytest.param('phase.executor = "command"', id="a_phase_given_its_executor"),
-    pytest.param('action == "apply"', id="a_comparison_not_about_an_executor"),
-    pytest.param('{"command": {"type": "list"}}', id="an_option_named_like_an_executor"),
-])
-def test_the_scan_leaves(source):
-    assert not name_uses(ast.parse(source))
+def test_the_scan(source, named):
+    assert bool(name_uses(ast.parse(source))) is named
