@@ -1,8 +1,10 @@
 # Copyright: phasekit.kube contributors
 # Apache License 2.0 (see LICENSE)
-"""The built-in executors (apply, wait, command, helm, kubeconfig) as work on one cluster host.
+"""The generic host work of the built-in executors: records, resume, locks, outputs, dispatch through the registry.
 
-``BuiltinExecutors`` is the ``HostWork`` the runner calls per (phase, host).
+``BuiltinExecutors`` is the ``HostWork`` the runner calls per (phase, host); what each executor does is
+asked of its kind (``executors.registry.kind_of``). The apply, helm and command runs still live here
+(``run_apply``, ``run_helm``, ``run_command_phase``), called by their executor modules.
 It reaches clusters only through a ``ClusterAccess`` (resolved kubeconfig and
 a pooled API session per host, kept for the whole run), and renders each
 phase's bundle once for all its hosts. The phase options are the ones
