@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.executors.registry import TASKS_EXECUTOR, kind_of  # noqa: F401 (re-exported)
+from ansible_collections.phasekit.kube.plugins.module_utils.executors.registry import kind_of
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import DEFAULT_RETRY_DELAY, MAX_RETRY_DELAY
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import RolloutOf, over_budget, rollout_of
 
