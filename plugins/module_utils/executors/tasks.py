@@ -9,6 +9,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.executors.registry i
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import STATUS, VALIDATE
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import Outcome
 
+
 class Tasks(ExecutorKind):
     name = TASKS_EXECUTOR
     runs_on_controller = False
