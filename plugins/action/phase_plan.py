@@ -13,6 +13,7 @@ import os
 
 from ansible_collections.phasekit.kube.plugins.module_utils.bundle import has_templates, render_bundle
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.executors.registry import kind_of
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import ChartCache
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import (
     ABSENT, HELM_OPTIONS_SPEC, helm_request, is_template, plain_values_file)
@@ -201,10 +202,10 @@ def render_bundles(plan: Plan, render_for=None, helm=None) -> list[dict]:
     rendered, by_name = [], executors()
     for planned in plan.selected:
         phase = planned.phase
-        if phase.executor == "helm" and helm is not None:
+        if kind_of(phase.executor).renders_release and helm is not None:
             rendered.extend(helm_bundles(planned, render_for, helm))
             continue
-        if phase.executor == "command" and phase.options.get(ENV_DIRS):
+        if kind_of(phase.executor).builds_env_dirs and phase.options.get(ENV_DIRS):
             rendered.append({"phase": planned.name, "cluster": phase.cluster,
                              "command": phase.options.get("argv") or phase.options.get("cmd"),
                              "directories": env_dirs_layout(phase.options[ENV_DIRS])})

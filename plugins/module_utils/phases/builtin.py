@@ -1,8 +1,10 @@
 # Copyright: phasekit.kube contributors
 # Apache License 2.0 (see LICENSE)
-"""The built-in executors (apply, wait, command, helm, kubeconfig) as work on one cluster host.
+"""The generic host work of the built-in executors: records, resume, locks, outputs, dispatch through the registry.
 
-``BuiltinExecutors`` is the ``HostWork`` the runner calls per (phase, host).
+``BuiltinExecutors`` is the ``HostWork`` the runner calls per (phase, host); what each executor does is
+asked of its kind (``executors.registry.kind_of``). The apply, helm and command runs still live here
+(``run_apply``, ``run_helm``, ``run_command_phase``), called by their executor modules.
 It reaches clusters only through a ``ClusterAccess`` (resolved kubeconfig and
 a pooled API session per host, kept for the whole run), and renders each
 phase's bundle once for all its hosts. The phase options are the ones
@@ -25,6 +27,8 @@ from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from ansible_collections.phasekit.kube.plugins.module_utils.bundle import has_templates, render_bundle
+from ansible_collections.phasekit.kube.plugins.module_utils.executors.apply import apply_arguments
+from ansible_collections.phasekit.kube.plugins.module_utils.executors.registry import kind_of, option_values
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import ChartCache
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import (
@@ -34,29 +38,23 @@ from ansible_collections.phasekit.kube.plugins.module_utils.helm.stored import s
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.run import (
     release_apply_arguments, release_values, remove_rendered_release, render_release, request_chart, run_release)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.absent import delete_bundle
-from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import APPLY_OPTIONS_SPEC, apply_bundle, apply_options
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import apply_bundle, apply_options
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import ABSENT as STATE_ABSENT
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import Discovery
-from ansible_collections.phasekit.kube.plugins.module_utils.kube.live import fetch_live
-from ansible_collections.phasekit.kube.plugins.module_utils.kube.objects import plan_objects
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.ownership import PlanOwner
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.preview import PlannedState, deleted_changes
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError, ListMemory
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import DEFAULT_TIMEOUT as TEARDOWN_TIMEOUT
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import PlanObjects, Teardown
-from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.redact import kubeconfig_credentials
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import (
-    WAIT_OPTIONS_SPEC, WaitRules, look_now, not_current_now, not_ready_message, wait_for_bundle, wait_rules,
+    WaitRules, look_now, not_current_now, not_ready_message, wait_rules,
     waiting_summary)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs import build_env_dirs
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import COMMAND_PHASE_SPEC, command_argv
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import (
-    changed_when_rule, command_failure_message, command_success_message, kept_output, kubeconfig_in, run_command)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.plan_changes import named_first
+    changed_when_rule, command_failure_message, command_success_message, kept_output, run_command)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.fingerprint import (
     FileDigests, command_words, uncomparable)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.container import (
-    CONTAINER_SPEC, container_failure_message, run_container, shown_items, write_output)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import (
     FROM_STDOUT, FROM_VALUES, SECRET_NAMES, OutputValues, PhaseOutput, known_after_run, read_output,
     read_stdout_output, read_values_output)
@@ -64,23 +62,18 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.plan_changes 
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import (
     KEY_SECRET, LABELS, PLAN_ANNOTATION, LockRefused, RunRecords, bundle_digest, recorded_message, recorded_outputs,
     resumable)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import TASKS_EXECUTOR, Outcome, time_left
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import Outcome, time_left
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.shared_cluster import (
     HostTarget, shared_cluster_refusal)
 from ansible_collections.phasekit.kube.plugins.module_utils.masking import Masks
-from ansible_collections.phasekit.kube.plugins.module_utils.templating import has_template_strings, is_template_text
+from ansible_collections.phasekit.kube.plugins.module_utils.templating import has_template_strings
 
 RUN, VALIDATE, STATUS, DESTROY = "run", "validate", "status", "destroy"
 UNREACHABLE = "cluster unreachable, skipped"
 EXTRA_CONNECTIONS = 4  # live-state reads run beside the apply workers
 REQUEST_BUDGET = 32
 HELM_TIMEOUT = 300  # helm's own default --timeout (5m)
-UNDONE_BY_DESTROY = ("apply", "helm")  # the executors whose work destroy undoes; the others have nothing to undo
 IDENTITY_THREADS = 16  # hosts whose kubeconfig and cluster identity are looked up at once before a phase
-# executors that write to a cluster outside its API session (a program, a task file): the run's lock on the
-# cluster is taken when they start; the others take it at their first write through the session, if any
-WRITES_OUTSIDE_SESSION = frozenset({"command", "container", "helm", TASKS_EXECUTOR})
-READS_ONLY = frozenset({"wait", "kubeconfig"})
 HELM_PREVIEW = {"installed": "would be installed", "upgraded": "would be upgraded", "uninstalled": "would be uninstalled",
                 "unchanged": "as asked, nothing to do", "absent": "absent, nothing to do"}
 
@@ -136,22 +129,6 @@ class ClusterAccess(Protocol):
     def identity(self, host: str, connections: int):
         """The ``kube.identity.ClusterIdentity`` of the host's cluster, asked once per endpoint and run; raises
         PhasekitError only when the host's kubeconfig cannot be resolved."""
-
-
-def option_values(spec: dict, options: dict) -> dict:
-    """A phase's options completed with the spec's defaults, as an action would receive them."""
-    values = {name: rule.get("default") for name, rule in spec.items()}
-    values.update({name: value for name, value in (options or {}).items() if name in spec})
-    return values
-
-
-def apply_arguments(phase: dict) -> dict:
-    """The apply options of a phase; pruning without a named set uses the phase's full name (apps/hello ->
-    apps.hello; every run of a phase the plan repeats is the same set)."""
-    args = option_values(APPLY_OPTIONS_SPEC, phase.get("options"))
-    if args["prune"] and not args["applyset"]:
-        args["applyset"] = phase.get("full_name", phase["name"]).replace("/", ".")
-    return args
 
 
 def phase_environment(phase: dict, host: str) -> dict:
@@ -301,7 +278,7 @@ class BuiltinExecutors:
     def _say_known_after_run(self, phase: dict, host: str, outcome: Outcome) -> None:
         """A preview whose objects hold outputs no run has read yet says which fields (Terraform's "known after
         apply") instead of showing the placeholder as a value."""
-        if not self.dry_run or self.outputs is None or phase["executor"] not in ("apply", "wait") \
+        if not self.dry_run or self.outputs is None or not kind_of(phase["executor"]).watches_objects \
                 or not self._templated(phase):
             return
         try:
@@ -332,7 +309,7 @@ class BuiltinExecutors:
             else:
                 if session is None:
                     session = self.access.session(host, EXTRA_CONNECTIONS)
-                    namespace = apply_arguments(phase)["namespace"] if phase["executor"] == "apply" else None
+                    namespace = kind_of(phase["executor"]).output_namespace(phase)
                     namespace = namespace or self.access.resolution(host).namespace or "default"
                     discovery = Discovery(session)
                 values[name] = read_output(output, session, discovery, namespace, applied)
@@ -387,7 +364,7 @@ class BuiltinExecutors:
             return ""  # a progress line never fails a phase; the phase's own outcome says what went wrong
         return Masks(self.access.secrets(host)).scrub(said) if said else ""
 
-    def _watching(self, phase: dict, host: str):
+    def watching(self, phase: dict, host: str):
         """A wait's ``on_poll``: notes what the wait on ``host`` still waits for (see ``waiting_on``)."""
         def note(outcomes: list) -> None:
             said = waiting_summary(outcomes)
@@ -422,11 +399,11 @@ class BuiltinExecutors:
         """The run's lock on the host's cluster (``RunRecords.begin``), before anything the phase reads there: a
         phase that may write checks it (and its record's version is kept), one that writes outside the API session
         takes it now; every write through the session takes it anyway (``RunRecords.guard``)."""
-        if self.records is None or self.records.lock is None or phase["executor"] == "kubeconfig":
+        kind = kind_of(phase["executor"])
+        if self.records is None or self.records.lock is None or not kind.reaches_cluster:
             return
-        executor = phase["executor"]
         self.records.guard(host)
-        if executor in READS_ONLY or self.mode == DESTROY:
+        if kind.reads_only or self.mode == DESTROY:
             return  # destroy takes it when it undoes a phase (``_destroy``: a cluster gone may be skipped)
         self.records.begin(host, acquire=writes_outside_session(phase))
 
@@ -447,14 +424,14 @@ class BuiltinExecutors:
     def _run_executor(self, phase: dict, host: str) -> Outcome:
         if self.mode == DESTROY:
             return self._destroy(phase, host)
-        run = getattr(self, f"_{phase['executor']}")
-        if phase["executor"] == "apply" or self.lists is None:
-            return run(phase, host)
+        kind = kind_of(phase["executor"])
+        if kind.only_through_session or self.lists is None:
+            return kind.run(self, phase, host)
         # a command, a chart, a container may change the cluster behind the sessions' backs, and waiting is for
         # the state now: no list read before or during it answers a later phase
         self.lists.clear()
         try:
-            return run(phase, host)
+            return kind.run(self, phase, host)
         finally:
             self.lists.clear()
 
@@ -467,7 +444,8 @@ class BuiltinExecutors:
         host's kubeconfig, waiting for it: it cannot be looked at before), nor, in destroy, for phases it leaves."""
         if self.allow_shared_cluster or self.mode not in (RUN, DESTROY) or len(hosts) < 2:
             return None
-        if phase["executor"] == "kubeconfig" or (self.mode == DESTROY and phase["executor"] not in UNDONE_BY_DESTROY):
+        kind = kind_of(phase["executor"])
+        if not kind.reaches_cluster or (self.mode == DESTROY and not kind.undone_by_destroy):
             return None
         with ThreadPoolExecutor(min(IDENTITY_THREADS, len(hosts)), thread_name_prefix="phasekit-identity") as pool:
             found = list(pool.map(self._target, hosts))
@@ -488,12 +466,7 @@ class BuiltinExecutors:
         """What a phase on ``host`` must not show: the host's secrets, and those of every host whose kubeconfig
         the phase handed to its command (``kubeconfigs``), or that a file it wrote for it holds (``env_files``)."""
         masks = Masks(self.access.secrets(host))
-        options = (phase.get("options") or {}) if phase.get("executor") == "command" else {}
-        for name in (options.get("kubeconfigs") or {}).values():
-            if isinstance(name, str) and name.strip() and not is_template_text(name):
-                masks.add(*self.access.secrets(name.strip()))
-        for text in (options.get("env_files") or {}).values():
-            masks.add(*kubeconfig_credentials(kubeconfig_in(text)))
+        kind_of(phase.get("executor")).add_masks(self, phase, masks)
         return masks
 
     # ------------------------------------------------------------ run records
@@ -510,27 +483,14 @@ class BuiltinExecutors:
         (host-rendered) options, and its rendered bundle (apply, wait, container), the files its command names
         and the builds of its ``env_dirs`` (command), its merged values and its chart's every file (helm), the
         directories a container mounts read-only, a command or kubeconfig phase's source."""
-        executor = phase["executor"]
-        if executor == TASKS_EXECUTOR:
+        kind = kind_of(phase["executor"])
+        if not kind.recorded:
             return None
-        options = phase.get("options") or {}
-        parts = {"executor": executor, "options": options}
-        if executor in ("apply", "wait") or (executor == "container" and phase.get("source") is not None):
-            parts["objects"] = self._bundle_digest(phase, host)
-        elif executor == "helm":
-            parts.update(self._helm_content(phase, host))
-        elif isinstance(phase.get("source"), str):
-            parts["source"] = self.files.of(phase["source"]) or phase["source"]
-        if executor == "command":
-            parts.update(self._command_content(phase))
-        elif executor == "container":
-            parts["mounts"] = {mount["src"]: self.files.of(os.path.join(os.getcwd(), os.path.expanduser(mount["src"])))
-                               for mount in options.get("mounts") or [] if isinstance(mount, dict)
-                               and (mount.get("type") or "bind") == "bind" and not mount.get("rw")
-                               and isinstance(mount.get("src"), str)}
+        parts = {"executor": phase["executor"], "options": phase.get("options") or {}}
+        parts.update(kind.content(self, phase, host))
         return bundle_digest(parts)
 
-    def _command_content(self, phase: dict) -> dict:
+    def command_content(self, phase: dict) -> dict:
         """A command's files (the script, files named as arguments or in ``env``, relative to ``chdir``) and the
         builds of its ``env_dirs``; an unbuildable ``env_dirs`` is left to the run to report."""
         values = option_values(COMMAND_PHASE_SPEC["argument_spec"], phase.get("options"))
@@ -563,7 +523,7 @@ class BuiltinExecutors:
             raise PhasekitError(str(built))
         return built
 
-    def _helm_content(self, phase: dict, host: str) -> dict:
+    def helm_content(self, phase: dict, host: str) -> dict:
         """A release's merged values (values files rendered for the host) and its chart's digest (every file of
         it: templates, dependencies, default values), the chart made local once per run."""
         values = option_values(HELM_OPTIONS_SPEC, phase.get("options"))
@@ -575,7 +535,7 @@ class BuiltinExecutors:
             content["chart"] = request_chart(request, self.charts, self.environ_of(host)).digest
         return content
 
-    def _bundle_digest(self, phase: dict, host: str) -> str:
+    def bundle_digest(self, phase: dict, host: str) -> str:
         """The rendered bundle's digest, made once per rendering (a 1000-object bundle costs milliseconds)."""
         key = self._bundle_key(phase, host)
         with self._lock:
@@ -613,7 +573,7 @@ class BuiltinExecutors:
 
     def _for_host(self, phase: dict, host: str) -> dict:
         """The phase as this host runs it: option strings that hold templates rendered with its variables."""
-        if phase["executor"] == TASKS_EXECUTOR or not has_template_strings(phase.get("options")):
+        if not kind_of(phase["executor"]).runs_on_controller or not has_template_strings(phase.get("options")):
             return phase
         where = f"phase {phase['name']} options"
         return {**phase, "options": self.access.render_options(host, phase["options"], where)}
@@ -656,18 +616,13 @@ class BuiltinExecutors:
         with the phases' own readiness rules: None while every one is Current (kstatus), else which are not."""
         problems = []
         for phase in phases:
-            if phase.get("executor") not in ("apply", "wait"):
+            kind = kind_of(phase.get("executor"))
+            if not kind.watches_objects:
                 continue
             phase = self._for_host(phase, host)
             if deletes(phase):
                 continue  # its objects are gone: nothing to be ready
-            options = phase.get("options") or {}
-            if phase["executor"] == "apply":
-                args = apply_arguments(phase)
-                values = option_values(WAIT_OPTIONS_SPEC, args["wait"] if isinstance(args["wait"], dict) else {})
-                namespace = args["namespace"]
-            else:
-                values, namespace = option_values(WAIT_OPTIONS_SPEC, options), options.get("namespace")
+            values, namespace = kind.readiness(self, phase, host)
             namespace = namespace or self.access.resolution(host).namespace or "default"
             rules = wait_rules(values, where=f"phase {phase['name']} options")
             problem = not_current_now(self.access.session(host, EXTRA_CONNECTIONS), self.bundle(phase, host),
@@ -679,7 +634,7 @@ class BuiltinExecutors:
 
     # ------------------------------------------------------------ executors
 
-    def _apply(self, phase: dict, host: str) -> Outcome:
+    def run_apply(self, phase: dict, host: str) -> Outcome:
         args = apply_arguments(phase)
         bundle = self.bundle(phase, host)
         resolution = self.access.resolution(host)
@@ -721,7 +676,7 @@ class BuiltinExecutors:
             options = dataclasses.replace(options, conflicts_are_drift=True)
         if options.wait is not None:
             options = dataclasses.replace(options, wait=dataclasses.replace(
-                options.wait, timeout=capped(options.wait.timeout, phase), on_poll=self._watching(phase, host)))
+                options.wait, timeout=capped(options.wait.timeout, phase), on_poll=self.watching(phase, host)))
         if self.shared is not None:
             options = dataclasses.replace(options, concurrency=min(options.concurrency, self.shared.per_cluster(phase)))
         options = dataclasses.replace(options, owner=self._owner(phase, host), carried=self.carried(host))
@@ -773,53 +728,7 @@ class BuiltinExecutors:
             return None
         return PlanOwner(self.plan, host, self.started, fellows=frozenset(phase.get("in_plans") or ()) - {self.plan})
 
-    def _wait(self, phase: dict, host: str) -> Outcome:
-        if self.mode == VALIDATE:
-            return Outcome(skipped=True, msg="nothing was applied, so there is nothing to wait for")
-        if self.check_mode and self.mode != STATUS:
-            return self._preview_wait(phase, host)
-        values = option_values(WAIT_OPTIONS_SPEC, phase.get("options"))
-        if self.mode == STATUS:
-            values["timeout"] = 0  # the state as it is now
-        else:
-            values["timeout"] = capped(values["timeout"], phase)
-        rules = dataclasses.replace(wait_rules(values, where=f"phase {phase['name']} options"),
-                                    on_poll=self._watching(phase, host))
-        bundle = self.bundle(phase, host)
-        resolution = self.access.resolution(host)
-        namespace = (phase.get("options") or {}).get("namespace") or resolution.namespace or "default"
-        outcomes, problem = wait_for_bundle(self.access.session(host, EXTRA_CONNECTIONS), bundle, rules, namespace)
-        return Outcome(not_ready=problem is not None, msg=problem or "", details={"ready": problem is None})
-
-    def _preview_wait(self, phase: dict, host: str) -> Outcome:
-        """Check mode: the objects the wait would wait for, and which of them earlier phases of this preview would
-        create or change. Nothing is waited for: an object not there yet is no failure in a preview."""
-        bundle = self.bundle(phase, host)
-        namespace = (phase.get("options") or {}).get("namespace") or self.access.resolution(host).namespace \
-            or "default"
-        carried = self.carried(host)
-        session = self.access.session(host, EXTRA_CONNECTIONS)
-        try:
-            planned = plan_objects(bundle, Discovery(session), namespace, carried=carried)
-        except PhasekitError as err:
-            # a kind neither the cluster nor an earlier phase of this preview serves (a command or chart may bring
-            # it): said, not failed, as the preview cannot know
-            note = f"would wait for {len(bundle)} object(s); not all can be looked up now: {err}"
-            return Outcome(msg=note, details={"preview": note})
-        earlier = [one.target for one in planned if carried.changed_earlier(one.target.key) is not None]
-        others = [one.target for one in planned if carried.changed_earlier(one.target.key) is None]
-        live = fetch_live(session, others) if others else {}
-        # not there, and no apply of this preview makes it: a command, chart or task file may; else the wait times out
-        absent = [target.describe() for target in others if target.key in live and live[target.key] is None]
-        said = [f"{len(earlier)} of them created or changed by earlier phases of this preview"] if earlier else []
-        if absent:
-            said.append(f"{len(absent)} not there now and created by no earlier apply of this preview: "
-                        f"{named_first(absent)}")
-        note = f"would wait for {len(planned)} object(s)" + (f" ({'; '.join(said)})" if said else "")
-        shown = named_first([one.describe() for one in planned])
-        return Outcome(msg=f"{note}: {shown}" if planned else note, details={"preview": note})
-
-    def _command(self, phase: dict, host: str) -> Outcome:
+    def run_command_phase(self, phase: dict, host: str) -> Outcome:
         values = option_values(COMMAND_PHASE_SPEC["argument_spec"], phase.get("options"))
         argv = command_argv(values["argv"], values["cmd"], values["shell"])
         preview = {"preview": f"would run: {shlex.join(argv)}"}  # what the plan summary says (masked with the rest)
@@ -853,29 +762,7 @@ class BuiltinExecutors:
         return Outcome(changed=rule.changed(done), details=details,
                        msg=recorded_message(command_success_message(done), self.masks(phase, host)))
 
-    def _container(self, phase: dict, host: str) -> Outcome:
-        values = option_values(CONTAINER_SPEC["argument_spec"], phase.get("options"))
-        if self.dry_run:
-            # what a container does cannot be predicted: not run by validate, status or check mode (airshipctl's
-            # --dry-run did not run it either)
-            return Outcome(skipped=True, msg="containers do not run in a dry run",
-                           details={"preview": f"would run container image {values['image']}"})
-        items = [one.obj for one in self.bundle(phase, host)] if phase.get("source") is not None else []
-        resolution = self.access.resolution(host)
-        done = run_container(values, items, kubeconfig=resolution.config, context=resolution.context,
-                             mounts_base=os.getcwd(), timeout=command_timeout(values["timeout"], phase),
-                             environ=self.environ_of(host))
-        if done.rc != 0:
-            return Outcome(changed=True, failed=True, msg=container_failure_message(done, values["image"]),
-                           details={"rc": done.rc})
-        details: dict = {"rc": 0}
-        if values["output_dir"]:
-            details["files"] = write_output(done.items, values["output_dir"])
-        elif done.items:
-            details["output"] = shown_items(done.items)
-        return Outcome(changed=True, details=details)
-
-    def _helm(self, phase: dict, host: str) -> Outcome:
+    def run_helm(self, phase: dict, host: str) -> Outcome:
         values = option_values(HELM_OPTIONS_SPEC, phase.get("options"))
         values["name"] = values["name"] or phase["name"].rsplit("/", 1)[-1]
         if time_left(phase) is not None:
@@ -919,26 +806,13 @@ class BuiltinExecutors:
     def _values_file(self, host: str, path: str) -> str:
         return self.access.render_template(host, path) if is_template(path) else plain_values_file(path)
 
-    def _tasks(self, phase: dict, host: str) -> Outcome:
-        # Prepared here, run by the role on the host: the task file gets this resolution.
-        if self.mode in (VALIDATE, STATUS):
-            return Outcome(skipped=True, msg="tasks phases do not run in a dry run")
-        self.access.resolution(host)
-        return Outcome()
-
-    def _kubeconfig(self, phase: dict, host: str) -> Outcome:
-        # The host is the child: its sources (a Secret in its parent) are read now, waiting for the Secret,
-        # and the resolution is kept for the later phases of the run.
-        resolution = self.access.resolution(host)
-        return Outcome(details={"context": resolution.context, "server": resolution.server})
-
     # ------------------------------------------------------------ destroy
 
     def _destroy(self, phase: dict, host: str) -> Outcome:
         """Undo one phase on one host: apply phases lose their objects, helm phases their release; the others
         have nothing the collection could undo."""
-        undo = {"apply": self._destroy_apply, "helm": self._destroy_helm}.get(phase["executor"])  # UNDONE_BY_DESTROY
-        if undo is None:
+        kind = kind_of(phase["executor"])
+        if not kind.undone_by_destroy:
             return Outcome(skipped=True, msg=f"{phase['executor']} phases have nothing to destroy")
         if deletes(phase):
             return Outcome(skipped=True, msg="state: absent phases have nothing to destroy: they delete objects, "
@@ -947,7 +821,7 @@ class BuiltinExecutors:
             self.access.resolution(host)
             if self.records is not None:
                 self.records.begin(host, acquire=writes_outside_session(phase))
-            return undo(phase, host)
+            return kind.destroy(self, phase, host)
         except PhasekitError as err:
             unreachable = self._unreachable(host) if self.skip_unreachable else None
             if unreachable is not None:
@@ -966,7 +840,7 @@ class BuiltinExecutors:
             return None
         return None
 
-    def _destroy_apply(self, phase: dict, host: str) -> Outcome:
+    def destroy_apply(self, phase: dict, host: str) -> Outcome:
         args = apply_arguments(phase)
         namespace = args["namespace"] or self.access.resolution(host).namespace or "default"
         teardown = self._teardown(host, capped(timeout_of(args["wait"]), phase, default=TEARDOWN_TIMEOUT))
@@ -979,9 +853,6 @@ class BuiltinExecutors:
         if report.left_to_others:
             outcome.details["warnings"] = [f"{host}: {text}" for text in report.left_to_others]
         return outcome
-
-    def _destroy_helm(self, phase: dict, host: str) -> Outcome:
-        return self._helm({**phase, "options": {**(phase.get("options") or {}), "release_state": ABSENT}}, host)
 
     def _teardown(self, host: str, timeout: float | None) -> Teardown:
         session = self.access.session(host, EXTRA_CONNECTIONS)
@@ -1000,8 +871,8 @@ class BuiltinExecutors:
 
 
 def deletes(phase: dict) -> bool:
-    """Whether ``phase`` (options rendered for its host) is an apply phase with ``state: absent``."""
-    return phase.get("executor") == "apply" and (phase.get("options") or {}).get("state") == STATE_ABSENT
+    """Whether ``phase`` (options rendered for its host) deletes what it names (an apply's ``state: absent``)."""
+    return kind_of(phase.get("executor")).deletes(phase.get("options") or {})
 
 
 def applies_after(step: list[dict]) -> dict[str, frozenset]:
@@ -1011,8 +882,7 @@ def applies_after(step: list[dict]) -> dict[str, frozenset]:
     later: set[str] = set()
     for phase in reversed(step):
         found[phase["name"]] = frozenset(later)
-        options = phase.get("options") or {}
-        if phase.get("executor") == "apply" or (phase.get("executor") == "helm" and options.get("helm_mode") == MODE_APPLY):
+        if kind_of(phase.get("executor")).keeps_lists(phase.get("options") or {}):
             later.update(phase.get("hosts") or ())
     return found
 
@@ -1020,9 +890,7 @@ def applies_after(step: list[dict]) -> dict[str, frozenset]:
 def writes_outside_session(phase: dict) -> bool:
     """Whether the phase's program writes to the cluster on its own (a command, a container, a task file, a chart
     through the helm CLI), so that the run's lock is taken when the phase starts."""
-    executor = phase["executor"]
-    helm_applies = executor == "helm" and (phase.get("options") or {}).get("helm_mode") == MODE_APPLY
-    return executor in WRITES_OUTSIDE_SESSION and not helm_applies
+    return kind_of(phase["executor"]).writes_outside_session(phase.get("options") or {})
 
 
 def capped(seconds, phase: dict, default: float | None = None) -> float | None:

@@ -31,7 +31,6 @@ OBJECT_FIELDS = ("kind", "name", "namespace", "apiVersion")
 # an object on the cluster; a command phase's standard output (JSON); a helm phase's release values (computed)
 FROM_OBJECT, FROM_STDOUT, FROM_VALUES = "object", "stdout", "values"
 REQUIRED_FIELDS = {FROM_OBJECT: ("kind", "name", "jsonpath"), FROM_STDOUT: ("jsonpath",), FROM_VALUES: ("jsonpath",)}
-SOURCE_EXECUTORS = {FROM_STDOUT: "command", FROM_VALUES: "helm"}  # the one executor each source other than an object has
 SOURCE_WORDS = {FROM_STDOUT: "standard output", FROM_VALUES: "release values"}
 OUTPUT_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")  # a Jinja identifier: phase_outputs.db.endpoint works
 # shown instead of a value no run has read yet (a preview of a new cluster), as Terraform's "known after apply"

@@ -36,11 +36,11 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.executors.registry import kind_of
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import DEFAULT_RETRY_DELAY, MAX_RETRY_DELAY
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import RolloutOf, over_budget, rollout_of
 
 OK, CHANGED, FAILED, SKIPPED, NOT_READY = "ok", "changed", "failed", "skipped", "not ready"
-TASKS_EXECUTOR = "tasks"  # runs the user's task file per host: never on the controller
 DEFAULT_CLUSTER_CONCURRENCY = 16
 MAX_MESSAGE = 2000  # one record's message is kept readable (a huge object name must not flood the output)
 SOAK_POLL = 5.0     # seconds between two looks at a batch's objects during its soak
@@ -279,7 +279,7 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
         records = [futures[host].result() for host in hosts]
         if self.progress is not None:
             self.progress(planned, records, time.monotonic() - started)
-        if phase["executor"] == TASKS_EXECUTOR and not self.dry_run:
+        if not kind_of(phase["executor"]).runs_on_controller and not self.dry_run:
             # the task file's own record follows on the hosts it runs on; not on those failed or skipped here (in a
             # preview: a cluster whose kubeconfig the run makes)
             records = [record for record in records if record.result in (FAILED, SKIPPED)]
@@ -554,7 +554,7 @@ def plan_steps(phases: list[dict]) -> list[dict]:
     for phase in phases:
         if not phase.get("executor"):
             continue
-        on_controller = phase["executor"] != TASKS_EXECUTOR
+        on_controller = kind_of(phase["executor"]).runs_on_controller
         if on_controller and steps and steps[-1]["controller"]:
             steps[-1]["phases"].append(phase)
         else:

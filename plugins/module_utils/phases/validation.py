@@ -15,6 +15,7 @@ import os
 import shutil
 from dataclasses import dataclass, field
 
+from ansible_collections.phasekit.kube.plugins.module_utils.executors.registry import kind_of, source_executor
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import PARENT_HOST
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.executors import (
     SOURCE_NONE,
@@ -23,7 +24,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.executors imp
 )
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.inventory import Inventory
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import Catalog, Phase, PhasePlan
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import SOURCE_EXECUTORS, SOURCE_WORDS
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import SOURCE_WORDS
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import Problems, did_you_mean, type_name
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import Rollout, RolloutOf
 from ansible_collections.phasekit.kube.plugins.module_utils.templating import is_template_text
@@ -73,7 +74,7 @@ def _check_phase(phase: Phase, executors: dict[str, Executor], problems: Problem
                                              "nothing left to read outputs from; declare them on the phase that "
                                              "creates it")
     for output in phase.outputs:
-        wanted = SOURCE_EXECUTORS.get(output.source)
+        wanted = source_executor(output.source)
         if wanted is not None and executor.name != wanted:
             problems.add(phase.where(f"outputs.{output.name}.from"),
                          f"executor {executor.name} has no {SOURCE_WORDS[output.source]} to read; from: "
@@ -110,8 +111,7 @@ def _check_source(phase: Phase, executor: Executor, problems: Problems):
     source = phase.source
     if source is None:
         if executor.source == SOURCE_REQUIRED:
-            wanted = "a task file" if executor.name == "tasks" else \
-                "a kustomization directory, a manifest file or directory, or inline objects"
+            wanted = kind_of(executor.name).source_wanted
             problems.add(phase.where("source"), f"missing: executor {executor.name} needs a source ({wanted})")
         return
     if executor.source == SOURCE_NONE:
@@ -127,7 +127,7 @@ def _check_source(phase: Phase, executor: Executor, problems: Problems):
     path = source if os.path.isabs(source) else os.path.normpath(os.path.join(phase.base_dir, source))
     if not os.path.exists(path):
         problems.add(phase.where("source"), f"{source} not found (looked for {path})")
-    elif executor.name == "tasks" and not os.path.isfile(path):
+    elif kind_of(executor.name).source_is_file and not os.path.isfile(path):
         problems.add(phase.where("source"), f"{source} is not a task file ({path})")
     phase.source_path = path
 
@@ -192,7 +192,7 @@ def place_phases(phases: list[Phase], inventory: Inventory, problems: Problems) 
             continue
         hosts = _hosts_for(phase.cluster, phase.cluster_path, inventory, problems)
         placement.cluster_hosts = placement.hosts = hosts
-        if phase.executor == "kubeconfig" and hosts and isinstance(phase.options.get("host"), str):
+        if kind_of(phase.executor).placed_by_host_option and hosts and isinstance(phase.options.get("host"), str):
             _place_kubeconfig(phase, placement, inventory, problems)
         elif phase.executor is None:
             placement.hosts = []            # a group phase runs nothing itself
@@ -239,7 +239,7 @@ def check_other_kubeconfigs(phases: list[Phase], placements: dict[str, Placement
     """The other kubeconfigs of command phases to be validated or run: each entry of ``kubeconfigs`` names one
     inventory host, or (``{{ kube_parent }}``) each host of the phase has a parent in the inventory."""
     for phase in _once(phases):
-        kubeconfigs = phase.options.get("kubeconfigs") if phase.executor == "command" else None
+        kubeconfigs = kind_of(phase.executor).other_kubeconfigs(phase.options)
         if isinstance(kubeconfigs, dict):
             _check_other_kubeconfigs(phase, kubeconfigs, placements[phase.full_name].hosts, inventory, problems)
 
@@ -290,7 +290,7 @@ def place_rollouts(phases: list[Phase], placements: dict[str, Placement], defaul
             governed[phase.full_name] = owner
             problem = _outside_rollout(phase, placements[phase.full_name], owner)
             if problem:
-                problems.add(phase.where("executor" if phase.executor == "tasks" else "cluster"), problem)
+                problems.add(phase.where("cluster" if kind_of(phase.executor).runs_on_controller else "executor"), problem)
     if default is not None:
         for phase in phases:
             if phase.parent not in in_plan:
@@ -299,7 +299,7 @@ def place_rollouts(phases: list[Phase], placements: dict[str, Placement], defaul
 
 
 def _outside_rollout(phase: Phase, placement: Placement, owner: RolloutOf) -> str | None:
-    if phase.executor == "tasks":
+    if not kind_of(phase.executor).runs_on_controller:
         return (f"phase {phase.full_name} is a tasks phase inside the rollout of phase {owner.phase}: its task file "
                 f"runs on each host outside the rollout's batches; move it out of the rollout, or make it a "
                 f"command phase")

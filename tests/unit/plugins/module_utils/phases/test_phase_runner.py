@@ -331,7 +331,7 @@ def test_option_strings_render_per_host_and_secrets_are_scrubbed():
     seen = []
 
     class Echo(BuiltinExecutors):
-        def _command(self, phase, host):  # pylint: disable=redefined-outer-name
+        def run_command_phase(self, phase, host):  # pylint: disable=redefined-outer-name
             seen.append((host, phase["options"]["cmd"]))
             return Outcome(failed=True, msg=f"command failed: {phase['options']['cmd']}",
                            details={"diff": [{"after": phase["options"]["cmd"]}]})
@@ -415,7 +415,7 @@ def test_what_a_wait_waits_for_is_known_while_it_runs_and_forgotten_after(monkey
 
     class Waiting(BuiltinExecutors):
         def _run_executor(self, phase, host):  # pylint: disable=redefined-outer-name
-            self._watching(phase, host)(["not used"])
+            self.watching(phase, host)(["not used"])
             seen.append(self.waiting_on(phase["name"], host))
             return Outcome()
 
@@ -507,14 +507,14 @@ def test_a_phase_that_is_not_an_apply_forgets_the_steps_lists_before_and_after_i
         memory.guard(1, "https://x", "/api/v1/namespaces/b/configmaps", "7", QuietGuard())
 
     command = phase("c", "command", hosts=["child"], options={"cmd": "true", "shell": True})
-    original = executors._command  # pylint: disable=protected-access
+    original = executors.run_command_phase  # pylint: disable=protected-access
 
     def command_then_list(phase_, host):
         outcome = original(phase_, host)
         keep_meanwhile()
         return outcome
 
-    executors._command = command_then_list  # pylint: disable=protected-access
+    executors.run_command_phase = command_then_list  # pylint: disable=protected-access
     report = run_phases([command], executors, hosts_in_play=["child"])
     assert report.records[0].result == "changed", report.records[0].msg
     assert seen_during == [None]

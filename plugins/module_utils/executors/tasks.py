@@ -1,0 +1,28 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""The tasks executor: the user's task file, included by the role on each host (never on the controller); its
+free-form options are for the task file, and its runs are not recorded."""
+
+from __future__ import annotations
+
+from ansible_collections.phasekit.kube.plugins.module_utils.executors.registry import TASKS_EXECUTOR, ExecutorKind
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import STATUS, VALIDATE
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import Outcome
+
+
+class Tasks(ExecutorKind):
+    name = TASKS_EXECUTOR
+    runs_on_controller = False
+    recorded = False
+    source_wanted = "a task file"
+    source_is_file = True
+
+    def run(self, work, phase: dict, host: str):
+        # Prepared here, run by the role on the host: the task file gets this resolution.
+        if work.mode in (VALIDATE, STATUS):
+            return Outcome(skipped=True, msg="tasks phases do not run in a dry run")
+        work.access.resolution(host)
+        return Outcome()
+
+    def writes_outside_session(self, options: dict) -> bool:
+        return True
