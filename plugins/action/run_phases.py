@@ -49,7 +49,7 @@ from ansible_collections.phasekit.kube.plugins.plugin_utils.action import Phasek
 from ansible_collections.phasekit.kube.plugins.plugin_utils.fleet import Fleet, remembered_by_host
 from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import REMEMBERED_VAR, RESOLUTIONS_KEY
 from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import (
-    PLAN_SOURCE_MUTUALLY_EXCLUSIVE, PLAN_SOURCE_REQUIRED_ONE_OF, PLAN_SOURCE_SPEC, plan_for_task)
+    PLAN_SOURCE_MUTUALLY_EXCLUSIVE, PLAN_SOURCE_REQUIRED_ONE_OF, PLAN_SOURCE_SPEC, plan_for_task, spread_source)
 
 HISTORY = "history"  # the clusters' run records, read; nothing runs
 RESUMED = "skipped: resumed (succeeded before with the same bundle)"
@@ -92,6 +92,7 @@ class ActionModule(PhasekitAction):
     PLAIN_ARGS = True
 
     def execute(self, args, task_vars):
+        args = spread_source(args)
         concurrency = args["cluster_concurrency"] or _forks()
         if not 1 <= concurrency <= MAX_CLUSTER_CONCURRENCY:
             return {"failed": True, "msg": f"cluster_concurrency must be between 1 and {MAX_CLUSTER_CONCURRENCY}, "
