@@ -102,8 +102,8 @@ class ActionModule(PhasekitAction):
         plan = plan_for_task(self, args, task_vars, runnable=args["runnable"], check_all=args["check_all"])
         result = plan_result(plan, list(task_vars.get("ansible_play_hosts") or []))
         if args["flow"] is not None:
-            result["flow"] = role_flow(RoleChoices(**args["flow"]),
-                                       [phase["executor"] for phase in result["phases"]]).to_dict()
+            result["flow"] = role_flow(RoleChoices(**args["flow"]), [phase["executor"] for phase in result["phases"]],
+                                       result["steps"]).to_dict()
         warnings = list(plan.warnings) + connection_defaults_warning(self._task.module_defaults)
         if warnings:
             result["warnings"] = warnings

@@ -485,4 +485,9 @@ flow:
       description: The role's task file its engine includes for the action.
       type: str
       sample: run.yml
+    steps:
+      description: When RV(flow.runs_steps), the steps of RV(steps), each with the role's task file that runs it
+        (C(tasks)).
+      type: list
+      elements: dict
 """

@@ -38,22 +38,32 @@ class RoleFlow:
     steps_in_engine: bool  # plan_host_results and steps: the engine's include runs on every host (steps_now.yml)
     view_tasks: str  # what the action shows before its steps
     engine_tasks: str  # the engine's one include (plan.yml)
+    steps: list  # the plan's steps (steps.yml loops over them), each with the task file that runs it (tasks)
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
-def role_flow(choices: RoleChoices, executors: list[str]) -> RoleFlow:
+def role_flow(choices: RoleChoices, executors: list[str], steps: list[dict] = ()) -> RoleFlow:
     """The task files and switches of a run of ``choices.action`` over a plan whose selected phases have
-    ``executors``."""
+    ``executors`` and run in ``steps`` (``runner.plan_steps``)."""
     runs_phases = choices.action in RUNS or (choices.action == "validate" and not choices.offline)
     has_tasks_phases = choices.action != "destroy" and TASKS_EXECUTOR in executors
     runs_steps = runs_phases and has_tasks_phases
     steps_in_engine = choices.host_results and runs_steps
     view = view_tasks(choices, runs_phases, runs_steps)
-    return RoleFlow(runs_phases=runs_phases, dry_run=choices.action in DRY_RUNS, has_tasks_phases=has_tasks_phases,
+    dry_run = choices.action in DRY_RUNS
+    return RoleFlow(runs_phases=runs_phases, dry_run=dry_run, has_tasks_phases=has_tasks_phases,
                     runs_steps=runs_steps, steps_in_engine=steps_in_engine, view_tasks=view,
-                    engine_tasks="steps_now.yml" if steps_in_engine else view)
+                    engine_tasks="steps_now.yml" if steps_in_engine else view,
+                    steps=[{**step, "tasks": step_tasks(step, dry_run)} for step in steps] if runs_steps else [])
+
+
+def step_tasks(step: dict, dry_run: bool) -> str:
+    """A step's task file: built-in phases run on the controller (step.yml); a tasks phase's step also includes its
+    task file on its clusters (step_tasks.yml), except in a dry run (status, validate), where task files do not
+    run."""
+    return "step.yml" if step.get("controller") or dry_run else "step_tasks.yml"
 
 
 def view_tasks(choices: RoleChoices, runs_phases: bool, runs_steps: bool) -> str:

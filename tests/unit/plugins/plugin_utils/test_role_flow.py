@@ -61,3 +61,21 @@ def test_the_engine_includes_the_file_of_the_action(choices, executors, engine, 
         "host-results-steps-in-the-engine", "without-host-results-steps-after-it"])
 def test_switches(choices, executors, switch, expected):
     assert role_flow(choices, executors).to_dict()[switch] is expected
+
+
+CONTROLLER_STEP = {"controller": True, "phases": [{"name": "apps"}]}
+TASKS_STEP = {"controller": False, "phases": [{"name": "look"}]}
+
+
+@pytest.mark.parametrize("choices, executors, steps, expected", [
+    (RoleChoices("run"), WITH_TASKS, [CONTROLLER_STEP, TASKS_STEP], ["step.yml", "step_tasks.yml"]),
+    (RoleChoices("status"), WITH_TASKS, [CONTROLLER_STEP, TASKS_STEP], ["step.yml", "step.yml"]),
+    (RoleChoices("validate"), WITH_TASKS, [TASKS_STEP], ["step.yml"]),
+    (RoleChoices("run"), PLAIN, [CONTROLLER_STEP], []),
+    (RoleChoices("list"), WITH_TASKS, [CONTROLLER_STEP, TASKS_STEP], []),
+], ids=["a-tasks-step-includes-its-task-file", "status-runs-no-task-file", "validate-runs-no-task-file",
+        "no-steps-without-tasks-phases", "a-view-has-no-steps"])
+def test_each_step_names_its_task_file(choices, executors, steps, expected):
+    flow = role_flow(choices, executors, steps)
+    assert [step["tasks"] for step in flow.steps] == expected
+    assert [step["phases"] for step in flow.steps] == [step["phases"] for step in steps][:len(expected)]
