@@ -34,7 +34,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.report import
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import plan_steps
 from ansible_collections.phasekit.kube.plugins.plugin_utils.action import PhasekitAction
 from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import AUTH_ARGUMENT_SPEC
-from ansible_collections.phasekit.kube.plugins.plugin_utils.role_flow import RoleChoices, role_flow
+from ansible_collections.phasekit.kube.plugins.plugin_utils.role_flow import FLOW_OPTIONS, RoleChoices, role_flow
 from ansible_collections.phasekit.kube.plugins.module_utils.masking import scrub_secrets
 from ansible_collections.phasekit.kube.plugins.plugin_utils.templates import (
     host_variables, render_template_file, vault_values)
@@ -50,10 +50,7 @@ ARGUMENT_SPEC = {**PLAN_SOURCE_SPEC, "render": {"type": "bool", "default": False
                  "render_dest": {"type": "path", "default": ""},
                  "graph_file": {"type": "path", "default": ""},
                  "convert_to": {"type": "path"},
-                 "flow": {"type": "dict", "options": {"action": {"type": "str", "required": True},
-                                                       "offline": {"type": "bool", "default": False},
-                                                       "show_plan": {"type": "bool", "default": True},
-                                                       "host_results": {"type": "bool", "default": False}}},
+                 "flow": {"type": "dict", "options": FLOW_OPTIONS},
                  BUNDLE_OPTION: {"type": "raw"}}
 # convert_to writes every phase and plan: options that choose or show part of a plan do not apply.
 NOT_WITH_CONVERT = ("name", "only", "skip", "start_at", "partial_rollout", "render", "per_cluster", "runnable",

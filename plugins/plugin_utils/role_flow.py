@@ -17,6 +17,11 @@ DRY_RUNS = ("validate", "status")  # the executors run without changing anything
 TASKS_EXECUTOR = "tasks"
 
 
+# phase_plan's option flow: the role variables RoleChoices holds.
+FLOW_OPTIONS = {"action": {"type": "str", "required": True}, "offline": {"type": "bool", "default": False},
+                "show_plan": {"type": "bool", "default": True}, "host_results": {"type": "bool", "default": False}}
+
+
 @dataclass(frozen=True)
 class RoleChoices:
     """What the role variables ask: plan_action, plan_offline, plan_show_plan, plan_host_results."""
