@@ -486,7 +486,7 @@ flow:
       type: str
       sample: run.yml
     steps:
-      description: When RV(flow.runs_steps), the steps of RV(steps), each with the role's task file that runs it
+      description: When RV(flow.runs_steps), the steps of the plan (C(steps)), each with the role's task file that runs it
         (C(tasks)).
       type: list
       elements: dict
