@@ -35,12 +35,13 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.report import
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import plan_steps
 from ansible_collections.phasekit.kube.plugins.plugin_utils.action import PhasekitAction
 from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import AUTH_ARGUMENT_SPEC
+from ansible_collections.phasekit.kube.plugins.plugin_utils.role_flow import FLOW_OPTIONS, RoleChoices, role_flow
 from ansible_collections.phasekit.kube.plugins.module_utils.masking import scrub_secrets
 from ansible_collections.phasekit.kube.plugins.plugin_utils.templates import (
     host_variables, render_template_file, vault_values)
 from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import (
     PLAN_SOURCE_MUTUALLY_EXCLUSIVE, PLAN_SOURCE_REQUIRED_ONE_OF, PLAN_SOURCE_SPEC, executors, plan_for_task,
-    task_base_dir, task_documents)
+    spread_source, task_base_dir, task_documents)
 
 ARGUMENT_SPEC = {**PLAN_SOURCE_SPEC, "render": {"type": "bool", "default": False},
                  "per_cluster": {"type": "bool", "default": False},
@@ -50,10 +51,11 @@ ARGUMENT_SPEC = {**PLAN_SOURCE_SPEC, "render": {"type": "bool", "default": False
                  "render_dest": {"type": "path", "default": ""},
                  "graph_file": {"type": "path", "default": ""},
                  "convert_to": {"type": "path"},
+                 "flow": {"type": "dict", "options": FLOW_OPTIONS},
                  BUNDLE_OPTION: {"type": "raw"}}
 # convert_to writes every phase and plan: options that choose or show part of a plan do not apply.
 NOT_WITH_CONVERT = ("name", "only", "skip", "start_at", "partial_rollout", "render", "per_cluster", "runnable",
-                    "check_all", "render_helm", "render_dest", "graph_file")
+                    "check_all", "render_helm", "render_dest", "graph_file", "flow")
 ACTION_GROUP = "group/phasekit.kube.kube"
 TEMPLATE_NOTE = "has templates (.j2): rendered with each cluster host's variables when the phase runs"
 ABSENT_NOTE = "release_state absent: the phase uninstalls the release, nothing to render"
@@ -81,6 +83,7 @@ class ActionModule(PhasekitAction):
     REQUIRED_ONE_OF = PLAN_SOURCE_REQUIRED_ONE_OF
 
     def execute(self, args, task_vars):
+        args = spread_source(args)
         if args["convert_to"]:
             return self.convert(args, task_vars)
         if args[BUNDLE_OPTION] is not None:
@@ -96,6 +99,9 @@ class ActionModule(PhasekitAction):
             check_render_dest(args["render_dest"], role_named("render_dest"))
         plan = plan_for_task(self, args, task_vars, runnable=args["runnable"], check_all=args["check_all"])
         result = plan_result(plan, list(task_vars.get("ansible_play_hosts") or []))
+        if args["flow"] is not None:
+            result["flow"] = role_flow(RoleChoices(**args["flow"]), [phase["executor"] for phase in result["phases"]],
+                                       result["steps"]).to_dict()
         warnings = list(plan.warnings) + connection_defaults_warning(self._task.module_defaults)
         if warnings:
             result["warnings"] = warnings

@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.outcome import cluster_outcomes, task_result
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.report import (
     report_entries, write_reports)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import plan_failure_message, summary_lines
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import (
+    drift_gate_applies, drift_verdict, plan_failure_message, summary_lines, summary_tail)
 from ansible_collections.phasekit.kube.plugins.plugin_utils.action import PhasekitAction
 from ansible_collections.phasekit.kube.plugins.plugin_utils.compat import fail_without_task_origin
 from ansible_collections.phasekit.kube.plugins.plugin_utils.output import show_lines
@@ -29,6 +30,8 @@ ARGUMENT_SPEC = {
     "plan": {"type": "str", "default": ""},
     "stopped_by": {"type": "str", "default": ""},
     "tail": {"type": "list", "elements": "str", "default": []},
+    "rollout_messages": {"type": "list", "elements": "str", "default": []},
+    "fail_on_drift": {"type": "bool", "default": False},
     "servers": {"type": "dict", "default": {}},
     "report_json": {"type": "path", "default": ""},
     "report_junit": {"type": "path", "default": ""},
@@ -65,16 +68,20 @@ class ActionModule(PhasekitAction):
         if args["failure"]:
             message = plan_failure_message(records, args["phases"])
             return {"changed": False, "failed": bool(message), "msg": message or "no phase failed"}
+        gated = drift_gate_applies(args["fail_on_drift"], args["mode"], bool(self._task.check_mode))
+        verdict = drift_verdict(records, args["plan"]) if gated else []
+        tail = args["tail"] + summary_tail(args["rollout_messages"], verdict)
         if args["lines"] is not None:   # a table another task made: the data is in that task's result
-            return {"changed": False, **show_lines(args["lines"] + args["tail"]), **tail_message(args["tail"])}
+            return {"changed": False, **show_lines(args["lines"] + tail), **tail_message(tail),
+                    **({"failed": True} if verdict else {})}
         if not args["phases"]:
             return {"failed": True, "msg": "phases (the run list) is required to make a summary, or give lines"}
         hosts = args["hosts"] or list(task_vars.get("ansible_play_hosts_all") or [])
         servers = {str(host): str(server) for host, server in (args["servers"] or {}).items()}
         check_mode = bool(self._task.check_mode)
         summary = summary_lines(args["phases"], records, hosts, args["mode"], servers=servers, check_mode=check_mode)
-        result = {"changed": False, "summary": summary, **show_lines(summary + args["tail"]),
-                  **tail_message(args["tail"]),
+        result = {"changed": False, "summary": summary, **show_lines(summary + tail), **tail_message(tail),
+                  **({"failed": True} if verdict else {}),
                   "outcomes": cluster_outcomes(records, hosts, args["mode"], args["phases"], args["stopped_by"])}
         paths = {option: args[option] for option in ("report_json", "report_junit")}
         if any(paths.values()):

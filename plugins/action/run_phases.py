@@ -52,7 +52,9 @@ from ansible_collections.phasekit.kube.plugins.plugin_utils.action import Phasek
 from ansible_collections.phasekit.kube.plugins.plugin_utils.fleet import Fleet, remembered_by_host
 from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import REMEMBERED_VAR, RESOLUTIONS_KEY
 from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import (
-    PLAN_SOURCE_MUTUALLY_EXCLUSIVE, PLAN_SOURCE_REQUIRED_ONE_OF, PLAN_SOURCE_SPEC, plan_for_task)
+    PLAN_SOURCE_MUTUALLY_EXCLUSIVE, PLAN_SOURCE_REQUIRED_ONE_OF, PLAN_SOURCE_SPEC, plan_for_task, spread_source)
+from ansible_collections.phasekit.kube.plugins.plugin_utils.role_steps import (
+    RUN_KEY, continued_args, run_after, run_before)
 
 HISTORY = "history"  # the clusters' run records, read; nothing runs
 RESUMED = "skipped: resumed (succeeded before with the same bundle)"
@@ -96,6 +98,11 @@ class ActionModule(PhasekitAction):
     PLAIN_ARGS = True
 
     def execute(self, args, task_vars):
+        args = spread_source(args)
+        # a step of a run in steps (run_id, phases): it goes on from the run so far, the previous step's result
+        before = run_before(task_vars.get(REMEMBERED_VAR), args["run_id"]) if args["phases"] is not None else None
+        if before is not None:
+            args = {**args, **continued_args(args, before)}
         concurrency = args["cluster_concurrency"] or _forks()
         if not 1 <= concurrency <= MAX_CLUSTER_CONCURRENCY:
             return {"failed": True, "msg": f"cluster_concurrency must be between 1 and {MAX_CLUSTER_CONCURRENCY}, "
@@ -163,7 +170,9 @@ class ActionModule(PhasekitAction):
                                          plan=plan.name or "", allow_shared_cluster=args["allow_shared_cluster"],
                                          environ_of=fleet.environ_of,
                                          delete_nonempty_namespaces=args["destroy_nonempty_namespaces"], step=phases,
-                                         outputs=outputs, carried=carried_states(args["carried"], preview))
+                                         outputs=outputs,
+                                         carried=carried_states(args["carried"] or (before or {}).get("carried") or {},
+                                                                preview))
             every = [planned.to_dict() for planned in plan.phases]  # a producer left out of the selection too
             by_full_name = {phase["full_name"]: phase for phase in every}
             outputs.expect(declared_outputs(every),
@@ -240,11 +249,14 @@ class ActionModule(PhasekitAction):
             # each host's own outcome, for the role's per-host result task (plan_host_results)
             result["outcomes"] = cluster_outcomes(records, list(task_vars.get("ansible_play_hosts_all") or in_play),
                                                   mode, planned, report.stopped_by)
+        if preview and args["phases"] is not None:  # a step: what its previews carry into the next one
+            result["carried"] = executors.carried_states()
+            result["_ansible_no_log"] = True  # dry-run results, Secrets' among them
+        if before is not None and args["run_id"]:
+            result[RUN_KEY] = run_after(before, result)
         if memory is not None:
             # credentials: kept in the registered variable for later steps, hidden from every output;
             # so are the tasks phases as their task files get them (options unredacted)
-            if preview and args["phases"] is not None:  # a step: what its previews carry into the next one
-                result["carried"] = executors.carried_states()
             result.update({RESOLUTIONS_KEY: memory, "_ansible_no_log": True,
                            "tasks_phases": {phase["name"]: phase for phase in phases
                                             if phase["executor"] == TASKS_EXECUTOR}})

@@ -17,7 +17,7 @@ options:
         order the kustomization lists them, and paths inside them are relative to that directory.
       - Relative paths are relative to the playbook directory. Paths inside a document (sources, C(chdir))
         are relative to the document's directory.
-      - Exactly one of O(src) and O(plan) is required.
+      - Exactly one of O(src), O(plan) and O(source) is required.
     type: list
     elements: path
   plan:
@@ -80,4 +80,38 @@ options:
         C(tasks) phase, every phase on the subtree root's cluster).
       - Checked with the documents; a wrong value fails before anything runs, naming the field.
     type: dict
+  source:
+    description:
+      - The options above in one mapping (the role C(phasekit.kube.plan) passes its C(plan_source) this way), instead
+        of O(src), O(plan) and the others given one by one. An empty value in it (V(""), V([]), V({})) is not set;
+        O(plan) wins over O(src) when it holds documents. O(partial_rollout) is given beside it.
+    type: dict
+    suboptions:
+      src:
+        description: As O(src).
+        type: list
+        elements: path
+      plan:
+        description: As O(plan).
+        type: raw
+      name:
+        description: As O(name).
+        type: str
+      only:
+        description: As O(only).
+        type: list
+        elements: str
+      skip:
+        description: As O(skip).
+        type: list
+        elements: str
+      start_at:
+        description: As O(start_at).
+        type: str
+      target_path:
+        description: As O(target_path).
+        type: path
+      rollout:
+        description: As O(rollout).
+        type: dict
 """

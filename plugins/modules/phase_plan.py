@@ -93,6 +93,30 @@ options:
         no file.
     type: path
     default: ""
+  flow:
+    description:
+      - For the role C(phasekit.kube.plan) (there is usually no reason to give it directly) - its variables
+        C(plan_action), C(plan_offline), C(plan_show_plan) and C(plan_host_results), as O(flow.action),
+        O(flow.offline), O(flow.show_plan) and O(flow.host_results). The role's choices for the run come back as
+        RV(flow).
+    type: dict
+    suboptions:
+      action:
+        description: What the role runs (C(run), C(list), C(tree), C(render), C(validate), C(status), C(destroy), C(history)).
+        type: str
+        required: true
+      offline:
+        description: Validate without the clusters.
+        type: bool
+        default: false
+      show_plan:
+        description: A run shows its run list first.
+        type: bool
+        default: true
+      host_results:
+        description: Every cluster host gets a task whose result is its own outcome.
+        type: bool
+        default: false
   convert_to:
     description:
       - Write the collection's own documents (C(phasekit.dev/v1alpha1)) equivalent to airshipctl's C(Phase) and
@@ -431,4 +455,39 @@ graph_file:
   description: The file the Mermaid graph was written to (O(graph_file)).
   returned: when O(graph_file) is set
   type: str
+flow:
+  description:
+    - The role C(phasekit.kube.plan)'s choices for this run, from O(flow) and the selected phases - which of its task
+      files it includes, and the switches its per-host part reads (see docs/architecture.md, "The plan role").
+  returned: when O(flow) is given
+  type: dict
+  contains:
+    runs_phases:
+      description: The action runs the phases (run, status, destroy, validate against the clusters).
+      type: bool
+    dry_run:
+      description: The executors run without changing anything (validate, status).
+      type: bool
+    has_tasks_phases:
+      description: The selected phases include C(tasks) phases (never for destroy, which runs no task file).
+      type: bool
+    runs_steps:
+      description: The plan runs step by step on every host (phases run and the plan has C(tasks) phases).
+      type: bool
+    steps_in_engine:
+      description: The steps run in the engine's include, on every host (O(flow.host_results) and RV(flow.runs_steps)).
+      type: bool
+    view_tasks:
+      description: The role's task file that shows what the action shows before any step.
+      type: str
+      sample: run.yml
+    engine_tasks:
+      description: The role's task file its engine includes for the action.
+      type: str
+      sample: run.yml
+    steps:
+      description: When RV(flow.runs_steps), the steps of the plan (C(steps)), each with the role's task file that runs it
+        (C(tasks)).
+      type: list
+      elements: dict
 """

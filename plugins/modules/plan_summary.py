@@ -49,7 +49,9 @@ options:
     elements: str
     default: []
   mode:
-    description: What the run did (C(run), C(validate), C(status), C(destroy)); it names the results.
+    description:
+      - What the run did (C(run), C(validate), C(status), C(destroy)); it names the results, and whether
+        O(fail_on_drift) judges the run.
     type: str
     default: run
   plan:
@@ -65,6 +67,21 @@ options:
     type: list
     elements: str
     default: []
+  rollout_messages:
+    description:
+      - Why a rollout ended the run (over its failure budget, or paused after a number of batches), as
+        RV(phasekit.kube.run_phases#module:rollout) says it in each step; shown after the summary (and O(tail)),
+        empty ones left out.
+    type: list
+    elements: str
+    default: []
+  fail_on_drift:
+    description:
+      - The drift gate (the role's C(plan_fail_on_drift)). When O(mode=status), or O(mode=run) in check mode, and a
+        record of O(records) differs from its cluster, is not ready or could not be checked, the task lists them
+        after the summary and fails, its message the count.
+    type: bool
+    default: false
   servers:
     description:
       - Each host's API server as host:port, the summary's C(SERVER) column and the reports' C(server) (the role

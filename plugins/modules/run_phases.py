@@ -133,8 +133,13 @@ options:
     type: bool
     default: false
   run_id:
-    description: The run's id in the records (the role passes one for all the steps of a run); empty, a new one
-      (the start time in UTC and a random tail).
+    description:
+      - The run's id in the records (the role passes one for all the steps of a run); empty, a new one
+        (the start time in UTC and a random tail).
+      - With O(phases), a step of a run in steps - it goes on from the run so far, RV(run) of the previous step's
+        result registered as C(phasekit_kube_resolved) when that has the same O(run_id) (the phase that stopped the
+        run, the clusters resumed, the rollout batches run; O(stopped_by) given here comes first), and returns the run
+        so far with this step as RV(run).
     type: str
     default: ""
   resume:
@@ -352,6 +357,37 @@ outcomes:
   returned: with O(outcomes), when O(phases) is not given (the whole run list runs in this task)
   type: dict
   sample: {ephemeral: {result: changed, msg: "changed: apps"}, target: {result: skipped, msg: "not reached: ..."}}
+run:
+  description:
+    - With O(phases) and O(run_id), a step of a run in steps - the run so far, this step included (see O(run_id)).
+      The role C(phasekit.kube.plan) shows its summary from it.
+  returned: with O(phases) and O(run_id)
+  type: dict
+  contains:
+    run_id:
+      description: The run's id (O(run_id)).
+      type: str
+    records:
+      description: The records of every step so far (see RV(records)).
+      type: list
+      elements: dict
+    stopped_by:
+      description: The phase whose failure stopped the run, or an empty string.
+      type: str
+    resumed_hosts:
+      description: As RV(resumed_hosts), after this step.
+      type: list
+      elements: str
+    rollout_batches:
+      description: Rollout batches run so far (counted against O(rollout_stop_after)).
+      type: int
+    servers:
+      description: Each cluster host's API server so far (see RV(servers)).
+      type: dict
+    rollout_messages:
+      description: Why a rollout ended the run, one line per step that said so.
+      type: list
+      elements: str
 resumed_hosts:
   description: The hosts that ran a phase in this step (a resume no longer skips their later phases).
   returned: success

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import APPLY_OPTIONS_SPEC, apply_options
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import WAIT_OPTIONS_SPEC, wait_rules
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import option_values
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import (
@@ -36,8 +37,31 @@ PLAN_SOURCE_SPEC = {
     "rollout": {"type": "dict"},
     "partial_rollout": {"type": "bool", "default": False},
 }
-PLAN_SOURCE_MUTUALLY_EXCLUSIVE = [["src", "plan"]]
-PLAN_SOURCE_REQUIRED_ONE_OF = [["src", "plan"]]
+# Option source: the plan-source options in one mapping, so that the role writes its plan's documents and selection
+# once (plan_source in vars/main.yml) and each task passes them whole.
+SOURCE_OPTIONS = ("src", "plan", "name", "only", "skip", "start_at", "target_path", "rollout")
+PLAN_SOURCE_SPEC["source"] = {"type": "dict", "options": {
+    name: {key: value for key, value in PLAN_SOURCE_SPEC[name].items() if key != "default"} for name in SOURCE_OPTIONS}}
+PLAN_SOURCE_MUTUALLY_EXCLUSIVE = [["src", "plan", "source"]]
+PLAN_SOURCE_REQUIRED_ONE_OF = [["src", "plan", "source"]]
+UNSET = (None, "", [], {})  # in source: an option left empty (the role's defaults) is not set
+
+
+def spread_source(args: dict) -> dict:
+    """``args`` with option ``source`` spread into the plan-source options it holds. An empty value there is unset,
+    as the role's variables have it: inline documents (``plan``) win over ``src`` when there are any."""
+    source = args.get("source")
+    if source is None:
+        return args
+    given = {name: value for name, value in source.items() if value not in UNSET}
+    if "plan" in given:
+        given.pop("src", None)
+    if "src" not in given and "plan" not in given:
+        raise PhasekitError("source: src (files or directories of phase documents) or plan (the documents "
+                            "themselves) is required")
+    spread = {**args, **{name: None for name in SOURCE_OPTIONS}, "only": [], "skip": [], **given}
+    spread.pop("source")
+    return spread
 
 
 def executors():

@@ -393,6 +393,30 @@ def drift_lines(records: list[dict]) -> list[str]:
     return lines
 
 
+def drift_gate_applies(fail_on_drift: bool, mode: str, check_mode: bool) -> bool:
+    """Whether the drift gate judges a run: asked for (plan_fail_on_drift), and a dry run that compares with the
+    clusters (status, or a run in check mode)."""
+    return fail_on_drift and (mode == "status" or (mode == "run" and check_mode))
+
+
+def drift_verdict(records: list[dict], plan: str) -> list[str]:
+    """What the drift gate fails on, after the summary's table: a blank line, a line per drifted phase and cluster,
+    then the verdict (the failed task's message); nothing when nothing drifted."""
+    drift = drift_lines(records)
+    if not drift:
+        return []
+    named = f"plan {plan}: " if plan else ""
+    return ["", *drift, f"{named}{len(drift)} phase run(s) differ from the clusters, are not ready or could not be "
+                        f"checked (listed above); plan_fail_on_drift is set"]
+
+
+def summary_tail(rollout_messages: list[str], verdict: list[str]) -> list[str]:
+    """What a run's summary shows after its table: why a rollout ended the run (over its failure budget, or paused
+    after plan_rollout_stop_after batches), then the drift gate's verdict."""
+    said = [message for message in rollout_messages if message]
+    return (["", *said] if said else []) + verdict
+
+
 def rollouts_of(phases: list[dict]) -> list:
     """The rollouts of the plan's phases, in plan order (``rollout.RolloutOf``)."""
     found = {}

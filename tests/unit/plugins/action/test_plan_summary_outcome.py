@@ -40,3 +40,27 @@ def run(**args) -> dict:
 def test_outcome(args, expected):
     result = run(**args)
     assert {key: result.get(key) for key in expected} == expected, result
+
+
+DIFFERS = {"phase": "apps", "host": "target", "result": "changed", "drift": ["ConfigMap demo/x: data.a"]}
+
+
+@pytest.mark.parametrize("args, expected", [
+    ({"lines": ["table"], "records": [DIFFERS], "mode": "status", "plan": "site", "fail_on_drift": True},
+     {"failed": True, "msg": "plan site: 1 phase run(s) differ from the clusters, are not ready or could not be "
+                             "checked (listed above); plan_fail_on_drift is set"}),
+    ({"lines": ["table"], "records": [DIFFERS], "mode": "status", "plan": "site"},
+     {"failed": None, "msg": None}),
+    ({"lines": ["table"], "records": [DIFFERS], "mode": "run", "fail_on_drift": True},
+     {"failed": None, "msg": None}),
+    ({"lines": ["table"], "rollout_messages": ["", "rollout apps paused after 1 batch(es)"]},
+     {"failed": None, "msg": "rollout apps paused after 1 batch(es)"}),
+    ({"records": [DIFFERS], "phases": [{"name": "apps", "executor": "apply", "hosts": ["target"]}], "hosts": ["target"],
+      "mode": "status", "fail_on_drift": True},
+     {"failed": True, "msg": "1 phase run(s) differ from the clusters, are not ready or could not be checked (listed "
+                             "above); plan_fail_on_drift is set"}),
+], ids=["the-drift-gate-fails-a-status-that-differs", "without-fail-on-drift-drift-passes",
+        "a-run-that-writes-is-not-gated", "a-rollout-message-is-the-message", "the-gate-fails-a-summary-of-steps"])
+def test_summary_tail_and_drift_gate(args, expected):
+    result = run(**args)
+    assert {key: result.get(key) for key in expected} == expected, result

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import PLAN_SOURCE_SPEC, plan_for_task
+from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import PLAN_SOURCE_SPEC, plan_for_task, spread_source
 
 FIXTURE_PHASES = Path(__file__).resolve().parents[3] / "fixtures" / "airshipctl" / "site" / "phases"
 CLUSTERS = ["ephemeral-cluster", "target-cluster"]
@@ -63,3 +63,35 @@ def test_clusterctl_provider_versions_are_built_from_the_target_path(playbook_di
     files = selected.options["env_dirs"]["PHASEKIT_CLUSTERCTL_REPOSITORY"]
     built = files["infrastructure-metal3/v0.3.2/infrastructure-components.yaml"]
     assert built["kustomize"] == str(playbook_dir / "elsewhere" / "airshipctl/manifests/function/capm3/v0.3.2")
+
+
+ROLE_DEFAULTS = {"src": ["phases"], "plan": [], "name": "", "only": [], "skip": [], "start_at": "", "target_path": "",
+                 "rollout": {}}
+SPREAD_DEFAULTS = {"src": ["phases"], "plan": None, "name": None, "only": [], "skip": [], "start_at": None,
+                   "target_path": None, "rollout": None}
+
+
+@pytest.mark.parametrize("source, spread", [
+    (ROLE_DEFAULTS, SPREAD_DEFAULTS),
+    ({**ROLE_DEFAULTS, "plan": [{"kind": "Phase"}]}, {**SPREAD_DEFAULTS, "src": None, "plan": [{"kind": "Phase"}]}),
+    ({**ROLE_DEFAULTS, "name": "site", "only": ["a"], "skip": ["b"], "start_at": "c", "target_path": "t",
+      "rollout": {"batches": [1]}},
+     {**SPREAD_DEFAULTS, "name": "site", "only": ["a"], "skip": ["b"], "start_at": "c", "target_path": "t",
+      "rollout": {"batches": [1]}}),
+    ({"src": ["phases"], "name": None, "only": None}, SPREAD_DEFAULTS),
+], ids=["empty-values-are-unset", "inline-documents-win-over-src", "every-option-given-is-kept",
+        "options-left-out-are-unset"])
+def test_source_spreads_into_the_plan_source_options(source, spread):
+    result = spread_source({**args(), "source": source, "partial_rollout": True, "mode": "run"})
+    without_source = {name: value for name, value in args().items() if name != "source"}
+    assert result == {**without_source, **spread, "partial_rollout": True, "mode": "run"}
+
+
+def test_source_without_documents_is_refused():
+    with pytest.raises(PhasekitError, match=r"source: src \(files or directories of phase documents\) or plan"):
+        spread_source({**args(), "source": {**ROLE_DEFAULTS, "src": []}})
+
+
+def test_without_source_the_options_are_as_given():
+    given = args(src=["phases"], name="site")
+    assert spread_source(given) is given

@@ -176,6 +176,45 @@ def test_drift_lines(record, line):
     assert views.drift_lines([record, *others]) == [line]
 
 
+@pytest.mark.parametrize("fail_on_drift, mode, check_mode, applies", [
+    (True, "status", False, True),
+    (True, "run", True, True),
+    (True, "run", False, False),
+    (True, "validate", False, False),
+    (True, "destroy", True, False),
+    (False, "status", False, False),
+], ids=["status-is-judged", "a-run-in-check-mode-is-judged", "a-run-that-writes-is-not", "validate-is-not",
+        "destroy-is-not", "not-asked-for-judges-nothing"])
+def test_drift_gate_applies(fail_on_drift, mode, check_mode, applies):
+    assert views.drift_gate_applies(fail_on_drift, mode, check_mode) is applies
+
+
+DIFFERS = {"phase": "apps", "host": "target", "result": "changed", "drift": ["ConfigMap demo/x: data.a"]}
+VERDICT = "1 phase run(s) differ from the clusters, are not ready or could not be checked (listed above); " \
+          "plan_fail_on_drift is set"
+
+
+@pytest.mark.parametrize("records, plan_name, expected", [
+    ([{"phase": "apps", "host": "target", "result": "ok"}], "site", []),
+    ([DIFFERS], "site", ["", "apps on target: differs: ConfigMap demo/x: data.a", f"plan site: {VERDICT}"]),
+    ([DIFFERS], "", ["", "apps on target: differs: ConfigMap demo/x: data.a", VERDICT]),
+], ids=["nothing-drifted-says-nothing", "drift-listed-then-the-verdict-naming-the-plan", "no-plan-name-no-prefix"])
+def test_drift_verdict(records, plan_name, expected):
+    assert views.drift_verdict(records, plan_name) == expected
+
+
+@pytest.mark.parametrize("messages, verdict, expected", [
+    ([], [], []),
+    ([""], [], []),
+    (["", "rollout apps stopped"], [], ["", "rollout apps stopped"]),
+    (["rollout apps stopped"], ["", "drift", "verdict"], ["", "rollout apps stopped", "", "drift", "verdict"]),
+    ([], ["", "drift", "verdict"], ["", "drift", "verdict"]),
+], ids=["nothing-ended-the-run", "empty-messages-left-out", "a-rollout-message-after-a-blank-line",
+        "the-rollout-before-the-drift", "the-drift-alone"])
+def test_summary_tail(messages, verdict, expected):
+    assert views.summary_tail(messages, verdict) == expected
+
+
 LAST = {"run": "r1", "action": "run", "result": "ok", "started": "2026-11-24T14:45:01Z", "by": "ci@runner"}
 
 
