@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from ansible_collections.phasekit.kube.plugins.module_utils.executors.registry import kind_of
+
 VIEWS = ("list", "tree", "render", "history")  # actions that show the plan and run nothing: a file each
 RUNS = ("run", "status", "destroy")  # actions that run the phases (and validate against the clusters)
 DRY_RUNS = ("validate", "status")  # the executors run without changing anything
-TASKS_EXECUTOR = "tasks"
 
 
 # phase_plan's option flow: the role variables RoleChoices holds.
@@ -53,7 +54,8 @@ def role_flow(choices: RoleChoices, executors: list[str], steps: list[dict] = ()
     """The task files and switches of a run of ``choices.action`` over a plan whose selected phases have
     ``executors`` and run in ``steps`` (``runner.plan_steps``)."""
     runs_phases = choices.action in RUNS or (choices.action == "validate" and not choices.offline)
-    has_tasks_phases = choices.action != "destroy" and TASKS_EXECUTOR in executors
+    # a phase whose task file the role includes on each host makes the run go in steps
+    has_tasks_phases = choices.action != "destroy" and any(not kind_of(name).runs_on_controller for name in executors)
     runs_steps = runs_phases and has_tasks_phases
     steps_in_engine = choices.host_results and runs_steps
     view = view_tasks(choices, runs_phases, runs_steps)

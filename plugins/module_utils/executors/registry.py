@@ -50,6 +50,10 @@ class ExecutorKind:
         """The phase run (or previewed: work.dry_run) on host, as an Outcome."""
         raise NotImplementedError(self.name)
 
+    def known_after_run_note(self, host: str, where: str) -> str:
+        """What a preview says of the phase on a host whose kubeconfig the run makes (``where``: its Secret)."""
+        return f"not previewed: {host}'s kubeconfig is known after the run ({where}: not there yet)"
+
     def writes_outside_session(self, options: dict) -> bool:  # pylint: disable=unused-argument
         """Whether its program writes to the cluster on its own: the run's lock is taken when the phase starts."""
         return False

@@ -415,10 +415,7 @@ class BuiltinExecutors:
         where = known(host) if known is not None and self.dry_run and self.mode != DESTROY else None
         if where is None:
             return None
-        if phase["executor"] == "kubeconfig":
-            note = f"would resolve {host}'s kubeconfig from {where}: not there yet, known after the run"
-        else:
-            note = f"not previewed: {host}'s kubeconfig is known after the run ({where}: not there yet)"
+        note = kind_of(phase["executor"]).known_after_run_note(host, where)
         return Outcome(skipped=True, msg=note, details={"preview": note, UNKNOWN_KUBECONFIG: True})
 
     def _run_executor(self, phase: dict, host: str) -> Outcome:

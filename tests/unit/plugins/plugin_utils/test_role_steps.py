@@ -12,7 +12,7 @@ from ansible_collections.phasekit.kube.plugins.plugin_utils.role_steps import (
 
 SO_FAR = {"run_id": "r1", "records": [{"phase": "a", "host": "h1", "result": "ok"}], "stopped_by": "",
           "resumed_hosts": ["h1"], "rollout_batches": 2, "servers": {"h1": "127.0.0.1:6443"},
-          "rollout_messages": ["rollout a stopped"]}
+          "rollout_messages": ["rollout a stopped"], "carried": {}}
 ARGS = {"stopped_by": "", "resumed_hosts": [], "rollout_batches_before": 0}
 STEP = {"records": [{"phase": "b", "host": "h2", "result": "changed"}], "stopped_by": "", "resumed_hosts": ["h1", "h2"],
         "servers": {"h2": "127.0.0.2:6443"}, "rollout": {"batches_run": 3, "message": ""}}
@@ -47,13 +47,17 @@ def test_continued_args(args, before, expected):
     (SO_FAR, STEP, {"run_id": "r1", "records": SO_FAR["records"] + STEP["records"], "stopped_by": "",
                     "resumed_hosts": ["h1", "h2"], "rollout_batches": 3,
                     "servers": {"h1": "127.0.0.1:6443", "h2": "127.0.0.2:6443"},
-                    "rollout_messages": ["rollout a stopped"]}),
+                    "rollout_messages": ["rollout a stopped"], "carried": {}}),
     ({**EMPTY, "run_id": "r1"}, {**STEP, "stopped_by": "b", "rollout": {"batches_run": 1, "message": "paused"}},
      {"run_id": "r1", "records": STEP["records"], "stopped_by": "b", "resumed_hosts": ["h1", "h2"],
-      "rollout_batches": 1, "servers": {"h2": "127.0.0.2:6443"}, "rollout_messages": ["paused"]}),
+      "rollout_batches": 1, "servers": {"h2": "127.0.0.2:6443"}, "rollout_messages": ["paused"], "carried": {}}),
     ({**SO_FAR, "stopped_by": "a"}, {**STEP, "stopped_by": "b"}, {**SO_FAR, "stopped_by": "a"} | {
         "records": SO_FAR["records"] + STEP["records"], "resumed_hosts": ["h1", "h2"], "rollout_batches": 3,
         "servers": {"h1": "127.0.0.1:6443", "h2": "127.0.0.2:6443"}}),
-], ids=["a-step-adds-its-records-servers-and-batches", "the-first-stop-and-its-message", "the-first-stop-stays"])
+    ({**SO_FAR, "carried": {"h1": {"namespaces": {"n": "a"}}}}, {**STEP, "carried": {"h1": {"namespaces": {}}}},
+     {**SO_FAR, "records": SO_FAR["records"] + STEP["records"], "resumed_hosts": ["h1", "h2"], "rollout_batches": 3,
+      "servers": {"h1": "127.0.0.1:6443", "h2": "127.0.0.2:6443"}, "carried": {"h1": {"namespaces": {}}}}),
+], ids=["a-step-adds-its-records-servers-and-batches", "the-first-stop-and-its-message", "the-first-stop-stays",
+        "a-previews-state-is-the-last-steps"])
 def test_run_after(before, step, expected):
     assert run_after(before, step) == expected
