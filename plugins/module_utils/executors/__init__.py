@@ -1,2 +1,0 @@
-# Copyright: phasekit.kube contributors
-# Apache License 2.0 (see LICENSE)
