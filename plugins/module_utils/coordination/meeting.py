@@ -58,7 +58,7 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from ansible_collections.phasekit.kube.plugins.module_utils.coordination.slices import SliceId, check_run_id
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
@@ -518,6 +518,12 @@ class Meeting:
         except ApiError as err:
             if missing_ok and err.status == 404:
                 return None
+            if err.status == 409 and PLAN_LABEL in err.message:
+                raise MeetingError(f"run {self.settings.run_id}: slice {self.slice}: another slice of this run ID runs "
+                                   f"another plan than {self.settings.plan or 'all'!r} (label {PLAN_LABEL} of "
+                                   f"{unquote(path.rsplit('/', 1)[-1])} in namespace {self.settings.namespace}): "
+                                   f"every slice of a run runs the same plan; give each run its own plan_run_id",
+                                   409) from None
             raise MeetingError(f"run {self.settings.run_id}: slice {self.slice}: coordination cluster "
                                f"{self.session.server}: {method} {path}: {describe_api_error(err)}", err.status) from None
         except TransportError as err:

@@ -293,3 +293,13 @@ def test_a_refusal_of_the_coordination_cluster_is_a_clear_error():
     with pytest.raises(MeetingError, match=r"^run awx-11: slice 1/3: coordination cluster https://coordination.test: "
                                            r"PATCH .*: forbidden: configmaps is forbidden: User \"bob\""):
         meeting(Forbidden(), 1).arrive("a")
+
+
+def test_two_plans_under_one_run_id_are_refused_by_name():
+    class Labelled(FakeServer):
+        def request(self, method, path, **kwargs):
+            raise ApiError(409, "Conflict", 'Apply failed with 1 conflict: conflict with "phasekit-slice-1": '
+                                            '.metadata.labels.phasekit.kube/plan')
+    with pytest.raises(MeetingError, match=r"^run awx-11: slice 2/3: another slice of this run ID runs another plan "
+                                           r"than 'site' \(label phasekit.kube/plan of phasekit-slices-awx-11-barrier-"):
+        meeting(Labelled(), 2).arrive("a")
