@@ -23,9 +23,13 @@ one request. The verdict is the one field two slices may both want: the second a
 another manager owns), so the first verdict wins and every slice reads that one. A manager's apply is its whole
 intent for the object (a field it leaves out is removed), so a slice applies all its facts each time.
 
-Timing: a slice is judged gone as client-go's leader election judges a lease (``leaderelection.go``
-``tryAcquireOrRenew``, ``isLeaseValid``, ``setObservedRecord``): by the observer's own monotonic clock since it last
-saw the Lease's record (holder, renewTime) change, never by comparing its clock with the times written there. So a
+Timing: a slice is judged gone as client-go's leader election judges a lease (kubernetes/client-go at 32ce75a7d,
+``tools/leaderelection/leaderelection.go``: the package note at 22-28 "only uses their change to indicate that
+another client has renewed"; ``tryAcquireOrRenew`` at 444 re-dates the record when its raw bytes changed (487);
+``isLeaseValid`` at 548: observedTime + LeaseDurationSeconds after now; ``setObservedRecord`` at 558-563 takes the
+observer's ``clock.Now()``; ``resourcelock/leaselock.go`` 122-160: the Lease's spec holderIdentity,
+leaseDurationSeconds, acquireTime, renewTime): by the observer's own monotonic clock since it last saw the Lease's
+record (holder, renewTime) change, never by comparing its clock with the times written there. So a
 slice that stops renewing is named between one and about one and a third lease durations after its last renewal
 (plus one presence look, every quarter duration). A slice removed its Lease (``finish``, or a cancelled job's
 clean-up) is named at the next look. A slice never seen (no Lease) fails the waiters only after ``arrival_timeout``
