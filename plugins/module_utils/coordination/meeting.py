@@ -299,6 +299,7 @@ class Meeting:
         """Show this slice's presence (its Lease) and renew it every third of its duration until ``finish``."""
         self._renew(attempts=None)
         if self._renewal is None:
+            self._renewal_stop.clear()   # joined again after a finish
             self._renewal = threading.Thread(target=self._renewing, name=f"phasekit-slice-{self.slice.number}-presence",
                                              daemon=True)
             self._renewal.start()
@@ -369,6 +370,9 @@ class Meeting:
         """Tell every slice to stop at ``barrier`` (this slice arrives there too). The first verdict at a barrier wins:
         another slice's, when it came first, is the one ``wait`` raises. ``reason`` is read by every slice and kept in
         the cluster: never a secret."""
+        if barrier == self._passed:
+            raise MeetingError(f"run {self.settings.run_id}: slice {self.slice}: cannot stop the run at barrier "
+                               f"{barrier!r}: every slice passed it already; stop at the next one")
         verdict = json.dumps({"reason": str(reason), "by": str(self.slice)}, sort_keys=True)
         try:
             self._apply_barrier(barrier, {VERDICT_KEY: verdict})

@@ -303,3 +303,11 @@ def test_two_plans_under_one_run_id_are_refused_by_name():
     with pytest.raises(MeetingError, match=r"^run awx-11: slice 2/3: another slice of this run ID runs another plan "
                                            r"than 'site' \(label phasekit.kube/plan of phasekit-slices-awx-11-barrier-"):
         meeting(Labelled(), 2).arrive("a")
+
+
+def test_a_stop_at_a_barrier_already_passed_is_refused():
+    server = FakeServer()
+    alone = meeting(server, 1, count=1)
+    alone.wait("a")
+    with pytest.raises(MeetingError, match=r"cannot stop the run at barrier 'a': every slice passed it already"):
+        alone.stop("too late", "a")
