@@ -541,4 +541,3 @@ class Meeting:
 def _slice_number(name: str, prefix: str) -> int | None:
     rest = name[len(prefix):] if name.startswith(prefix) else ""
     return int(rest) if rest.isdigit() else None
-
