@@ -486,7 +486,7 @@ class Meeting:
         found = self._request("GET", self._configmap_path(self.facts_name()), missing_ok=True) or {}
         values = {}
         for data_key, text in ((found.get("data") or {}).items()):
-            fact, _, number = data_key.rpartition(".")
+            fact, number = data_key.rpartition(".")[::2]
             if fact != key or not number.isdigit():
                 continue
             try:
