@@ -24,7 +24,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import red
 from ansible_collections.phasekit.kube.plugins.module_utils.phases import views
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs import OPTION as ENV_DIRS
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs import env_dirs_layout
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.convert import (
+from ansible_collections.phasekit.kube.plugins.module_utils.airship.convert import (
     BUNDLE_OPTION, check_destination, convert_documents, write_conversion)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import option_values
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import VARIABLE as OUTPUTS_VARIABLE

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.airship_bundle import read_bundle_kubeconfig
+from ansible_collections.phasekit.kube.plugins.module_utils.airship.bundle import read_bundle_kubeconfig
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.decode import decode_kubeconfig_bytes
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.decode import decode_kubeconfig_data
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.model import Kubeconfig

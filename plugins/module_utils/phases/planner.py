@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import redact
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.airship import (
+from ansible_collections.phasekit.kube.plugins.module_utils.airship.phases import (
     read_airship_documents,
     site_from_metadata,
     split_airship_documents,

@@ -2,7 +2,7 @@
 # Apache License 2.0 (see LICENSE)
 """airshipctl's phase documents written as the collection's own (``phasekit.dev/v1alpha1``).
 
-The site is read with the same reader plans use (``airship.read_airship_documents``) and checked first: nothing
+The site is read with the same reader plans use (``phases.read_airship_documents``) and checked first: nothing
 is written when it has problems. The output is two files, deterministic (no date in them):
 
 - ``phases.yaml``: one ``Phase`` document per airshipctl phase, in document order; sources are paths relative
@@ -30,14 +30,14 @@ from dataclasses import dataclass, field
 
 from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.inventory.airship_cluster_map import (
+from ansible_collections.phasekit.kube.plugins.module_utils.airship.cluster_map import (
     KIND as CLUSTER_MAP_KIND,
     hosts_from_cluster_map,
     is_cluster_map,
 )
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.cluster_map import ClusterMap
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.site_file import site_file_data
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.airship import (
+from ansible_collections.phasekit.kube.plugins.module_utils.airship.phases import (
     read_airship_documents,
     site_from_metadata,
     split_airship_documents,

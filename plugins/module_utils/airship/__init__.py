@@ -1,0 +1,2 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
