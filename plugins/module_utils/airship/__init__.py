@@ -1,2 +1,15 @@
 # Copyright: phasekit.kube contributors
 # Apache License 2.0 (see LICENSE)
+"""airshipctl's sites read as the collection's own: phase documents, ``KubeConfig`` bundles and ``ClusterMap``
+documents, through the registries the core exposes (one line each in ``register``; called by ``formats.py``)."""
+
+from __future__ import annotations
+
+
+def register() -> None:
+    """Add airshipctl's readers to the core's registries."""
+    # imported here: the core's registries import nothing of this package until they are first asked
+    from ansible_collections.phasekit.kube.plugins.module_utils.airship import phases
+    from ansible_collections.phasekit.kube.plugins.module_utils.phases.formats import register_document_reader
+
+    register_document_reader(phases.DOCUMENT_READER)

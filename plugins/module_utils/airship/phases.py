@@ -34,6 +34,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.airship.clusterctl i
     clusterctl_phase,
 )
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import INLINE_SOURCE, RawDocument, read_paths
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.formats import Claimed, DocumentReader
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import (
     Phase,
     PhasePlan,
@@ -529,3 +530,15 @@ def _read_steps(plan: PhasePlan, steps, path: str, problems: Problems):
         unknown_fields(step, STEP_FIELDS, plan.origin.at, problems, prefix=f"{at}.")
         plan.phases.append(name)
         plan.entry_paths.append(f"{at}.name")
+
+
+def claim_documents(documents: list[RawDocument], problems: Problems, target_path: str | None = None) -> Claimed:
+    """The planner's reader: airshipctl's documents taken (a site's ``ManifestMetadata`` brings the phase bundle
+    and target path it names), the others left to the collection's own reader."""
+    documents, target_path, manifest_root = site_from_metadata(documents, target_path, problems)
+    airship, native = split_airship_documents(documents)
+    return Claimed(native, lambda: read_airship_documents(airship, problems, target_path=target_path,
+                                                          manifest_root=manifest_root))
+
+
+DOCUMENT_READER = DocumentReader("airshipctl", claim_documents)
