@@ -46,6 +46,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs im
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs import rebased_env_dirs
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import DOCUMENT_SUFFIXES, RawDocument
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.executors import Executor
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.formats import CONVERT_BUNDLE_OPTION as BUNDLE_OPTION
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import (
     API_VERSION,
     PHASE_KIND,
@@ -62,7 +63,6 @@ PLANS_FILE = "plans.yaml"
 INVENTORY_DIR = "inventory"
 INVENTORY_FILE = f"{INVENTORY_DIR}/site.clusters.yml"
 SITE_FILE = f"{INVENTORY_DIR}/clusters.yml"
-BUNDLE_OPTION = "convert_kubeconfig_bundle"
 COMMENT_WIDTH = 110
 
 
@@ -86,6 +86,18 @@ class Conversion:
                 "not_converted": [dict(item) for item in self.not_converted],
                 "inventory": None if self.hosts is None else os.path.join(dest, INVENTORY_FILE),
                 "hosts": list(self.hosts or [])}
+
+    def message(self, verb: str, dest: str) -> str:
+        """What the action says it did (``verb``: wrote, or would write in check mode)."""
+        inventory = (f"the inventory of {len(self.hosts)} cluster(s) in {os.path.join(dest, INVENTORY_FILE)}"
+                     if self.hosts is not None else "no inventory (no ClusterMap among the documents)")
+        return f"{verb} {len(self.phases)} phase(s) and {len(self.plans)} plan(s) in {dest}, and {inventory}"
+
+    def check(self, dest: str) -> None:
+        check_destination(dest, self.files)
+
+    def write(self, dest: str) -> None:
+        write_conversion(self, dest)
 
 
 def convert_documents(documents: list[RawDocument], executors: dict[str, Executor], dest: str,

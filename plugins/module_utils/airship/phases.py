@@ -34,7 +34,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.airship.clusterctl i
     clusterctl_phase,
 )
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import INLINE_SOURCE, RawDocument, read_paths
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.formats import Claimed, DocumentReader
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.formats import Claimed
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import (
     Phase,
     PhasePlan,
@@ -540,5 +540,3 @@ def claim_documents(documents: list[RawDocument], problems: Problems, target_pat
     return Claimed(native, lambda: read_airship_documents(airship, problems, target_path=target_path,
                                                           manifest_root=manifest_root))
 
-
-DOCUMENT_READER = DocumentReader("airshipctl", claim_documents)

@@ -26,13 +26,17 @@ class Claimed:
 @dataclass(frozen=True)
 class DocumentReader:
     """One foreign format: ``claim(documents, problems, target_path) -> Claimed``; ``convert`` writes its
-    documents as the collection's own (``convert(documents, executors, dest, target_path, kubeconfig_bundle)``
-    -> a conversion with ``files``, ``summary(dest)``, ``message(verb, dest)``, ``warnings``, ``write(dest)``)."""
+    documents as the collection's own (``convert(documents, executors, dest, target_path=, kubeconfig_bundle=)``
+    -> a conversion with ``files``, ``warnings``, ``check(dest)``, ``write(dest)``, ``summary(dest)`` and
+    ``message(verb, dest)``); it writes nothing itself."""
 
     name: str
     claim: Callable[..., Claimed]
     convert: Callable | None = None
 
+
+# phase_plan's option naming the kubeconfig source(s) of the inventory a conversion writes
+CONVERT_BUNDLE_OPTION = "convert_kubeconfig_bundle"
 
 _READERS: dict[str, DocumentReader] = {}
 
