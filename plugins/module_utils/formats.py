@@ -5,7 +5,7 @@
 Each is a package of ``module_utils`` whose ``register()`` adds its readers to the core's registries: document
 readers (``phases/formats.py``), kubeconfig source kinds (``kubeconfig/sources.py``) and inventory sources
 (``inventory/sources.py``). The core names none of them elsewhere: removing one is removing its package and its
-line here.
+line here. ``Registry`` is what each of those registries is.
 """
 
 from __future__ import annotations
@@ -26,3 +26,26 @@ def load_bundled_formats() -> None:
         _LOADED.append(True)  # first: a registry asked while registering does not register again
         from ansible_collections.phasekit.kube.plugins.module_utils.airship import register as register_airship
         register_airship()
+
+
+class Registry:
+    """What other formats add to one of the core's registries, by name, in the order added; asking for it
+    registers the bundled formats first."""
+
+    def __init__(self):
+        self._entries: dict = {}
+
+    def add(self, name: str, entry) -> None:
+        self._entries[name] = entry
+
+    def get(self, name: str):
+        load_bundled_formats()
+        return self._entries.get(name)
+
+    def names(self) -> tuple:
+        load_bundled_formats()
+        return tuple(self._entries)
+
+    def entries(self) -> list:
+        load_bundled_formats()
+        return list(self._entries.values())

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ansible_collections.phasekit.kube.plugins.module_utils.formats import load_bundled_formats
+from ansible_collections.phasekit.kube.plugins.module_utils.formats import Registry
 
 
 @dataclass(frozen=True)
@@ -23,13 +23,12 @@ class InventorySource:
     add_hosts: Callable[..., None]
 
 
-_SOURCES: dict[str, InventorySource] = {}
+_SOURCES = Registry()
 
 
 def register_inventory_source(source: InventorySource) -> None:
-    _SOURCES[source.option] = source
+    _SOURCES.add(source.option, source)
 
 
 def inventory_sources() -> list[InventorySource]:
-    load_bundled_formats()
-    return list(_SOURCES.values())
+    return _SOURCES.entries()

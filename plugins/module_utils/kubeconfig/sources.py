@@ -18,7 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ansible_collections.phasekit.kube.plugins.module_utils.compat import is_vault_object, vault_plaintext
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.formats import load_bundled_formats
+from ansible_collections.phasekit.kube.plugins.module_utils.formats import Registry
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.model import Origin
 
 OWN_KINDS = ("path", "env", "content", "url", "sops", "vault", "secret")
@@ -53,29 +53,26 @@ class SourceKind:
     read: Callable
 
 
-_REGISTERED_KINDS: dict[str, SourceKind] = {}
+_REGISTERED_KINDS = Registry()
 
 
 def register_source_kind(kind: SourceKind) -> None:
-    _REGISTERED_KINDS[kind.name] = kind
+    _REGISTERED_KINDS.add(kind.name, kind)
 
 
 def registered_kind(name: str) -> SourceKind | None:
     """The registered kind of that name (None for the collection's own kinds)."""
-    load_bundled_formats()
     return _REGISTERED_KINDS.get(name)
 
 
 def source_kinds() -> tuple:
     """Every kind a source may have: the collection's own, then the registered ones."""
-    load_bundled_formats()
-    return OWN_KINDS + tuple(_REGISTERED_KINDS)
+    return OWN_KINDS + _REGISTERED_KINDS.names()
 
 
 def file_kinds() -> tuple:
     """The kinds whose value is one file (or directory) that ``~`` is expanded in."""
-    load_bundled_formats()
-    return OWN_FILE_KINDS + tuple(_REGISTERED_KINDS)
+    return OWN_FILE_KINDS + _REGISTERED_KINDS.names()
 
 
 @dataclass(frozen=True)

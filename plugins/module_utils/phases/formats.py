@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ansible_collections.phasekit.kube.plugins.module_utils.formats import load_bundled_formats
+from ansible_collections.phasekit.kube.plugins.module_utils.formats import Registry
 
 
 @dataclass(frozen=True)
@@ -38,17 +38,16 @@ class DocumentReader:
 # phase_plan's option naming the kubeconfig source(s) of the inventory a conversion writes
 CONVERT_BUNDLE_OPTION = "convert_kubeconfig_bundle"
 
-_READERS: dict[str, DocumentReader] = {}
+_READERS = Registry()
 
 
 def register_document_reader(reader: DocumentReader) -> None:
-    _READERS[reader.name] = reader
+    _READERS.add(reader.name, reader)
 
 
 def document_readers() -> list[DocumentReader]:
     """The registered readers, in the order they were registered."""
-    load_bundled_formats()
-    return list(_READERS.values())
+    return _READERS.entries()
 
 
 def document_converter() -> Callable | None:
