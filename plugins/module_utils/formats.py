@@ -2,7 +2,7 @@
 # Apache License 2.0 (see LICENSE)
 """The translators of other tools' formats that ship with the collection, registered once, on first use.
 
-Each is a package of ``module_utils`` whose ``register()`` adds its readers to the core's registries: document
+Each is a package of ``module_utils`` whose ``registration.register()`` adds its readers to the core's registries: document
 readers (``phases/formats.py``), kubeconfig source kinds (``kubeconfig/sources.py``) and inventory sources
 (``inventory/sources.py``). The core names none of them elsewhere: removing one is removing its package and its
 line here. ``Registry`` is what each of those registries is.
@@ -24,7 +24,7 @@ def load_bundled_formats() -> None:
         if _LOADED:
             return
         _LOADED.append(True)  # first: a registry asked while registering does not register again
-        from ansible_collections.phasekit.kube.plugins.module_utils.airship import register as register_airship
+        from ansible_collections.phasekit.kube.plugins.module_utils.airship.registration import register as register_airship
         register_airship()
 
 
