@@ -2,9 +2,9 @@
 # Apache License 2.0 (see LICENSE)
 """The translators of other tools' formats that ship with the collection, registered once, on first use.
 
-Each is a package of ``module_utils`` whose ``registration.register()`` adds its readers to the core's registries: document
-readers (``phases/formats.py``), kubeconfig source kinds (``kubeconfig/sources.py``) and inventory sources
-(``inventory/sources.py``). The core names none of them elsewhere: removing one is removing its package and its
+Each is a package of ``module_utils`` whose ``registration.register()`` adds its readers to the core's
+registries: document readers (``phases/formats.py``), kubeconfig source kinds (``kubeconfig/sources.py``) and
+inventory sources (``inventory/sources.py``). The core names none of them elsewhere: removing one is removing its package and its
 line here. ``Registry`` is what each of those registries is.
 """
 
@@ -13,19 +13,23 @@ from __future__ import annotations
 import threading
 
 _LOCK = threading.RLock()
-_LOADED = []
+_STATE = {"loaded": False, "loading": False}
 
 
 def load_bundled_formats() -> None:
-    """Register every bundled format (the first call; later calls return at once)."""
-    if _LOADED:
+    """Register every bundled format (once; a thread asking meanwhile waits until it is done)."""
+    if _STATE["loaded"]:
         return
     with _LOCK:
-        if _LOADED:
+        if _STATE["loaded"] or _STATE["loading"]:  # loading: this thread, asked again while registering
             return
-        _LOADED.append(True)  # first: a registry asked while registering does not register again
-        from ansible_collections.phasekit.kube.plugins.module_utils.airship.registration import register as register_airship
-        register_airship()
+        _STATE["loading"] = True
+        try:
+            from ansible_collections.phasekit.kube.plugins.module_utils.airship.registration import register as register_airship
+            register_airship()
+        finally:
+            _STATE["loading"] = False
+        _STATE["loaded"] = True
 
 
 class Registry:
