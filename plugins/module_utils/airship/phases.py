@@ -539,4 +539,3 @@ def claim_documents(documents: list[RawDocument], problems: Problems, target_pat
     airship, native = split_airship_documents(documents)
     return Claimed(native, lambda: read_airship_documents(airship, problems, target_path=target_path,
                                                           manifest_root=manifest_root))
-

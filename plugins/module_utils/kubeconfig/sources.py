@@ -250,7 +250,7 @@ def _check_options(kind: str, item: dict, here: str) -> dict:
         options["validate_certs"] = validate_certs
         if item.get("ca_path") is not None:
             options["ca_path"] = nonempty_string(decrypted_path(item["ca_path"], f"{here} ca_path"),
-                                                  f"{here} ca_path", "a CA bundle file path")
+                                                 f"{here} ca_path", "a CA bundle file path")
         headers = item.get("headers") or {}
         if not isinstance(headers, dict):
             raise PhasekitError(f"{here} headers: expected a mapping of header names to strings, "
