@@ -24,9 +24,9 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import red
 from ansible_collections.phasekit.kube.plugins.module_utils.phases import views
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs import OPTION as ENV_DIRS
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs import env_dirs_layout
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.convert import (
-    BUNDLE_OPTION, check_destination, convert_documents, write_conversion)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import option_values
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.formats import CONVERT_BUNDLE_OPTION as BUNDLE_OPTION
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.formats import document_converter
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import VARIABLE as OUTPUTS_VARIABLE
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import OutputValues, declared_outputs
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import Plan, PlannedPhase
@@ -133,7 +133,7 @@ class ActionModule(PhasekitAction):
         return result
 
     def convert(self, args, task_vars):
-        """airshipctl's documents written as phasekit.dev documents (and an inventory) in ``convert_to``.
+        """Another format's documents written as phasekit.dev documents (and an inventory) in ``convert_to``.
 
         Check mode writes nothing and returns the same result; diff mode shows each file's content (phase
         options and kubeconfig references: nothing secret).
@@ -151,18 +151,16 @@ class ActionModule(PhasekitAction):
         if bundle is not None:
             bundle = check_source_refs(bundle, base_dir=base_dir, where=f"option {BUNDLE_OPTION}")
         documents, target_path = task_documents(self, args, task_vars)
-        conversion = convert_documents(documents, executors(), dest, target_path=target_path,
-                                       kubeconfig_bundle=bundle)
-        check_destination(dest, conversion.files)
+        convert = document_converter()
+        if convert is None:
+            raise PhasekitError("convert_to: no reader of another format's documents is installed")
+        conversion = convert(documents, executors(), dest, target_path=target_path, kubeconfig_bundle=bundle)
+        conversion.check(dest)
         if not self._task.check_mode:
-            write_conversion(conversion, dest)
+            conversion.write(dest)
         summary = conversion.summary(dest)
         verb = "would write" if self._task.check_mode else "wrote"
-        inventory = (f"the inventory of {len(conversion.hosts)} cluster(s) in {summary['inventory']}"
-                     if conversion.hosts is not None else "no inventory (no ClusterMap among the documents)")
-        result = {"changed": True, "converted": summary,
-                  "msg": f"{verb} {len(conversion.phases)} phase(s) and {len(conversion.plans)} plan(s) in "
-                         f"{dest}, and {inventory}"}
+        result = {"changed": True, "converted": summary, "msg": conversion.message(verb, dest)}
         if conversion.warnings:
             result["warnings"] = list(conversion.warnings)
         if self._task.diff:

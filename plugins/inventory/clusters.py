@@ -264,11 +264,6 @@ from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructa
 
 from ansible_collections.phasekit.kube.plugins.plugin_utils import compat
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.inventory.airship_cluster_map import (
-    hosts_from_cluster_map,
-    parse_cluster_map_entry,
-    read_cluster_maps,
-)
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.cluster_api import (
     hosts_from_cluster_objects,
     list_cluster_objects,
@@ -282,6 +277,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.inventory.kubeconfig
     unmatched_patterns,
 )
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.site_file import clusters_from_site
+from ansible_collections.phasekit.kube.plugins.module_utils.inventory.sources import inventory_sources
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiSession
 from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import HostResolver
@@ -333,16 +329,9 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                 self.display.warning(warning)
             for host in hosts_from_contexts(contexts, entry, origin=where):
                 cluster_map.add(host)
-        for index, raw in enumerate(self.get_option("airship_cluster_map"), start=1):
-            where = f"{path}: airship_cluster_map[{index}]"
-            entry = parse_cluster_map_entry(raw, base_dir=base_dir, where=where)
-            try:
-                for document, label, file_path in read_cluster_maps(entry["path"]):
-                    for host in hosts_from_cluster_map(document, label=label, bundle=entry["bundle"],
-                                                       base_dir=os.path.dirname(os.path.abspath(file_path))):
-                        cluster_map.add(host)
-            except PhasekitError as err:  # name this entry too: its 'bundle' option may be the fix
-                raise PhasekitError(str(err), where=where) from None
+        for source in inventory_sources():
+            for index, raw in enumerate(self.get_option(source.option), start=1):
+                source.add_hosts(raw, base_dir=base_dir, where=f"{path}: {source.option}[{index}]", add=cluster_map.add)
         for site_path in self.get_option("site"):
             site_path = os.path.join(base_dir, os.path.expanduser(site_path))
             data = self._load_site_file(site_path)
@@ -377,8 +366,9 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         hostvars = {name: self.inventory.get_host(name).get_vars() for name in self.inventory.hosts}
         hostvars.update({known.name: known.host_vars() for known in cluster_map})
         if host not in hostvars:
+            options = ", ".join(["kubeconfigs"] + [source.option for source in inventory_sources()])
             raise PhasekitError(f"management host {host!r} is not defined; define it earlier in this file "
-                                f"(kubeconfigs, airship_cluster_map or site) or in an earlier inventory source; known: "
+                                f"({options} or site) or in an earlier inventory source; known: "
                                 f"{', '.join(hostvars) or 'none'}", where=where)
         host_vars = hostvars[host]
         try:

@@ -18,8 +18,8 @@ from urllib.parse import urlsplit
 from ansible_collections.phasekit.kube.plugins.module_utils.compat import is_vault_object
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.sources import (
-    FILE_KINDS,
     decrypted_path,
+    file_kinds,
     normalize_sources,
 )
 
@@ -86,7 +86,7 @@ def _with_paths(source, one_path, path_list, *, is_path=lambda value: isinstance
     source = dict(source)
     if is_path(source.get("path")):
         source["path"] = path_list(source["path"])
-    for key in FILE_KINDS + ("ca_path",):  # one file each (a url source's ca_path too)
+    for key in file_kinds() + ("ca_path",):  # one file each (a url source's ca_path too)
         if is_path(source.get(key)):
             source[key] = one_path(source[key])
     return source

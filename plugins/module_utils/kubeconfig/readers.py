@@ -1,6 +1,6 @@
 # Copyright: phasekit.kube contributors
 # Apache License 2.0 (see LICENSE)
-"""Read one source document: a file, inline content, an https URL, a SOPS file, an airshipctl bundle.
+"""Read one source document: a file, inline content, an https URL, a SOPS file, a registered kind's document.
 
 ansible-vault files and Secrets in another cluster need Ansible's runtime (vault
 secrets, other inventory hosts); ``SourceHooks`` is the seam where the Ansible
@@ -9,7 +9,6 @@ glue plugs them in. Nothing here writes decrypted or fetched data to disk.
 
 from __future__ import annotations
 
-import functools
 import os
 import shutil
 import ssl
@@ -22,11 +21,10 @@ from dataclasses import dataclass
 
 from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.airship_bundle import read_bundle_kubeconfig
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.decode import decode_kubeconfig_bytes
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.decode import decode_kubeconfig_data
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.model import Kubeconfig
-from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.sources import SourceUnit
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.sources import SourceUnit, registered_kind
 
 MAX_FETCH_BYTES = 8 * 1024 * 1024
 SOPS_TIMEOUT = 120
@@ -73,12 +71,10 @@ def read_unit(unit: SourceUnit, hooks: SourceHooks) -> Kubeconfig | None:
         data = decrypt_sops(origin.path, spec.options.get("input_type"), hooks.environ)
     elif spec.kind == "vault":
         data = hooks.read_vault(origin.path)
-    elif spec.kind == "bundle":
-        return read_bundle_kubeconfig(origin.path, spec.options.get("name"), origin,
-                                      functools.partial(decrypt_sops_document, environ=hooks.environ),
-                                      functools.partial(decrypt_sops, input_type="yaml", environ=hooks.environ))
-    else:
+    elif spec.kind == "secret":
         data = hooks.read_secret(spec.value)
+    else:
+        return registered_kind(spec.kind).read(unit, hooks)
     return decode_kubeconfig_bytes(data, origin)
 
 

@@ -3,7 +3,7 @@
 """Kubeconfig sources: what a user may write, checked once, and the documents each one yields.
 
 A source is a mapping with exactly one kind key (path, env, content, url, sops,
-vault, secret, bundle), the options of that kind, and ``optional``. A plain string is a
+vault, secret, or a kind another format registers), the options of that kind, and ``optional``. A plain string is a
 ``path`` source; a mapping that looks like a kubeconfig is a ``content`` source.
 ``path`` and ``env`` hold ``KUBECONFIG``-style lists and follow kubectl: empty
 and repeated entries are dropped, missing files are skipped.
@@ -12,21 +12,22 @@ and repeated entries are dropped, missing files are skipped.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
 
 from ansible_collections.phasekit.kube.plugins.module_utils.compat import is_vault_object, vault_plaintext
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.formats import Registry
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.model import Origin
 
-SOURCE_KINDS = ("path", "env", "content", "url", "sops", "vault", "secret", "bundle")
-# kinds whose value is one file (or, for bundle, a directory) that ~ is expanded in
-FILE_KINDS = ("sops", "vault", "bundle")
+OWN_KINDS = ("path", "env", "content", "url", "sops", "vault", "secret")
+# kinds whose value is one file that ~ is expanded in
+OWN_FILE_KINDS = ("sops", "vault")
 COMMON_OPTIONS = ("optional",)
 KIND_OPTIONS = {
     "url": ("ca_path", "headers", "timeout", "validate_certs"),
     "sops": ("input_type",),
-    "bundle": ("name",),
 }
 SOPS_INPUT_TYPES = ("yaml", "json", "dotenv", "ini", "binary")
 SECRET_FIELDS = ("name", "namespace", "key", "host", "timeout")
@@ -34,6 +35,44 @@ SECRET_DEFAULTS = {"namespace": "default", "key": "value", "host": None, "timeou
 DEFAULT_URL_TIMEOUT = 30
 # keys that make a mapping an inline kubeconfig rather than a source
 KUBECONFIG_KEYS = ("apiVersion", "kind", "clusters", "users", "contexts", "current-context", "preferences")
+
+
+@dataclass(frozen=True)
+class SourceKind:
+    """A source kind another format brings (``register_source_kind``): its key, how it is checked, named and read.
+
+    ``check_value(value, here)`` and ``check_options(kind, item, here)`` raise PhasekitError naming ``here``;
+    ``describe(value, options)`` is its location in messages; ``read(unit, hooks)`` is its kubeconfig (see
+    ``readers.read_unit``). Its value is one file or directory, ``~`` expanded."""
+
+    name: str
+    options: tuple
+    check_value: Callable
+    check_options: Callable
+    describe: Callable
+    read: Callable
+
+
+_REGISTERED_KINDS = Registry()
+
+
+def register_source_kind(kind: SourceKind) -> None:
+    _REGISTERED_KINDS.add(kind.name, kind)
+
+
+def registered_kind(name: str) -> SourceKind | None:
+    """The registered kind of that name (None for the collection's own kinds)."""
+    return _REGISTERED_KINDS.get(name)
+
+
+def source_kinds() -> tuple:
+    """Every kind a source may have: the collection's own, then the registered ones."""
+    return OWN_KINDS + _REGISTERED_KINDS.names()
+
+
+def file_kinds() -> tuple:
+    """The kinds whose value is one file (or directory) that ``~`` is expanded in."""
+    return OWN_FILE_KINDS + _REGISTERED_KINDS.names()
 
 
 @dataclass(frozen=True)
@@ -63,7 +102,8 @@ class SourceSpec:
             return safe_url(self.value)
         if self.kind == "secret":
             return describe_secret(self.value)
-        return describe_bundle(self.value, self.options.get("name")) if self.kind == "bundle" else str(self.value)
+        registered = registered_kind(self.kind)
+        return registered.describe(self.value, self.options) if registered is not None else str(self.value)
 
     def label(self) -> str:
         return f"kubeconfig source {self.index} ({self.kind}: {self.location()})"
@@ -108,16 +148,17 @@ def _normalize_source(item, index: int, where: str) -> SourceSpec:
         item = {"path": item}
     if not isinstance(item, dict):
         raise PhasekitError(f"{here}: expected a path string or a mapping with one of "
-                            f"{', '.join(SOURCE_KINDS)}, got {type(item).__name__}")
-    kinds = [key for key in SOURCE_KINDS if key in item]
+                            f"{', '.join(source_kinds())}, got {type(item).__name__}")
+    kinds = [key for key in source_kinds() if key in item]
     if not kinds and any(key in item for key in KUBECONFIG_KEYS):
         item = {"content": item}  # an inline kubeconfig given where a source was expected
         kinds = ["content"]
     if len(kinds) != 1:
         found = f"found {', '.join(kinds)}" if kinds else f"found keys {', '.join(map(str, item)) or 'none'}"
-        raise PhasekitError(f"{here}: a source needs exactly one of {', '.join(SOURCE_KINDS)}; {found}")
+        raise PhasekitError(f"{here}: a source needs exactly one of {', '.join(source_kinds())}; {found}")
     kind = kinds[0]
-    allowed = (kind,) + KIND_OPTIONS.get(kind, ()) + COMMON_OPTIONS
+    registered = registered_kind(kind)
+    allowed = (kind,) + (registered.options if registered else KIND_OPTIONS.get(kind, ())) + COMMON_OPTIONS
     unknown = [str(key) for key in item if key not in allowed]
     if unknown:
         raise PhasekitError(f"{here} ({kind}): unknown option {', '.join(unknown)}; "
@@ -126,27 +167,27 @@ def _normalize_source(item, index: int, where: str) -> SourceSpec:
     if not isinstance(optional, bool):
         raise PhasekitError(f"{here} ({kind}): optional must be true or false")
     value = item[kind]
-    if kind in ("path",) + FILE_KINDS:
+    if kind in ("path",) + file_kinds():
         value = decrypted_path(value, f"{here} ({kind})")
-    value = _CHECK_VALUE[kind](value, f"{here} ({kind})")
-    options = _check_options(kind, item, f"{here} ({kind})")
+    value = (registered.check_value if registered else _CHECK_VALUE[kind])(value, f"{here} ({kind})")
+    options = (registered.check_options if registered else _check_options)(kind, item, f"{here} ({kind})")
     return SourceSpec(index=index, kind=kind, value=value, options=options, optional=optional)
 
 
-def _nonempty_string(value, here: str, what: str) -> str:
+def nonempty_string(value, here: str, what: str) -> str:
     if not isinstance(value, str) or not value:
         raise PhasekitError(f"{here}: expected {what} (a non-empty string)")
     return value
 
 
 def _check_path(value, here):
-    return _nonempty_string(value, here, "a file path or a KUBECONFIG-style path list")
+    return nonempty_string(value, here, "a file path or a KUBECONFIG-style path list")
 
 
 def _check_env(value, here):
     if value is None or value == "":
         return "KUBECONFIG"
-    return _nonempty_string(value, here, "the name of an environment variable")
+    return nonempty_string(value, here, "the name of an environment variable")
 
 
 def _check_content(value, here):
@@ -156,7 +197,7 @@ def _check_content(value, here):
 
 
 def _check_url(value, here):
-    value = _nonempty_string(value, here, "an https:// URL")
+    value = nonempty_string(value, here, "an https:// URL")
     parts = urlsplit(value)
     if parts.scheme != "https" or not parts.netloc:
         raise PhasekitError(f"{here}: only https:// URLs are accepted, got {safe_url(value)}")
@@ -167,11 +208,7 @@ def _check_url(value, here):
 
 
 def _check_file(value, here):
-    return _nonempty_string(value, here, "a file path")
-
-
-def _check_bundle(value, here):
-    return _nonempty_string(value, here, "a file or directory of airshipctl documents")
+    return nonempty_string(value, here, "a file path")
 
 
 def _check_secret(value, here):
@@ -183,11 +220,11 @@ def _check_secret(value, here):
     if unknown:
         raise PhasekitError(f"{here}: unknown field {', '.join(unknown)}; expected {', '.join(SECRET_FIELDS)}")
     secret = {**SECRET_DEFAULTS, **{key: item for key, item in value.items() if item is not None}}
-    _nonempty_string(secret.get("name"), f"{here} name", "the Secret name")
+    nonempty_string(secret.get("name"), f"{here} name", "the Secret name")
     for key in ("namespace", "key"):
-        _nonempty_string(secret[key], f"{here} {key}", f"the Secret {key}")
+        nonempty_string(secret[key], f"{here} {key}", f"the Secret {key}")
     if secret["host"] is not None:
-        _nonempty_string(secret["host"], f"{here} host", "an inventory host name")
+        nonempty_string(secret["host"], f"{here} host", "an inventory host name")
     secret["timeout"] = _positive_number(secret["timeout"], f"{here} timeout", allow_zero=True)
     return secret
 
@@ -200,7 +237,6 @@ _CHECK_VALUE = {
     "sops": _check_file,
     "vault": _check_file,
     "secret": _check_secret,
-    "bundle": _check_bundle,
 }
 
 
@@ -213,8 +249,8 @@ def _check_options(kind: str, item: dict, here: str) -> dict:
             raise PhasekitError(f"{here} validate_certs: must be true or false")
         options["validate_certs"] = validate_certs
         if item.get("ca_path") is not None:
-            options["ca_path"] = _nonempty_string(decrypted_path(item["ca_path"], f"{here} ca_path"),
-                                                  f"{here} ca_path", "a CA bundle file path")
+            options["ca_path"] = nonempty_string(decrypted_path(item["ca_path"], f"{here} ca_path"),
+                                                 f"{here} ca_path", "a CA bundle file path")
         headers = item.get("headers") or {}
         if not isinstance(headers, dict):
             raise PhasekitError(f"{here} headers: expected a mapping of header names to strings, "
@@ -230,8 +266,6 @@ def _check_options(kind: str, item: dict, here: str) -> dict:
         if item["input_type"] not in SOPS_INPUT_TYPES:
             raise PhasekitError(f"{here} input_type: expected one of {', '.join(SOPS_INPUT_TYPES)}")
         options["input_type"] = item["input_type"]
-    if kind == "bundle" and item.get("name") is not None:
-        options["name"] = _nonempty_string(item["name"], f"{here} name", "the KubeConfig document's metadata.name")
     return options
 
 
@@ -257,10 +291,6 @@ def safe_url(url: str) -> str:
 def describe_secret(secret: dict) -> str:
     host = secret.get("host") or "kube_parent"
     return f"{secret['namespace']}/{secret['name']} key {secret['key']} in {host}"
-
-
-def describe_bundle(path: str, name: str | None) -> str:
-    return f"{path}, KubeConfig {name}" if name else path
 
 
 def split_path_list(text: str) -> list[str]:
@@ -294,8 +324,9 @@ def expand_source(spec: SourceSpec, environ) -> list[SourceUnit]:
                 raise PhasekitError(f"the environment variable {variable} is not set", where=spec.label())
         return [SourceUnit(spec, Origin(spec.index, spec.kind, entry, path=entry, variable=variable))
                 for entry in source_paths(spec, text)]
-    path = os.path.expanduser(spec.value) if spec.kind in FILE_KINDS else None
+    path = os.path.expanduser(spec.value) if spec.kind in file_kinds() else None
     location = path if path else spec.location()
-    if spec.kind == "bundle":
-        location = describe_bundle(path, spec.options.get("name"))
+    registered = registered_kind(spec.kind)
+    if registered is not None:
+        location = registered.describe(path, spec.options)
     return [SourceUnit(spec, Origin(spec.index, spec.kind, location, path=path))]

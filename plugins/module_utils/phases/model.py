@@ -68,7 +68,8 @@ class Phase:
     rollout: Rollout | None = None     # its own progressive rollout across its clusters (see rollout.py)
     outputs: tuple = ()                # ``outputs.PhaseOutput``s: values read after it ran, for later phases
     children: list[Phase] = field(default_factory=list)
-    # Documents of another format (airshipctl's) keep a field elsewhere: "source" -> "config.documentEntryPoint".
+    # A phase read from another format's document keeps a field elsewhere in it (set by that format's reader):
+    # the field's name -> its path in the document, for messages.
     field_paths: dict = field(default_factory=dict)
     # Why this phase cannot run here (an executor with no equivalent); it is listed, and fails validate and run.
     not_runnable: str | None = None

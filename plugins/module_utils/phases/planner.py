@@ -12,13 +12,9 @@ from dataclasses import dataclass, field, replace
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import redact
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.airship import (
-    read_airship_documents,
-    site_from_metadata,
-    split_airship_documents,
-)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import RawDocument
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.executors import Executor
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.formats import document_readers
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.inventory import Inventory
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import Catalog, Phase, PhasePlan, parse_documents
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import check_output_uses
@@ -136,9 +132,8 @@ def build_plan(documents: list[RawDocument], *, executors: dict[str, Executor], 
     """Validate the plan's documents and compute the run list; raises PhasekitError listing every problem.
 
     Only the chosen plan and the phases it runs need to be valid: a problem of another phase or plan fails it
-    only with ``check_all`` (validate), where it is a warning (``Plan.warnings``), as airshipctl validates a
-    plan's own phases.
-    ``target_path``: where airshipctl documents' entry points start (see ``airship.read_airship_documents``).
+    only with ``check_all`` (validate), where it is a warning (``Plan.warnings``).
+    ``target_path``: where the entry points of another format's documents start (see ``phases/formats.py``).
     ``runnable``: the plan is to be validated or run, so a selected phase that cannot run here is a problem.
     ``rollout``: the default rollout (``plan_rollout``) of phases without one of their own.
     ``whole_rollouts``: a selection that runs only part of a rollout is refused (a run that writes; see
@@ -260,13 +255,17 @@ def other_problems(catalog: Catalog, plan: PhasePlan | None, planned: list[Phase
 
 
 def read_catalog(documents: list[RawDocument], problems: Problems, target_path: str | None = None) -> Catalog:
-    """Every phase and plan of the documents, phasekit's own and airshipctl's (``airshipit.org/v1alpha1``; a site's
-    ``ManifestMetadata`` brings the phase bundle and target path it names)."""
-    documents, target_path, manifest_root = site_from_metadata(documents, target_path, problems)
-    airship, native = split_airship_documents(documents)
-    catalog = parse_documents(native, problems)
-    for item in read_airship_documents(airship, problems, target_path=target_path, manifest_root=manifest_root):
-        catalog.add(item, problems)
+    """Every phase and plan of the documents: the collection's own, then those of the documents the registered
+    readers of other formats claim (``phases/formats.py``)."""
+    claimed = []
+    for reader in document_readers():
+        taken = reader.claim(documents, problems, target_path)
+        documents = taken.rest
+        claimed.append(taken)
+    catalog = parse_documents(documents, problems)
+    for taken in claimed:
+        for item in taken.read():
+            catalog.add(item, problems)
     return catalog
 
 

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.airship_bundle import read_bundle_kubeconfig
+from ansible_collections.phasekit.kube.plugins.module_utils.airship.bundle import read_bundle_kubeconfig
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.model import Origin
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.readers import SourceHooks
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import resolve_kubeconfig

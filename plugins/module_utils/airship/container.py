@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 
 from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
+from ansible_collections.phasekit.kube.plugins.module_utils.airship.header import check_header
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.container import CONTROLLER_USER, ENGINES, MOUNT_TYPES
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import RawDocument
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import unknown_fields
@@ -37,7 +38,6 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems impo
 
 CONTAINER_KIND = "GenericContainer"
 FIELDS = ("apiVersion", "kind", "metadata", "spec", "config", "configRef")
-METADATA_FIELDS = ("name", "namespace", "labels", "annotations")
 SPEC_FIELDS = ("type", "airship", "krm", "sinkOutputDir", "hostNetwork", "image", "envVars", "mounts", "timeout")
 AIRSHIP_FIELDS = ("containerRuntime", "cmd", "privileged")
 MOUNT_FIELDS = ("type", "src", "dst", "rw")
@@ -64,10 +64,7 @@ def container_phase(document: RawDocument, bundle: dict, problems: Problems,
     relative mount sources start (airshipctl's manifest target path), absolute already when known."""
     content, origin = document.content, document.origin
     count = len(problems.messages)
-    unknown_fields(content, FIELDS, origin.at, problems, prefix="")
-    metadata = content.get("metadata")
-    if isinstance(metadata, dict):
-        unknown_fields(metadata, METADATA_FIELDS, origin.at, problems, prefix="metadata.")
+    check_header(content, FIELDS, origin, problems)
     spec = _mapping(content, "spec", origin, problems)
     unknown_fields(spec, SPEC_FIELDS, origin.at, problems, prefix="spec.")
     kind = spec.get("type") or AIRSHIP

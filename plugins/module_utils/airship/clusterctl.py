@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from urllib.parse import urlparse
 
 from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
+from ansible_collections.phasekit.kube.plugins.module_utils.airship.header import check_header
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import PARENT_HOST
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import RawDocument
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import unknown_fields
@@ -55,7 +56,6 @@ REPOSITORY_VARIABLE = "PHASEKIT_CLUSTERCTL_REPOSITORY"
 
 FIELDS = ("apiVersion", "kind", "metadata", "action", "init-options", "move-options", "providers",
           "additional-vars", "env-vars", "images")
-METADATA_FIELDS = ("name", "namespace", "labels", "annotations")
 MOVE_FIELDS = ("namespace",)
 PROVIDER_FIELDS = ("name", "type", "url", "clusterctl-repository", "versions", "variable-substitution")
 IMAGE_FIELDS = ("repository", "tag")
@@ -104,10 +104,7 @@ def clusterctl_phase(document: RawDocument, problems: Problems, root: str | None
     to the phase's target path."""
     content, origin = document.content, document.origin
     count = len(problems.messages)
-    unknown_fields(content, FIELDS, origin.at, problems, prefix="")
-    metadata = content.get("metadata")
-    if isinstance(metadata, dict):
-        unknown_fields(metadata, METADATA_FIELDS, origin.at, problems, prefix="metadata.")
+    check_header(content, FIELDS, origin, problems)
     reader = _Reader(content, origin, problems, root)
     action = reader.action()
     init = reader.mapping("init-options", INIT_FIELDS)

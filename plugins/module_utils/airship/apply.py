@@ -22,6 +22,7 @@ the settings of ``config``), and what the phase does here:
 
 from __future__ import annotations
 
+from ansible_collections.phasekit.kube.plugins.module_utils.airship.header import check_header
 from ansible_collections.phasekit.kube.plugins.module_utils.jsonpath import JSONPath, JSONPathError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.ownership import INVENTORY_POLICIES
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import RawDocument
@@ -30,7 +31,6 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems impo
 
 APPLY_KIND = "KubernetesApply"
 APPLY_FIELDS = ("apiVersion", "kind", "metadata", "config")
-METADATA_FIELDS = ("name", "namespace", "labels", "annotations")
 CONFIG_FIELDS = ("waitOptions", "pruneOptions", "kubeconfig", "context", "druRun", "debug", "phaseName",
                  "inventoryPolicy")
 WAIT_FIELDS = ("timeout", "pollInterval", "conditions")
@@ -57,10 +57,7 @@ def apply_phase_options(document: RawDocument, problems: Problems) -> dict | Non
     when it has problems (each added to ``problems``)."""
     content, origin = document.content, document.origin
     count = len(problems.messages)
-    unknown_fields(content, APPLY_FIELDS, origin.at, problems, prefix="")
-    metadata = content.get("metadata")
-    if isinstance(metadata, dict):
-        unknown_fields(metadata, METADATA_FIELDS, origin.at, problems, prefix="metadata.")
+    check_header(content, APPLY_FIELDS, origin, problems)
     config = _mapping(content, "config", origin, problems)
     if config is None:
         return None

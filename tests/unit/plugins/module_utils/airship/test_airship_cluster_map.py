@@ -10,7 +10,7 @@ import re
 import pytest
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.inventory.airship_cluster_map import (
+from ansible_collections.phasekit.kube.plugins.module_utils.airship.cluster_map import (
     hosts_from_cluster_map,
     parse_cluster_map_entry,
     read_cluster_maps,

@@ -8,10 +8,10 @@ reference (``config.executorRef``). They become the collection's model here:
 - ``Phase``: ``metadata.name`` is the phase's name, ``metadata.clusterName`` its cluster (an inventory host
   or group), ``config.documentEntryPoint`` its source, relative to the target path (airshipctl's
   ``targetPath`` + ``phaseRepositoryName`` + the site's ``docEntryPointPrefix``).
-- ``KubernetesApply`` executors become ``apply`` phases as airshipctl's applier ran them (``airship_apply``).
+- ``KubernetesApply`` executors become ``apply`` phases as airshipctl's applier ran them (``apply``).
 - ``Clusterctl`` executors become ``command`` phases running ``clusterctl init`` or ``clusterctl move``
-  (``airship_clusterctl``); they need ``clusterctl`` on the controller's PATH to be validated or run.
-- ``GenericContainer`` executors become ``container`` phases (``airship_container``); they need podman or docker.
+  (``clusterctl``); they need ``clusterctl`` on the controller's PATH to be validated or run.
+- ``GenericContainer`` executors become ``container`` phases (``container``); they need podman or docker.
 - Every other executor kind (BaremetalManager, BootConfiguration, IsoConfiguration) has no equivalent: its phases
   are listed as ``airship:<Kind>`` and are refused when they would be validated or run, with what to do instead
   (a section of the migration guide).
@@ -26,14 +26,15 @@ from __future__ import annotations
 import copy
 import os
 
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.airship_apply import APPLY_KIND, apply_phase_options
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.airship_container import CONTAINER_KIND, container_phase
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.airship_clusterctl import (
+from ansible_collections.phasekit.kube.plugins.module_utils.airship.apply import APPLY_KIND, apply_phase_options
+from ansible_collections.phasekit.kube.plugins.module_utils.airship.container import CONTAINER_KIND, container_phase
+from ansible_collections.phasekit.kube.plugins.module_utils.airship.clusterctl import (
     CLUSTERCTL_KIND,
     PROGRAM as CLUSTERCTL_PROGRAM,
     clusterctl_phase,
 )
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import INLINE_SOURCE, RawDocument, read_paths
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.formats import Claimed
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import (
     Phase,
     PhasePlan,
@@ -529,3 +530,12 @@ def _read_steps(plan: PhasePlan, steps, path: str, problems: Problems):
         unknown_fields(step, STEP_FIELDS, plan.origin.at, problems, prefix=f"{at}.")
         plan.phases.append(name)
         plan.entry_paths.append(f"{at}.name")
+
+
+def claim_documents(documents: list[RawDocument], problems: Problems, target_path: str | None = None) -> Claimed:
+    """The planner's reader: airshipctl's documents taken (a site's ``ManifestMetadata`` brings the phase bundle
+    and target path it names), the others left to the collection's own reader."""
+    documents, target_path, manifest_root = site_from_metadata(documents, target_path, problems)
+    airship, native = split_airship_documents(documents)
+    return Claimed(native, lambda: read_airship_documents(airship, problems, target_path=target_path,
+                                                          manifest_root=manifest_root))

@@ -32,6 +32,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.inventory.checks imp
 )
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.cluster_map import ClusterHost
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.source_refs import anchor_path, check_source_refs
+from ansible_collections.phasekit.kube.plugins.module_utils.inventory.sources import InventorySource
 
 API_VERSION = "airshipit.org/v1alpha1"
 KIND = "ClusterMap"
@@ -201,3 +202,18 @@ def _source(raw, *, where: str, base_dir: str, parent: str | None, bundle) -> tu
     context = _text(settings.get("contextName"), f"{here}.contextName", "a context name", required=False)
     items = bundle if isinstance(bundle, list) else [bundle]
     return [{"path": item} if isinstance(item, str) else dict(item) for item in items], context
+
+
+def add_entry_hosts(raw, *, base_dir: str, where: str, add) -> None:
+    """The hosts of one ``airship_cluster_map`` entry, each given to ``add``; every error names the entry."""
+    entry = parse_cluster_map_entry(raw, base_dir=base_dir, where=where)
+    try:
+        for document, label, file_path in read_cluster_maps(entry["path"]):
+            for host in hosts_from_cluster_map(document, label=label, bundle=entry["bundle"],
+                                               base_dir=os.path.dirname(os.path.abspath(file_path))):
+                add(host)
+    except PhasekitError as err:  # name this entry too: its 'bundle' option may be the fix
+        raise PhasekitError(str(err), where=where) from None
+
+
+INVENTORY_SOURCE = InventorySource("airship_cluster_map", add_entry_hosts)

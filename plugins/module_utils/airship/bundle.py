@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -30,6 +31,8 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.decode im
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.kubectl_yaml import load_kubectl_yaml
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.model import Kubeconfig
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.model import Origin
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.readers import decrypt_sops, decrypt_sops_document
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.sources import SourceKind, nonempty_string
 
 API_VERSION = "airshipit.org/v1alpha1"
 KIND = "KubeConfig"
@@ -197,3 +200,28 @@ def _plaintext(chosen: BundleDocument, documents: list[BundleDocument], decrypt_
     if not isinstance(content, dict) or content.get("kind") != KIND:
         raise PhasekitError(f"the decrypted document is not a {KIND} document", where=chosen.label())
     return content
+
+
+def _check_bundle(value, here: str) -> str:
+    return nonempty_string(value, here, "a file or directory of airshipctl documents")
+
+
+def _check_options(_kind: str, item: dict, here: str) -> dict:
+    if item.get("name") is None:
+        return {}
+    return {"name": nonempty_string(item["name"], f"{here} name", "the KubeConfig document's metadata.name")}
+
+
+def describe_bundle(path: str, options: dict) -> str:
+    name = options.get("name")
+    return f"{path}, KubeConfig {name}" if name else path
+
+
+def _read_unit(unit, hooks) -> Kubeconfig:
+    """The ``bundle`` source's kubeconfig (``kubeconfig.readers.read_unit`` of a registered kind)."""
+    return read_bundle_kubeconfig(unit.origin.path, unit.spec.options.get("name"), unit.origin,
+                                  functools.partial(decrypt_sops_document, environ=hooks.environ),
+                                  functools.partial(decrypt_sops, input_type="yaml", environ=hooks.environ))
+
+
+SOURCE_KIND = SourceKind("bundle", ("name",), _check_bundle, _check_options, describe_bundle, _read_unit)

@@ -2,7 +2,7 @@
 # Apache License 2.0 (see LICENSE)
 """airshipctl's phase documents written as the collection's own (``phasekit.dev/v1alpha1``).
 
-The site is read with the same reader plans use (``airship.read_airship_documents``) and checked first: nothing
+The site is read with the same reader plans use (``phases.read_airship_documents``) and checked first: nothing
 is written when it has problems. The output is two files, deterministic (no date in them):
 
 - ``phases.yaml``: one ``Phase`` document per airshipctl phase, in document order; sources are paths relative
@@ -30,14 +30,14 @@ from dataclasses import dataclass, field
 
 from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.inventory.airship_cluster_map import (
+from ansible_collections.phasekit.kube.plugins.module_utils.airship.cluster_map import (
     KIND as CLUSTER_MAP_KIND,
     hosts_from_cluster_map,
     is_cluster_map,
 )
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.cluster_map import ClusterMap
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.site_file import site_file_data
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.airship import (
+from ansible_collections.phasekit.kube.plugins.module_utils.airship.phases import (
     read_airship_documents,
     site_from_metadata,
     split_airship_documents,
@@ -46,6 +46,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs im
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs import rebased_env_dirs
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import DOCUMENT_SUFFIXES, RawDocument
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.executors import Executor
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.formats import CONVERT_BUNDLE_OPTION as BUNDLE_OPTION
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import (
     API_VERSION,
     PHASE_KIND,
@@ -62,7 +63,6 @@ PLANS_FILE = "plans.yaml"
 INVENTORY_DIR = "inventory"
 INVENTORY_FILE = f"{INVENTORY_DIR}/site.clusters.yml"
 SITE_FILE = f"{INVENTORY_DIR}/clusters.yml"
-BUNDLE_OPTION = "convert_kubeconfig_bundle"
 COMMENT_WIDTH = 110
 
 
@@ -86,6 +86,18 @@ class Conversion:
                 "not_converted": [dict(item) for item in self.not_converted],
                 "inventory": None if self.hosts is None else os.path.join(dest, INVENTORY_FILE),
                 "hosts": list(self.hosts or [])}
+
+    def message(self, verb: str, dest: str) -> str:
+        """What the action says it did (``verb``: wrote, or would write in check mode)."""
+        inventory = (f"the inventory of {len(self.hosts)} cluster(s) in {os.path.join(dest, INVENTORY_FILE)}"
+                     if self.hosts is not None else "no inventory (no ClusterMap among the documents)")
+        return f"{verb} {len(self.phases)} phase(s) and {len(self.plans)} plan(s) in {dest}, and {inventory}"
+
+    def check(self, dest: str) -> None:
+        check_destination(dest, self.files)
+
+    def write(self, dest: str) -> None:
+        write_conversion(self, dest)
 
 
 def convert_documents(documents: list[RawDocument], executors: dict[str, Executor], dest: str,

@@ -17,7 +17,7 @@ from ansible.plugins.loader import inventory_loader
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.source_refs import check_source_refs
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.convert import (
+from ansible_collections.phasekit.kube.plugins.module_utils.airship.convert import (
     INVENTORY_FILE,
     PHASES_FILE,
     PLANS_FILE,
