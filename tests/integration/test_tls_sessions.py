@@ -22,8 +22,9 @@ def test_lanes_after_the_first_resume_its_session(clusters):
         with ThreadPoolExecutor(LANES) as lanes:     # the others open while it is busy or idle in the pool
             list(lanes.map(lambda _n: session.list("/api/v1/namespaces/default/configmaps"), range(LANES * 4)))
         reused = sorted(sock.session_reused for sock in pooled_sockets(api))
+    # the first one's may resume too: an earlier test's client with this TLS material may still hold the context
     assert len(reused) >= 2, reused
-    assert reused.count(False) == 1 and reused.count(True) == len(reused) - 1, reused
+    assert reused.count(True) >= len(reused) - 1, reused
 
 
 def test_a_client_with_the_same_credentials_resumes_the_session_of_another(clusters):
