@@ -94,7 +94,7 @@ def plugin_modules(plugins: str = PLUGINS) -> list[str]:
     paths = []
     for root, _dirs, files in os.walk(plugins):
         relative = os.path.relpath(root, plugins)
-        if relative.split(os.sep)[0] in READ_BY_USERS or relative.startswith(AIRSHIP_PACKAGE):
+        if relative.split(os.sep, maxsplit=1)[0] in READ_BY_USERS or relative.startswith(AIRSHIP_PACKAGE):
             continue
         paths.extend(os.path.join(root, name) for name in files
                      if name.endswith(".py") and os.path.relpath(os.path.join(root, name), plugins) != REGISTRATION)
