@@ -83,6 +83,10 @@ class Drawing:
     def room_cycles(self) -> list:
         return cycles(set(self.room_arrows()))
 
+    def room_groups(self) -> list:
+        """The groups of rooms that import each other, round about (each shares one floor)."""
+        return [group for group in strongly_connected(self.rooms(), set(self.room_arrows())) if len(group) > 1]
+
     def floors(self) -> dict:
         """room -> floor; the rooms of a cycle share one floor."""
         arrows = set(self.room_arrows())
@@ -266,7 +270,8 @@ def text_report(drawing: Drawing) -> str:
     out.append("cycles between modules: " + ("none" if not module_cycles else ""))
     out.extend("  " + " -> ".join(cycle) for cycle in module_cycles)
     out.append("cycles between rooms: " + ("none" if not room_cycles else ""))
-    out.extend("  " + " -> ".join(cycle) for cycle in room_cycles)
+    for group, cycle in zip(drawing.room_groups(), room_cycles):
+        out.append(f"  {', '.join(group)} (one floor), e.g. " + " -> ".join(cycle))
     out.extend(["", f"{'room':34} {'files':>5} {'lines':>6}  largest function / largest class"])
     for room, files, lines, function, klass in room_sizes(drawing):
         function_text = f"{function[1]} ({function[0]})" if function[0] else "-"
