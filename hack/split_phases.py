@@ -111,7 +111,7 @@ def move(root: Path, dry_run: bool) -> list:
             git(root, "mv", str(path.relative_to(root)), str(target.relative_to(root)))
     if not dry_run:
         if (source / "__init__.py").exists():
-            git(root, "rm", "-q", str((source / "__init__.py").relative_to(root)))
+            git(root, "rm", "-q", "-f", str((source / "__init__.py").relative_to(root)))
         leftovers = [p for p in source.rglob("*") if "__pycache__" not in p.parts and p.is_file()]
         if leftovers:
             raise SplitError("phases/ still holds files the split does not know: " + ", ".join(map(str, leftovers)))
