@@ -107,6 +107,26 @@ def test_layering(drawing, rule):
     assert breaks(drawing, rule) == {known for known in KNOWN if known[0] == rule}
 
 
+def plans(drawing) -> list:
+    """The rooms of plans: phases before hack/split_phases.py runs, planning and running after."""
+    return [room for room in PHASES if room in drawing.rooms()]
+
+
+# (lower rooms, higher rooms): every lower room's floor is below every higher room's
+@pytest.mark.parametrize("lower, higher", [
+    (("module_utils/kube", "module_utils/kubeconfig", "module_utils/helm"), ("plans",)),
+    (("module_utils/errors.py", "module_utils/yaml_io.py"), ("module_utils/kube", "module_utils/kubeconfig")),
+    (("plans", "module_utils/executors"), ("module_utils/airship", "plugin_utils")),
+    (("plugin_utils",), ("action",)),
+], ids=["clients-below-plans", "foundations-below-clients", "plans-below-airship-and-the-glue", "glue-below-actions"])
+def test_floors(drawing, lower, higher):
+    floors = drawing.floors()
+
+    def rooms(names):
+        return [room for name in names for room in (plans(drawing) if name == "plans" else [name])]
+    assert max(floors[room] for room in rooms(lower)) < min(floors[room] for room in rooms(higher))
+
+
 def test_no_import_cycle_between_modules(drawing):
     assert drawing.module_cycles() == []
 
