@@ -223,7 +223,8 @@ def _link(entries: list[GraphEntry], nodes: dict, node_of: dict, problems: Probl
         for need in root.needs:
             for needed in _needed_nodes(need, root, entries, node_of, problems):
                 if need.wait == SAME_CLUSTER:
-                    missing = [host for host in first.hosts if host not in set(nodes[needed].hosts)]
+                    needed_hosts = set(nodes[needed].hosts)
+                    missing = [host for host in first.hosts if host not in needed_hosts]
                     if missing:
                         problems.add(need.where, f"phase {root.full_name} waits for {need.phase} on the same "
                                                  f"cluster, but {need.phase} does not run on "
