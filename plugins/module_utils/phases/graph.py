@@ -102,12 +102,16 @@ class GraphEntry:
 
 def graph_entries(planned_phases) -> list[GraphEntry]:
     """The planner's run list (``PlannedPhase``s with their reasons set) as ``GraphEntry``s."""
-    return [GraphEntry(name=planned.name, full_name=planned.phase.full_name, entry=planned.entry or 0,
-                       hosts=tuple(planned.placement.hosts), needs=tuple(planned.phase.needs),
-                       root=planned.parent_name is None, reason=planned.reason,
-                       rollout=planned.rollout.phase if planned.rollout is not None else None,
-                       where=planned.phase.where("needs"))
-            for planned in planned_phases]
+    entries, position = [], 0
+    for planned in planned_phases:
+        root = planned.parent_name is None
+        position += root    # without a plan, each top-level phase is an entry of its own
+        entries.append(GraphEntry(name=planned.name, full_name=planned.phase.full_name,
+                                  entry=planned.entry or position, hosts=tuple(planned.placement.hosts),
+                                  needs=tuple(planned.phase.needs), root=root, reason=planned.reason,
+                                  rollout=planned.rollout.phase if planned.rollout is not None else None,
+                                  where=planned.phase.where("needs")))
+    return entries
 
 
 @dataclass(frozen=True)
