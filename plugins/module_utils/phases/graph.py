@@ -72,8 +72,8 @@ def parse_needs(value, at, problems: Problems) -> tuple:
         for key in item:
             if key not in NEED_FIELDS:
                 # YAML 1.1 reads an unquoted key "on" as true: say which key was meant
-                problems.add(at(f"[{position}].{key}"), f"unknown field{did_you_mean(key, NEED_FIELDS)}; "
-                                                         f"expected one of {', '.join(NEED_FIELDS)}")
+                problems.add(at(f"[{position}].{key}"),
+                             f"unknown field{did_you_mean(key, NEED_FIELDS)}; expected one of {', '.join(NEED_FIELDS)}")
         phase, wait = item.get("phase"), item.get("wait", DEFAULT_WAIT)
         if not isinstance(phase, str) or not phase:
             problems.add(at(f"[{position}].phase"), f"expected a phase's full name, got {type_name(phase)}")
