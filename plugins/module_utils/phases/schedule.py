@@ -136,7 +136,11 @@ class Scheduler:
 
     def done(self) -> bool:
         """Nothing runs and nothing more can start."""
-        return not self.running and (not self.queued or (self.failure is not None and not self.keep_going))
+        if self.running:
+            return False
+        if self.failure is not None and not self.keep_going:
+            return True
+        return not any(self.ready_hosts[self.graph.order[rank]] for rank in self.queued)
 
     def never_started(self, name: str, host: str) -> str | None:
         """Why ``name`` never started on ``host`` (None: it started, or may still start)."""
