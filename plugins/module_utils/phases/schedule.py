@@ -15,7 +15,8 @@ sleeps or reads a clock, so every rule is pinned by a table test.
 - At most ``phase_concurrency`` nodes run at once and at most ``cluster_concurrency`` pairs (over all
   clusters together, like ``--forks``); a node already running takes more of its clusters without a new
   phase slot. Ties go to the node first in the graph's order, then to its hosts' order.
-- A rollout node is handed out once, as ``(node, None)``, when all its clusters may start: the runner runs
+- A rollout node is handed out once, as ``(node, (host, ...))``, when each of its clusters may start or never
+  will (those hosts are the ones to run; a cluster whose need failed is not among them): the runner runs
   its batches itself and reports ``ended(node, host, ...)`` per cluster as each batch ends, so the phases
   that need it on the same cluster start batch by batch while its later batches go on. It takes one phase
   slot and no cluster slots (its batch size bounds it).
@@ -74,7 +75,7 @@ class Scheduler:
     # -- what the runner calls
 
     def ready(self) -> list:
-        """Pairs to start now, marked started: ``(node, host)``, or ``(node, None)`` for a whole rollout."""
+        """Pairs to start now, marked started: ``(node, host)``, or ``(node, hosts)`` for a whole rollout."""
         if self.failure is not None and not self.keep_going:
             return []
         handed = []
@@ -94,7 +95,7 @@ class Scheduler:
                 self.ready_hosts[name] = []
                 self.running[name] = len(waiting)
                 self.started.update((name, host) for host in waiting)
-                handed.append((name, None))
+                handed.append((name, tuple(waiting)))
                 continue
             room = self.cluster_limit - self.pairs_running
             if room <= 0:

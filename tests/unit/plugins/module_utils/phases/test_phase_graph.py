@@ -165,7 +165,7 @@ def simulate(entries, failed=(), *, phases=None, clusters=None, keep_going=False
             break
         waves.append(wave)
         for name, host in wave:
-            for each in (graph.nodes[name].hosts if host is None else (host,)):
+            for each in (host if isinstance(host, tuple) else (host,)):
                 scheduler.ended(name, each, FAILED if (name, each) in failed else OK)
     assert scheduler.done()
     return waves, scheduler
@@ -183,7 +183,7 @@ FAN = [entry("base"), entry("cni", needs=["base"]), entry("lb", needs=["base"])]
                                 [("lb", "b")]]),
     ([entry("m", hosts=("m",)), entry("w", needs=["m"])], (), {}, [[("m", "m")], [("w", "a"), ("w", "b")]]),
     ([entry("roll", rollout="roll"), entry("after", needs=[("roll", SAME_CLUSTER)])], (), {},
-     [[("roll", None)], [("after", "a"), ("after", "b")]]),
+     [[("roll", AB)], [("after", "a"), ("after", "b")]]),
 ], ids=[
     "line-runs-in-todays-order-with-a-barrier-per-phase",
     "independent-phases-run-at-the-same-time",
@@ -219,11 +219,22 @@ def test_all_clusters_need_waits_for_the_last_cluster():
 def test_rollout_batches_release_same_cluster_dependents():
     graph, _problems = graph_of(entry("roll", rollout="roll"), entry("after", needs=[("roll", SAME_CLUSTER)]))
     scheduler = Scheduler(graph)
-    assert scheduler.ready() == [("roll", None)]
+    assert scheduler.ready() == [("roll", AB)]
     scheduler.ended("roll", "a", OK)                 # batch 1 ended: its cluster goes on
     assert scheduler.ready() == [("after", "a")]
     scheduler.ended("roll", "b", OK)
     assert scheduler.ready() == [("after", "b")]
+
+
+def test_rollout_waits_until_each_of_its_clusters_may_start_or_never_will():
+    graph, _problems = graph_of(entry("base"), entry("roll", rollout="roll", needs=[("base", SAME_CLUSTER)]))
+    scheduler = Scheduler(graph, keep_going=True)
+    scheduler.ready()
+    scheduler.ended("base", "b", OK)
+    assert scheduler.ready() == []                   # a has not ended base: the rollout is not split
+    scheduler.ended("base", "a", FAILED)
+    assert scheduler.ready() == [("roll", ("b",))]   # a never will: the rollout runs on b alone
+    assert scheduler.never_started("roll", "a") == "needs base, which failed on a"
 
 
 BRANCHES = [entry("base"), entry("mon", needs=[("base", SAME_CLUSTER)]), entry("other"),
