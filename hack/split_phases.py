@@ -29,9 +29,9 @@ import sys
 from pathlib import Path
 
 PREFIX = "ansible_collections.phasekit.kube.plugins.module_utils"
-PLANNING = ("built_dirs", "command", "container", "documents", "executors", "formats", "inventory", "model",
+PLANNING = ("built_dirs", "command", "container", "documents", "executors", "formats", "graph", "inventory", "model",
             "outputs", "plan_changes", "planner", "problems", "rollout", "selection", "validation", "views")
-RUNNING = ("builtin", "fingerprint", "lock", "outcome", "record", "report", "runner", "shared_cluster")
+RUNNING = ("builtin", "fingerprint", "lock", "outcome", "record", "report", "runner", "schedule", "shared_cluster")
 PACKAGE_OF = {**{name: "planning" for name in PLANNING}, **{name: "running" for name in RUNNING}}
 REWRITTEN = ("plugins", "tests", "bench", "hack", "docs", "README.md")
 SELF = ("hack/split_phases.py", "tests/unit/test_hack_split_phases.py")  # its cases are the old layout

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import RawDocument
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.graph import parse_needs
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import parse_outputs
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import (
     DocumentOrigin, Problems, did_you_mean, shown_value, type_name)
@@ -30,7 +31,7 @@ SEPARATOR = "/"
 DOCUMENT_FIELDS = ("apiVersion", "kind", "metadata", "spec")
 METADATA_FIELDS = ("name", "labels", "annotations")
 PHASE_SPEC_FIELDS = ("description", "cluster", "executor", "source", "options", "retries", "delay", "timeout",
-                     "rollout", "outputs", "phases")
+                     "rollout", "outputs", "needs", "phases")
 # Attempts after a failed one, the first pause between them (doubled each time) and the phase's time limit per host.
 RETRY_FIELDS = ("retries", "delay", "timeout")
 MAX_RETRIES = 100
@@ -67,6 +68,7 @@ class Phase:
     retry_fields_set: tuple = ()       # which of them the document sets (group and tasks phases take none)
     rollout: Rollout | None = None     # its own progressive rollout across its clusters (see rollout.py)
     outputs: tuple = ()                # ``outputs.PhaseOutput``s: values read after it ran, for later phases
+    needs: tuple = ()                  # ``graph.Need``s: the phases that must have ended before it starts
     children: list[Phase] = field(default_factory=list)
     # A phase read from another format's document keeps a field elsewhere in it (set by that format's reader):
     # the field's name -> its path in the document, for messages.
@@ -255,6 +257,7 @@ def _fill_phase(phase: Phase, spec: dict, problems: Problems):
     phase.rollout = parse_rollout(spec.get("rollout"), lambda name: phase.where(f"rollout.{name}" if name else "rollout"),
                                   problems)
     phase.outputs = parse_outputs(spec.get("outputs"), lambda below: phase.where(f"outputs{below}"), problems)
+    phase.needs = parse_needs(spec.get("needs"), lambda below: phase.where(f"needs{below}"), problems)
     options = spec.get("options")
     if options is not None:
         if isinstance(options, dict):

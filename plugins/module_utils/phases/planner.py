@@ -15,6 +15,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import red
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import RawDocument
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.executors import Executor
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.formats import document_readers
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.graph import refuse_graph_plans
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.inventory import Inventory
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import Catalog, Phase, PhasePlan, parse_documents
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import check_output_uses
@@ -173,6 +174,7 @@ def build_plan(documents: list[RawDocument], *, executors: dict[str, Executor], 
         planned.reason = reasons[planned.name]
         planned.in_plans = running.get(planned.phase.full_name, [])
     place_entry_rollouts(entries, rollouts)
+    refuse_graph_plans(entries)     # checked, not run yet: the runner runs plans as lines (issue #41)
     if whole_rollouts:
         refuse_cut_rollouts(entries, reasons, only, skip, start_at)
     return Plan(name=plan.name if plan else None, description=plan.description if plan else "", phases=entries,

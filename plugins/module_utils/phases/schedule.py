@@ -1,0 +1,201 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""Which (phase, cluster) pairs of a plan graph may start now: a pure, deterministic scheduler (issue #41).
+
+The runner asks ``ready()`` for pairs to start and tells ``ended()`` how each ended; nothing here runs,
+sleeps or reads a clock, so every rule is pinned by a table test.
+
+- A ``same-cluster`` edge releases a cluster as soon as that cluster ended the needed node; an
+  ``all-clusters`` edge waits for the needed node on all its clusters.
+- ``ok`` and ``skipped`` satisfy a need (a skipped phase ended without failing, as in a line);
+  ``failed`` does not: the node's dependents never start on that cluster (``same-cluster``) or anywhere
+  (``all-clusters``), and so on down the graph.
+- After a failure, without ``keep_going`` nothing new starts anywhere (what started finishes: make without
+  ``-k``); with it, every pair that does not depend on the failure goes on.
+- At most ``phase_concurrency`` nodes run at once and at most ``cluster_concurrency`` pairs (over all
+  clusters together, like ``--forks``); a node already running takes more of its clusters without a new
+  phase slot. Ties go to the node first in the graph's order, then to its hosts' order.
+- A rollout node is handed out once, as ``(node, (host, ...))``, when each of its clusters may start or never
+  will (those hosts are the ones to run; a cluster whose need failed is not among them): the runner runs
+  its batches itself and reports ``ended(node, host, ...)`` per cluster as each batch ends, so the phases
+  that need it on the same cluster start batch by batch while its later batches go on. It takes one phase
+  slot and no cluster slots (its batch size bounds it).
+"""
+
+from __future__ import annotations
+
+import heapq
+
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.graph import SAME_CLUSTER, PlanGraph
+
+OK, FAILED, SKIPPED = "ok", "failed", "skipped"
+RESULTS = (OK, FAILED, SKIPPED)
+STOPPED = "stopped after a failure ({failure}); plan_keep_going is false"
+
+
+class Scheduler:
+    """The state of one run of a graph: who waits for what, what runs, what ended."""
+
+    def __init__(self, graph: PlanGraph, *, phase_concurrency: int | None = None,
+                 cluster_concurrency: int | None = None, keep_going: bool = False):
+        self.graph = graph
+        self.phase_limit = phase_concurrency or len(graph.nodes) or 1
+        self.cluster_limit = cluster_concurrency or float("inf")
+        self.keep_going = keep_going
+        self.rank = {name: index for index, name in enumerate(graph.order)}
+        self.hosts = {name: node.hosts for name, node in graph.nodes.items()}
+        self.host_sets = {name: frozenset(node.hosts) for name, node in graph.nodes.items()}
+        # dependents per need: (dependent, wait)
+        self.dependents: dict = {name: [] for name in graph.nodes}
+        # all-clusters needs not yet ended everywhere, and same-cluster needs not yet ended per host
+        self.node_waiting = {name: 0 for name in graph.nodes}
+        self.host_waiting = {name: dict.fromkeys(node.hosts, 0) for name, node in graph.nodes.items()}
+        for node in graph.nodes.values():
+            for edge in node.needs:
+                self.dependents[edge.need].append((node.name, edge.wait))
+                if edge.wait == SAME_CLUSTER:
+                    for host in node.hosts:
+                        self.host_waiting[node.name][host] += 1
+                else:
+                    self.node_waiting[node.name] += 1
+        self.left = {name: len(node.hosts) for name, node in graph.nodes.items()}   # hosts not ended yet
+        self.ready_hosts: dict = {name: [] for name in graph.nodes}     # per node, in host order
+        self.queued: list = []            # ranks of nodes with ready hosts (a heap)
+        self.running: dict = {}           # node -> pairs running
+        self.pairs_running = 0
+        self.started: set = set()
+        self.results: dict = {}           # (node, host) -> result
+        self.blocked: dict = {}           # (node, host) -> why it will never start
+        self.blocked_nodes: dict = {}     # node -> why it never starts anywhere
+        self.failure: str | None = None   # the first failure, once any
+        for name in graph.order:
+            if self.node_waiting[name] == 0:
+                self._release(name, [host for host, count in self.host_waiting[name].items() if count == 0])
+
+    # -- what the runner calls
+
+    def ready(self) -> list:
+        """Pairs to start now, marked started: ``(node, host)``, or ``(node, hosts)`` for a whole rollout."""
+        if self.failure is not None and not self.keep_going:
+            return []
+        handed = []
+        skipped_ranks = []
+        while self.queued:
+            rank = self.queued[0]
+            name = self.graph.order[rank]
+            waiting = self.ready_hosts[name]
+            if not waiting:
+                heapq.heappop(self.queued)
+                continue
+            if name not in self.running and len(self.running) >= self.phase_limit:
+                skipped_ranks.append(heapq.heappop(self.queued))   # no phase slot: a later one may run
+                continue
+            if self.graph.nodes[name].rollout:
+                heapq.heappop(self.queued)
+                self.ready_hosts[name] = []
+                self.running[name] = len(waiting)
+                self.started.update((name, host) for host in waiting)
+                handed.append((name, tuple(waiting)))
+                continue
+            room = self.cluster_limit - self.pairs_running
+            if room <= 0:
+                break
+            taken = waiting[:room] if room < len(waiting) else waiting
+            self.ready_hosts[name] = waiting[len(taken):]
+            self.running[name] = self.running.get(name, 0) + len(taken)
+            self.pairs_running += len(taken)
+            for host in taken:
+                self.started.add((name, host))
+                handed.append((name, host))
+        for rank in skipped_ranks:
+            heapq.heappush(self.queued, rank)
+        return handed
+
+    def ended(self, name: str, host: str, result: str) -> None:
+        """``name`` ended on ``host`` with ``result`` (ok, failed or skipped)."""
+        if result not in RESULTS:
+            raise ValueError(f"result {result!r}: expected one of {', '.join(RESULTS)}")
+        self.results[(name, host)] = result
+        self.running[name] -= 1
+        if not self.graph.nodes[name].rollout:
+            self.pairs_running -= 1
+        if self.running[name] == 0:
+            del self.running[name]
+        self.left[name] -= 1
+        if result == FAILED:
+            self.failure = self.failure or f"phase {name} failed on {host}"
+            self._fail(name, host, f"needs {name}, which failed on {host}")
+            return
+        for dependent, wait in self.dependents[name]:
+            if wait == SAME_CLUSTER:
+                self._host_done(dependent, host)
+            elif self.left[name] == 0 and dependent not in self.blocked_nodes:
+                self.node_waiting[dependent] -= 1
+                if self.node_waiting[dependent] == 0:
+                    self._release(dependent, [each for each, count in self.host_waiting[dependent].items()
+                                              if count == 0])
+
+    def done(self) -> bool:
+        """Nothing runs and nothing more can start."""
+        if self.running:
+            return False
+        if self.failure is not None and not self.keep_going:
+            return True
+        return not any(self.ready_hosts[self.graph.order[rank]] for rank in self.queued)
+
+    def never_started(self, name: str, host: str) -> str | None:
+        """Why ``name`` never started on ``host`` (None: it started, or may still start)."""
+        if (name, host) in self.started:
+            return None
+        if (name, host) in self.blocked:
+            return self.blocked[(name, host)]
+        if name in self.blocked_nodes:
+            return self.blocked_nodes[name]
+        if self.failure is not None and not self.keep_going:
+            return STOPPED.format(failure=self.failure)
+        return None
+
+    # -- propagation
+
+    def _release(self, name: str, hosts: list) -> None:
+        hosts = [host for host in hosts if (name, host) not in self.blocked]
+        if not hosts:
+            return
+        if self.graph.nodes[name].rollout:
+            self.ready_hosts[name].extend(hosts)
+            self._queue_whole_rollout(name)
+            return
+        if not self.ready_hosts[name]:
+            heapq.heappush(self.queued, self.rank[name])
+        self.ready_hosts[name].extend(hosts)
+
+    def _queue_whole_rollout(self, name: str) -> None:
+        """A rollout is handed out once, when each of its clusters may start or never will."""
+        hosts = self.hosts[name]
+        settled = len(self.ready_hosts[name]) + sum((name, host) in self.blocked for host in hosts)
+        if self.ready_hosts[name] and settled == len(hosts):
+            heapq.heappush(self.queued, self.rank[name])
+
+    def _host_done(self, name: str, host: str) -> None:
+        counts = self.host_waiting[name]
+        counts[host] -= 1
+        if counts[host] == 0 and self.node_waiting[name] == 0 and name not in self.blocked_nodes:
+            self._release(name, [host])
+
+    def _fail(self, name: str, host: str, why: str) -> None:
+        """``name`` will not end well on ``host``: its dependents never start there, or anywhere."""
+        pending = [(name, host, why)]
+        while pending:
+            need, on, reason = pending.pop()
+            for dependent, wait in self.dependents[need]:
+                if wait == SAME_CLUSTER:
+                    if (dependent, on) in self.blocked or on not in self.host_sets[dependent]:
+                        continue
+                    self.blocked[(dependent, on)] = reason
+                    if self.graph.nodes[dependent].rollout:
+                        self._queue_whole_rollout(dependent)
+                    pending.append((dependent, on, f"needs {dependent}, which never started on {on} ({reason})"))
+                elif dependent not in self.blocked_nodes:
+                    self.blocked_nodes[dependent] = reason
+                    for each in self.hosts[dependent]:
+                        pending.append((dependent, each, f"needs {dependent}, which never started ({reason})"))
