@@ -472,8 +472,8 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
             polls += 1
             for host, problem in zip(watched, self.pool.map(lambda host: self._watch(phases, host), watched)):
                 if problem:
-                    self._soak_failed(phases, batch, last[host], f"during the {seconds:g}s soak after batch {batch.number} "
-                                                         f"of {batch.of}: {problem}")
+                    self._soak_failed(phases, batch, last[host], f"during the {seconds:g}s soak after batch "
+                                                                 f"{batch.number} of {batch.of}: {problem}")
             watched = [host for host in watched if host not in batch.failed]
             left = deadline - clock()
             if left <= 0 or over_budget(len(batch.failed), len(batch.hosts), rollout.rollout.max_fail_percentage):
