@@ -39,8 +39,9 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import 
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import hosts_label
 from ansible_collections.phasekit.kube.plugins.module_utils.version import COLLECTION_VERSION
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import (
-    CHANGED, DEFAULT_CLUSTER_CONCURRENCY, FAILED, LIVE_AFTER, LIVE_EVERY, OK, SKIPPED, LiveProgress,
+    CHANGED, DEFAULT_CLUSTER_CONCURRENCY, FAILED, LIVE_AFTER, LIVE_EVERY, OK, SKIPPED, Barrier, LiveProgress,
     RolloutRun, run_phases)
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import RunEntry
 from ansible_collections.phasekit.kube.plugins.module_utils.executors.registry import TASKS_EXECUTOR
 from ansible_collections.phasekit.kube.plugins.module_utils.environ import overridden_warnings
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
@@ -173,7 +174,7 @@ class ActionModule(PhasekitAction):
                                          outputs=outputs,
                                          carried=carried_states(args["carried"] or (before or {}).get("carried") or {},
                                                                 preview))
-            every = [planned.to_dict() for planned in plan.phases]  # a producer left out of the selection too
+            every = [planned.run_entry() for planned in plan.phases]  # a producer left out of the selection too
             by_full_name = {phase["full_name"]: phase for phase in every}
             outputs.expect(declared_outputs(every),
                            fill=lambda full_name, host: executors.recorded_outputs(by_full_name[full_name], host),
@@ -258,8 +259,8 @@ class ActionModule(PhasekitAction):
             # credentials: kept in the registered variable for later steps, hidden from every output;
             # so are the tasks phases as their task files get them (options unredacted)
             result.update({RESOLUTIONS_KEY: memory, "_ansible_no_log": True,
-                           "tasks_phases": {phase["name"]: phase for phase in phases
-                                            if phase["executor"] == TASKS_EXECUTOR}})
+                           "tasks_phases": {phase.name: phase.to_dict() for phase in phases
+                                            if phase.executor == TASKS_EXECUTOR}})
         return result
 
     def _run_records(self, args: dict, fleet: Fleet, plan_name: str, mode: str, writes: bool,
@@ -320,8 +321,8 @@ class ActionModule(PhasekitAction):
         they deleted (would delete)."""
         verb = "would delete" if self._task.check_mode else "deleted"
 
-        def show(phase: dict, records: list, seconds: float) -> None:
-            self._show_progress(phase, records, seconds)
+        def show(phase: RunEntry, barrier: Barrier, records: list, seconds: float) -> None:
+            self._show_progress(phase, barrier, records, seconds)
             for record in records:  # a preview: objects the server could not dry-run, and why
                 for line in record.details.get("not_checked") or ():
                     display.display(f"  {record.host}: {line}")
@@ -342,7 +343,7 @@ class ActionModule(PhasekitAction):
         return show
 
     @staticmethod
-    def _show_progress(phase: dict, records: list, seconds: float) -> None:
+    def _show_progress(phase: RunEntry, barrier: Barrier, records: list, seconds: float) -> None:
         """One line per phase after its barrier; failures always, every cluster at -v."""
         counts = {}
         for record in records:
@@ -351,7 +352,7 @@ class ActionModule(PhasekitAction):
         tally = ", ".join(f"{count} {result}" for result, count in sorted(counts.items())) or "no cluster in play"
         if phase["executor"] == TASKS_EXECUTOR and counts.get(OK):
             tally = tally.replace(f"{counts[OK]} {OK}", f"{counts[OK]} prepared (the task file runs on each host)")
-        display.display(f"{_phase_head(phase, len(records))}: {tally} ({seconds:.2f}s)")
+        display.display(f"{_phase_head(phase, barrier, len(records))}: {tally} ({seconds:.2f}s)")
         refused = [record for record in records if record.details.get("refused")]
         if refused:  # one reason for all the phase's clusters: said once, not once per cluster
             display.display(f"  {hosts_label([record.host for record in refused])}: failed: {refused[0].msg}",
@@ -400,21 +401,21 @@ def _show_output(record) -> None:
             display.display(f"      {line}")
 
 
-def _phase_head(phase: dict, clusters: int) -> str:
+def _phase_head(phase: RunEntry, barrier: Barrier, clusters: int) -> str:
     """The start of a phase's lines: ``[name] executor on N cluster(s)``, and its batch in a rollout."""
-    batch = phase.get("batch")
-    where = f" (batch {batch['batch']}/{batch['of']} of {batch['phase']})" if batch else ""
-    return f"[{phase['name']}] {phase['executor']} on {clusters} cluster(s){where}"
+    batch = barrier.batch
+    where = f" (batch {batch.number}/{batch.of} of {batch.phase})" if batch else ""
+    return f"[{phase.name}] {phase.executor} on {clusters} cluster(s){where}"
 
 
-def _show_live(phase: dict, count) -> None:
+def _show_live(phase: RunEntry, barrier: Barrier, count) -> None:
     """A long phase, while it runs: how many clusters are done, changed, failed and still running, and the
     slowest so far (plain lines: they read the same in a terminal and in an AWX job's output)."""
     state = "running" if count.slowest_running else "done"
     if count.waiting:  # the objects it waits for, with their kstatus messages
         state += f", waiting for {count.waiting}"
     slowest = f"; slowest so far: {count.slowest} ({count.slowest_seconds:.1f}s, {state})" if count.slowest else ""
-    display.display(f"{_phase_head(phase, count.clusters)}: {count.done} done ({count.changed} changed, "
+    display.display(f"{_phase_head(phase, barrier, count.clusters)}: {count.done} done ({count.changed} changed, "
                     f"{count.failed} failed), {count.running} still running{slowest} ({count.seconds:.2f}s)")
 
 
@@ -451,9 +452,9 @@ def _show_batch(batch) -> None:
     display.display(line, color="red" if batch.failed and batch.stopped else None)
 
 
-def selected_phases(plan, names: list | None) -> list[dict]:
+def selected_phases(plan, names: list | None) -> list[RunEntry]:
     """The plan's selected phases, or those of them named in ``names`` (one step of the role), in plan order."""
-    phases = [planned.to_dict() for planned in plan.selected]
+    phases = [planned.run_entry() for planned in plan.selected]
     if names is None:
         return phases
     known = {phase["name"] for phase in phases}

@@ -27,7 +27,7 @@ class Container(ExecutorKind):
         items = [one.obj for one in work.bundle(phase, host)] if phase.get("source") is not None else []
         resolution = work.access.resolution(host)
         done = run_container(values, items, kubeconfig=resolution.config, context=resolution.context,
-                             mounts_base=os.getcwd(), timeout=command_timeout(values["timeout"], phase),
+                             mounts_base=os.getcwd(), timeout=command_timeout(values["timeout"], work.deadline_of(phase, host)),
                              environ=work.environ_of(host))
         if done.rc != 0:
             return Outcome(changed=True, failed=True, msg=container_failure_message(done, values["image"]),

@@ -31,7 +31,7 @@ class Wait(ExecutorKind):
         if work.mode == STATUS:
             values["timeout"] = 0  # the state as it is now
         else:
-            values["timeout"] = capped(values["timeout"], phase)
+            values["timeout"] = capped(values["timeout"], work.deadline_of(phase, host))
         rules = dataclasses.replace(wait_rules(values, where=f"phase {phase['name']} options"),
                                     on_poll=work.watching(phase, host))
         bundle = work.bundle(phase, host)

@@ -62,7 +62,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.plan_changes 
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import (
     KEY_SECRET, LABELS, PLAN_ANNOTATION, LockRefused, RunRecords, bundle_digest, recorded_message, recorded_outputs,
     resumable)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import Outcome, time_left
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import HostContext, Outcome, time_left
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.shared_cluster import (
     HostTarget, shared_cluster_refusal)
 from ansible_collections.phasekit.kube.plugins.module_utils.masking import Masks
@@ -94,10 +94,11 @@ class SharedRequests:
     hosts_in_play: frozenset = frozenset()
     budget: int = REQUEST_BUDGET
 
-    def per_cluster(self, phase: dict) -> int:
-        """Requests in flight to one cluster of ``phase`` (the apply option ``concurrency`` caps it)."""
-        if "running" in phase:  # the clusters the runner's barrier works on (a batch of a rollout, say)
-            clusters = phase["running"] or 1
+    def per_cluster(self, phase: dict, running: int | None = None) -> int:
+        """Requests in flight to one cluster of ``phase`` (the apply option ``concurrency`` caps it); ``running``:
+        the clusters the runner's barrier works on (a batch of a rollout, say; ``HostContext.running``)."""
+        if running is not None:
+            clusters = running or 1
         else:  # counted once per barrier by the runner: per host, this was quadratic in a fleet's size
             clusters = len(set(phase.get("hosts") or []) & self.hosts_in_play) or 1
         return max(1, self.budget // min(self.clusters_at_once, clusters))
@@ -202,6 +203,9 @@ class BuiltinExecutors:
         self._built_dirs: dict[str, object] = {}
         # (phase, host) -> what its wait waits for now, for progress lines: a wait's last poll, or a look (helm)
         self._waiting: dict[tuple, Callable[[], str]] = {}
+        # (phase, host) -> the runner's HostContext while the phase runs there: its deadline and barrier, for the
+        # executors' code that is handed (phase, host) (until each executor module takes the context itself)
+        self._contexts: dict[tuple, HostContext] = {}
         self.files = FileDigests()
         self._lock = threading.Lock()
         self.records = records
@@ -214,7 +218,26 @@ class BuiltinExecutors:
         with self._lock:
             return sorted(self._resumed)
 
-    def __call__(self, phase: dict, host: str) -> Outcome:
+    def __call__(self, phase, context: HostContext) -> Outcome:
+        """The runner's ``HostWork``: ``phase`` (a ``RunEntry``) on ``context.host``."""
+        key = (phase["name"], context.host)
+        with self._lock:
+            self._contexts[key] = context
+        try:
+            return self._work(phase, context.host)
+        finally:
+            with self._lock:
+                self._contexts.pop(key, None)
+
+    def context_of(self, phase: dict, host: str) -> HostContext:
+        """The runner's context of ``phase`` on ``host`` while it runs there (outside a run: no deadline)."""
+        with self._lock:
+            return self._contexts.get((phase["name"], host)) or HostContext(host)
+
+    def deadline_of(self, phase: dict, host: str) -> float | None:
+        return self.context_of(phase, host).deadline
+
+    def _work(self, phase: dict, host: str) -> Outcome:
         try:
             phase = self._for_host(phase, host)
             self._cluster_lock(phase, host)
@@ -645,13 +668,14 @@ class BuiltinExecutors:
         validate) says what would be, which status reports as drift."""
         options = apply_options(args, namespace=namespace, check_mode=self.dry_run, diff=self.diff)
         if self.shared is not None:
-            options = dataclasses.replace(options, concurrency=min(options.concurrency, self.shared.per_cluster(phase)))
+            options = dataclasses.replace(options, concurrency=min(options.concurrency, self.shared.per_cluster(phase, self.context_of(phase, host).running)))
         options = dataclasses.replace(options, owner=self._owner(phase, host))
         session = self.access.session(host, options.concurrency + EXTRA_CONNECTIONS)
         before = len(session.warnings)
         plan = self.records.run.plan if self.records is not None else None
         report = delete_bundle(session, bundle, options, ours=PlanObjects(bookkeeping=run_bookkeeping(plan)),
-                               timeout=capped(options.wait.timeout if options.wait else None, phase,
+                               timeout=capped(options.wait.timeout if options.wait else None,
+                                              self.deadline_of(phase, host),
                                               default=TEARDOWN_TIMEOUT))
         result = report.result()
         details = {"state": STATE_ABSENT, "counts": result["counts"], "objects": result["objects"]}
@@ -673,9 +697,9 @@ class BuiltinExecutors:
             options = dataclasses.replace(options, conflicts_are_drift=True)
         if options.wait is not None:
             options = dataclasses.replace(options, wait=dataclasses.replace(
-                options.wait, timeout=capped(options.wait.timeout, phase), on_poll=self.watching(phase, host)))
+                options.wait, timeout=capped(options.wait.timeout, self.deadline_of(phase, host)), on_poll=self.watching(phase, host)))
         if self.shared is not None:
-            options = dataclasses.replace(options, concurrency=min(options.concurrency, self.shared.per_cluster(phase)))
+            options = dataclasses.replace(options, concurrency=min(options.concurrency, self.shared.per_cluster(phase, self.context_of(phase, host).running)))
         options = dataclasses.replace(options, owner=self._owner(phase, host), carried=self.carried(host))
         session = self.access.session(host, options.concurrency + EXTRA_CONNECTIONS)
         before = len(session.warnings)
@@ -742,7 +766,7 @@ class BuiltinExecutors:
         done = run_command(argv, kubeconfig=resolution.config,
                            env={**(values["env"] or {}), **phase_environment(phase, host)},
                            chdir=values["chdir"], stdin=values["stdin"],
-                           timeout=command_timeout(values["timeout"], phase),
+                           timeout=command_timeout(values["timeout"], self.deadline_of(phase, host)),
                            kubeconfigs=kubeconfigs, env_files=values["env_files"], env_dirs=built,
                            environ=self.environ_of(host))
         rule = changed_when_rule(values["changed_when"])
@@ -762,9 +786,10 @@ class BuiltinExecutors:
     def run_helm(self, phase: dict, host: str) -> Outcome:
         values = option_values(HELM_OPTIONS_SPEC, phase.get("options"))
         values["name"] = values["name"] or phase["name"].rsplit("/", 1)[-1]
-        if time_left(phase) is not None:
+        deadline = self.deadline_of(phase, host)
+        if time_left(deadline) is not None:
             given = duration_seconds(str(values["wait_timeout"])) if values["wait_timeout"] else None
-            values["wait_timeout"] = f"{max(1, int(capped(given, phase, default=HELM_TIMEOUT)))}s"
+            values["wait_timeout"] = f"{max(1, int(capped(given, deadline, default=HELM_TIMEOUT)))}s"
         resolution = self.access.resolution(host)
         request = dataclasses.replace(
             helm_request(values, namespace=resolution.namespace or "default", where=f"phase {phase['name']}",
@@ -840,7 +865,7 @@ class BuiltinExecutors:
     def destroy_apply(self, phase: dict, host: str) -> Outcome:
         args = apply_arguments(phase)
         namespace = args["namespace"] or self.access.resolution(host).namespace or "default"
-        teardown = self._teardown(host, capped(timeout_of(args["wait"]), phase, default=TEARDOWN_TIMEOUT))
+        teardown = self._teardown(host, capped(timeout_of(args["wait"]), self.deadline_of(phase, host), default=TEARDOWN_TIMEOUT))
         if args["applyset"]:
             report = teardown.applyset(args["applyset"], tooling=args["applyset_tooling"], namespace=namespace,
                                        owner=self._owner(phase, host))
@@ -890,18 +915,19 @@ def writes_outside_session(phase: dict) -> bool:
     return kind_of(phase["executor"]).writes_outside_session(phase.get("options") or {})
 
 
-def capped(seconds, phase: dict, default: float | None = None) -> float | None:
-    """A wait's ``seconds`` (``default`` when unset), no longer than what is left of the phase's timeout."""
+def capped(seconds, deadline: float | None, default: float | None = None) -> float | None:
+    """A wait's ``seconds`` (``default`` when unset), no longer than what is left of the phase's timeout (its
+    ``deadline`` on the host: ``BuiltinExecutors.deadline_of``)."""
     seconds = default if seconds is None else seconds
-    left = time_left(phase)
+    left = time_left(deadline)
     if left is None:
         return seconds
     return left if seconds is None else min(float(seconds), left)
 
 
-def command_timeout(seconds, phase: dict) -> int | None:
-    """A command's time limit in whole seconds (at least 1), within the phase's timeout."""
-    limit = capped(seconds, phase)
+def command_timeout(seconds, deadline: float | None) -> int | None:
+    """A command's time limit in whole seconds (at least 1), within the phase's timeout (its ``deadline``)."""
+    limit = capped(seconds, deadline)
     return None if limit is None else max(1, math.ceil(limit))
 
 

@@ -8,7 +8,7 @@ cluster, so ``list``, ``tree``, ``render`` and offline ``validate`` stop here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import redact
@@ -62,9 +62,9 @@ class PlannedPhase:
     def selected(self) -> bool:
         return self.reason is None
 
-    def to_dict(self, shown: dict[str, Executor] | None = None) -> dict:
-        """The phase as the actions use it; with ``shown`` (the executors) as a result may show it: inline
-        Secret objects and secret options (see ``Executor.shown_options``) hidden."""
+    def run_entry(self, shown: dict[str, Executor] | None = None) -> RunEntry:
+        """The entry as the runner and the actions use it; with ``shown`` (the executors) as a result may show it:
+        inline Secret objects and secret options (see ``Executor.shown_options``) hidden."""
         phase = self.phase
         source = phase.source_path if phase.source_path is not None else phase.source
         options = phase.options
@@ -72,33 +72,150 @@ class PlannedPhase:
             source = shown_source(source)
             executor = shown.get(phase.executor)
             options = executor.shown_options(options) if executor is not None else options
-        return {
-            "name": self.name,
-            "full_name": phase.full_name,
-            "short_name": phase.name,
-            "entry": self.entry,
-            "occurrence": self.occurrence,
-            "parent": self.parent_name,
-            "level": phase.level,
-            "children": list(self.children_names),
-            "description": phase.description,
-            "cluster": phase.cluster,
-            "hosts": list(self.placement.hosts),
-            "cluster_hosts": list(self.placement.cluster_hosts),
-            "parents": dict(self.placement.parents),
-            "executor": phase.executor,
-            "source": source,
-            "options": options,
-            "retries": phase.retries,
-            "delay": phase.delay,
-            "timeout": phase.timeout,
-            "origin": phase.origin.label(),
-            "selected": self.selected,
-            "reason": self.reason,
-            "rollout": self.rollout.to_dict() if self.rollout is not None else None,
-            "outputs": {output.name: output.to_dict() for output in phase.outputs},
-            "in_plans": list(self.in_plans),
-        }
+        return RunEntry(
+            name=self.name, full_name=phase.full_name, short_name=phase.name, entry=self.entry,
+            occurrence=self.occurrence, parent=self.parent_name, level=phase.level,
+            children=tuple(self.children_names), description=phase.description, cluster=phase.cluster,
+            hosts=tuple(self.placement.hosts), cluster_hosts=tuple(self.placement.cluster_hosts),
+            parents=dict(self.placement.parents), executor=phase.executor, source=source, options=options,
+            retries=phase.retries, delay=phase.delay, timeout=phase.timeout, origin=phase.origin.label(),
+            selected=self.selected, reason=self.reason, rollout=self.rollout,
+            outputs={output.name: output.to_dict() for output in phase.outputs}, in_plans=tuple(self.in_plans))
+
+    def to_dict(self, shown: dict[str, Executor] | None = None) -> dict:
+        """The entry as JSON for Ansible (an action's result): see ``run_entry``."""
+        return self.run_entry(shown).to_dict()
+
+
+_LISTS = ("children", "hosts", "cluster_hosts", "in_plans")   # tuples here, lists in JSON
+
+
+@dataclass(frozen=True)
+class RunEntry:  # pylint: disable=too-many-instance-attributes
+    """One entry of the run list as the runner hands it to the executors (``PlannedPhase.run_entry``); frozen: what
+    differs per host (its deadline, its batch, its peers) is the runner's ``HostContext``, not added keys.
+
+    JSON only where Ansible or a record needs it (``to_dict``/``from_dict``: the keys are the field names). The
+    mapping reads (``entry["name"]``, ``entry.get("options")``) are a bridge for the executors' code until it reads
+    attributes; they return what the attribute holds (``rollout``: the ``RolloutOf``).
+    """
+
+    name: str
+    executor: str | None = None
+    full_name: str = ""
+    short_name: str = ""
+    entry: int | None = None
+    occurrence: int | None = None
+    parent: str | None = None
+    level: int = 0
+    children: tuple = ()
+    description: str = ""
+    cluster: str | None = None
+    hosts: tuple = ()
+    cluster_hosts: tuple = ()
+    parents: dict = field(default_factory=dict)
+    source: object = None
+    options: dict = field(default_factory=dict)
+    retries: int | None = None
+    delay: float | None = None
+    timeout: float | None = None
+    origin: str = ""
+    selected: bool = True
+    reason: str | None = None
+    rollout: RolloutOf | None = None
+    outputs: dict = field(default_factory=dict)
+    in_plans: tuple = ()
+
+    __hash__ = None   # its options and outputs are dicts
+
+    def __post_init__(self):
+        if not self.full_name:
+            object.__setattr__(self, "full_name", self.name)
+        for name in _LISTS:
+            object.__setattr__(self, name, tuple(getattr(self, name) or ()))
+
+    def to_dict(self) -> dict:
+        out = {item.name: getattr(self, item.name) for item in fields(self)}
+        out.update({name: list(out[name]) for name in _LISTS})
+        out["parents"] = dict(self.parents)
+        out["rollout"] = self.rollout.to_dict() if self.rollout is not None else None
+        return out
+
+    @classmethod
+    def from_dict(cls, value, where: str = "phase") -> RunEntry:
+        """An entry from JSON (``to_dict``); a malformed one is refused naming the field and what was expected."""
+        if not isinstance(value, dict):
+            raise PhasekitError(f"{where}: expected a mapping (a run entry), got {type(value).__name__}")
+        known = {item.name for item in fields(cls)}
+        unknown = sorted(set(value) - known)
+        if unknown:
+            raise PhasekitError(f"{where}: unknown field(s) {', '.join(map(str, unknown))}; expected some of "
+                                f"{', '.join(sorted(known))}")
+        label = f"{where} {value.get('name')}" if isinstance(value.get("name"), str) else where
+        for name, (types, wanted) in _ENTRY_FIELD_TYPES.items():
+            if name == "name" and name not in value:
+                raise PhasekitError(f"{label}: field name is missing (expected {wanted})")
+            if name in value and not isinstance(value[name], types):
+                raise PhasekitError(f"{label}: field {name} must be {wanted}, got {type(value[name]).__name__}")
+        kept = dict(value)
+        if kept.get("rollout") is not None:
+            kept["rollout"] = _rollout_from(kept["rollout"], label)
+        return cls(**kept)
+
+    # ------------------------------------------------------------ bridge: mapping reads (see the class doc)
+
+    def __getitem__(self, key: str):
+        if key not in _ENTRY_FIELDS:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __contains__(self, key) -> bool:
+        return key in _ENTRY_FIELDS
+
+    def get(self, key: str, default=None):
+        return getattr(self, key) if key in _ENTRY_FIELDS else default
+
+    def keys(self):
+        return _ENTRY_FIELDS
+
+
+_ENTRY_FIELDS = tuple(item.name for item in fields(RunEntry))
+_NONE = type(None)
+_SEQUENCE = (list, tuple)
+_ENTRY_FIELD_TYPES = {   # field -> (accepted JSON types, what the message says was expected)
+    "name": (str, "a string"),
+    "executor": ((str, _NONE), "a string or null"),
+    "full_name": (str, "a string"),
+    "short_name": (str, "a string"),
+    "entry": ((int, _NONE), "a whole number or null"),
+    "occurrence": ((int, _NONE), "a whole number or null"),
+    "parent": ((str, _NONE), "a string or null"),
+    "level": (int, "a whole number"),
+    "children": (_SEQUENCE, "a list of names"),
+    "description": ((str, _NONE), "a string"),
+    "cluster": ((str, _NONE), "a string or null"),
+    "hosts": (_SEQUENCE, "a list of hosts"),
+    "cluster_hosts": (_SEQUENCE, "a list of hosts"),
+    "parents": (dict, "a mapping of host to parent host"),
+    "options": ((dict, _NONE), "a mapping"),
+    "retries": ((int, _NONE), "a whole number or null"),
+    "delay": ((int, float, _NONE), "a number or null"),
+    "timeout": ((int, float, _NONE), "a number or null"),
+    "origin": (str, "a string"),
+    "selected": (bool, "true or false"),
+    "reason": ((str, _NONE), "a string or null"),
+    "rollout": ((dict, _NONE), "a mapping (the rollout) or null"),
+    "outputs": ((dict, _NONE), "a mapping"),
+    "in_plans": (_SEQUENCE, "a list of plan names"),
+}
+
+
+def _rollout_from(value: dict, label: str) -> RolloutOf:
+    try:
+        return RolloutOf.from_dict(value)
+    except (KeyError, TypeError, ValueError) as err:
+        raise PhasekitError(f"{label}: field rollout must be a rollout (phase, batches, max_fail_percentage, pause, "
+                            f"order, clusters), got {value!r} ({type(err).__name__}: {err})") from None
 
 
 def shown_source(source):

@@ -178,18 +178,23 @@ class RolloutOf:
         return {"phase": self.phase, **self.rollout.to_dict(), "clusters": list(self.clusters),
                 "default": self.default}
 
+    @classmethod
+    def from_dict(cls, value: dict) -> RolloutOf:
+        return cls(phase=value["phase"], rollout=Rollout.from_dict(value), clusters=list(value["clusters"]),
+                   default=bool(value.get("default")))
+
     def batches(self, in_play) -> list[list[str]]:
         play = set(in_play)
         return plan_batches([host for host in self.clusters if host in play], self.rollout, self.phase)
 
 
 def rollout_of(phase: dict) -> RolloutOf | None:
-    """The rollout a planned phase (as ``PlannedPhase.to_dict`` gives it) belongs to, if any."""
+    """The rollout a planned phase (a ``RunEntry``, or its JSON from Ansible) belongs to, if any."""
     value = phase.get("rollout")
     if not value:
         return None
-    return RolloutOf(phase=value["phase"], rollout=Rollout.from_dict(value), clusters=list(value["clusters"]),
-                     default=bool(value.get("default")))
+    # a run entry holds it typed; a planned phase from Ansible (a role's view) as JSON
+    return value if isinstance(value, RolloutOf) else RolloutOf.from_dict(value)
 
 
 def hosts_label(hosts: list[str], shown: int = 3) -> str:

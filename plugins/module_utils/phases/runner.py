@@ -33,12 +33,15 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.executors.registry import kind_of
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import DEFAULT_RETRY_DELAY, MAX_RETRY_DELAY
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import RolloutOf, over_budget, rollout_of
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import RolloutOf, over_budget
+
+if TYPE_CHECKING:  # the runner only reads entries; the planner makes them
+    from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import RunEntry
 
 OK, CHANGED, FAILED, SKIPPED, NOT_READY = "ok", "changed", "failed", "skipped", "not ready"
 DEFAULT_CLUSTER_CONCURRENCY = 16
@@ -133,12 +136,53 @@ class RunReport:
         return sorted({record.host for record in self.records if record.details.get(key)})
 
 
-HostWork = Callable[[dict, str], Outcome]          # (planned phase, host) -> outcome; may raise PhasekitError
-Progress = Callable[[dict, list, float], None]      # (planned phase, its records, seconds) after its barrier
-Recorded = Callable[[dict, PhaseRecord], None]      # (planned phase, a host's record) as soon as it is made
-Watch = Callable[[list, str], "str | None"]        # (a rollout's phases, host) -> why its objects are not Current
+@dataclass(frozen=True)
+class Batch:
+    """The rollout batch a barrier runs on: the rollout's phase, its 1-based number, of how many."""
+
+    phase: str
+    number: int
+    of: int
+
+    def to_dict(self) -> dict:
+        """As records and results show it (a stored contract: ``record.py``)."""
+        return {"phase": self.phase, "batch": self.number, "of": self.of}
+
+
+@dataclass(frozen=True)
+class Barrier:
+    """What one barrier of a phase shares with its hosts: how many run it at once, and its batch (None: the phase
+    is not under a rollout)."""
+
+    running: int
+    batch: Batch | None = None
+
+
+class HostContext(NamedTuple):
+    """What the runner tells an executor about one host's run of an entry, beside the entry: the host, its barrier
+    and the monotonic-clock deadline of the phase's ``timeout`` there (None: no timeout). A named tuple, not a frozen
+    dataclass: one is made per (phase, host), and a tuple costs a third of a frozen dataclass's ``__init__``."""
+
+    host: str
+    barrier: Barrier | None = None    # None: called outside a barrier (a test, a lone call)
+    deadline: float | None = None
+
+    @property
+    def batch(self) -> Batch | None:
+        return self.barrier.batch if self.barrier is not None else None
+
+    @property
+    def running(self) -> int | None:
+        """The clusters the barrier works on at once (None: not known, outside a barrier)."""
+        return self.barrier.running if self.barrier is not None else None
+
+
+HostWork = Callable[["RunEntry", HostContext], Outcome]    # (entry, host context) -> outcome; may raise PhasekitError
+Progress = Callable[["RunEntry", Barrier, list, float], None]   # (entry, barrier, its records, seconds) after it
+Recorded = Callable[["RunEntry", PhaseRecord], None]   # (entry, a host's record) as soon as it is made
+Watch = Callable[[list, str], "str | None"]        # (a rollout's entries, host) -> why its objects are not Current
 BatchDone = Callable[[BatchReport], None]           # after a batch (and its soak)
-Guard = Callable[[dict, list], "str | None"]        # (planned phase, its hosts) -> why it must not start there
+Guard = Callable[["RunEntry", list], "str | None"]  # (entry, its hosts) -> why it must not start there
 
 
 @dataclass
@@ -163,7 +207,7 @@ class LiveProgress:
     """Lines while a long phase runs: ``show`` is called after ``after`` seconds, then every ``every`` seconds,
     until the phase's barrier (a phase done sooner shows nothing)."""
 
-    show: Callable[[dict, LiveCount], None]
+    show: Callable[["RunEntry", Barrier, LiveCount], None]
     after: float = LIVE_AFTER
     every: float = LIVE_EVERY
     waiting: Callable[[str, str], str] | None = None   # (phase, host) -> what its work waits for now ("": nothing)
@@ -184,20 +228,21 @@ class RolloutRun:
     clock: Callable[[], float] = time.monotonic
 
 
-def run_phases(phases: list[dict], work: HostWork, *, hosts_in_play: list[str], dry_run: bool = False,
+def run_phases(phases: list[RunEntry], work: HostWork, *, hosts_in_play: list[str], dry_run: bool = False,
                status_mode: bool = False, stopped_by: str = "", concurrency: int = DEFAULT_CLUSTER_CONCURRENCY,
                progress: Progress | None = None, sleep: Callable[[float], None] = time.sleep,
                recorded: Recorded | None = None, prepare: Callable[[list], None] | None = None,
                rollouts: RolloutRun | None = None, live: LiveProgress | None = None,
                guard: Guard | None = None) -> RunReport:
-    """Run ``phases`` (as ``phase_plan`` returns them) in order on their hosts that are in the play.
+    """Run ``phases`` (the plan's ``RunEntry``s) in order on their hosts that are in the play; ``work`` gets each
+    (entry, ``HostContext``).
 
     ``dry_run`` (validate, status): a failure does not stop the plan, and nothing is retried. ``stopped_by``: a
     phase that already stopped the plan (nothing runs). ``sleep``: the pause between attempts (tests pass their own).
     ``recorded``: called with each host's record on that host's thread, before the phase's barrier (the clusters'
     run records get their entries there, so a plan that stops leaves every finished phase recorded).
     ``prepare``: called with the hosts a barrier is about to run on, in this thread, before it (hosts no phase
-    reaches are never prepared). Phases under a rollout (``phase["rollout"]``) run batch by batch: see
+    reaches are never prepared). Phases under a rollout (``entry.rollout``) run batch by batch: see
     ``rollout.py`` and ``RolloutRun``. ``live``: progress lines while a long phase runs (``LiveProgress``).
     ``guard``: asked with a phase's hosts before it starts on them (in a rollout: a batch's, with those of the
     phase's earlier batches); a reason fails the phase on every one of them, without running or recording it there.
@@ -225,21 +270,21 @@ def run_phases(phases: list[dict], work: HostWork, *, hosts_in_play: list[str], 
     return report
 
 
-def _rollout_name(phase: dict) -> str | None:
-    return (phase.get("rollout") or {}).get("phase")
+def _rollout_name(phase: RunEntry) -> str | None:
+    return phase.rollout.phase if phase.rollout is not None else None
 
 
-def _units(phases: list[dict]):
+def _units(phases: list[RunEntry]):
     """The phases to run one after the other: a phase, or a rollout (all the phases under it, batch by batch)."""
     seen = set()
     for phase in phases:
         name = _rollout_name(phase)
         if name is None:
-            if phase.get("executor"):
+            if phase.executor:
                 yield phase
         elif name not in seen:
             seen.add(name)
-            yield rollout_of(phase)
+            yield phase.rollout
 
 
 class _Runner:  # pylint: disable=too-many-instance-attributes
@@ -257,29 +302,27 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
         self._lock = threading.Lock()
         report.batches_run = rollouts.batches_before
 
-    def hosts_of(self, phase: dict) -> list[str]:
+    def hosts_of(self, phase: RunEntry) -> list[str]:
         # a failed cluster takes no later phase (a tolerated failure in a rollout lets the others go on)
-        return [host for host in phase.get("hosts") or [] if host in self.in_play and host not in self.failed]
+        return [host for host in phase.hosts if host in self.in_play and host not in self.failed]
 
-    def phase(self, phase: dict, hosts: list[str], batch: BatchReport | None = None) -> list[PhaseRecord]:
+    def phase(self, phase: RunEntry, hosts: list[str], batch: BatchReport | None = None) -> list[PhaseRecord]:
         """One barrier: the phase on ``hosts``, all at once (up to the pool's size)."""
         if self.prepare is not None and hosts:
             self.prepare(hosts)
-        refused = self.refused(phase, hosts, batch)
+        barrier = Barrier(running=len(hosts), batch=Batch(batch.rollout, batch.number, batch.of) if batch else None)
+        refused = self.refused(phase, hosts, barrier)
         if refused is not None:
             return refused
-        planned = dict(phase, running=len(hosts))
-        if batch is not None:
-            planned["batch"] = {"phase": batch.rollout, "batch": batch.number, "of": batch.of}
         started = time.monotonic()
         self._started = {}
-        futures = {host: self.pool.submit(self._run_on, planned, host) for host in hosts}
+        futures = {host: self.pool.submit(self._run_on, phase, HostContext(host, barrier)) for host in hosts}
         if self.live is not None:
-            self._watch_live(planned, futures, started)
+            self._watch_live(phase, barrier, futures, started)
         records = [futures[host].result() for host in hosts]
         if self.progress is not None:
-            self.progress(planned, records, time.monotonic() - started)
-        if not kind_of(phase["executor"]).runs_on_controller and not self.dry_run:
+            self.progress(phase, barrier, records, time.monotonic() - started)
+        if not kind_of(phase.executor).runs_on_controller and not self.dry_run:
             # the task file's own record follows on the hosts it runs on; not on those failed or skipped here (in a
             # preview: a cluster whose kubeconfig the run makes)
             records = [record for record in records if record.result in (FAILED, SKIPPED)]
@@ -287,10 +330,10 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
         if not self.dry_run:
             self.failed.update(record.host for record in records if record.result == FAILED)
             if batch is None and any(record.result == FAILED for record in records):
-                self.report.stopped_by = phase["name"]
+                self.report.stopped_by = phase.name
         return records
 
-    def refused(self, phase: dict, hosts: list[str], batch: BatchReport | None = None) -> list[PhaseRecord] | None:
+    def refused(self, phase: RunEntry, hosts: list[str], barrier: Barrier) -> list[PhaseRecord] | None:
         """The phase failed on all ``hosts`` when the guard refuses it there (None: it may start). Nothing ran, so
         nothing is recorded in the clusters (``recorded`` is not called). In a rollout the guard sees the hosts of
         the phase's earlier batches too (a later batch's cluster is not looked at before its batch: a rollout
@@ -298,33 +341,33 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
         if self.guard is None or not hosts:
             return None
         started, started_at = time.monotonic(), time.time()
-        earlier = self._guarded.setdefault(phase["name"], []) if batch is not None else []
+        earlier = self._guarded.setdefault(phase.name, []) if barrier.batch is not None else []
         try:
             known = set(earlier)
             reason = self.guard(phase, earlier + [host for host in hosts if host not in known])
         except PhasekitError as err:
             reason = str(err)
         except Exception as err:  # pylint: disable=broad-exception-caught
-            reason = f"unexpected error before phase {phase['name']} started ({type(err).__name__}): {err}"
+            reason = f"unexpected error before phase {phase.name} started ({type(err).__name__}): {err}"
         if not reason:
             earlier.extend(hosts)
             return None
-        planned, details = dict(phase, running=len(hosts)), {"refused": True}
-        if batch is not None:
-            planned["batch"] = details["rollout"] = {"phase": batch.rollout, "batch": batch.number, "of": batch.of}
-        records = [PhaseRecord(phase=phase["name"], host=host, executor=phase["executor"], result=FAILED,
+        details = {"refused": True}
+        if barrier.batch is not None:
+            details["rollout"] = barrier.batch.to_dict()
+        records = [PhaseRecord(phase=phase.name, host=host, executor=phase.executor, result=FAILED,
                                duration=0.0, msg=_short(reason), details=dict(details), started=started_at)
                    for host in hosts]
         if self.progress is not None:
-            self.progress(planned, records, time.monotonic() - started)
+            self.progress(phase, barrier, records, time.monotonic() - started)
         self.report.records.extend(records)
         if not self.dry_run:
             self.failed.update(hosts)
-            if batch is None:   # a rollout's budget decides whether a batch's failures stop it
-                self.report.stopped_by = self.report.stopped_by or phase["name"]
+            if barrier.batch is None:   # a rollout's budget decides whether a batch's failures stop it
+                self.report.stopped_by = self.report.stopped_by or phase.name
         return records
 
-    def _watch_live(self, planned: dict, futures: dict, started: float) -> None:
+    def _watch_live(self, planned: RunEntry, barrier: Barrier, futures: dict, started: float) -> None:
         """Wait for the phase's clusters, saying how far they got once the phase is long (see ``LiveProgress``)."""
         pending = set(futures.values())
         next_line = started + self.live.after
@@ -332,10 +375,10 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
             # one wake-up per line (not per cluster done): a phase over hundreds of clusters costs nothing more
             _done, pending = wait(pending, timeout=max(0.0, next_line - time.monotonic()))
             if pending:
-                self.live.show(planned, self._live_count(planned, futures, started))
+                self.live.show(planned, barrier, self._live_count(planned, futures, started))
                 next_line = time.monotonic() + self.live.every
 
-    def _live_count(self, planned: dict, futures: dict, started: float) -> LiveCount:
+    def _live_count(self, planned: RunEntry, futures: dict, started: float) -> LiveCount:
         now = time.monotonic()
         finished = [future.result() for future in futures.values() if future.done()]
         with self._lock:
@@ -344,30 +387,30 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
         times.update({host: (seconds, True) for host, seconds in running.items()})
         slowest = max(times, key=lambda host: times[host][0], default="")
         seconds, still = times.get(slowest, (0.0, False))
-        waiting = self.live.waiting(planned["name"], slowest) if still and self.live.waiting is not None else ""
+        waiting = self.live.waiting(planned.name, slowest) if still and self.live.waiting is not None else ""
         return LiveCount(clusters=len(futures), done=len(finished),
                          changed=sum(1 for record in finished if record.result == CHANGED),
                          failed=sum(1 for record in finished if record.result == FAILED),
                          running=len(futures) - len(finished), slowest=slowest, slowest_seconds=seconds,
                          slowest_running=still, seconds=now - started, waiting=waiting)
 
-    def _run_on(self, planned: dict, host: str) -> PhaseRecord:
+    def _run_on(self, planned: RunEntry, context: HostContext) -> PhaseRecord:
         if self.live is not None:
             with self._lock:
-                self._started[host] = time.monotonic()
-        record = run_on_host(planned, host, self.work, self.status_mode, retry=not self.dry_run, sleep=self.sleep)
-        if "batch" in planned:
-            record.details = {**record.details, "rollout": planned["batch"]}
+                self._started[context.host] = time.monotonic()
+        record = run_on_host(planned, context, self.work, self.status_mode, retry=not self.dry_run, sleep=self.sleep)
+        if context.batch is not None:
+            record.details = {**record.details, "rollout": context.batch.to_dict()}
         return _recorded(record, planned, self.recorded)
 
     # ------------------------------------------------------------------ rollouts
 
-    def rollout(self, rollout: RolloutOf, phases: list[dict], last: bool = True) -> None:
+    def rollout(self, rollout: RolloutOf, phases: list[RunEntry], last: bool = True) -> None:
         """The rollout's phases, batch by batch: every phase on a batch (a barrier each), then the soak, then
         the failure budget; the run ends at a batch over budget, or after ``stop_after`` batches."""
-        runnable = [phase for phase in phases if phase.get("executor")]
+        runnable = [phase for phase in phases if phase.executor]
         batches = rollout.batches(self.in_play)
-        hosts_of = {phase["name"]: set(phase.get("hosts") or []) for phase in runnable}
+        hosts_of = {phase.name: set(phase.hosts) for phase in runnable}
         for number, hosts in enumerate(batches, start=1):
             batch = BatchReport(rollout.phase, number, len(batches), hosts)
             self.report.batches.append(batch)
@@ -376,7 +419,7 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
             started = time.monotonic()
             last: dict[str, PhaseRecord] = {}
             for phase in runnable:
-                on = [host for host in hosts if host in hosts_of[phase["name"]] and host not in self.failed]
+                on = [host for host in hosts if host in hosts_of[phase.name] and host not in self.failed]
                 for record in self.phase(phase, on, batch):
                     last[record.host] = record
                     batch.ran = batch.ran or not record.details.get("resumed")
@@ -415,7 +458,7 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
         return self.rollouts.pause and rollout.rollout.pause > 0 and not (
             self.rollouts.stop_after and self.report.batches_run + 1 >= self.rollouts.stop_after)
 
-    def _soak(self, rollout: RolloutOf, phases: list[dict], batch: BatchReport, last: dict) -> None:
+    def _soak(self, rollout: RolloutOf, phases: list[RunEntry], batch: BatchReport, last: dict) -> None:
         """``pause`` seconds before the next batch, the batch's clusters watched: a cluster whose objects stop
         being Current fails its last phase of the batch (the gate), and counts against the budget."""
         seconds = rollout.rollout.pause
@@ -429,8 +472,8 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
             polls += 1
             for host, problem in zip(watched, self.pool.map(lambda host: self._watch(phases, host), watched)):
                 if problem:
-                    self._soak_failed(batch, last[host], f"during the {seconds:g}s soak after batch {batch.number} "
-                                                         f"of {batch.of}: {problem}")
+                    self._soak_failed(phases, batch, last[host], f"during the {seconds:g}s soak after batch "
+                                                                 f"{batch.number} of {batch.of}: {problem}")
             watched = [host for host in watched if host not in batch.failed]
             left = deadline - clock()
             if left <= 0 or over_budget(len(batch.failed), len(batch.hosts), rollout.rollout.max_fail_percentage):
@@ -440,7 +483,7 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
         batch.soak = (f"{seconds:g}s, {polls} check(s): "
                       + (f"{len(bad)} cluster(s) failed" if bad else "every object stayed Current"))
 
-    def _watch(self, phases: list[dict], host: str) -> str | None:
+    def _watch(self, phases: list[RunEntry], host: str) -> str | None:
         if self.rollouts.watch is None:
             return None
         try:
@@ -450,7 +493,7 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
         except Exception as err:  # pylint: disable=broad-exception-caught
             return f"unexpected error ({type(err).__name__}): {err}"
 
-    def _soak_failed(self, batch: BatchReport, record: PhaseRecord, message: str) -> None:
+    def _soak_failed(self, phases: list[RunEntry], batch: BatchReport, record: PhaseRecord, message: str) -> None:
         failed = PhaseRecord(phase=record.phase, host=record.host, executor=record.executor, result=FAILED,
                              duration=record.duration, objects_changed=record.objects_changed, msg=_short(message),
                              details={**record.details, "soak": True}, started=record.started)
@@ -458,7 +501,7 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
         batch.failed[record.host] = f"phase {record.phase}: {failed.msg}"
         self.failed.add(record.host)
         if self.recorded is not None:
-            self.recorded({"name": record.phase}, failed)
+            self.recorded(next(phase for phase in phases if phase.name == record.phase), failed)
 
     def _stop(self, rollout: RolloutOf, batch: BatchReport, rest: list[list[str]]) -> dict:
         untouched = [host for hosts in rest for host in hosts]
@@ -467,48 +510,49 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
                 "paused": batch.stopped.startswith("plan_rollout_stop_after")}
 
 
-def _recorded(record: PhaseRecord, phase: dict, recorded: Recorded | None) -> PhaseRecord:
+def _recorded(record: PhaseRecord, phase: RunEntry, recorded: Recorded | None) -> PhaseRecord:
     if recorded is not None:
         recorded(phase, record)
     return record
 
 
-def run_on_host(phase: dict, host: str, work: HostWork, status_mode: bool = False, *, retry: bool = True,
-                sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> PhaseRecord:
+def run_on_host(phase: RunEntry, context: HostContext, work: HostWork, status_mode: bool = False, *,
+                retry: bool = True, sleep: Callable[[float], None] = time.sleep,
+                clock: Callable[[], float] = time.monotonic) -> PhaseRecord:
     """Run one phase on one host, again after a failed attempt while the phase's ``retries`` and ``timeout``
     allow; any error becomes a failed record naming it (never a traceback).
 
-    With a ``timeout`` the executor gets the phase with a ``deadline`` (``time_left`` reads it): its waits and
+    With a ``timeout`` the executor's ``HostContext`` has a ``deadline`` (``time_left`` reads it): its waits and
     commands end by then, and no attempt starts after it.
     """
     started, started_at = clock(), time.time()
-    limit = phase.get("timeout")
+    host, limit = context.host, phase.timeout
     deadline = started + limit if limit else None
-    attempts = 1 + (int(phase.get("retries") or 0) if retry else 0)
-    timed = dict(phase, deadline=deadline) if deadline is not None else phase
+    attempts = 1 + (int(phase.retries or 0) if retry else 0)
+    timed = HostContext(host, context.barrier, deadline) if deadline is not None else context
     attempt = 0
     while True:
         attempt += 1
-        outcome = _attempt(timed, host, work)
+        outcome = _attempt(phase, timed, work)
         failed = outcome.failed or (outcome.not_ready and not status_mode)
         if not failed or attempt >= attempts:
             break
-        pause = retry_pause(phase.get("delay"), attempt)
+        pause = retry_pause(phase.delay, attempt)
         if deadline is not None and clock() + pause >= deadline:
             outcome.msg = f"{outcome.msg} (no time left for attempt {attempt + 1}: the phase's timeout is {limit:g}s)"
             break
         sleep(pause)
     if attempts > 1:
         _say_attempts(outcome, attempt, attempts)
-    return PhaseRecord(phase=phase["name"], host=host, executor=phase["executor"],
+    return PhaseRecord(phase=phase.name, host=host, executor=phase.executor,
                        result=result_of(outcome, status_mode), duration=clock() - started,
                        objects_changed=outcome.objects_changed, msg=_short(outcome.msg), details=outcome.details,
                        started=started_at)
 
 
-def _attempt(phase: dict, host: str, work: HostWork) -> Outcome:
+def _attempt(phase: RunEntry, context: HostContext, work: HostWork) -> Outcome:
     try:
-        return work(phase, host)
+        return work(phase, context)
     except PhasekitError as err:
         return Outcome(failed=True, msg=str(err))
     # one host's bug must not hide the other hosts' outcomes
@@ -531,9 +575,8 @@ def _say_attempts(outcome: Outcome, attempt: int, attempts: int) -> None:
         outcome.msg = f"succeeded on attempt {attempt} of {attempts}" + (f"; {outcome.msg}" if outcome.msg else "")
 
 
-def time_left(phase: dict, clock: Callable[[], float] = time.monotonic) -> float | None:
-    """Seconds left of the phase's ``timeout`` on this host (None: no timeout); 0 once it has passed."""
-    deadline = phase.get("deadline")
+def time_left(deadline: float | None, clock: Callable[[], float] = time.monotonic) -> float | None:
+    """Seconds left until a host's ``HostContext.deadline`` (None: the phase has no timeout); 0 once it has passed."""
     return None if deadline is None else max(0.0, deadline - clock())
 
 

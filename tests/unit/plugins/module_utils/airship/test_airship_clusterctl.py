@@ -14,6 +14,7 @@ import yaml
 from ansible_collections.phasekit.kube.plugins.action.phase_plan import render_bundles
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import BuiltinExecutors
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import HostContext
 from ansible_collections.phasekit.kube.plugins.module_utils.airship.convert import convert_documents
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import inline_documents
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.inventory import Inventory
@@ -265,7 +266,7 @@ sys.exit(0 if seen == ("target-cluster", "ephemeral-cluster", "images: {}\\n", {
 def test_a_command_phase_gets_the_parents_kubeconfig_and_its_files(tmp_path):
     options = {"argv": [sys.executable, "-c", PROBE], "kubeconfigs": {FROM: "{{ kube_parent }}"},
                "env_files": {CONFIG: "images: {}\n"}}
-    outcome = BuiltinExecutors(FakeAccess())({"name": "move", "executor": "command", "options": options}, T)
+    outcome = BuiltinExecutors(FakeAccess())({"name": "move", "executor": "command", "options": options}, HostContext(T))
     assert not outcome.failed, outcome.msg
     assert outcome.msg.startswith("rc 0: /") and outcome.details["rc"] == 0
 
@@ -275,12 +276,12 @@ def test_a_kubeconfigs_entry_that_renders_empty_names_the_phase_and_option():
     access.render_options = lambda host, options, where: {**options, "kubeconfigs": {FROM: ""}}
     with pytest.raises(PhasekitError, match=rf"phase move on cluster {T}: option kubeconfigs.{FROM} names no host"):
         BuiltinExecutors(access)({"name": "move", "executor": "command", "options": {
-            "argv": ["true"], "kubeconfigs": {FROM: "{{ kube_parent }}"}}}, T)
+            "argv": ["true"], "kubeconfigs": {FROM: "{{ kube_parent }}"}}}, HostContext(T))
 
 
 def test_a_command_phase_in_check_mode_runs_nothing():
     work = BuiltinExecutors(FakeAccess(), check_mode=True)
-    outcome = work({"name": "init", "executor": "command", "options": {"argv": ["clusterctl-not-here", "init"]}}, T)
+    outcome = work({"name": "init", "executor": "command", "options": {"argv": ["clusterctl-not-here", "init"]}}, HostContext(T))
     assert outcome.skipped and outcome.msg == "commands do not run in a dry run"
 
 
@@ -397,7 +398,7 @@ def test_provider_versions_are_built_into_a_clusterctl_repository_the_config_nam
     out = tmp_path / "seen.json"
     clusterctl_on_path.write_text(FAKE_CLUSTERCTL.format(python=sys.executable, repository=REPOSITORY, out=str(out)),
                                   encoding="utf-8")
-    outcome = BuiltinExecutors(FakeAccess())({"name": "init", "executor": "command", "options": options}, T)
+    outcome = BuiltinExecutors(FakeAccess())({"name": "init", "executor": "command", "options": options}, HostContext(T))
     assert (outcome.failed, outcome.msg) == (False, "")
     seen = json.loads(out.read_text(encoding="utf-8"))
     assert seen["urls"] == {"metal3": "infrastructure-metal3/v0.4.0/infrastructure-components.yaml",
@@ -450,7 +451,7 @@ def test_validate_and_check_mode_build_the_entry_points_and_run_nothing(tmp_path
     options = phase(tmp_path, action="init", providers=TWO_PROVIDERS).options
     options = {**options, "cmd": "exec clusterctl-must-not-run"}
     outcome = BuiltinExecutors(FakeAccess(), mode=mode, check_mode=check_mode)(
-        {"name": "init", "executor": "command", "options": options}, T)
+        {"name": "init", "executor": "command", "options": options}, HostContext(T))
     assert outcome.skipped and outcome.msg == "commands do not run in a dry run"
 
 
@@ -478,7 +479,7 @@ def test_an_entry_point_that_does_not_build_fails_validate_naming_the_provider_a
     broken_site(tmp_path, how)
     options = phase(tmp_path, action="init", providers=TWO_PROVIDERS).options
     with pytest.raises(PhasekitError) as error:
-        BuiltinExecutors(FakeAccess(), mode="validate")({"name": "init", "executor": "command", "options": options}, T)
+        BuiltinExecutors(FakeAccess(), mode="validate")({"name": "init", "executor": "command", "options": options}, HostContext(T))
     assert str(error.value).startswith("plan document 2 (Clusterctl cctl) field providers[0].versions.v0.4.0: ")
     assert re.search(message, str(error.value))
 

@@ -6,7 +6,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents imp
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.executors import executor_registry
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.inventory import Inventory
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import API_VERSION
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import build_plan
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import RunEntry, build_plan
 
 GROUPS = {
     "all": ["ephemeral", "target", "child-a", "child-b", "lonely"],
@@ -56,3 +56,8 @@ def build(documents, base_dir, *, groups=None, parents=None, with_kubeconfig=Non
 
 def run_list(plan_):
     return [planned.phase.full_name for planned in plan_.selected]
+
+
+def run_entry(name, executor="apply", hosts=(), **fields):
+    """A run entry as the planner makes it, from the fields a test cares about (``rollout``: as JSON)."""
+    return RunEntry.from_dict({"name": name, "executor": executor, "hosts": list(hosts), **fields})

@@ -14,6 +14,7 @@ import yaml
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import BuiltinExecutors
+from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import HostContext
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.container import (
     check_container_options, container_argv, container_engine, mount_argument, output_items, resource_list,
     run_container, write_output)
@@ -179,7 +180,7 @@ def test_a_run_gives_the_engine_the_documents_and_a_private_kubeconfig_removed_a
 def test_a_failed_container_is_a_failed_phase_with_its_last_words(engine):
     access = FakeAccess()
     outcome = BuiltinExecutors(access)({"name": "c", "executor": "container",
-                                        "options": {"image": "img", "command": ["fail"]}}, E)
+                                        "options": {"image": "img", "command": ["fail"]}}, HostContext(E))
     assert outcome.failed and outcome.msg == "container img exited with rc 3: something went wrong"
     assert "secret-token" not in outcome.msg
 
@@ -193,16 +194,16 @@ def test_a_container_past_its_timeout_is_removed(engine):
 
 def test_the_output_is_written_to_output_dir_or_returned(engine, tmp_path):
     executors_ = BuiltinExecutors(FakeAccess())
-    shown = executors_({"name": "c", "executor": "container", "options": {"image": "img"}}, E)
+    shown = executors_({"name": "c", "executor": "container", "options": {"image": "img"}}, HostContext(E))
     assert shown.details["output"] == [{"kind": "ConfigMap", "metadata": {"name": "made"}}]
     written = executors_({"name": "c", "executor": "container",
-                          "options": {"image": "img", "output_dir": str(tmp_path / "sink")}}, E)
+                          "options": {"image": "img", "output_dir": str(tmp_path / "sink")}}, HostContext(E))
     assert written.details["files"] == [str(tmp_path / "sink" / "configmap_made.yaml")]
 
 
 def test_a_dry_run_runs_no_container(engine):
     validate = BuiltinExecutors(FakeAccess(), mode="validate")
-    outcome = validate({"name": "c", "executor": "container", "options": {"image": "img"}}, E)
+    outcome = validate({"name": "c", "executor": "container", "options": {"image": "img"}}, HostContext(E))
     assert outcome.skipped and not engine.exists()
 
 

@@ -3,11 +3,13 @@ and the views of status and history (a session stand-in that keeps one ConfigMap
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
 
 import pytest
+from phase_helpers import run_entry
 import yaml
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
@@ -272,15 +274,15 @@ def test_a_write_that_fails_after_a_success_warns_on_the_record():
 def test_run_phases_records_each_phase_before_the_next_starts():
     order = []
 
-    def work(planned, host):
-        order.append(("work", planned["name"], host))
+    def work(planned, context):
+        order.append(("work", planned["name"], context.host))
         return Outcome(changed=True, details={"digest": "d"})
 
     def recorded(planned, record):
         order.append(("record", planned["name"], record.host))
 
-    run_phases([{"name": "one", "executor": "apply", "hosts": ["a"]},
-                {"name": "two", "executor": "apply", "hosts": ["a"]}], work, hosts_in_play=["a"], recorded=recorded)
+    run_phases([run_entry("one", "apply", ["a"]), run_entry("two", "apply", ["a"])], work, hosts_in_play=["a"],
+               recorded=recorded)
     assert order == [("work", "one", "a"), ("record", "one", "a"), ("work", "two", "a"), ("record", "two", "a")]
 
 
@@ -313,8 +315,7 @@ class Recorded(BuiltinExecutors):
 
 
 def plan(*names):
-    return [{"name": name, "executor": "apply", "hosts": ["a", "b"], "source": None, "options": {}}
-            for name in names]
+    return [run_entry(name, "apply", ["a", "b"], source=None, options={}) for name in names]
 
 
 def test_resume_continues_each_cluster_from_its_first_phase_without_a_matching_success():
@@ -342,7 +343,7 @@ def test_a_changed_option_changes_the_digest_and_the_phase_runs_again():
     store = Store()
     first = Recorded(store)
     run_phases(plan("one"), first, hosts_in_play=["a"], recorded=phase_recorder(first.records))
-    changed = [dict(plan("one")[0], options={"namespace": "elsewhere"})]
+    changed = [dataclasses.replace(plan("one")[0], options={"namespace": "elsewhere"})]
     again = Recorded(store, resume=True)
     run_phases(changed, again, hosts_in_play=["a"])
     assert again.applied == [("one", "a")]

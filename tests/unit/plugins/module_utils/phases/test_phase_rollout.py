@@ -6,7 +6,7 @@ stop after N batches; one row per rule."""
 from __future__ import annotations
 
 import pytest
-from phase_helpers import build, phase, plan
+from phase_helpers import build, phase, plan, run_entry
 
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import Problems
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import (
@@ -92,18 +92,19 @@ class Work:
         self.answers = answers or {}
         self.calls = []
 
-    def __call__(self, phase, host):
+    def __call__(self, phase, context):
+        host = context.host
         self.calls.append((phase["name"], host))
         return self.answers.get((phase["name"], host), Outcome(changed=True))
 
 
 def rollout_phases(hosts=HOSTS, batches=(1, "10%", "100%"), budget=0.0, pause=0.0, after=True):
     rollout = RolloutOf("cni", Rollout(tuple(batches), budget, pause), list(hosts)).to_dict()
-    phases = [{"name": "cni", "executor": None, "hosts": [], "rollout": rollout},
-              {"name": "cni/apply", "executor": "apply", "hosts": list(hosts), "rollout": rollout},
-              {"name": "cni/ready", "executor": "wait", "hosts": list(hosts), "rollout": rollout}]
+    phases = [run_entry("cni", None, (), rollout=rollout),
+              run_entry("cni/apply", "apply", hosts, rollout=rollout),
+              run_entry("cni/ready", "wait", hosts, rollout=rollout)]
     if after:
-        phases.append({"name": "apps", "executor": "apply", "hosts": list(hosts), "rollout": None})
+        phases.append(run_entry("apps", "apply", hosts, rollout=None))
     return phases
 
 
@@ -158,7 +159,8 @@ def test_stop_after_ends_the_run_and_resumed_batches_do_not_count():
     assert "paused after batch 2 of 3 (plan_rollout_stop_after" in rollout_stop_message(report.stop)
 
     class Resumed(Work):
-        def __call__(self, phase, host):
+        def __call__(self, phase, context):
+            host = context.host
             self.calls.append((phase["name"], host))
             if host in ("h00", "h01", "h02"):
                 return Outcome(skipped=True, details={"resumed": True})
@@ -248,11 +250,11 @@ def test_a_rollout_phase_the_plan_runs_twice_is_two_rollouts_each_at_its_positio
                  phase("check", cluster="workload", executor="command", options=ECHO),
                  plan("site", "cni", "check", "cni")]
     built = build(documents, tmp_path, name="site")
-    phases = [planned.to_dict() for planned in built.phases]
-    assert [(p["name"], (p["rollout"] or {}).get("phase")) for p in phases] == [
+    assert [(p["name"], (p["rollout"] or {}).get("phase")) for p in (planned.to_dict() for planned in built.phases)] == [
         ("cni#1", "cni#1"), ("cni/apply#1", "cni#1"), ("check", None), ("cni#2", "cni#2"), ("cni/apply#2", "cni#2")]
     work = Work()
-    report = run_phases(phases, work, hosts_in_play=["child-a", "child-b"], concurrency=1)
+    report = run_phases([planned.run_entry() for planned in built.phases], work, hosts_in_play=["child-a", "child-b"],
+                        concurrency=1)
     # each run of the rollout goes batch by batch at its own position, around the phase between them
     assert work.calls == [("cni/apply#1", "child-a"), ("cni/apply#1", "child-b"), ("check", "child-a"),
                           ("check", "child-b"), ("cni/apply#2", "child-a"), ("cni/apply#2", "child-b")]

@@ -13,14 +13,16 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin impor
     REQUEST_BUDGET, BuiltinExecutors, SharedRequests, applies_after, apply_arguments, capped, command_timeout,
     option_values, phase_environment)
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import (
-    MAX_MESSAGE, LiveProgress, Outcome, plan_steps, result_of, retry_pause, run_on_host, run_phases, time_left)
+    MAX_MESSAGE, HostContext, LiveProgress, Outcome, plan_steps, result_of, retry_pause, run_on_host, run_phases,
+    time_left)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import APPLY_OPTIONS_SPEC
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ListMemory
+from phase_helpers import run_entry
 
 
 def phase(name, executor="apply", hosts=("a", "b"), **extra):
-    return {"name": name, "executor": executor, "hosts": list(hosts), "source": extra.pop("source", None),
-            "options": extra.pop("options", {}), **extra}
+    return run_entry(name, executor, hosts, source=extra.pop("source", None), options=extra.pop("options", {}),
+                     **extra)
 
 
 class Script:
@@ -32,7 +34,8 @@ class Script:
         self.delay = delay
         self.lock = threading.Lock()
 
-    def __call__(self, planned, host):
+    def __call__(self, planned, context):
+        host = context.host
         with self.lock:
             self.calls.append((planned["name"], host, time.monotonic()))
         time.sleep(self.delay)
@@ -64,9 +67,9 @@ class SlowHosts:
     def __init__(self, seconds: dict, answers: dict | None = None):
         self.seconds, self.answers = seconds, answers or {}
 
-    def __call__(self, planned, host):
-        time.sleep(self.seconds[host])
-        return self.answers.get(host, Outcome())
+    def __call__(self, planned, context):
+        time.sleep(self.seconds[context.host])
+        return self.answers.get(context.host, Outcome())
 
 
 @pytest.mark.parametrize("seconds, lines_at_least, lines_at_most", [
@@ -75,7 +78,7 @@ class SlowHosts:
 ], ids=["short-phase-says-nothing", "long-phase-says-how-far-it-got-at-most-every-interval"])
 def test_live_progress_of_a_long_phase(seconds, lines_at_least, lines_at_most):
     shown = []
-    live = LiveProgress(lambda planned, count: shown.append((planned["name"], count)), after=0.3, every=0.2)
+    live = LiveProgress(lambda planned, _barrier, count: shown.append((planned["name"], count)), after=0.3, every=0.2)
     run_phases([phase("one", hosts="ab")], SlowHosts(seconds, {"a": Outcome(changed=True)}), hosts_in_play=["a", "b"],
                concurrency=2, live=live)
     assert lines_at_least <= len(shown) <= lines_at_most, shown
@@ -89,7 +92,7 @@ def test_live_progress_of_a_long_phase(seconds, lines_at_least, lines_at_most):
 
 def test_live_progress_counts_failures_and_names_a_finished_slowest_cluster():
     shown = []
-    live = LiveProgress(lambda planned, count: shown.append(count), after=0.3, every=10)
+    live = LiveProgress(lambda planned, _barrier, count: shown.append(count), after=0.3, every=10)
     work = SlowHosts({"a": 0.45, "b": 0.05, "c": 0.8}, {"a": Outcome(failed=True, msg="boom")})
     run_phases([phase("one", hosts="abc")], work, hosts_in_play=list("abc"), concurrency=2, live=live)
     # two at once: c waits for b's place; at 0.3s a is running longest (0.3s), then c until the end
@@ -105,7 +108,7 @@ def test_live_progress_says_what_the_slowest_running_cluster_waits_for():
         asked.append((name, host))
         return f"Deployment apps/web on {host}: Available: 0/2"
 
-    live = LiveProgress(lambda planned, count: shown.append(count), after=0.3, every=10, waiting=waiting)
+    live = LiveProgress(lambda planned, _barrier, count: shown.append(count), after=0.3, every=10, waiting=waiting)
     run_phases([phase("one", hosts="ab")], SlowHosts({"a": 0.05, "b": 0.6}), hosts_in_play=["a", "b"],
                concurrency=2, live=live)
     assert [(count.slowest, count.waiting) for count in shown] == [("b", "Deployment apps/web on b: Available: 0/2")]
@@ -239,7 +242,7 @@ class NoCluster:
 def test_dry_runs_skip_without_touching_a_cluster(mode, check_mode, executor):
     options = {"cmd": "true"} if executor == "command" else {}
     outcome = BuiltinExecutors(NoCluster(), mode=mode, check_mode=check_mode)(
-        phase("p", executor, options=options), "a")
+        phase("p", executor, options=options), HostContext("a"))
     assert outcome.skipped
 
 
@@ -249,7 +252,7 @@ def test_dry_runs_skip_without_touching_a_cluster(mode, check_mode, executor):
 ], ids=["check-mode-says-what-would-run", "status-says-what-would-run"])
 def test_a_command_preview_says_what_would_run_and_runs_nothing(mode, check_mode, options, preview):
     outcome = BuiltinExecutors(NoCluster(), mode=mode, check_mode=check_mode)(phase("p", "command", options=options),
-                                                                              "a")
+                                                                              HostContext("a"))
     assert outcome.skipped and outcome.details["preview"] == preview
 
 
@@ -270,7 +273,7 @@ def test_run_in_check_mode_declares_a_command_safe_to_run_in_a_preview(tmp_path,
     marker = tmp_path / "ran"
     options = {"argv": ["touch", str(marker)], "run_in_check_mode": declared}
     outcome = BuiltinExecutors(ResolvedOnly(), mode=mode, check_mode=check_mode)(
-        phase("p", "command", options=options), "a")
+        phase("p", "command", options=options), HostContext("a"))
     assert marker.exists() is runs and outcome.skipped is not runs
     if runs and check_mode:
         assert outcome.details["preview"] == f"ran (run_in_check_mode): touch {marker}"
@@ -480,9 +483,9 @@ def test_the_last_apply_of_a_step_opens_no_watch_for_its_lists(monkeypatch):
     step = [phase("one", source=[]), phase("two", source=[], hosts=("a",))]
     executors = BuiltinExecutors(Access(), step=step)
     for planned, host in (("one", "a"), ("one", "b"), ("two", "a")):
-        assert not executors(step[0] if planned == "one" else step[1], host).failed
+        assert not executors(step[0] if planned == "one" else step[1], HostContext(host)).failed
     assert guarded == [True, False, False]   # b has no later apply; "two" is the last
-    assert BuiltinExecutors(Access())(step[1], "a") is not None and guarded[-1] is True   # no step known: watched
+    assert BuiltinExecutors(Access())(step[1], HostContext("a")) is not None and guarded[-1] is True   # no step known: watched
 
 
 def test_a_phase_that_is_not_an_apply_forgets_the_steps_lists_before_and_after_it_runs():
@@ -575,7 +578,8 @@ class Flaky:
         self.attempts = {}
         self.lock = threading.Lock()
 
-    def __call__(self, planned, host):
+    def __call__(self, planned, context):
+        host = context.host
         with self.lock:
             self.attempts[host] = self.attempts.get(host, 0) + 1
             count = self.attempts[host]
@@ -603,7 +607,7 @@ class FakeClock:
 ], ids=["fails-twice-then-succeeds", "fails-every-attempt", "first-attempt-succeeds", "no-retries-no-word"])
 def test_retries(failures, retries, result, message, attempts):
     clock = FakeClock()
-    record = run_on_host(phase("one", retries=retries, delay=1.5), "a", Flaky(failures), sleep=clock.sleep,
+    record = run_on_host(phase("one", retries=retries, delay=1.5), HostContext("a"), Flaky(failures), sleep=clock.sleep,
                          clock=clock)
     assert (record.result, record.msg, record.details.get("attempts")) == (result, message, attempts)
     assert clock.pauses == [1.5, 3.0][:min(failures, retries)]   # the delay, doubled after each failure
@@ -612,7 +616,7 @@ def test_retries(failures, retries, result, message, attempts):
 def test_not_ready_is_retried_but_a_dry_run_is_not():
     not_ready = Outcome(not_ready=True, msg="1 of 1 objects not ready")
     clock = FakeClock()
-    assert run_on_host(phase("one", retries=1, delay=0), "a", Flaky(1, not_ready), sleep=clock.sleep,
+    assert run_on_host(phase("one", retries=1, delay=0), HostContext("a"), Flaky(1, not_ready), sleep=clock.sleep,
                        clock=clock).result == "changed"
     report = run_phases([phase("one", hosts="a", retries=3, delay=0)], Flaky(1), hosts_in_play=["a"], dry_run=True,
                         sleep=clock.sleep)
@@ -621,7 +625,7 @@ def test_not_ready_is_retried_but_a_dry_run_is_not():
 
 def test_no_attempt_starts_after_the_phase_timeout():
     clock = FakeClock()
-    record = run_on_host(phase("one", retries=5, delay=4, timeout=10), "a", Flaky(9), sleep=clock.sleep, clock=clock)
+    record = run_on_host(phase("one", retries=5, delay=4, timeout=10), HostContext("a"), Flaky(9), sleep=clock.sleep, clock=clock)
     assert clock.pauses == [4]     # after it t=104; the next pause (8 s) would end past t=110
     assert record.result == "failed"
     assert record.msg == ("attempt 2 of 6: connection refused (no time left for attempt 3: "
@@ -632,12 +636,12 @@ def test_the_executor_sees_the_time_left():
     clock = FakeClock()
     seen = []
 
-    def work(planned, _host):
-        seen.append(time_left(planned, clock=lambda: clock.now + 2.5))
+    def work(_planned, context):
+        seen.append(time_left(context.deadline, clock=lambda: clock.now + 2.5))
         return Outcome()
 
-    run_on_host(phase("one", timeout=30), "a", work, clock=clock)
-    run_on_host(phase("two"), "a", work, clock=clock)
+    run_on_host(phase("one", timeout=30), HostContext("a"), work, clock=clock)
+    run_on_host(phase("two"), HostContext("a"), work, clock=clock)
     assert seen == [27.5, None]
 
 
@@ -653,16 +657,16 @@ def test_retry_pause(delay, attempt, pause):
     (None, None, 300, 300), (None, None, None, None),
 ], ids=["no-phase-timeout", "capped-by-the-phase", "shorter-wait-kept", "default-capped", "default", "nothing"])
 def test_waits_end_within_the_phase_timeout(seconds, left, default, expected):
-    planned = phase("one") if left is None else dict(phase("one"), deadline=time.monotonic() + left)
-    assert capped(seconds, planned, default=default) == (None if expected is None else pytest.approx(expected, abs=0.05))
+    deadline = None if left is None else time.monotonic() + left
+    assert capped(seconds, deadline, default=default) == (None if expected is None else pytest.approx(expected, abs=0.05))
 
 
 @pytest.mark.parametrize("seconds, left, expected", [
     (None, None, None), (60, None, 60), (60, 12.2, 13), (None, 0.0, 1),
 ], ids=["unbounded", "its-own-limit", "rounded-up-within-the-phase", "at-least-a-second"])
 def test_command_timeout(seconds, left, expected):
-    planned = phase("one") if left is None else dict(phase("one"), deadline=time.monotonic() + left)
-    assert command_timeout(seconds, planned) == expected
+    deadline = None if left is None else time.monotonic() + left
+    assert command_timeout(seconds, deadline) == expected
 
 
 @pytest.mark.parametrize("recorded, now, same", [

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from phase_helpers import run_entry
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.identity import ClusterIdentity
@@ -81,13 +82,13 @@ class Work:
     def __init__(self):
         self.calls = []
 
-    def __call__(self, phase, host):
-        self.calls.append((phase["name"], host))
+    def __call__(self, phase, context):
+        self.calls.append((phase["name"], context.host))
         return Outcome(changed=True)
 
 
 def phase(name, hosts, executor="apply", **extra):
-    return {"name": name, "executor": executor, "hosts": list(hosts), "options": {}, **extra}
+    return run_entry(name, executor, hosts, options={}, **extra)
 
 
 def refuse_shared(refused_phase):
@@ -101,7 +102,7 @@ def test_a_refused_phase_fails_on_all_its_hosts_runs_nowhere_records_nothing_and
     report = run_phases([phase("ns", "ab"), phase("apps", "abc"), phase("later", "abc")], work,
                         hosts_in_play=list("abc"), guard=refuse_shared("apps"),
                         recorded=lambda _phase, record: recorded.append((record.phase, record.host)),
-                        progress=lambda planned, records, _seconds: progress.append((planned["name"], len(records))))
+                        progress=lambda planned, _barrier, records, _seconds: progress.append((planned["name"], len(records))))
     assert work.calls == [("ns", "a"), ("ns", "b")] or work.calls == [("ns", "b"), ("ns", "a")]
     assert [(record.phase, record.host, record.result) for record in report.records[2:]] == [
         ("apps", "a", FAILED), ("apps", "b", FAILED), ("apps", "c", FAILED)]
@@ -122,7 +123,7 @@ def test_a_tasks_phase_is_guarded_too():
 def test_a_rollout_batch_is_guarded_with_the_earlier_batches_and_no_later_cluster_is_looked_at():
     hosts = [f"h{index}" for index in range(8)]
     rollout = RolloutOf("cni", Rollout((1, 2, "100%"), 0.0, 0.0), hosts).to_dict()
-    phases = [{"name": "cni", "executor": None, "hosts": [], "rollout": rollout},
+    phases = [run_entry("cni", None, (), rollout=rollout),
               phase("cni/apply", hosts, rollout=rollout), phase("cni/ready", hosts, executor="wait", rollout=rollout)]
     seen = []
 
