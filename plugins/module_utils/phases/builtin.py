@@ -182,7 +182,7 @@ class BuiltinExecutors:
             self._cluster_lock(phase, host)
             outcome = self.host_records.run(phase, host, lambda: self._run_with_outputs(phase, host))
         except PhasekitError as err:
-            outcome = self._known_after_run(phase, host)
+            outcome = known_after_run_outcome(self, phase, host)
             if outcome is None:
                 raise PhasekitError(self.masks(phase, host).scrub(str(err))) from None
         except Exception as err:  # pylint: disable=broad-exception-caught
@@ -232,17 +232,6 @@ class BuiltinExecutors:
             return  # destroy takes it when it undoes a phase (``_destroy``: a cluster gone may be skipped)
         self.records.begin(host, acquire=writes_outside_session(phase))
 
-    def _known_after_run(self, phase: dict, host: str) -> Outcome | None:
-        """In a preview, a host whose kubeconfig is a Secret not there yet (the run's earlier phases or a controller
-        make it; a preview makes nothing and waits for nothing): its phase is not previewed, as terraform's "known
-        after apply". None when that is not why it failed."""
-        known = getattr(self.access, "known_after_run", None)  # an access without Secret sources has none
-        where = known(host) if known is not None and self.dry_run and self.mode != DESTROY else None
-        if where is None:
-            return None
-        note = kind_of(phase["executor"]).known_after_run_note(host, where)
-        return Outcome(skipped=True, msg=note, details={"preview": note, UNKNOWN_KUBECONFIG: True})
-
     def _run_executor(self, phase: dict, host: str) -> Outcome:
         if self.mode == DESTROY:
             return self._destroy(phase, host)
@@ -270,9 +259,7 @@ class BuiltinExecutors:
         kind = kind_of(phase["executor"])
         if not kind.reaches_cluster or (self.mode == DESTROY and not kind.undone_by_destroy):
             return None
-        with ThreadPoolExecutor(min(IDENTITY_THREADS, len(hosts)), thread_name_prefix="phasekit-identity") as pool:
-            found = list(pool.map(lambda host: host_target(self.access, host), hosts))
-        return shared_cluster_refusal(phase["name"], [target for target in found if target is not None])
+        return shared_cluster_refusal(phase["name"], host_targets(self.access, hosts))
 
     def masks(self, phase: dict, host: str) -> Masks:
         """What a phase on ``host`` must not show: the host's secrets, and those its executor handed its program
@@ -372,6 +359,25 @@ class BuiltinExecutors:
     def soak_problem(self, phases: list[dict], host: str) -> str | None:
         """One look at what a rollout's batch applied on host (``watching.soak_problem``)."""
         return soak_problem(self, phases, host)
+
+def known_after_run_outcome(work, phase: dict, host: str) -> Outcome | None:
+    """In a preview, a host whose kubeconfig is a Secret not there yet (the run's earlier phases or a controller
+    make it; a preview makes nothing and waits for nothing): its phase is not previewed, as terraform's "known
+    after apply". None when that is not why it failed."""
+    known = getattr(work.access, "known_after_run", None)  # an access without Secret sources has none
+    where = known(host) if known is not None and work.dry_run and work.mode != DESTROY else None
+    if where is None:
+        return None
+    note = kind_of(phase["executor"]).known_after_run_note(host, where)
+    return Outcome(skipped=True, msg=note, details={"preview": note, UNKNOWN_KUBECONFIG: True})
+
+
+def host_targets(access: ClusterAccess, hosts: list[str]) -> list[HostTarget]:
+    """Where each of ``hosts`` writes by default, looked up side by side (those whose kubeconfig resolves)."""
+    with ThreadPoolExecutor(min(IDENTITY_THREADS, len(hosts)), thread_name_prefix="phasekit-identity") as pool:
+        found = list(pool.map(lambda host: host_target(access, host), hosts))
+    return [target for target in found if target is not None]
+
 
 def host_target(access: ClusterAccess, host: str) -> HostTarget | None:
     """Where ``host`` writes by default; None when its kubeconfig does not resolve (its phase fails on that)."""
