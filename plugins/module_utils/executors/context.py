@@ -35,7 +35,7 @@ class Outcome:
     details: dict = field(default_factory=dict)   # executor output kept in the task result (no secrets)
 
 
-class HostWork(Protocol):  # pylint: disable=too-few-public-methods
+class HostWork(Protocol):
     """The run as an executor sees it (implemented by ``phases.builtin.BuiltinExecutors``).
 
     Attributes: ``access`` (``ClusterAccess``: resolution, session, templates, secrets of a host), ``mode`` (RUN,

@@ -165,8 +165,8 @@ class BuiltinExecutors:
         self.shared = shared  # None: one cluster at a time, each apply with its own threads
         self.mode, self.check_mode, self.diff = mode, check_mode, diff
         self.dry_run = check_mode or mode in (VALIDATE, STATUS)
-        self.bundles = PhaseBundles(render, lambda host, path: access.render_template(host, path))
-        self.waits = Waits(lambda host: access.secrets(host))  # what each phase's wait waits for now, for progress lines
+        self.bundles = PhaseBundles(render, access)
+        self.waits = Waits(access)  # what each phase's wait waits for now, for progress lines
         self.files = FileDigests()
         self._lock = threading.Lock()
         self.records = records

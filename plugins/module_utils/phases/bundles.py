@@ -24,9 +24,9 @@ def render_phase_bundle(phase: dict) -> list:
 class PhaseBundles:
     """The rendered bundles of a run's phases (``render``: how a phase without templates renders)."""
 
-    def __init__(self, render: Callable[[dict], list] | None, render_template: Callable[[str, str], str]):
+    def __init__(self, render: Callable[[dict], list] | None, access):
         self._render = render or render_phase_bundle
-        self._render_template = render_template  # (host, path) -> the template rendered with the host's variables
+        self._access = access  # a ``ClusterAccess``: renders a host's templates with its variables
         self._bundles = OncePerKey()
         self._built = OncePerKey()
         self._lock = threading.Lock()
@@ -40,7 +40,7 @@ class PhaseBundles:
         if key[1] is None:
             return self._bundles.get(key, lambda: self._render(phase))
         return self._bundles.get(key, lambda: render_bundle(
-            src=phase["source"], render_template=lambda path: self._render_template(host, path)))
+            src=phase["source"], render_template=lambda path: self._access.render_template(host, path)))
 
     def digest(self, phase: dict, host: str) -> str:
         """The rendered bundle's digest, made once per rendering (a 1000-object bundle costs milliseconds)."""

@@ -17,8 +17,8 @@ from ansible_collections.phasekit.kube.plugins.module_utils.masking import Masks
 class Waits:
     """(phase, host) -> what its wait waits for now: a wait's last poll, or a look (helm's ``--wait``)."""
 
-    def __init__(self, secrets: Callable[[str], frozenset]):
-        self._secrets = secrets  # a host's secrets: progress lines are masked
+    def __init__(self, access):
+        self._access = access  # a ``ClusterAccess``: its hosts' secrets are masked in progress lines
         self._lock = threading.Lock()
         self._waiting: dict[tuple, Callable[[], str]] = {}
 
@@ -34,7 +34,7 @@ class Waits:
             said = waiting()
         except Exception:  # pylint: disable=broad-exception-caught
             return ""  # a progress line never fails a phase; the phase's own outcome says what went wrong
-        return Masks(self._secrets(host)).scrub(said) if said else ""
+        return Masks(self._access.secrets(host)).scrub(said) if said else ""
 
     def set(self, phase_name: str, host: str, said: Callable[[], str]) -> None:
         with self._lock:
