@@ -360,6 +360,7 @@ class BuiltinExecutors:
         """One look at what a rollout's batch applied on host (``watching.soak_problem``)."""
         return soak_problem(self, phases, host)
 
+
 def known_after_run_outcome(work, phase: dict, host: str) -> Outcome | None:
     """In a preview, a host whose kubeconfig is a Secret not there yet (the run's earlier phases or a controller
     make it; a preview makes nothing and waits for nothing): its phase is not previewed, as terraform's "known
@@ -424,4 +425,3 @@ def writes_outside_session(phase: dict) -> bool:
     """Whether the phase's program writes to the cluster on its own (a command, a container, a task file, a chart
     through the helm CLI), so that the run's lock is taken when the phase starts."""
     return kind_of(phase["executor"]).writes_outside_session(phase.get("options") or {})
-

@@ -29,9 +29,12 @@ def imported(tree: ast.AST) -> list[str]:
 
 
 def upward_imports(tree: ast.AST) -> list[str]:
-    """The imports of a module that reach above the executors, as ``line: module``."""
-    return sorted({name for name in imported(tree) if any(name.endswith(above) or f"{above}." in name
-                                                           for above in ABOVE)})
+    """The imports of a module that reach above the executors (each module once)."""
+    return sorted({name for name in imported(tree) if reaches_above(name)})
+
+
+def reaches_above(module: str) -> bool:
+    return any(module.endswith(above) or f"{above}." in module for above in ABOVE)
 
 
 def test_no_executor_module_imports_the_host_work_or_the_runner():
