@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import os
 
+from ansible_collections.phasekit.kube.plugins.module_utils.executors.context import Outcome, whole_seconds
 from ansible_collections.phasekit.kube.plugins.module_utils.executors.registry import ExecutorKind, option_values
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import command_timeout
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.container import (
     CONTAINER_SPEC, container_failure_message, run_container, shown_items, write_output)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import Outcome
 
 
 class Container(ExecutorKind):
@@ -27,7 +26,7 @@ class Container(ExecutorKind):
         items = [one.obj for one in work.bundle(phase, host)] if phase.get("source") is not None else []
         resolution = work.access.resolution(host)
         done = run_container(values, items, kubeconfig=resolution.config, context=resolution.context,
-                             mounts_base=os.getcwd(), timeout=command_timeout(values["timeout"], work.deadline_of(phase, host)),
+                             mounts_base=os.getcwd(), timeout=whole_seconds(work.capped(values["timeout"], phase, host)),
                              environ=work.environ_of(host))
         if done.rc != 0:
             return Outcome(changed=True, failed=True, msg=container_failure_message(done, values["image"]),

@@ -6,7 +6,7 @@ and kept for the later phases of the run. It only reads, and reaches no cluster 
 from __future__ import annotations
 
 from ansible_collections.phasekit.kube.plugins.module_utils.executors.registry import ExecutorKind
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import Outcome
+from ansible_collections.phasekit.kube.plugins.module_utils.executors.context import Outcome
 
 
 class Kubeconfig(ExecutorKind):

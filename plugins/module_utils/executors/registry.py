@@ -8,7 +8,8 @@ flow (records, resume, locks, outputs) asks the kind of a phase's executor what 
 digest covers, how destroy undoes it, what readiness a rollout's soak watches, what it masks, which output sources
 it offers, whether it writes outside the API session or only reads.
 
-A kind's hooks get the host work (phases.builtin.BuiltinExecutors) that runs the phase as work.
+A kind's hooks get the host work that runs the phase as ``work`` (``executors.context.HostWork``: an executor
+module never imports the class that calls it).
 """
 
 from __future__ import annotations
@@ -77,6 +78,10 @@ class ExecutorKind:
 
     def readiness(self, work, phase: dict, host: str):
         """What a soak watches (only when watches_objects): the wait option values and the namespace."""
+        raise NotImplementedError(self.name)
+
+    def source_values(self, work, phase: dict, host: str) -> dict:
+        """The values its own output source reads on host (only when it offers one that reads values)."""
         raise NotImplementedError(self.name)
 
     def output_namespace(self, phase: dict) -> str | None:  # pylint: disable=unused-argument

@@ -5,9 +5,8 @@ free-form options are for the task file, and its runs are not recorded."""
 
 from __future__ import annotations
 
+from ansible_collections.phasekit.kube.plugins.module_utils.executors.context import STATUS, VALIDATE, Outcome
 from ansible_collections.phasekit.kube.plugins.module_utils.executors.registry import TASKS_EXECUTOR, ExecutorKind
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import STATUS, VALIDATE
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import Outcome
 
 
 class Tasks(ExecutorKind):

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import dataclasses
 
+from ansible_collections.phasekit.kube.plugins.module_utils.executors.context import (
+    EXTRA_CONNECTIONS, STATUS, VALIDATE, Outcome)
 from ansible_collections.phasekit.kube.plugins.module_utils.executors.registry import ExecutorKind, option_values
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import Discovery
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.live import fetch_live
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.objects import plan_objects
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import WAIT_OPTIONS_SPEC, wait_for_bundle, wait_rules
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import EXTRA_CONNECTIONS, STATUS, VALIDATE, capped
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.plan_changes import named_first
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import Outcome
 
 
 class Wait(ExecutorKind):
@@ -31,7 +31,7 @@ class Wait(ExecutorKind):
         if work.mode == STATUS:
             values["timeout"] = 0  # the state as it is now
         else:
-            values["timeout"] = capped(values["timeout"], work.deadline_of(phase, host))
+            values["timeout"] = work.capped(values["timeout"], phase, host)
         rules = dataclasses.replace(wait_rules(values, where=f"phase {phase['name']} options"),
                                     on_poll=work.watching(phase, host))
         bundle = work.bundle(phase, host)

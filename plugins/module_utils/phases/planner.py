@@ -285,17 +285,21 @@ def build_plan(documents: list[RawDocument], *, executors: dict[str, Executor], 
         refuse_not_runnable(selected, problems)
         check_other_kubeconfigs(selected, placements, inventory, problems)
         problems.raise_if_any()
-    running = plans_running(catalog)
-    for planned in entries:
-        planned.placement = placements[planned.phase.full_name]
-        planned.reason = reasons[planned.name]
-        planned.in_plans = running.get(planned.phase.full_name, [])
+    place_entries(entries, placements, reasons, plans_running(catalog))
     place_entry_rollouts(entries, rollouts)
     refuse_graph_plans(entries)     # checked, not run yet: the runner runs plans as lines (issue #41)
     if whole_rollouts:
         refuse_cut_rollouts(entries, reasons, only, skip, start_at)
     return Plan(name=plan.name if plan else None, description=plan.description if plan else "", phases=entries,
                 warnings=warnings)
+
+
+def place_entries(entries: list, placements: dict, reasons: dict, running: dict[str, list[str]]) -> None:
+    """Each run entry's hosts, why it does not run (None: it runs), and the plans that run its phase."""
+    for planned in entries:
+        planned.placement = placements[planned.phase.full_name]
+        planned.reason = reasons[planned.name]
+        planned.in_plans = running.get(planned.phase.full_name, [])
 
 
 def plans_running(catalog: Catalog) -> dict[str, list[str]]:

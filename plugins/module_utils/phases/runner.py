@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.executors.context import Outcome
 from ansible_collections.phasekit.kube.plugins.module_utils.executors.registry import kind_of
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import DEFAULT_RETRY_DELAY, MAX_RETRY_DELAY
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import RolloutOf, over_budget
@@ -49,19 +50,6 @@ MAX_MESSAGE = 2000  # one record's message is kept readable (a huge object name 
 SOAK_POLL = 5.0     # seconds between two looks at a batch's objects during its soak
 LIVE_AFTER = 5.0    # a phase still running after this many seconds says how far it got...
 LIVE_EVERY = 10.0   # ...and again at most this often, until its barrier
-
-
-@dataclass
-class Outcome:
-    """What an executor did on one host."""
-
-    changed: bool = False
-    skipped: bool = False
-    failed: bool = False
-    not_ready: bool = False          # a readiness check that found objects not ready (status mode)
-    msg: str = ""
-    objects_changed: int | None = None
-    details: dict = field(default_factory=dict)   # executor output kept in the task result (no secrets)
 
 
 @dataclass

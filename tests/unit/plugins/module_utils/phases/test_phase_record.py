@@ -309,7 +309,7 @@ class Recorded(BuiltinExecutors):
         super().__init__(Access(), records=records(store), render=lambda planned: [], **kwargs)
         self.applied = []
 
-    def run_apply(self, phase, host):
+    def run_phase(self, phase, host):
         self.applied.append((phase["name"], host))
         return Outcome(changed=True)
 
@@ -355,7 +355,7 @@ def test_status_shows_the_last_run_and_whether_the_bundle_changed_since():
     run_phases(plan("one"), first, hosts_in_play=["a"], recorded=phase_recorder(first.records))
 
     class Status(Recorded):
-        def run_apply(self, phase, host):
+        def run_phase(self, phase, host):
             return Outcome()
 
     status = Status(store, mode="status")
@@ -542,7 +542,7 @@ def test_a_run_asks_for_the_key_after_the_phase_and_a_failed_phase_once():
     store = Store()
 
     class Failing(Recorded):
-        def run_apply(self, phase, host):
+        def run_phase(self, phase, host):
             store.calls.append(("APPLY", phase["name"], None))
             return Outcome(changed=True, failed=phase["name"] == "bad")
 

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.phases import builtin
+from ansible_collections.phasekit.kube.plugins.module_utils.executors import apply as apply_executor
 from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import (
     REQUEST_BUDGET, BuiltinExecutors, SharedRequests, applies_after, apply_arguments, capped, command_timeout,
     option_values, phase_environment)
@@ -334,7 +334,7 @@ def test_option_strings_render_per_host_and_secrets_are_scrubbed():
     seen = []
 
     class Echo(BuiltinExecutors):
-        def run_command_phase(self, phase, host):  # pylint: disable=redefined-outer-name
+        def run_phase(self, phase, host):  # pylint: disable=redefined-outer-name
             seen.append((host, phase["options"]["cmd"]))
             return Outcome(failed=True, msg=f"command failed: {phase['options']['cmd']}",
                            details={"diff": [{"after": phase["options"]["cmd"]}]})
@@ -422,8 +422,8 @@ def test_what_a_wait_waits_for_is_known_while_it_runs_and_forgotten_after(monkey
             seen.append(self.waiting_on(phase["name"], host))
             return Outcome()
 
-    from ansible_collections.phasekit.kube.plugins.module_utils.phases import builtin
-    monkeypatch.setattr(builtin, "waiting_summary", lambda outcomes: "Deployment apps/web: Available: 0/2")
+    from ansible_collections.phasekit.kube.plugins.module_utils.phases import watching
+    monkeypatch.setattr(watching, "waiting_summary", lambda outcomes: "Deployment apps/web: Available: 0/2")
     executors = Waiting(HandingOut())
     run_phases([phase("w", "wait", hosts=["child"])], executors, hosts_in_play=["child"])
     assert seen == ["Deployment apps/web: Available: 0/2"]
@@ -479,7 +479,7 @@ def test_the_last_apply_of_a_step_opens_no_watch_for_its_lists(monkeypatch):
         def not_checked():
             return []
 
-    monkeypatch.setattr(builtin, "apply_bundle", lambda *args, **kwargs: Report())
+    monkeypatch.setattr(apply_executor, "apply_bundle", lambda *args, **kwargs: Report())
     step = [phase("one", source=[]), phase("two", source=[], hosts=("a",))]
     executors = BuiltinExecutors(Access(), step=step)
     for planned, host in (("one", "a"), ("one", "b"), ("two", "a")):
@@ -510,14 +510,14 @@ def test_a_phase_that_is_not_an_apply_forgets_the_steps_lists_before_and_after_i
         memory.guard(1, "https://x", "/api/v1/namespaces/b/configmaps", "7", QuietGuard())
 
     command = phase("c", "command", hosts=["child"], options={"cmd": "true", "shell": True})
-    original = executors.run_command_phase  # pylint: disable=protected-access
+    original = executors.run_phase
 
     def command_then_list(phase_, host):
         outcome = original(phase_, host)
         keep_meanwhile()
         return outcome
 
-    executors.run_command_phase = command_then_list  # pylint: disable=protected-access
+    executors.run_phase = command_then_list
     report = run_phases([command], executors, hosts_in_play=["child"])
     assert report.records[0].result == "changed", report.records[0].msg
     assert seen_during == [None]
@@ -682,4 +682,4 @@ def test_status_compares_a_bundle_only_when_both_digests_are_known(recorded, now
             return {"run": "r", "result": "ok", "started": "2026-11-24T14:45:01Z", "by": "ci", "digest": recorded}
 
     executors = BuiltinExecutors(HandingOut(), mode="status", records=Records())
-    assert executors._last_run({"name": "p"}, "child", now)["same_bundle"] is same  # pylint: disable=protected-access
+    assert executors.host_records.last_run({"name": "p"}, "child", now)["same_bundle"] is same
