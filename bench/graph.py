@@ -4,7 +4,7 @@
 """Benchmark: the plan graph scheduler's own cost per (phase, cluster) pair it hands out (issue #41).
 
 No cluster and no Ansible run: the graph of a plan of ``--phases`` phases over ``--hosts`` cluster hosts is built,
-then the scheduler (``phases/schedule.py``) is driven to the end, every pair it hands out ending ``ok`` before the
+then the scheduler (``running/schedule.py``) is driven to the end, every pair it hands out ending ``ok`` before the
 next call, ``--cluster-concurrency`` pairs at a time (the runner's default pool). Shapes:
 
 - line: no phase has needs (today's meaning: each phase after the one before, on all clusters);
@@ -40,7 +40,7 @@ def load_collection(work: Path) -> None:
 
 def shapes(phases: int) -> dict:
     """Shape name -> each phase's needs: None (a line) or (needed phase index, wait)s."""
-    from ansible_collections.phasekit.kube.plugins.module_utils.phases.graph import ALL_CLUSTERS, SAME_CLUSTER  # pylint: disable=import-outside-toplevel
+    from ansible_collections.phasekit.kube.plugins.module_utils.planning.graph import ALL_CLUSTERS, SAME_CLUSTER  # pylint: disable=import-outside-toplevel
     return {
         "line": [() for _ in range(phases)],
         "chain (all clusters)": [((index - 1, ALL_CLUSTERS),) if index else () for index in range(phases)],
@@ -51,10 +51,10 @@ def shapes(phases: int) -> dict:
 
 
 def one_round(needs: list, hosts: tuple, concurrency: int) -> tuple[float, float, int]:
-    from ansible_collections.phasekit.kube.plugins.module_utils.phases.graph import (  # pylint: disable=import-outside-toplevel
+    from ansible_collections.phasekit.kube.plugins.module_utils.planning.graph import (  # pylint: disable=import-outside-toplevel
         GraphEntry, Need, build_graph)
-    from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import Problems  # pylint: disable=import-outside-toplevel
-    from ansible_collections.phasekit.kube.plugins.module_utils.phases.schedule import OK, Scheduler  # pylint: disable=import-outside-toplevel
+    from ansible_collections.phasekit.kube.plugins.module_utils.planning.problems import Problems  # pylint: disable=import-outside-toplevel
+    from ansible_collections.phasekit.kube.plugins.module_utils.running.schedule import OK, Scheduler  # pylint: disable=import-outside-toplevel
 
     entries = [GraphEntry(name=f"p{index}", full_name=f"p{index}", entry=index + 1, hosts=hosts,
                           needs=tuple(Need(f"p{needed}", wait) for needed, wait in need))

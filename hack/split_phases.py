@@ -31,7 +31,8 @@ from pathlib import Path
 PREFIX = "ansible_collections.phasekit.kube.plugins.module_utils"
 PLANNING = ("built_dirs", "command", "container", "documents", "executors", "formats", "graph", "inventory", "model",
             "outputs", "plan_changes", "planner", "problems", "rollout", "selection", "validation", "views")
-RUNNING = ("builtin", "fingerprint", "lock", "outcome", "record", "report", "runner", "schedule", "shared_cluster")
+RUNNING = ("builtin", "bundles", "fingerprint", "host_outputs", "host_records", "lock", "outcome", "record", "report",
+           "runner", "schedule", "shared_cluster", "watching")
 PACKAGE_OF = {**{name: "planning" for name in PLANNING}, **{name: "running" for name in RUNNING}}
 REWRITTEN = ("plugins", "tests", "bench", "hack", "docs", "README.md")
 SELF = ("hack/split_phases.py", "tests/unit/test_hack_split_phases.py")  # its cases are the old layout

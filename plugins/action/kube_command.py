@@ -9,7 +9,7 @@ even when the command fails.
 
 from __future__ import annotations
 
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import (
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.command import (
     COMMAND_SPEC,
     command_argv,
     command_failure_message,

@@ -21,18 +21,18 @@ from ansible_collections.phasekit.kube.plugins.module_utils.helm.release import 
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.run import template_release
 from ansible_collections.phasekit.kube.plugins.module_utils.inventory.source_refs import check_source_refs
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import redact
-from ansible_collections.phasekit.kube.plugins.module_utils.phases import views
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs import OPTION as ENV_DIRS
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs import env_dirs_layout
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import option_values
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.formats import CONVERT_BUNDLE_OPTION as BUNDLE_OPTION
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.formats import document_converter
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import VARIABLE as OUTPUTS_VARIABLE
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import OutputValues, declared_outputs
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import Plan, PlannedPhase
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.report import (
+from ansible_collections.phasekit.kube.plugins.module_utils.planning import views
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.built_dirs import OPTION as ENV_DIRS
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.built_dirs import env_dirs_layout
+from ansible_collections.phasekit.kube.plugins.module_utils.running.builtin import option_values
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.formats import CONVERT_BUNDLE_OPTION as BUNDLE_OPTION
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.formats import document_converter
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.outputs import VARIABLE as OUTPUTS_VARIABLE
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.outputs import OutputValues, declared_outputs
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.planner import Plan, PlannedPhase
+from ansible_collections.phasekit.kube.plugins.module_utils.running.report import (
     check_render_dest, check_report_path, role_named, write_graph, write_rendered)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import plan_steps
+from ansible_collections.phasekit.kube.plugins.module_utils.running.runner import plan_steps
 from ansible_collections.phasekit.kube.plugins.plugin_utils.action import PhasekitAction
 from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import AUTH_ARGUMENT_SPEC
 from ansible_collections.phasekit.kube.plugins.plugin_utils.role_flow import FLOW_OPTIONS, RoleChoices, role_flow

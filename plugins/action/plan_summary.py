@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.outcome import cluster_outcomes, task_result
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.report import (
+from ansible_collections.phasekit.kube.plugins.module_utils.running.outcome import cluster_outcomes, task_result
+from ansible_collections.phasekit.kube.plugins.module_utils.running.report import (
     report_entries, write_reports)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import (
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.views import (
     drift_gate_applies, drift_verdict, plan_failure_message, summary_lines, summary_tail)
 from ansible_collections.phasekit.kube.plugins.plugin_utils.action import PhasekitAction
 from ansible_collections.phasekit.kube.plugins.plugin_utils.compat import fail_without_task_origin

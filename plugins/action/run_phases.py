@@ -2,8 +2,8 @@
 # Apache License 2.0 (see LICENSE)
 """Action phasekit.kube.run_phases: run planned phases on all their cluster hosts from one controller task.
 
-Thin: the order, barriers and records are ``module_utils.phases.runner``'s, the
-executors ``module_utils.phases.builtin``'s, cluster access ``plugin_utils.fleet``'s.
+Thin: the order, barriers and records are ``module_utils.running.runner``'s, the
+executors ``module_utils.running.builtin``'s, cluster access ``plugin_utils.fleet``'s.
 Runs once (``run_once: true``) for the whole play; each cluster's outcome is
 returned per host, and the plan role turns failed ones into failed hosts.
 """
@@ -22,26 +22,26 @@ from contextlib import ExitStack
 from ansible import context
 from ansible.utils.display import Display
 
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import (
+from ansible_collections.phasekit.kube.plugins.module_utils.running.builtin import (
     DESTROY, EXTRA_CONNECTIONS, REQUEST_BUDGET, RUN, STATUS, UNREACHABLE, VALIDATE, BuiltinExecutors, SharedRequests)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.lock import (
+from ansible_collections.phasekit.kube.plugins.module_utils.running.lock import (
     DEFAULT_DURATION, MIN_DURATION, LockSettings, holder_by, signals_interrupt)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import (
+from ansible_collections.phasekit.kube.plugins.module_utils.running.record import (
     DESTROY_ACTION, RUN_ACTION, RunInfo, RunRecords, phase_recorder, run_history)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.report import (
+from ansible_collections.phasekit.kube.plugins.module_utils.running.report import (
     check_report_path, report_entries, role_named, write_reports)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.outcome import cluster_outcomes
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import OutputValues, declared_outputs
+from ansible_collections.phasekit.kube.plugins.module_utils.running.outcome import cluster_outcomes
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.outputs import OutputValues, declared_outputs
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.preview import PlannedState
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.plan_changes import UNKNOWN_KUBECONFIG, previews
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import (
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.plan_changes import UNKNOWN_KUBECONFIG, previews
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.views import (
     history_lines, rollout_stop_message, summary_lines)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import hosts_label
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.rollout import hosts_label
 from ansible_collections.phasekit.kube.plugins.module_utils.version import COLLECTION_VERSION
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import (
+from ansible_collections.phasekit.kube.plugins.module_utils.running.runner import (
     CHANGED, DEFAULT_CLUSTER_CONCURRENCY, FAILED, LIVE_AFTER, LIVE_EVERY, OK, SKIPPED, Barrier, LiveProgress,
     RolloutRun, run_phases)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import RunEntry
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.planner import RunEntry
 from ansible_collections.phasekit.kube.plugins.module_utils.executors.registry import TASKS_EXECUTOR
 from ansible_collections.phasekit.kube.plugins.module_utils.environ import overridden_warnings
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError

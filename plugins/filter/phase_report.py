@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import (
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.views import (
     drift_lines, plan_failure_message, summary_lines)
 
 

@@ -3,7 +3,7 @@
 """The translators of other tools' formats that ship with the collection, registered once, on first use.
 
 Each is a package of ``module_utils`` whose ``registration.register()`` adds its readers to the core's
-registries: document readers (``phases/formats.py``), kubeconfig source kinds (``kubeconfig/sources.py``) and
+registries: document readers (``planning/formats.py``), kubeconfig source kinds (``kubeconfig/sources.py``) and
 inventory sources (``inventory/sources.py``). The core names none of them elsewhere: removing one is removing its package and its
 line here. ``Registry`` is what each of those registries is.
 """

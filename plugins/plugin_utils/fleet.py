@@ -1,6 +1,6 @@
 # Copyright: phasekit.kube contributors
 # Apache License 2.0 (see LICENSE)
-"""Cluster access for a controller step over many cluster hosts (see module_utils.phases.runner).
+"""Cluster access for a controller step over many cluster hosts (see module_utils.running.runner).
 
 Each host's kubeconfig is resolved through the same precedence table as a task
 on that host (``kubeconfig_request``), lazily on first use and at most once per
@@ -25,8 +25,8 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.identity import
     ClusterIdentities, ClusterIdentity, server_address)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiSession, ListMemory
 from ansible_collections.phasekit.kube.plugins.module_utils.environ import Overridden, origin_of
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import VARIABLE as OUTPUTS_VARIABLE
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import OutputValues
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.outputs import VARIABLE as OUTPUTS_VARIABLE
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.outputs import OutputValues
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.connection import HOST_VARS as CONNECTION_VARS
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.connection import OPTIONS as CONNECTION_OPTIONS
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.redact import kubeconfig_credentials

@@ -15,15 +15,15 @@ import os
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import APPLY_OPTIONS_SPEC, apply_options
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import WAIT_OPTIONS_SPEC, wait_rules
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import option_values
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import (
+from ansible_collections.phasekit.kube.plugins.module_utils.running.builtin import option_values
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.documents import (
     RawDocument,
     inline_documents,
     read_paths,
 )
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.executors import executor_registry
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.inventory import Inventory
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import Plan, build_plan
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.executors import executor_registry
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.inventory import Inventory
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.planner import Plan, build_plan
 
 # Documented by the doc fragment phasekit.kube.plan_source.
 PLAN_SOURCE_SPEC = {

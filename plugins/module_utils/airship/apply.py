@@ -25,9 +25,9 @@ from __future__ import annotations
 from ansible_collections.phasekit.kube.plugins.module_utils.airship.header import check_header
 from ansible_collections.phasekit.kube.plugins.module_utils.jsonpath import JSONPath, JSONPathError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.ownership import INVENTORY_POLICIES
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import RawDocument
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import unknown_fields
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import DocumentOrigin, Problems, type_name
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.documents import RawDocument
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.model import unknown_fields
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.problems import DocumentOrigin, Problems, type_name
 
 APPLY_KIND = "KubernetesApply"
 APPLY_FIELDS = ("apiVersion", "kind", "metadata", "config")

@@ -41,10 +41,10 @@ from urllib.parse import urlparse
 
 from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.airship.header import check_header
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import PARENT_HOST
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import RawDocument
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import unknown_fields
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import DocumentOrigin, Problems, type_name
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.command import PARENT_HOST
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.documents import RawDocument
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.model import unknown_fields
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.problems import DocumentOrigin, Problems, type_name
 
 CLUSTERCTL_KIND = "Clusterctl"
 PROGRAM = "clusterctl"

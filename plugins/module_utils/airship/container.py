@@ -31,10 +31,10 @@ import os
 
 from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.airship.header import check_header
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.container import CONTROLLER_USER, ENGINES, MOUNT_TYPES
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import RawDocument
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import unknown_fields
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import DocumentOrigin, Problems, type_name
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.container import CONTROLLER_USER, ENGINES, MOUNT_TYPES
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.documents import RawDocument
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.model import unknown_fields
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.problems import DocumentOrigin, Problems, type_name
 
 CONTAINER_KIND = "GenericContainer"
 FIELDS = ("apiVersion", "kind", "metadata", "spec", "config", "configRef")

@@ -42,12 +42,12 @@ from ansible_collections.phasekit.kube.plugins.module_utils.airship.phases impor
     site_from_metadata,
     split_airship_documents,
 )
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs import OPTION as OPTION_ENV_DIRS
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs import rebased_env_dirs
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import DOCUMENT_SUFFIXES, RawDocument
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.executors import Executor
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.formats import CONVERT_BUNDLE_OPTION as BUNDLE_OPTION
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import (
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.built_dirs import OPTION as OPTION_ENV_DIRS
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.built_dirs import rebased_env_dirs
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.documents import DOCUMENT_SUFFIXES, RawDocument
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.executors import Executor
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.formats import CONVERT_BUNDLE_OPTION as BUNDLE_OPTION
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.model import (
     API_VERSION,
     PHASE_KIND,
     PLAN_KIND,
@@ -55,8 +55,8 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import 
     Phase,
     PhasePlan,
 )
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import Problems
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.validation import check_phases, plan_phases
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.problems import Problems
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.validation import check_phases, plan_phases
 
 PHASES_FILE = "phases.yaml"
 PLANS_FILE = "plans.yaml"

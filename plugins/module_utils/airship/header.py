@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import unknown_fields
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import DocumentOrigin, Problems
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.model import unknown_fields
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.problems import DocumentOrigin, Problems
 
 METADATA_FIELDS = ("name", "namespace", "labels", "annotations")
 

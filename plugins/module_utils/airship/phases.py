@@ -33,9 +33,9 @@ from ansible_collections.phasekit.kube.plugins.module_utils.airship.clusterctl i
     PROGRAM as CLUSTERCTL_PROGRAM,
     clusterctl_phase,
 )
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import INLINE_SOURCE, RawDocument, read_paths
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.formats import Claimed
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import (
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.documents import INLINE_SOURCE, RawDocument, read_paths
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.formats import Claimed
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.model import (
     Phase,
     PhasePlan,
     checked_name,
@@ -43,7 +43,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import 
     set_cluster,
     unknown_fields,
 )
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import (
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.problems import (
     DocumentOrigin,
     Problems,
     did_you_mean,

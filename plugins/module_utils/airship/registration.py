@@ -12,7 +12,7 @@ def register() -> None:
     from ansible_collections.phasekit.kube.plugins.module_utils.airship import bundle, cluster_map, convert, phases
     from ansible_collections.phasekit.kube.plugins.module_utils.inventory.sources import register_inventory_source
     from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.sources import register_source_kind
-    from ansible_collections.phasekit.kube.plugins.module_utils.phases.formats import DocumentReader, register_document_reader
+    from ansible_collections.phasekit.kube.plugins.module_utils.planning.formats import DocumentReader, register_document_reader
 
     register_document_reader(DocumentReader("airshipctl", phases.claim_documents, convert.convert_documents))
     register_source_kind(bundle.SOURCE_KIND)

@@ -10,7 +10,7 @@ Objects (namespace: the user's ``plan_coordination.namespace``; ``<run>``: the r
 
 - presence: a ``coordination.k8s.io/v1`` Lease per slice, ``phasekit-slices-<run>-slice-<k>``, ``holderIdentity``
   ``slice k/N on <controller> pid <pid>``, ``leaseDurationSeconds``, ``renewTime`` renewed by a thread every third
-  of the duration (as the run lock is, ``phases/lock.py`` ``due_for_renewal``).
+  of the duration (as the run lock is, ``running/lock.py`` ``due_for_renewal``).
 - barriers: a ConfigMap per barrier, ``phasekit-slices-<run>-barrier-<sha256 of its name, 12 hex>``, its name in
   the annotation ``phasekit.kube/barrier``, a key ``slice-<k>`` per slice that arrived (``{"at": <its time>}``), and
   ``verdict`` (``{"reason", "by"}``) once a slice stopped the run there.

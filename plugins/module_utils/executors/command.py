@@ -12,13 +12,13 @@ from ansible_collections.phasekit.kube.plugins.module_utils.executors.context im
     STATUS, VALIDATE, Outcome, whole_seconds)
 from ansible_collections.phasekit.kube.plugins.module_utils.executors.registry import ExecutorKind, option_values
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.redact import kubeconfig_credentials
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs import build_env_dirs
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import (
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.built_dirs import build_env_dirs
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.command import (
     COMMAND_PHASE_SPEC, changed_when_rule, command_argv, command_failure_message, command_success_message,
     kept_output, kubeconfig_in, run_command)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.fingerprint import command_words, uncomparable
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import FROM_STDOUT
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import bundle_digest, recorded_message
+from ansible_collections.phasekit.kube.plugins.module_utils.running.fingerprint import command_words, uncomparable
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.outputs import FROM_STDOUT
+from ansible_collections.phasekit.kube.plugins.module_utils.running.record import bundle_digest, recorded_message
 from ansible_collections.phasekit.kube.plugins.module_utils.templating import is_template_text
 
 

@@ -9,7 +9,7 @@ import os
 
 from ansible_collections.phasekit.kube.plugins.module_utils.executors.context import Outcome, whole_seconds
 from ansible_collections.phasekit.kube.plugins.module_utils.executors.registry import ExecutorKind, option_values
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.container import (
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.container import (
     CONTAINER_SPEC, container_failure_message, run_container, shown_items, write_output)
 
 

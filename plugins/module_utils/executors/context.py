@@ -3,7 +3,7 @@
 """What an executor is given to run a phase on a host: the ``HostWork`` interface, the run's modes, an ``Outcome``,
 and the small rules more than one executor follows.
 
-The executor modules depend on this module only, never on the class that calls them (``phases.builtin``) nor on
+The executor modules depend on this module only, never on the class that calls them (``running.builtin``) nor on
 the runner (tests/unit/plugins/module_utils/executors/test_executor_layers.py).
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.preview import deleted_changes
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import KEY_SECRET, LABELS, PLAN_ANNOTATION
+from ansible_collections.phasekit.kube.plugins.module_utils.running.record import KEY_SECRET, LABELS, PLAN_ANNOTATION
 
 RUN, VALIDATE, STATUS, DESTROY = "run", "validate", "status", "destroy"
 EXTRA_CONNECTIONS = 4  # live-state reads run beside the apply workers
@@ -36,7 +36,7 @@ class Outcome:
 
 
 class HostWork(Protocol):
-    """The run as an executor sees it (implemented by ``phases.builtin.BuiltinExecutors``).
+    """The run as an executor sees it (implemented by ``running.builtin.BuiltinExecutors``).
 
     Attributes: ``access`` (``ClusterAccess``: resolution, session, templates, secrets of a host), ``mode`` (RUN,
     VALIDATE, STATUS or DESTROY), ``dry_run``, ``check_mode``, ``diff``, ``shared`` (``SharedRequests`` or None),

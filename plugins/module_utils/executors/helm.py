@@ -20,7 +20,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.helm.run import (
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.stored import stored_manifest_objects
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import (
     WaitRules, look_now, not_ready_message, waiting_summary)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import FROM_VALUES
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.outputs import FROM_VALUES
 
 HELM_TIMEOUT = 300  # helm's own default --timeout (5m)
 HELM_PREVIEW = {"installed": "would be installed", "upgraded": "would be upgraded", "uninstalled": "would be uninstalled",

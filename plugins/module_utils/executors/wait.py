@@ -14,7 +14,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery impor
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.live import fetch_live
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.objects import plan_objects
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import WAIT_OPTIONS_SPEC, wait_for_bundle, wait_rules
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.plan_changes import named_first
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.plan_changes import named_first
 
 
 class Wait(ExecutorKind):

@@ -12,9 +12,9 @@ from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.decode import decode_kubeconfig_bytes
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.model import Origin
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import inline_documents
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.inventory import Inventory
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import build_plan
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.documents import inline_documents
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.inventory import Inventory
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.planner import build_plan
 from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import executors
 
 ORIGIN = Origin(1, "path", "fuzz.yaml", path="/fuzz/fuzz.yaml")

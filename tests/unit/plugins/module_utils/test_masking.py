@@ -18,8 +18,8 @@ from pki import make_pki
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.redact import kubeconfig_credentials
 from ansible_collections.phasekit.kube.plugins.module_utils.masking import (
     HIDDEN, MIN_SECRET, Masks, says_secret, scrub_secrets, secret_named_strings)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import CommandResult, command_failure_message
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import (
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.command import CommandResult, command_failure_message
+from ansible_collections.phasekit.kube.plugins.module_utils.running.record import (
     MAX_RECORD_MESSAGE, RunInfo, entry_for)
 
 # no '*': the marker itself; letters, digits, punctuation, quotes, backslashes, non-ASCII of one to four bytes

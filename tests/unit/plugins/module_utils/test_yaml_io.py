@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[4]
 # Every module_utils module that reads or writes YAML, directly or through an import.
 YAML_USERS = [
     "kubeconfig.kubectl_yaml", "kubeconfig.decode", "kubeconfig.readers", "kubeconfig.resolve", "kubeconfig.write",
-    "phases.command", "phases.documents", "phases.executors", "phases.planner", "inventory.kubeconfig_contexts",
+    "planning.command", "planning.documents", "planning.executors", "planning.planner", "inventory.kubeconfig_contexts",
 ]
 
 

@@ -13,12 +13,12 @@ import yaml
 
 from ansible_collections.phasekit.kube.plugins.action.phase_plan import render_bundles
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import BuiltinExecutors
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import HostContext
+from ansible_collections.phasekit.kube.plugins.module_utils.running.builtin import BuiltinExecutors
+from ansible_collections.phasekit.kube.plugins.module_utils.running.runner import HostContext
 from ansible_collections.phasekit.kube.plugins.module_utils.airship.convert import convert_documents
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import inline_documents
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.inventory import Inventory
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import build_plan
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.documents import inline_documents
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.inventory import Inventory
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.planner import build_plan
 from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import executors
 
 API = "airshipit.org/v1alpha1"

@@ -27,9 +27,9 @@ from ansible_collections.phasekit.kube.plugins.module_utils.airship.convert impo
     convert_documents,
     write_conversion,
 )
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import inline_documents, read_paths
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.inventory import Inventory
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import build_plan
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.documents import inline_documents, read_paths
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.inventory import Inventory
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.planner import build_plan
 from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import executors
 
 SITE = Path(__file__).resolve().parents[4] / "fixtures" / "airshipctl" / "site"

@@ -10,11 +10,11 @@ import pytest
 import yaml
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.phases import views
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import inline_documents, read_paths
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.inventory import Inventory
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import build_plan, read_catalog
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import Problems
+from ansible_collections.phasekit.kube.plugins.module_utils.planning import views
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.documents import inline_documents, read_paths
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.inventory import Inventory
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.planner import build_plan, read_catalog
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.problems import Problems
 from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import executors
 
 FIXTURE = Path(__file__).resolve().parents[4] / "fixtures" / "airshipctl"

@@ -1,8 +1,8 @@
 # Copyright: phasekit.kube contributors
 # Apache License 2.0 (see LICENSE)
 """The executor modules depend on what they are given (``executors.context.HostWork``), never on the class that calls
-them nor on the runner: an AST scan of ``plugins/module_utils/executors/`` for imports of ``phases.builtin`` and
-``phases.runner`` (at the top or inside a function)."""
+them nor on the runner: an AST scan of ``plugins/module_utils/executors/`` for imports of ``running.builtin`` and
+``running.runner`` (at the top or inside a function)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 PLUGINS = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "..", "plugins"))
 EXECUTORS_PACKAGE = os.path.join(PLUGINS, "module_utils", "executors")
-ABOVE = ("phases.builtin", "phases.runner")  # the host work that calls the executors, and the runner that calls it
+ABOVE = ("running.builtin", "running.runner")  # the host work that calls the executors, and the runner that calls it
 
 
 def imported(tree: ast.AST) -> list[str]:
@@ -52,12 +52,12 @@ PREFIX = "ansible_collections.phasekit.kube.plugins.module_utils"
 
 
 @pytest.mark.parametrize("source, upward", [
-    pytest.param(f"from {PREFIX}.phases.builtin import capped", True, id="an_import_from_the_host_work_is_found"),
-    pytest.param(f"from {PREFIX}.phases.runner import Outcome", True, id="an_import_from_the_runner_is_found"),
-    pytest.param(f"from {PREFIX}.phases import builtin", True, id="the_host_work_module_imported_is_found"),
-    pytest.param(f"def f():\n    import {PREFIX}.phases.runner", True, id="a_late_import_is_found"),
+    pytest.param(f"from {PREFIX}.running.builtin import capped", True, id="an_import_from_the_host_work_is_found"),
+    pytest.param(f"from {PREFIX}.running.runner import Outcome", True, id="an_import_from_the_runner_is_found"),
+    pytest.param(f"from {PREFIX}.running import builtin", True, id="the_host_work_module_imported_is_found"),
+    pytest.param(f"def f():\n    import {PREFIX}.running.runner", True, id="a_late_import_is_found"),
     pytest.param(f"from {PREFIX}.executors.context import Outcome", False, id="the_context_is_left"),
-    pytest.param(f"from {PREFIX}.phases.record import bundle_digest", False, id="a_floor_below_the_runner_is_left"),
+    pytest.param(f"from {PREFIX}.running.record import bundle_digest", False, id="a_floor_below_the_runner_is_left"),
 ])
 def test_the_scan(source, upward):
     assert bool(upward_imports(ast.parse(source))) is upward

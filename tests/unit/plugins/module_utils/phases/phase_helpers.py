@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import inline_documents
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.executors import executor_registry
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.inventory import Inventory
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import API_VERSION
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import RunEntry, build_plan
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.documents import inline_documents
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.executors import executor_registry
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.inventory import Inventory
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.model import API_VERSION
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.planner import RunEntry, build_plan
 
 GROUPS = {
     "all": ["ephemeral", "target", "child-a", "child-b", "lonely"],

@@ -8,8 +8,8 @@ import yaml
 from phase_helpers import inventory, phase
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import read_paths
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import build_plan
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.documents import read_paths
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.planner import build_plan
 from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import executors
 
 OLD = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "old", "namespace": "apps"}}]

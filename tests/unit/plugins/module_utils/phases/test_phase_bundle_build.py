@@ -11,10 +11,10 @@ import pytest
 import yaml
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import read_paths
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.executors import executor_registry
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.inventory import Inventory
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import build_plan
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.documents import read_paths
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.executors import executor_registry
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.inventory import Inventory
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.planner import build_plan
 from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import executors
 
 from phase_helpers import inventory, phase, run_list

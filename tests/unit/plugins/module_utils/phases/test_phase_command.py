@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import (
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.command import (
     MAX_OUTPUT,
     CommandResult,
     changed_when_rule,

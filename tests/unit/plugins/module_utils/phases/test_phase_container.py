@@ -13,14 +13,14 @@ import pytest
 import yaml
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import BuiltinExecutors
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import HostContext
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.container import (
+from ansible_collections.phasekit.kube.plugins.module_utils.running.builtin import BuiltinExecutors
+from ansible_collections.phasekit.kube.plugins.module_utils.running.runner import HostContext
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.container import (
     check_container_options, container_argv, container_engine, mount_argument, output_items, resource_list,
     run_container, write_output)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import inline_documents
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.inventory import Inventory
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import build_plan
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.documents import inline_documents
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.inventory import Inventory
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.planner import build_plan
 from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import executors
 
 API = "airshipit.org/v1alpha1"

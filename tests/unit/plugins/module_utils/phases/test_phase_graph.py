@@ -6,10 +6,10 @@ import pytest
 from phase_helpers import build, phase, plan
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.graph import (
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.graph import (
     ALL_CLUSTERS, NOT_RUN_YET, SAME_CLUSTER, Edge, GraphEntry, Need, build_graph, graph_entries, parse_needs)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import Problems
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.schedule import FAILED, OK, SKIPPED, Scheduler
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.problems import Problems
+from ansible_collections.phasekit.kube.plugins.module_utils.running.schedule import FAILED, OK, SKIPPED, Scheduler
 
 AB = ("a", "b")
 

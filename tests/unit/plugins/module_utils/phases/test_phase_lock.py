@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError, Response
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.lock import (
+from ansible_collections.phasekit.kube.plugins.module_utils.running.lock import (
     ACQUIRED, BY, DURATION, EXPIRED, FREE, HOLDER, LIVE, OURS, RENEWED, LockHolder, LockSettings, break_command,
     by_text, due_for_renewal, held_message, holder_by, holder_gone, holder_of, lock_state, parse_stamp, run_started)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import (
+from ansible_collections.phasekit.kube.plugins.module_utils.running.record import (
     LockRefused, RunInfo, RunRecords, entry_for, record_name)
 
 NOW = parse_stamp("2026-11-27T12:00:00Z")
@@ -489,7 +489,7 @@ INTERRUPTED_STEP = textwrap.dedent("""
     from concurrent.futures import ThreadPoolExecutor
     sys.path.insert(0, {tests!r})
     import conftest  # the collection finder
-    from ansible_collections.phasekit.kube.plugins.module_utils.phases.lock import signals_interrupt
+    from ansible_collections.phasekit.kube.plugins.module_utils.running.lock import signals_interrupt
 
     def command(marker, signum):
         open(marker, "w").write("running")

@@ -1,12 +1,12 @@
 # Copyright: phasekit.kube contributors
 # Apache License 2.0 (see LICENSE)
-"""Each cluster host's own outcome of a run (module_utils/phases/outcome.py): one row per rule."""
+"""Each cluster host's own outcome of a run (module_utils/running/outcome.py): one row per rule."""
 
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.outcome import (
+from ansible_collections.phasekit.kube.plugins.module_utils.running.outcome import (
     cluster_outcome, cluster_outcomes, task_result)
 
 PHASES = [{"name": "apps", "executor": "apply", "hosts": ["a", "b"], "origin": "phases/site.yaml document 2 (Phase apps)"},

@@ -12,10 +12,10 @@ import pytest
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import ResourceType
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.objects import PlannedObject
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import (
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.outputs import (
     KNOWN_AFTER_RUN, SECRET_NAMES, OutputUse, OutputValues, PhaseOutput, declared_outputs, known_after_run,
     output_uses, read_output, read_stdout_output, read_values_output)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import (
+from ansible_collections.phasekit.kube.plugins.module_utils.running.record import (
     RunInfo, entry_for, recorded_outputs)
 
 from phase_helpers import build, phase, plan

@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.phases import report, views
+from ansible_collections.phasekit.kube.plugins.module_utils.planning import views
+from ansible_collections.phasekit.kube.plugins.module_utils.running import report
 
 GRAPH = ["flowchart TD", '  p0["a<br/>apply"]', '  p1["b<br/>apply"]', "  p0 --> p1"]
 CONFIG_MAP = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "ns"},

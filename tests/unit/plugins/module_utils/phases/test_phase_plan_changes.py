@@ -7,9 +7,9 @@ import json
 import pytest
 
 from ansible_collections.phasekit.kube.plugins.module_utils.masking import Masks
-from ansible_collections.phasekit.kube.plugins.module_utils.phases import views
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.plan_changes import plan_changes, previews
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.report import json_report, report_entries
+from ansible_collections.phasekit.kube.plugins.module_utils.planning import views
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.plan_changes import plan_changes, previews
+from ansible_collections.phasekit.kube.plugins.module_utils.running.report import json_report, report_entries
 
 PHASES = [{"name": "crds", "executor": "apply", "hosts": ["target"]},
           {"name": "apps", "executor": "apply", "hosts": ["target"]},

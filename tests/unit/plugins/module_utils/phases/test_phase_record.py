@@ -14,12 +14,12 @@ import yaml
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError, Response, TransportError
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import BuiltinExecutors
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import (
+from ansible_collections.phasekit.kube.plugins.module_utils.running.builtin import BuiltinExecutors
+from ansible_collections.phasekit.kube.plugins.module_utils.running.record import (
     KEEP, MAX_RECORD_MESSAGE, RunInfo, RunRecords, bundle_digest, entry_for, phase_key, phase_recorder, record_name,
     resumable, run_history)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import Outcome, PhaseRecord, run_phases
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import history_lines, last_run_label, summary_lines
+from ansible_collections.phasekit.kube.plugins.module_utils.running.runner import Outcome, PhaseRecord, run_phases
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.views import history_lines, last_run_label, summary_lines
 from ansible_collections.phasekit.kube.plugins.module_utils.version import COLLECTION_VERSION
 
 RUN = RunInfo(run="20261124T144501Z-3fa2", plan="site", version="0.1.0", by="ci@runner")

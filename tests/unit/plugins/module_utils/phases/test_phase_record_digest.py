@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import BuiltinExecutors
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import RunInfo, RunRecords
+from ansible_collections.phasekit.kube.plugins.module_utils.running.builtin import BuiltinExecutors
+from ansible_collections.phasekit.kube.plugins.module_utils.running.record import RunInfo, RunRecords
 
 RUN = RunInfo(run="20261124T144501Z-3fa2", plan="site", version="0.1.0", by="ci@runner")
 
@@ -141,7 +141,7 @@ def test_what_a_phase_does_not_depend_on_leaves_its_digest(site, phase, change):
 
 
 def test_a_directory_too_large_to_compare_is_never_resumable(site, monkeypatch):
-    from ansible_collections.phasekit.kube.plugins.module_utils.phases import fingerprint
+    from ansible_collections.phasekit.kube.plugins.module_utils.running import fingerprint
     monkeypatch.setattr(fingerprint, "MAX_FILES", 0)
     phase = command(argv=["kubectl", "apply", "-f", "manifests/dir"])
     assert BuiltinExecutors(Access()).content_digest(phase, "c1") != \

@@ -10,7 +10,7 @@ import pytest
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.masking import Masks
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.report import (
+from ansible_collections.phasekit.kube.plugins.module_utils.running.report import (
     json_report, junit_report, report_entries, write_report)
 
 TOKEN = "s3cr3t-token-0123456789"

@@ -8,12 +8,12 @@ from __future__ import annotations
 import pytest
 from phase_helpers import build, phase, plan, run_entry
 
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import Problems
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import (
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.problems import Problems
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.rollout import (
     Rollout, RolloutOf, batch_sizes, over_budget, parse_rollout, plan_batches)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import (
+from ansible_collections.phasekit.kube.plugins.module_utils.running.runner import (
     FAILED, Outcome, RolloutRun, run_phases)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import (
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.views import (
     batch_lines, plan_failure_message, rollout_plan_lines, rollout_stop_message, summary_lines)
 
 HOSTS = [f"h{i:02d}" for i in range(20)]

@@ -10,10 +10,10 @@ import pytest
 from phase_helpers import build, phase, plan, run_entry
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import BuiltinExecutors, SharedRequests
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import RunEntry
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import RolloutOf
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import (
+from ansible_collections.phasekit.kube.plugins.module_utils.running.builtin import BuiltinExecutors, SharedRequests
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.planner import RunEntry
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.rollout import RolloutOf
+from ansible_collections.phasekit.kube.plugins.module_utils.running.runner import (
     Barrier, Batch, HostContext, Outcome, RolloutRun, run_phases)
 
 ECHO = {"argv": ["true"]}

@@ -9,10 +9,10 @@ import pytest
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.executors import apply as apply_executor
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import (
+from ansible_collections.phasekit.kube.plugins.module_utils.running.builtin import (
     REQUEST_BUDGET, BuiltinExecutors, SharedRequests, applies_after, apply_arguments, capped, command_timeout,
     option_values, phase_environment)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import (
+from ansible_collections.phasekit.kube.plugins.module_utils.running.runner import (
     MAX_MESSAGE, HostContext, LiveProgress, Outcome, plan_steps, result_of, retry_pause, run_on_host, run_phases,
     time_left)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import APPLY_OPTIONS_SPEC
@@ -422,7 +422,7 @@ def test_what_a_wait_waits_for_is_known_while_it_runs_and_forgotten_after(monkey
             seen.append(self.waiting_on(phase["name"], host))
             return Outcome()
 
-    from ansible_collections.phasekit.kube.plugins.module_utils.phases import watching
+    from ansible_collections.phasekit.kube.plugins.module_utils.running import watching
     monkeypatch.setattr(watching, "waiting_summary", lambda outcomes: "Deployment apps/web: Available: 0/2")
     executors = Waiting(HandingOut())
     run_phases([phase("w", "wait", hosts=["child"])], executors, hosts_in_play=["child"])
@@ -546,7 +546,7 @@ def test_shown_options_hide_what_may_be_secret(executor, options, shown):
 
 
 def test_inline_secret_sources_are_shown_redacted():
-    from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import shown_source
+    from ansible_collections.phasekit.kube.plugins.module_utils.planning.planner import shown_source
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "stringData": {"password": "s3cret"}}
     config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "b"}}
     assert shown_source([secret, config]) == [

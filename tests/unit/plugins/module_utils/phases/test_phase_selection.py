@@ -6,7 +6,7 @@ import pytest
 from phase_helpers import build, phase, plan
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.selection import (
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.selection import (
     RolloutCut, Step, cut_rollouts, entry_name, select_phases)
 
 # foo (bar, baz), qux: kubeadm's own test tree, in run order.

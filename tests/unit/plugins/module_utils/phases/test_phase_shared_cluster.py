@@ -9,10 +9,10 @@ from phase_helpers import run_entry
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.identity import ClusterIdentity
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.builtin import BuiltinExecutors
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import FAILED, Outcome, run_phases
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import Rollout, RolloutOf
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.shared_cluster import (
+from ansible_collections.phasekit.kube.plugins.module_utils.running.builtin import BuiltinExecutors
+from ansible_collections.phasekit.kube.plugins.module_utils.running.runner import FAILED, Outcome, run_phases
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.rollout import Rollout, RolloutOf
+from ansible_collections.phasekit.kube.plugins.module_utils.running.shared_cluster import (
     HostTarget, shared_cluster_refusal, shared_clusters)
 
 LOOPBACK = frozenset({"https://127.0.0.1:6443"})

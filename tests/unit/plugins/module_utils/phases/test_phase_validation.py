@@ -6,7 +6,7 @@ import pytest
 from phase_helpers import build, phase, plan
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import API_VERSION
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.model import API_VERSION
 
 ECHO = {"argv": ["true"]}
 OK = phase("ok", cluster="target", executor="command", options=ECHO)

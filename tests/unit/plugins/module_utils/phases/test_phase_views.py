@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from phase_helpers import build, phase, plan
 
-from ansible_collections.phasekit.kube.plugins.module_utils.phases import views
+from ansible_collections.phasekit.kube.plugins.module_utils.planning import views
 
 ECHO = {"argv": ["true"]}
 DOCUMENTS = [

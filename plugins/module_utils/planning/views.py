@@ -13,10 +13,10 @@ import re
 
 from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.preview import ADD, CHANGE, DESTROY
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.plan_changes import (
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.plan_changes import (
     SHOWN_OBJECTS, PlanChanges, plan_changes, previews)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import Plan, PlannedPhase, RunEntry
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import hosts_label, over_budget, rollout_of
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.planner import Plan, PlannedPhase, RunEntry
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.rollout import hosts_label, over_budget, rollout_of
 
 GROUP = "(group)"
 NOT_RUN = "not run"

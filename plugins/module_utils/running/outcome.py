@@ -9,7 +9,7 @@ gives each cluster host one task whose result is this outcome (docs/phases.md, "
 
 from __future__ import annotations
 
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import plan_failure_message
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.views import plan_failure_message
 
 OK, CHANGED, FAILED, SKIPPED = "ok", "changed", "failed", "skipped"
 OUTCOMES = (OK, CHANGED, FAILED, SKIPPED)

@@ -59,10 +59,10 @@ from ansible_collections.phasekit.kube.plugins.module_utils.errors import Phasek
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.ownership import HOST_ANNOTATION, PLAN_ANNOTATION
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError, ApiSession
 from ansible_collections.phasekit.kube.plugins.module_utils.masking import Masks
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.lock import (
+from ansible_collections.phasekit.kube.plugins.module_utils.running.lock import (
     EXPIRED, LIVE, OURS, POLL_SECONDS, LockHolder, LockSettings, by_text, changed_meanwhile_message, due_for_renewal,
     held_message, holder_gone, holder_of, lock_state, lost_message, released, took_over_message)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.selection import OCCURRENCE
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.selection import OCCURRENCE
 
 RECORD_PREFIX = "phasekit-run-"
 KEEP = 10                       # entries kept per phase and cluster

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import SEPARATOR
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import did_you_mean
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.model import SEPARATOR
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.problems import did_you_mean
 
 NOT_IN_ONLY = "not in only"
 IN_SKIP = "skip"

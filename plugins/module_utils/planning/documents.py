@@ -26,7 +26,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.bundle import (
     load_kustomization,
 )
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import DocumentOrigin
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.problems import DocumentOrigin
 
 DOCUMENT_SUFFIXES = yaml_io.DOCUMENT_SUFFIXES
 INLINE_SOURCE = "plan"

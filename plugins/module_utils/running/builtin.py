@@ -6,7 +6,7 @@
 executor does (its run, digest, destroy, soak readiness, masks) lives in its own module of ``executors/``, asked
 through its kind (``executors.registry.kind_of``). It reaches clusters only through a ``ClusterAccess`` (resolved
 kubeconfig and a pooled API session per host, kept for the whole run), and renders each phase's bundle once for
-all its hosts (``phases.bundles``). The phase options are the ones ``phase_plan`` validated against each
+all its hosts (``running.bundles``). The phase options are the ones ``phase_plan`` validated against each
 executor's spec; defaults and the rules that used to sit in the role's Jinja (default ApplySet name, status
 timeouts, what counts as changed) live in the executor modules, where they are tested.
 """
@@ -32,16 +32,16 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.ownership impor
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.preview import PlannedState
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError, ListMemory
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import PlanObjects
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.bundles import PhaseBundles, render_phase_bundle
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.fingerprint import FileDigests
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.host_outputs import HostOutputs
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.host_records import HostRecords
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import OutputValues
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.plan_changes import UNKNOWN_KUBECONFIG
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import LockRefused, RunRecords
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.runner import HostContext, time_left
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.watching import Waits, soak_problem
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.shared_cluster import (
+from ansible_collections.phasekit.kube.plugins.module_utils.running.bundles import PhaseBundles, render_phase_bundle
+from ansible_collections.phasekit.kube.plugins.module_utils.running.fingerprint import FileDigests
+from ansible_collections.phasekit.kube.plugins.module_utils.running.host_outputs import HostOutputs
+from ansible_collections.phasekit.kube.plugins.module_utils.running.host_records import HostRecords
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.outputs import OutputValues
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.plan_changes import UNKNOWN_KUBECONFIG
+from ansible_collections.phasekit.kube.plugins.module_utils.running.record import LockRefused, RunRecords
+from ansible_collections.phasekit.kube.plugins.module_utils.running.runner import HostContext, time_left
+from ansible_collections.phasekit.kube.plugins.module_utils.running.watching import Waits, soak_problem
+from ansible_collections.phasekit.kube.plugins.module_utils.running.shared_cluster import (
     HostTarget, shared_cluster_refusal)
 from ansible_collections.phasekit.kube.plugins.module_utils.masking import Masks
 from ansible_collections.phasekit.kube.plugins.module_utils.templating import has_template_strings
@@ -178,7 +178,7 @@ class BuiltinExecutors:
         self.skip_unreachable = skip_unreachable
         self.allow_shared_cluster = allow_shared_cluster  # hosts of a phase may share a cluster and namespace
         self.delete_nonempty_namespaces = delete_nonempty_namespaces
-        self.outputs = outputs  # the outputs phases read on their hosts, for later phases (``phases.outputs``)
+        self.outputs = outputs  # the outputs phases read on their hosts, for later phases (``planning.outputs``)
         self.host_outputs = HostOutputs(self)
         self.started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())  # when the run started: a set it takes is its since then
         # a host's environment (the task's environment: over the controller's), for commands, helm and containers

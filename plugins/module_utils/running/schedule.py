@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import heapq
 
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.graph import SAME_CLUSTER, PlanGraph
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.graph import SAME_CLUSTER, PlanGraph
 
 OK, FAILED, SKIPPED = "ok", "failed", "skipped"
 RESULTS = (OK, FAILED, SKIPPED)

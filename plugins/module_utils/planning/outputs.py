@@ -23,7 +23,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.bundle import TEMPLA
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.jsonpath import JSONPath, JSONPathError
 from ansible_collections.phasekit.kube.plugins.module_utils.masking import leaf_strings
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import Problems, did_you_mean, type_name
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.problems import Problems, did_you_mean, type_name
 
 VARIABLE = "phase_outputs"
 OUTPUT_FIELDS = ("from", "kind", "name", "namespace", "apiVersion", "jsonpath", "secret")

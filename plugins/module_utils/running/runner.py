@@ -38,11 +38,11 @@ from typing import TYPE_CHECKING, Callable, NamedTuple
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.executors.context import Outcome
 from ansible_collections.phasekit.kube.plugins.module_utils.executors.registry import kind_of
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import DEFAULT_RETRY_DELAY, MAX_RETRY_DELAY
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import RolloutOf, over_budget
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.model import DEFAULT_RETRY_DELAY, MAX_RETRY_DELAY
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.rollout import RolloutOf, over_budget
 
 if TYPE_CHECKING:  # the runner only reads entries; the planner makes them
-    from ansible_collections.phasekit.kube.plugins.module_utils.phases.planner import RunEntry
+    from ansible_collections.phasekit.kube.plugins.module_utils.planning.planner import RunEntry
 
 OK, CHANGED, FAILED, SKIPPED, NOT_READY = "ok", "changed", "failed", "skipped", "not ready"
 DEFAULT_CLUSTER_CONCURRENCY = 16

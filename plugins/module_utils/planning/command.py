@@ -23,8 +23,8 @@ from ansible.module_utils.common.validation import check_type_str
 from ansible_collections.phasekit.kube.plugins.module_utils import compat, yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.environ import process_environment
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs import OPTION as ENV_DIRS
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.built_dirs import (
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.built_dirs import OPTION as ENV_DIRS
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.built_dirs import (
     absolute_env_dirs, check_env_dirs, with_directories, written_env_dirs)
 from ansible_collections.phasekit.kube.plugins.module_utils.private_files import private_directory, write_private_file
 

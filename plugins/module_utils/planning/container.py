@@ -26,7 +26,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.environ import process_environment
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import redact
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import kubeconfig_file, output_tail
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.command import kubeconfig_file, output_tail
 
 ENGINES = ("podman", "docker")
 AUTO = "auto"

@@ -18,9 +18,9 @@ import re
 import xml.etree.ElementTree as ET
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.plan_changes import (
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.plan_changes import (
     NOT_COUNTED, phase_changes, previews)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.views import (
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.views import (
     NOT_IN_PLAY, NOT_RUN, graph_text, rendered_files, rendered_yaml, summary_entries)
 from ansible_collections.phasekit.kube.plugins.module_utils.private_files import write_atomically
 

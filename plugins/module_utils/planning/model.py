@@ -15,12 +15,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import RawDocument
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.graph import parse_needs
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import parse_outputs
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import (
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.documents import RawDocument
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.graph import parse_needs
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.outputs import parse_outputs
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.problems import (
     DocumentOrigin, Problems, did_you_mean, shown_value, type_name)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import Rollout, parse_rollout
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.rollout import Rollout, parse_rollout
 
 API_VERSION = "phasekit.dev/v1alpha1"
 PHASE_KIND = "Phase"

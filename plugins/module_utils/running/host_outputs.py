@@ -1,6 +1,6 @@
 # Copyright: phasekit.kube contributors
 # Apache License 2.0 (see LICENSE)
-"""A phase's outputs on one host (``phases.outputs``): read after it ran, kept for later phases, read again for a
+"""A phase's outputs on one host (``planning.outputs``): read after it ran, kept for later phases, read again for a
 step that does not run it, and said to be known after the run in a preview."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from ansible_collections.phasekit.kube.plugins.module_utils.executors.apply impo
 from ansible_collections.phasekit.kube.plugins.module_utils.executors.context import EXTRA_CONNECTIONS, RUN, Outcome
 from ansible_collections.phasekit.kube.plugins.module_utils.executors.registry import kind_of
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import Discovery
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import (
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.outputs import (
     FROM_STDOUT, FROM_VALUES, SECRET_NAMES, PhaseOutput, known_after_run, read_output, read_stdout_output,
     read_values_output)
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.record import recorded_outputs
+from ansible_collections.phasekit.kube.plugins.module_utils.running.record import recorded_outputs
 
 
 class HostOutputs:

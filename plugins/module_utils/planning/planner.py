@@ -12,23 +12,23 @@ from dataclasses import dataclass, field, fields, replace
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import redact
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.documents import RawDocument
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.executors import Executor
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.formats import document_readers
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.graph import refuse_graph_plans
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.inventory import Inventory
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import Catalog, Phase, PhasePlan, parse_documents
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import check_output_uses
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import Problems, did_you_mean
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import RolloutOf, parse_rollout
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.selection import (
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.documents import RawDocument
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.executors import Executor
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.formats import document_readers
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.graph import refuse_graph_plans
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.inventory import Inventory
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.model import Catalog, Phase, PhasePlan, parse_documents
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.outputs import check_output_uses
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.problems import Problems, did_you_mean
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.rollout import RolloutOf, parse_rollout
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.selection import (
     Step,
     cut_rollouts,
     entry_name,
     rollout_cut_message,
     select_phases,
 )
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.validation import (
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.validation import (
     Placement,
     check_other_kubeconfigs,
     check_phases,
@@ -251,7 +251,7 @@ def build_plan(documents: list[RawDocument], *, executors: dict[str, Executor], 
 
     Only the chosen plan and the phases it runs need to be valid: a problem of another phase or plan fails it
     only with ``check_all`` (validate), where it is a warning (``Plan.warnings``).
-    ``target_path``: where the entry points of another format's documents start (see ``phases/formats.py``).
+    ``target_path``: where the entry points of another format's documents start (see ``planning/formats.py``).
     ``runnable``: the plan is to be validated or run, so a selected phase that cannot run here is a problem.
     ``rollout``: the default rollout (``plan_rollout``) of phases without one of their own.
     ``whole_rollouts``: a selection that runs only part of a rollout is refused (a run that writes; see
@@ -379,7 +379,7 @@ def other_problems(catalog: Catalog, plan: PhasePlan | None, planned: list[Phase
 
 def read_catalog(documents: list[RawDocument], problems: Problems, target_path: str | None = None) -> Catalog:
     """Every phase and plan of the documents: the collection's own, then those of the documents the registered
-    readers of other formats claim (``phases/formats.py``)."""
+    readers of other formats claim (``planning/formats.py``)."""
     claimed = []
     for reader in document_readers():
         taken = reader.claim(documents, problems, target_path)

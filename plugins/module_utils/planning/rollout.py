@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import (
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.problems import (
     Problems, did_you_mean, shown_value, type_name)
 
 ROLLOUT_FIELDS = ("batches", "max_fail_percentage", "pause", "order")

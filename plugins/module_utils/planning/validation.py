@@ -16,17 +16,17 @@ import shutil
 from dataclasses import dataclass, field
 
 from ansible_collections.phasekit.kube.plugins.module_utils.executors.registry import kind_of, source_executor
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import PARENT_HOST
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.executors import (
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.command import PARENT_HOST
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.executors import (
     SOURCE_NONE,
     SOURCE_REQUIRED,
     Executor,
 )
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.inventory import Inventory
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.model import Catalog, Phase, PhasePlan
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.outputs import SOURCE_WORDS
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.problems import Problems, did_you_mean, type_name
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.rollout import Rollout, RolloutOf
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.inventory import Inventory
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.model import Catalog, Phase, PhasePlan
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.outputs import SOURCE_WORDS
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.problems import Problems, did_you_mean, type_name
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.rollout import Rollout, RolloutOf
 from ansible_collections.phasekit.kube.plugins.module_utils.templating import is_template_text
 
 

@@ -24,12 +24,12 @@ from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import 
     HELM_MUTUALLY_EXCLUSIVE, HELM_OPTIONS_SPEC, check_helm_options, check_values_files)
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.options import SECRET_OPTIONS as HELM_SECRET_OPTIONS
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import HIDDEN
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.command import (
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.command import (
     COMMAND_PHASE_SPEC,
     check_command_phase_options,
     command_phase_paths,
 )
-from ansible_collections.phasekit.kube.plugins.module_utils.phases.container import (
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.container import (
     CONTAINER_SPEC,
     ENGINES,
     check_container_options,
