@@ -37,6 +37,7 @@ import re
 import secrets
 import shutil
 import signal
+import socket
 import ssl
 import subprocess
 import sys
@@ -55,7 +56,10 @@ ROOT = Path(os.environ.get("PHASEKIT_CLUSTERS_DIR", CACHE / "clusters"))
 BIN = Path(os.environ.get("PHASEKIT_BIN", ""))
 DEFAULT_VERSION = os.environ.get("K8S_VERSION", "")
 DEFAULT_NAMES = os.environ.get("CLUSTERS", "ephemeral target").split()
-PORT_BASE = int(os.environ.get("PHASEKIT_PORT_BASE", "36000"))
+# Below the kernel's ephemeral range (32768-60999 by default): a port in it can be the local end of any outgoing
+# connection, and then etcd or an API server cannot bind it (seen in CI: a cluster's etcd never came up).
+PORT_BASE = int(os.environ.get("PHASEKIT_PORT_BASE", "22000"))
+SLOTS = 100
 FAKE_NODES = 2
 LIMITED_NAMESPACE = "phasekit-limited"
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
@@ -71,10 +75,38 @@ def cluster_index(name: str) -> int:
     # the clusters of another version live in a sibling named ROOT-vX.Y.Z: ROOT's name without the suffix
     family = re.sub(r"-v\d+\.\d+\.\d+$", "", ROOT.name)
     taken = {int(p.read_text()) for p in ROOT.parent.glob(f"{glob_escape(family)}*/*/slot")}
-    slot = next(i for i in range(100) if i not in taken)
+    slot = next(i for i in range(SLOTS) if i not in taken)
     slot_file.parent.mkdir(parents=True, exist_ok=True)
     slot_file.write_text(str(slot))
     return slot
+
+
+def ephemeral_ports() -> range:
+    try:
+        low, high = (int(v) for v in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999
+    return range(low, high + 1)
+
+
+def refuse_ephemeral_ports() -> None:
+    """Every cluster's ports must lie outside the ephemeral range, or an outgoing connection may hold one."""
+    ours = range(PORT_BASE, PORT_BASE + 100 * SLOTS)
+    ephemeral = ephemeral_ports()
+    if ours.start < ephemeral.stop and ephemeral.start < ours.stop:
+        sys.exit(f"clusters: ports {ours.start}-{ours.stop - 1} (PHASEKIT_PORT_BASE={PORT_BASE}) overlap this "
+                 f"machine's ephemeral ports {ephemeral.start}-{ephemeral.stop - 1} "
+                 f"(/proc/sys/net/ipv4/ip_local_port_range): set PHASEKIT_PORT_BASE outside them")
+
+
+def port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def glob_escape(text: str) -> str:
@@ -222,14 +254,20 @@ def log_tail(state: Path, component: str, lines: int = 15) -> str:
     return f"last lines of {log}:\n" + "\n".join(tail)
 
 
-def start(state: Path, component: str, argv: list, env: dict | None = None):
+def start(state: Path, component: str, argv: list, env: dict | None = None, ports: tuple = ()):
+    """Start a component unless it runs (then None); the loopback ports it will listen on must be free."""
     pidfile = state / f"{component}.pid"
     if pidfile.exists() and _alive(pidfile):
-        return
+        return None
+    taken = [port for port in ports if not port_free(port)]
+    if taken:
+        sys.exit(f"clusters: {state.name} {component} cannot listen on 127.0.0.1:{', '.join(map(str, taken))}: "
+                 f"in use by another process (see 'ss -tanp sport = :{taken[0]}')")
     log = open(state / f"{component}.log", "ab")
     proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                             start_new_session=True, env={**os.environ, **(env or {})})
     pidfile.write_text(str(proc.pid))
+    return proc
 
 
 def stop(*states: Path, grace: float = 5.0):
@@ -316,6 +354,25 @@ def wait_ready(url: str, pki: Path, what: str, state: Path, timeout=120):
              f"{log_tail(state, 'etcd')}\n{log_tail(state, 'kube-apiserver')}")
 
 
+def wait_etcd(state: Path, port: int, proc: subprocess.Popen | None, timeout=60):
+    """etcd answers its health check before the API server starts: an API server that cannot reach its storage
+    gives up after a while, and the reason is then only in etcd's log."""
+    deadline = time.time() + timeout
+    last = ""
+    while time.time() < deadline:
+        if proc is not None and proc.poll() is not None:
+            sys.exit(f"clusters: {state.name} etcd exited\n{log_tail(state, 'etcd')}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as resp:
+                if resp.status == 200:
+                    return
+        except Exception as exc:  # noqa: BLE001 - any failure means: not ready yet
+            last = str(exc)
+        time.sleep(0.2)
+    sys.exit(f"clusters: {state.name} etcd not healthy at 127.0.0.1:{port} after {timeout}s ({last})\n"
+             f"{log_tail(state, 'etcd')}")
+
+
 def kubectl(admin_kc: Path, *args, stdin: str | None = None, check=True):
     version = (admin_kc.parent / "version").read_text().strip() if (admin_kc.parent / "version").exists() else ""
     return subprocess.run([tool("kubectl", version), "--kubeconfig", str(admin_kc), *args], input=stdin, text=True,
@@ -346,13 +403,15 @@ def up_one(name: str, index: int, version: str = ""):
                                                             {"client-certificate": str(pki / f"{comp}.crt"),
                                                              "client-key": str(pki / f"{comp}.key")}, name))
 
-    start(state, "etcd", [tool("etcd"), "--name", name, "--data-dir", str(state / "etcd-data"),
+    etcd = start(state, "etcd", [tool("etcd"), "--name", name, "--data-dir", str(state / "etcd-data"),
                           "--listen-client-urls", f"http://127.0.0.1:{p['etcd']}",
                           "--advertise-client-urls", f"http://127.0.0.1:{p['etcd']}",
                           "--listen-peer-urls", f"http://127.0.0.1:{p['etcd_peer']}",
                           "--initial-advertise-peer-urls", f"http://127.0.0.1:{p['etcd_peer']}",
                           "--initial-cluster", f"{name}=http://127.0.0.1:{p['etcd_peer']}",
-                          "--unsafe-no-fsync", "--quota-backend-bytes", str(4 * 1024 ** 3)])
+                          "--unsafe-no-fsync", "--quota-backend-bytes", str(4 * 1024 ** 3)],
+          ports=(p["etcd"], p["etcd_peer"]))
+    wait_etcd(state, p["etcd"], etcd)
     start(state, "kube-apiserver", [
         tool("kube-apiserver", version), "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
         f"--secure-port={p['apiserver']}", f"--etcd-servers=http://127.0.0.1:{p['etcd']}",
@@ -365,7 +424,7 @@ def up_one(name: str, index: int, version: str = ""):
         # Kubernetes 1.35+ refuses a loopback advertise address for the endpoint reconciler of the
         # 'kubernetes' Service; nothing here reaches the API server through that Service.
         "--endpoint-reconciler-type=none",
-        f"--cert-dir={state / 'apiserver-certs'}"])
+        f"--cert-dir={state / 'apiserver-certs'}"], ports=(p["apiserver"],))
     wait_ready(f"{server}/readyz", pki, f"{name} kube-apiserver", state)
     start(state, "kube-controller-manager", [
         tool("kube-controller-manager", version), f"--kubeconfig={state / 'controller-manager.kubeconfig'}",
@@ -376,13 +435,13 @@ def up_one(name: str, index: int, version: str = ""):
         "--use-service-account-credentials=true", "--service-cluster-ip-range=10.96.0.0/16",
         f"--controllers={controllers_flag(tool('kube-controller-manager', version))}", "--profiling=false",
         # A loaded 2-core machine may delay KWOK's heartbeats; nodes must not flap to NotReady.
-        "--node-monitor-grace-period=5m"])
+        "--node-monitor-grace-period=5m"], ports=(p["cm"],))
     start(state, "kube-scheduler", [
         tool("kube-scheduler", version), f"--kubeconfig={state / 'scheduler.kubeconfig'}",
         f"--authentication-kubeconfig={state / 'scheduler.kubeconfig'}",
         f"--authorization-kubeconfig={state / 'scheduler.kubeconfig'}",
         "--bind-address=127.0.0.1", f"--secure-port={p['scheduler']}", "--leader-elect=false",
-        "--profiling=false"])
+        "--profiling=false"], ports=(p["scheduler"],))
     start(state, "kwok", [
         tool("kwok", version), f"--kubeconfig={admin_kc}", "--manage-all-nodes=false",
         "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
@@ -390,7 +449,7 @@ def up_one(name: str, index: int, version: str = ""):
         "--cidr=10.0.0.1/24", "--node-ip=10.0.0.1", "--node-lease-duration-seconds=40", f"--node-port={p['kwok']}", "--server-address=127.0.0.1:0"],
           # KWOK's client asks for watch-list streams, which need etcd's watch progress
           # requests; Debian's etcd 3.4 has none, so plain list+watch it is.
-          env={"KUBE_FEATURE_WatchListClient": "false"})
+          env={"KUBE_FEATURE_WatchListClient": "false"}, ports=(p["kwok"],))
     seed(name, admin_kc)
 
 
@@ -479,6 +538,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     names = args.names or DEFAULT_NAMES
     if args.command == "up":
+        refuse_ephemeral_ports()
         # Test processes start the clusters side by side (xdist workers, several checkouts): one at a time, or
         # two of them write one cluster's PKI at once and its components fail with Unauthorized.
         ROOT.mkdir(parents=True, exist_ok=True)

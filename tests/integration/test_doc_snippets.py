@@ -414,7 +414,7 @@ def test_readme_install_and_quick_start_run_as_written(clusters, tmp_path, bin_d
 
     [run_command] = shell_lines(snippets["quick-start-run"].text)
     done = shell(run_command, project, SOPS_AGE_KEY_FILE=str(key_file))
-    output_block = snippets["quick-start-output"].text.replace("https://127.0.0.1:36143", clusters["target"].server)
+    output_block = snippets["quick-start-output"].text.replace("https://127.0.0.1:22143", clusters["target"].server)
     task_line = output_block.splitlines()[0]
     assert task_line in done.stdout.splitlines(), done.stdout[-3000:]
     printed = {match.group(1): " ".join(match.group(2).split())
