@@ -222,7 +222,7 @@ class ActionModule(PhasekitAction):
             records = [record.to_dict() for record in report.records]
             if reports and args["phases"] is None:   # one step of a run: only checked (plan_summary writes them)
                 play_hosts = list(task_vars.get("ansible_play_hosts_all") or in_play)
-                entries = report_entries([phase.to_dict() for phase in planned], records, play_hosts, mode,
+                entries = report_entries(plan_json(planned), records, play_hosts, mode,
                                          masks_for=lambda host: Masks(fleet.secrets(host)), servers=servers,
                                          check_mode=bool(self._task.check_mode))
                 write_reports(reports, entries, plan=plan.name or "", mode=mode,
@@ -240,17 +240,16 @@ class ActionModule(PhasekitAction):
                   "resumed_hosts": executors.resumed_hosts(), "servers": servers,
                   "rollout": {"batches": batches, "batches_run": report.batches_run, "stop": report.stop,
                               "message": rollout_stop_message(report.stop, plan.name) if report.stop else ""}}
-        shown = [phase.to_dict() for phase in planned] if args["phases"] is None else []  # the views read JSON
         if args["phases"] is None:
             # the whole run list in this task: its summary table, made here (templating hosts x phases records
             # in the role cost more than the table is worth at fleet size)
-            result["summary"] = summary_lines(shown, records, list(task_vars.get("ansible_play_hosts_all") or in_play),
+            result["summary"] = summary_lines(plan_json(planned), records, list(task_vars.get("ansible_play_hosts_all") or in_play),
                                               mode, batches=batches, servers=servers,
                                               check_mode=bool(self._task.check_mode))
         if args["phases"] is None and args["outcomes"]:
             # each host's own outcome, for the role's per-host result task (plan_host_results)
             result["outcomes"] = cluster_outcomes(records, list(task_vars.get("ansible_play_hosts_all") or in_play),
-                                                  mode, shown, report.stopped_by)
+                                                  mode, plan_json(planned), report.stopped_by)
         if preview and args["phases"] is not None:  # a step: what its previews carry into the next one
             result["carried"] = executors.carried_states()
             result["_ansible_no_log"] = True  # dry-run results, Secrets' among them
@@ -464,6 +463,11 @@ def selected_phases(plan, names: list | None) -> list[RunEntry]:
         raise PhasekitError(f"phases: {', '.join(unknown)} not among the selected phases of the plan "
                             f"({', '.join(sorted(known)) or 'none'})")
     return [phase for phase in phases if phase.name in set(names)]
+
+
+def plan_json(entries: list[RunEntry]) -> list[dict]:
+    """The run list as the views read it from Ansible (``RunEntry.to_dict``): one view for both kinds of caller."""
+    return [entry.to_dict() for entry in entries]
 
 
 def runs_first_phase(plan, names: list | None, mode: str = RUN) -> bool:
