@@ -119,7 +119,7 @@ def apply_objects(work, entry, context, bundle: list, args: dict, namespace: str
     """The bundle's objects applied server-side (a dry run: previewed) on the context's host, as an outcome."""
     host = context.host
     options = run_options(work, entry, context, apply_options(args, namespace=namespace, check_mode=work.dry_run,
-                                                           diff=work.diff))
+                                                              diff=work.diff))
     session = work.access.session(host, options.concurrency + EXTRA_CONNECTIONS)
     before = len(session.warnings)
     report = apply_bundle(session, bundle, options, pool=work.shared.pool if work.shared else None)

@@ -309,8 +309,8 @@ class Recorded(BuiltinExecutors):
         super().__init__(Access(), records=records(store), render=lambda planned: [], **kwargs)
         self.applied = []
 
-    def run_phase(self, phase, context):
-        self.applied.append((phase.name, context.host))
+    def run_phase(self, entry, context):
+        self.applied.append((entry.name, context.host))
         return Outcome(changed=True)
 
 
@@ -355,7 +355,7 @@ def test_status_shows_the_last_run_and_whether_the_bundle_changed_since():
     run_phases(plan("one"), first, hosts_in_play=["a"], recorded=phase_recorder(first.records))
 
     class Status(Recorded):
-        def run_phase(self, phase, context):
+        def run_phase(self, entry, context):
             return Outcome()
 
     status = Status(store, mode="status")
@@ -542,9 +542,9 @@ def test_a_run_asks_for_the_key_after_the_phase_and_a_failed_phase_once():
     store = Store()
 
     class Failing(Recorded):
-        def run_phase(self, phase, context):
-            store.calls.append(("APPLY", phase.name, None))
-            return Outcome(changed=True, failed=phase.name == "bad")
+        def run_phase(self, entry, context):
+            store.calls.append(("APPLY", entry.name, None))
+            return Outcome(changed=True, failed=entry.name == "bad")
 
     run_phases(plan("bad"), Failing(store), hosts_in_play=["a"])
     assert store.calls[0][0] == "APPLY" and store.calls[1] == ("GET", KEY, 1)

@@ -334,10 +334,10 @@ def test_option_strings_render_per_host_and_secrets_are_scrubbed():
     seen = []
 
     class Echo(BuiltinExecutors):
-        def run_phase(self, phase, context):  # pylint: disable=redefined-outer-name
-            seen.append((context.host, phase.options["cmd"]))
-            return Outcome(failed=True, msg=f"command failed: {phase.options['cmd']}",
-                           details={"diff": [{"after": phase.options["cmd"]}]})
+        def run_phase(self, entry, context):
+            seen.append((context.host, entry.options["cmd"]))
+            return Outcome(failed=True, msg=f"command failed: {entry.options['cmd']}",
+                           details={"diff": [{"after": entry.options["cmd"]}]})
 
     report = run_phases([phase("c", "command", options={"cmd": "login {{ tenant }} {{ password }}"})],
                         Echo(TemplatingAccess()), hosts_in_play=["a", "b"])
@@ -417,9 +417,9 @@ def test_what_a_wait_waits_for_is_known_while_it_runs_and_forgotten_after(monkey
     seen = []
 
     class Waiting(BuiltinExecutors):
-        def _run_executor(self, phase, context):  # pylint: disable=redefined-outer-name
-            self.watching(phase, context)(["not used"])
-            seen.append(self.waiting_on(phase.name, context.host))
+        def _run_executor(self, entry, context):
+            self.watching(entry, context)(["not used"])
+            seen.append(self.waiting_on(entry.name, context.host))
             return Outcome()
 
     from ansible_collections.phasekit.kube.plugins.module_utils.running import watching
