@@ -74,7 +74,7 @@ class SharedRequests:
     budget: int = REQUEST_BUDGET
 
     def per_cluster(self, entry, running: int | None = None) -> int:
-        """Requests in flight to one cluster of ``phase`` (the apply option ``concurrency`` caps it); ``running``:
+        """Requests in flight to one cluster of ``entry`` (the apply option ``concurrency`` caps it); ``running``:
         the clusters the runner's barrier works on (a batch of a rollout, say; ``HostContext.running``)."""
         if running is not None:
             clusters = running or 1
