@@ -108,7 +108,7 @@ class ActionModule(PhasekitAction):
         if args["render"]:
             hostvars = task_vars.get("hostvars")
             # offline: no cluster is asked for an output, each renders as known after the run
-            previewed = OutputValues.previewed(declared_outputs([planned.to_dict() for planned in plan.phases]))
+            previewed = OutputValues.previewed(declared_outputs([planned.run_entry() for planned in plan.phases]))
 
             def render_for(host: str):
                 if hostvars is None or host not in hostvars:

@@ -126,15 +126,15 @@ class ActionModule(PhasekitAction):
         phases = list(reversed(planned)) if mode == DESTROY else planned
         remembered = remembered_by_host(task_vars.get(REMEMBERED_VAR))
         in_play = list(task_vars.get("ansible_play_hosts") or [])
-        hosts_of = [set(phase.get("hosts") or []) & set(in_play) for phase in phases]
+        hosts_of = [set(phase.hosts) & set(in_play) for phase in phases]
         writes = mode in (RUN, DESTROY) and not self._task.check_mode
         whole = selected_phases(plan, None)
         last_phases = last_phase_of_hosts(whole, in_play, reverse=mode == DESTROY)
         # a tasks phase that is a host's last: its task file runs after its step, so the lock stays held for it
         # and the role's last task releases it (release_locks)
         tasks_last = {host for host, name in last_phases.items()
-                      if any(phase["name"] == name and phase["executor"] == TASKS_EXECUTOR for phase in whole)}
-        step = {phase["name"] for phase in planned}
+                      if any(phase.name == name and phase.executor == TASKS_EXECUTOR for phase in whole)}
+        step = {phase.name for phase in planned}
         if writes and not args["record"] and runs_first_phase(plan, args["phases"], mode):  # once per run
             display.warning("plan_record is false: this run keeps no run record, so it takes no lock either; another "
                             "run of this plan on the same clusters is not stopped (see \"One run at a time\" in "
@@ -175,11 +175,11 @@ class ActionModule(PhasekitAction):
                                          carried=carried_states(args["carried"] or (before or {}).get("carried") or {},
                                                                 preview))
             every = [planned.run_entry() for planned in plan.phases]  # a producer left out of the selection too
-            by_full_name = {phase["full_name"]: phase for phase in every}
+            by_full_name = {phase.full_name: phase for phase in every}
             outputs.expect(declared_outputs(every),
                            fill=lambda full_name, host: executors.recorded_outputs(by_full_name[full_name], host),
                            placeholder=mode != RUN or bool(self._task.check_mode),
-                           now=[phase.get("full_name", phase["name"]) for phase in phases]
+                           now=[phase.full_name for phase in phases]
                            if mode == RUN and not self._task.check_mode and not args["resume"] else ())
             writes = records is not None and writes
             # check mode, status, validate and destroy run batch by batch without the soak
@@ -222,7 +222,7 @@ class ActionModule(PhasekitAction):
             records = [record.to_dict() for record in report.records]
             if reports and args["phases"] is None:   # one step of a run: only checked (plan_summary writes them)
                 play_hosts = list(task_vars.get("ansible_play_hosts_all") or in_play)
-                entries = report_entries(planned, records, play_hosts, mode,
+                entries = report_entries(plan_json(planned), records, play_hosts, mode,
                                          masks_for=lambda host: Masks(fleet.secrets(host)), servers=servers,
                                          check_mode=bool(self._task.check_mode))
                 write_reports(reports, entries, plan=plan.name or "", mode=mode,
@@ -243,13 +243,13 @@ class ActionModule(PhasekitAction):
         if args["phases"] is None:
             # the whole run list in this task: its summary table, made here (templating hosts x phases records
             # in the role cost more than the table is worth at fleet size)
-            result["summary"] = summary_lines(planned, records, list(task_vars.get("ansible_play_hosts_all") or in_play),
+            result["summary"] = summary_lines(plan_json(planned), records, list(task_vars.get("ansible_play_hosts_all") or in_play),
                                               mode, batches=batches, servers=servers,
                                               check_mode=bool(self._task.check_mode))
         if args["phases"] is None and args["outcomes"]:
             # each host's own outcome, for the role's per-host result task (plan_host_results)
             result["outcomes"] = cluster_outcomes(records, list(task_vars.get("ansible_play_hosts_all") or in_play),
-                                                  mode, planned, report.stopped_by)
+                                                  mode, plan_json(planned), report.stopped_by)
         if preview and args["phases"] is not None:  # a step: what its previews carry into the next one
             result["carried"] = executors.carried_states()
             result["_ansible_no_log"] = True  # dry-run results, Secrets' among them
@@ -291,12 +291,12 @@ class ActionModule(PhasekitAction):
                     display.warning(problem)
         return {"changed": False, "records": [], "released": hosts if records is not None else []}
 
-    def _history(self, records: RunRecords | None, planned: list[dict], in_play: list[str], concurrency: int) -> dict:
+    def _history(self, records: RunRecords | None, planned: list[RunEntry], in_play: list[str], concurrency: int) -> dict:
         """``history``: each cluster's recent runs of the plan, from its run record."""
         if records is None:
             return {"failed": True, "msg": "history reads the clusters' run records: record is false"}
-        names = [phase["name"] for phase in planned if phase.get("executor")]
-        hosts = [host for host in in_play if any(host in (phase.get("hosts") or []) for phase in planned)]
+        names = [phase.name for phase in planned if phase.executor]
+        hosts = [host for host in in_play if any(host in phase.hosts for phase in planned)]
 
         def read(host: str):
             try:
@@ -350,7 +350,7 @@ class ActionModule(PhasekitAction):
             said = RESUMED if record.details.get("resumed") else record.result
             counts[said] = counts.get(said, 0) + 1
         tally = ", ".join(f"{count} {result}" for result, count in sorted(counts.items())) or "no cluster in play"
-        if phase["executor"] == TASKS_EXECUTOR and counts.get(OK):
+        if phase.executor == TASKS_EXECUTOR and counts.get(OK):
             tally = tally.replace(f"{counts[OK]} {OK}", f"{counts[OK]} prepared (the task file runs on each host)")
         display.display(f"{_phase_head(phase, barrier, len(records))}: {tally} ({seconds:.2f}s)")
         refused = [record for record in records if record.details.get("refused")]
@@ -457,12 +457,17 @@ def selected_phases(plan, names: list | None) -> list[RunEntry]:
     phases = [planned.run_entry() for planned in plan.selected]
     if names is None:
         return phases
-    known = {phase["name"] for phase in phases}
+    known = {phase.name for phase in phases}
     unknown = [name for name in names if name not in known]
     if unknown:
         raise PhasekitError(f"phases: {', '.join(unknown)} not among the selected phases of the plan "
                             f"({', '.join(sorted(known)) or 'none'})")
-    return [phase for phase in phases if phase["name"] in set(names)]
+    return [phase for phase in phases if phase.name in set(names)]
+
+
+def plan_json(entries: list[RunEntry]) -> list[dict]:
+    """The run list as the views read it from Ansible (``RunEntry.to_dict``): one view for both kinds of caller."""
+    return [entry.to_dict() for entry in entries]
 
 
 def runs_first_phase(plan, names: list | None, mode: str = RUN) -> bool:
@@ -473,27 +478,27 @@ def runs_first_phase(plan, names: list | None, mode: str = RUN) -> bool:
 
 def plan_hosts(plan, in_play: list) -> list[str]:
     """The hosts in play that a selected phase of the plan runs on, in play order."""
-    named = {host for phase in selected_phases(plan, None) for host in phase.get("hosts") or []}
+    named = {host for phase in selected_phases(plan, None) for host in phase.hosts}
     return [host for host in in_play if host in named]
 
 
-def last_phase_of_hosts(phases: list[dict], hosts: list[str], reverse: bool = False) -> dict[str, str]:
+def last_phase_of_hosts(phases: list[RunEntry], hosts: list[str], reverse: bool = False) -> dict[str, str]:
     """Each host's last phase of the whole plan, in the order the phases run (destroy: reversed): after it the run
     is done on that cluster, and its lock is released."""
     ordered = list(reversed(phases)) if reverse else phases
     in_play = set(hosts)
     last = {}
     for phase in ordered:
-        if phase.get("executor"):
-            for host in phase.get("hosts") or []:
+        if phase.executor:
+            for host in phase.hosts:
                 if host in in_play:
-                    last[host] = phase["name"]
+                    last[host] = phase.name
     return last
 
 
 def _first_phase(plan, mode: str) -> list[str]:
     """The name of the phase a run starts with (to say something once per run, in its first step)."""
-    names = [phase["name"] for phase in selected_phases(plan, None) if phase.get("executor")]
+    names = [phase.name for phase in selected_phases(plan, None) if phase.executor]
     names = list(reversed(names)) if mode == DESTROY else names
     return names[:1]
 

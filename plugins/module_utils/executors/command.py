@@ -27,19 +27,19 @@ class Command(ExecutorKind):
     output_sources = (FROM_STDOUT,)
     builds_env_dirs = True
 
-    def run(self, work, phase: dict, host: str):
-        return run_command_phase(work, phase, host)
+    def run(self, work, entry, context):
+        return run_command_phase(work, entry, context)
 
     def writes_outside_session(self, options: dict) -> bool:
         return True
 
-    def content(self, work, phase: dict, host: str) -> dict:
-        return {**super().content(work, phase, host), **command_content(work, phase)}
+    def content(self, work, entry, context) -> dict:
+        return {**super().content(work, entry, context), **command_content(work, entry)}
 
-    def add_masks(self, work, phase: dict, masks) -> None:
+    def add_masks(self, work, entry, masks) -> None:
         """The secrets of every host whose kubeconfig it is handed (``kubeconfigs``), or that a file written for it
         holds (``env_files``)."""
-        options = phase.get("options") or {}
+        options = entry.options or {}
         for name in (options.get("kubeconfigs") or {}).values():
             if isinstance(name, str) and name.strip() and not is_template_text(name):
                 masks.add(*work.access.secrets(name.strip()))
@@ -50,24 +50,25 @@ class Command(ExecutorKind):
         return options.get("kubeconfigs")
 
 
-def phase_environment(phase: dict, host: str) -> dict:
+def phase_environment(entry, host: str) -> dict:
     """What a command phase sees besides its own ``env`` (KUBECONFIG is set by run_command)."""
-    source = phase.get("source")
-    return {"PHASEKIT_PHASE": phase["name"], "PHASEKIT_HOST": host,
+    source = entry.source
+    return {"PHASEKIT_PHASE": entry.name, "PHASEKIT_HOST": host,
             "PHASEKIT_SOURCE": source if isinstance(source, str) else ""}
 
 
-def other_host(phase: dict, host: str, variable: str, name) -> str:
+def other_host(entry, host: str, variable: str, name) -> str:
     """The host a command phase's ``kubeconfigs`` entry names (rendered for ``host``: ``{{ kube_parent }}``)."""
     name = str(name or "").strip()
     if not name:
-        raise PhasekitError(f"phase {phase['name']} on cluster {host}: option kubeconfigs.{variable} names no host "
+        raise PhasekitError(f"phase {entry.name} on cluster {host}: option kubeconfigs.{variable} names no host "
                             f"(a template that rendered empty, such as kube_parent unset on {host})")
     return name
 
 
-def run_command_phase(work, phase: dict, host: str) -> Outcome:
-    values = option_values(COMMAND_PHASE_SPEC["argument_spec"], phase.get("options"))
+def run_command_phase(work, entry, context) -> Outcome:
+    host = context.host
+    values = option_values(COMMAND_PHASE_SPEC["argument_spec"], entry.options)
     argv = command_argv(values["argv"], values["cmd"], values["shell"])
     preview = {"preview": f"would run: {shlex.join(argv)}"}  # what the plan summary says (masked with the rest)
     runs = not work.dry_run or (values["run_in_check_mode"] and work.mode != VALIDATE)  # declared read-only
@@ -78,38 +79,38 @@ def run_command_phase(work, phase: dict, host: str) -> Outcome:
         # a command's effect cannot be predicted: not run by validate, status or check mode
         return Outcome(skipped=True, msg="commands do not run in a dry run", details=preview)
     resolution = work.access.resolution(host)
-    kubeconfigs = {variable: work.access.resolution(other_host(phase, host, variable, name)).config
+    kubeconfigs = {variable: work.access.resolution(other_host(entry, host, variable, name)).config
                    for variable, name in (values["kubeconfigs"] or {}).items()}
     done = run_command(argv, kubeconfig=resolution.config,
-                       env={**(values["env"] or {}), **phase_environment(phase, host)},
+                       env={**(values["env"] or {}), **phase_environment(entry, host)},
                        chdir=values["chdir"], stdin=values["stdin"],
-                       timeout=whole_seconds(work.capped(values["timeout"], phase, host)),
+                       timeout=whole_seconds(work.capped(values["timeout"], context)),
                        kubeconfigs=kubeconfigs, env_files=values["env_files"], env_dirs=built,
                        environ=work.environ_of(host))
-    return command_outcome(work, phase, host, done, values, argv)
+    return command_outcome(work, entry, context, done, values, argv)
 
 
-def command_outcome(work, phase: dict, host: str, done, values: dict, argv: list) -> Outcome:
+def command_outcome(work, entry, context, done, values: dict, argv: list) -> Outcome:
     """What the command's run did, by its ``changed_when`` rule."""
     rule = changed_when_rule(values["changed_when"])
     succeeded = rule.succeeded(done)
     # the output, masked with the rest of the outcome (see BuiltinExecutors.__call__), as Ansible's command task
     # returns it
     details = {"rc": done.rc, "stdout": kept_output(done.stdout), "stderr": kept_output(done.stderr)}
-    if phase.get("outputs"):  # read whole, not cut as the result keeps it
-        work.keep_for_outputs(phase, host, FROM_STDOUT, done.stdout)
+    if entry.outputs:  # read whole, not cut as the result keeps it
+        work.keep_for_outputs(entry, context, FROM_STDOUT, done.stdout)
     if work.dry_run:
         details["preview"] = f"ran (run_in_check_mode): {shlex.join(argv)}"
     if not succeeded:
         return Outcome(changed=True, failed=True, msg=command_failure_message(done), details=details)
     return Outcome(changed=rule.changed(done), details=details,
-                   msg=recorded_message(command_success_message(done), work.masks(phase, host)))
+                   msg=recorded_message(command_success_message(done), work.masks(entry, context)))
 
 
-def command_content(work, phase: dict) -> dict:
+def command_content(work, entry) -> dict:
     """A command's files (the script, files named as arguments or in ``env``, relative to ``chdir``) and the
     builds of its ``env_dirs``; an unbuildable ``env_dirs`` is left to the run to report."""
-    values = option_values(COMMAND_PHASE_SPEC["argument_spec"], phase.get("options"))
+    values = option_values(COMMAND_PHASE_SPEC["argument_spec"], entry.options)
     try:
         argv = command_argv(values["argv"], values["cmd"], values["shell"])
     except PhasekitError:

@@ -42,28 +42,28 @@ class HostWork(Protocol):
     VALIDATE, STATUS or DESTROY), ``dry_run``, ``check_mode``, ``diff``, ``shared`` (``SharedRequests`` or None),
     ``charts`` (``ChartCache``), ``files`` (``FileDigests``), ``records`` (``RunRecords`` or None),
     ``delete_nonempty_namespaces``, ``environ_of(host)``.
+
+    ``entry`` is the runner's ``planning.planner.RunEntry`` (options rendered for the host), ``context`` its
+    ``running.runner.HostContext`` on one host: the host, its barrier and its deadline.
     """
 
-    def bundle(self, phase: dict, host: str) -> list:
-        """The phase's rendered bundle for host (rendered once per phase, or per host with templates)."""
+    def bundle(self, entry, context) -> list:
+        """The entry's rendered bundle for the host (rendered once per phase, or per host with templates)."""
 
-    def bundle_digest(self, phase: dict, host: str) -> str:
+    def bundle_digest(self, entry, context) -> str:
         """The rendered bundle's digest."""
 
     def built(self, key: tuple, make: Callable[[], object]):
         """``make()``'s value (or its error, raised again), made once per run for ``key``."""
 
-    def context_of(self, phase: dict, host: str):
-        """The runner's ``HostContext`` of the phase on host (its deadline and barrier) while it runs there."""
+    def time_left(self, context) -> float | None:
+        """Seconds left of the phase's timeout on the context's host (None: no timeout)."""
 
-    def time_left(self, phase: dict, host: str) -> float | None:
-        """Seconds left of the phase's timeout on this host (None: no timeout)."""
-
-    def capped(self, seconds, phase: dict, host: str, default: float | None = None) -> float | None:
+    def capped(self, seconds, context, default: float | None = None) -> float | None:
         """A wait's ``seconds`` (``default`` when unset), no longer than what is left of the phase's timeout on
-        host."""
+        the context's host."""
 
-    def owner(self, phase: dict, host: str):
+    def owner(self, entry, context):
         """Who applies (``kube.ownership.PlanOwner``), None outside a plan."""
 
     def carried(self, host: str):
@@ -72,19 +72,19 @@ class HostWork(Protocol):
     def plan_objects(self, host: str):
         """What this destroy deleted on host so far (``kube.teardown.PlanObjects``)."""
 
-    def keeps_lists_watched(self, phase: dict, host: str) -> bool:
-        """Whether a later apply of the step runs on host (what the phase listed may answer it)."""
+    def keeps_lists_watched(self, entry, context) -> bool:
+        """Whether a later apply of the step runs on the host (what the phase listed may answer it)."""
 
-    def keep_for_outputs(self, phase: dict, host: str, source: str, found) -> None:
+    def keep_for_outputs(self, entry, context, source: str, found) -> None:
         """What the phase's outputs are read from later (its apply's objects, its command's stdout)."""
 
-    def watching(self, phase: dict, host: str):
+    def watching(self, entry, context):
         """A wait's ``on_poll``: notes what the wait still waits for (progress lines)."""
 
-    def masks(self, phase: dict, host: str):
-        """What the phase on host must not show (``masking.Masks``)."""
+    def masks(self, entry, context):
+        """What the phase on the host must not show (``masking.Masks``)."""
 
-    def set_waiting(self, phase: dict, host: str, said: Callable[[], str]) -> None:
+    def set_waiting(self, entry, context, said: Callable[[], str]) -> None:
         """What the phase waits for now, looked at when a progress line asks."""
 
 

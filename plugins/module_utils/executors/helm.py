@@ -33,8 +33,8 @@ class Helm(ExecutorKind):
     output_sources = (FROM_VALUES,)
     renders_release = True
 
-    def run(self, work, phase: dict, host: str):
-        return run_helm(work, phase, host)
+    def run(self, work, entry, context):
+        return run_helm(work, entry, context)
 
     def writes_outside_session(self, options: dict) -> bool:
         return options.get("helm_mode") != MODE_APPLY  # the helm CLI writes; applied objects go through the session
@@ -42,24 +42,27 @@ class Helm(ExecutorKind):
     def keeps_lists(self, options: dict) -> bool:
         return options.get("helm_mode") == MODE_APPLY
 
-    def content(self, work, phase: dict, host: str) -> dict:
+    def content(self, work, entry, context) -> dict:
         """A release's merged values (values files rendered for the host) and its chart's digest (every file of
         it: templates, dependencies, default values), the chart made local once per run."""
-        request = helm_request(release_options(phase), namespace="", where=f"phase {phase['name']}",
+        host = context.host
+        request = helm_request(release_options(entry), namespace="", where=f"phase {entry.name}",
                                read_values_file=lambda path: values_file(work, host, path))
         content = {"values": request.values}
         if request.chart is not None and request.state != ABSENT:
             content["chart"] = request_chart(request, work.charts, work.environ_of(host)).digest
         return content
 
-    def destroy(self, work, phase: dict, host: str):
-        return run_helm(work, {**phase, "options": {**(phase.get("options") or {}), "release_state": ABSENT}}, host)
+    def destroy(self, work, entry, context):
+        return run_helm(work, dataclasses.replace(entry, options={**(entry.options or {}), "release_state": ABSENT}),
+                        context)
 
-    def source_values(self, work, phase: dict, host: str) -> dict:
-        """The release values on host (computed: the chart's defaults under the given ones)."""
+    def source_values(self, work, entry, context) -> dict:
+        """The release values on the host (computed: the chart's defaults under the given ones)."""
+        host = context.host
         resolution = work.access.resolution(host)
-        request = helm_request(release_options(phase), namespace=resolution.namespace or "default",
-                               where=f"phase {phase['name']}", read_values_file=lambda path: values_file(work, host, path))
+        request = helm_request(release_options(entry), namespace=resolution.namespace or "default",
+                               where=f"phase {entry.name}", read_values_file=lambda path: values_file(work, host, path))
         try:
             return release_values(request, kubeconfig=resolution.config, charts=work.charts,
                                   environ=work.environ_of(host))
@@ -67,10 +70,10 @@ class Helm(ExecutorKind):
             raise PhasekitError(values_masks(request).scrub(str(err))) from None
 
 
-def release_options(phase: dict) -> dict:
-    """The phase's helm options with their defaults; the release is named after the phase unless named."""
-    values = option_values(HELM_OPTIONS_SPEC, phase.get("options"))
-    values["name"] = values["name"] or phase["name"].rsplit("/", 1)[-1]
+def release_options(entry) -> dict:
+    """The run entry's helm options with their defaults; the release is named after the phase unless named."""
+    values = option_values(HELM_OPTIONS_SPEC, entry.options)
+    values["name"] = values["name"] or entry.name.rsplit("/", 1)[-1]
     return values
 
 
@@ -78,14 +81,15 @@ def values_file(work, host: str, path: str) -> str:
     return work.access.render_template(host, path) if is_template(path) else plain_values_file(path)
 
 
-def run_helm(work, phase: dict, host: str) -> Outcome:
-    values = release_options(phase)
-    if work.time_left(phase, host) is not None:
+def run_helm(work, entry, context) -> Outcome:
+    host = context.host
+    values = release_options(entry)
+    if work.time_left(context) is not None:
         given = duration_seconds(str(values["wait_timeout"])) if values["wait_timeout"] else None
-        values["wait_timeout"] = f"{max(1, int(work.capped(given, phase, host, default=HELM_TIMEOUT)))}s"
+        values["wait_timeout"] = f"{max(1, int(work.capped(given, context, default=HELM_TIMEOUT)))}s"
     resolution = work.access.resolution(host)
     request = dataclasses.replace(
-        helm_request(values, namespace=resolution.namespace or "default", where=f"phase {phase['name']}",
+        helm_request(values, namespace=resolution.namespace or "default", where=f"phase {entry.name}",
                      read_values_file=lambda path: values_file(work, host, path)),
         hide_every_value=True)  # run records others read: no value of the release in diffs or messages
     if work.mode == DESTROY:
@@ -96,18 +100,19 @@ def run_helm(work, phase: dict, host: str) -> Outcome:
     if request.mode == MODE_APPLY:
         bundle = render_release(request, kubeconfig=resolution.config, charts=work.charts,
                                 environ=work.environ_of(host))
-        outcome = apply_objects(work, phase, host, bundle, release_apply_arguments(request), request.namespace)
+        outcome = apply_objects(work, entry, context, bundle, release_apply_arguments(request), request.namespace)
         hidden = values_masks(request)  # the rendered objects hold them: never in diffs or messages
         outcome.msg, outcome.details = hidden.scrub(outcome.msg), hidden.scrub(outcome.details)
         return outcome
-    return run_release_cli(work, phase, host, request, resolution)
+    return run_release_cli(work, entry, context, request, resolution)
 
 
-def run_release_cli(work, phase: dict, host: str, request, resolution) -> Outcome:
+def run_release_cli(work, entry, context, request, resolution) -> Outcome:
     """The release installed, upgraded or uninstalled by the helm CLI (a dry run: what it would do)."""
+    host = context.host
     if request.wait and not work.dry_run:
         # while helm waits (``--wait``): a look at the objects of the release's newest stored revision
-        work.set_waiting(phase, host, lambda: waiting_summary(release_now(work, host, request)))
+        work.set_waiting(entry, context, lambda: waiting_summary(release_now(work, host, request)))
     report = run_release(request, kubeconfig=resolution.config, charts=work.charts, check_mode=work.dry_run,
                          diff=work.diff, environ=work.environ_of(host))
     # kubernetes.core's keys (helm's output, the values) stay out of run records and summaries

@@ -20,6 +20,6 @@ class Kubeconfig(ExecutorKind):
     def known_after_run_note(self, host: str, where: str) -> str:
         return f"would resolve {host}'s kubeconfig from {where}: not there yet, known after the run"
 
-    def run(self, work, phase: dict, host: str):
-        resolution = work.access.resolution(host)  # the host is the child: read now, kept for the run
+    def run(self, work, entry, context):
+        resolution = work.access.resolution(context.host)  # the host is the child: read now, kept for the run
         return Outcome(details={"context": resolution.context, "server": resolution.server})

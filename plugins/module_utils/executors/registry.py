@@ -9,7 +9,9 @@ digest covers, how destroy undoes it, what readiness a rollout's soak watches, w
 it offers, whether it writes outside the API session or only reads.
 
 A kind's hooks get the host work that runs the phase as ``work`` (``executors.context.HostWork``: an executor
-module never imports the class that calls it).
+module never imports the class that calls it), the run entry as ``entry`` (``planning.planner.RunEntry``, its options
+rendered for the host) and the runner's ``HostContext`` of the host as ``context`` (``context.host``, its barrier and
+deadline).
 """
 
 from __future__ import annotations
@@ -47,8 +49,8 @@ class ExecutorKind:
     renders_release = False      # plan action render shows its chart's release
     builds_env_dirs = False      # plan action render shows the directories its ``env_dirs`` build
 
-    def run(self, work, phase: dict, host: str):
-        """The phase run (or previewed: work.dry_run) on host, as an Outcome."""
+    def run(self, work, entry, context):
+        """The entry run (or previewed: work.dry_run) on the context's host, as an Outcome."""
         raise NotImplementedError(self.name)
 
     def known_after_run_note(self, host: str, where: str) -> str:
@@ -67,28 +69,28 @@ class ExecutorKind:
         """Whether the phase (options rendered for its host) deletes what it names."""
         return False
 
-    def content(self, work, phase: dict, host: str) -> dict:
+    def content(self, work, entry, context) -> dict:
         """What the phase's digest covers besides its executor and options."""
-        source = phase.get("source")
+        source = entry.source
         return {"source": work.files.of(source) or source} if isinstance(source, str) else {}
 
-    def destroy(self, work, phase: dict, host: str):
-        """Undo the phase on host (only when undone_by_destroy)."""
+    def destroy(self, work, entry, context):
+        """Undo the phase on the context's host (only when undone_by_destroy)."""
         raise NotImplementedError(self.name)
 
-    def readiness(self, work, phase: dict, host: str):
+    def readiness(self, work, entry, context):
         """What a soak watches (only when watches_objects): the wait option values and the namespace."""
         raise NotImplementedError(self.name)
 
-    def source_values(self, work, phase: dict, host: str) -> dict:
-        """The values its own output source reads on host (only when it offers one that reads values)."""
+    def source_values(self, work, entry, context) -> dict:
+        """The values its own output source reads on the context's host (only when it offers one that reads values)."""
         raise NotImplementedError(self.name)
 
-    def output_namespace(self, phase: dict) -> str | None:  # pylint: disable=unused-argument
+    def output_namespace(self, entry) -> str | None:  # pylint: disable=unused-argument
         """The namespace its outputs' objects are read in, when its options name one."""
         return None
 
-    def add_masks(self, work, phase: dict, masks) -> None:
+    def add_masks(self, work, entry, masks) -> None:
         """Add to masks what the phase handed its program besides the host's own secrets."""
 
     def other_kubeconfigs(self, options: dict):  # pylint: disable=unused-argument

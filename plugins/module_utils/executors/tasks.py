@@ -16,11 +16,11 @@ class Tasks(ExecutorKind):
     source_wanted = "a task file"
     source_is_file = True
 
-    def run(self, work, phase: dict, host: str):
+    def run(self, work, entry, context):
         # Prepared here, run by the role on the host: the task file gets this resolution.
         if work.mode in (VALIDATE, STATUS):
             return Outcome(skipped=True, msg="tasks phases do not run in a dry run")
-        work.access.resolution(host)
+        work.access.resolution(context.host)
         return Outcome()
 
     def writes_outside_session(self, options: dict) -> bool:

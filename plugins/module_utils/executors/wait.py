@@ -22,37 +22,38 @@ class Wait(ExecutorKind):
     reads_only = True
     watches_objects = True
 
-    def run(self, work, phase: dict, host: str):
+    def run(self, work, entry, context):
         if work.mode == VALIDATE:
             return Outcome(skipped=True, msg="nothing was applied, so there is nothing to wait for")
         if work.check_mode and work.mode != STATUS:
-            return preview_wait(work, phase, host)
-        values = option_values(WAIT_OPTIONS_SPEC, phase.get("options"))
+            return preview_wait(work, entry, context)
+        values = option_values(WAIT_OPTIONS_SPEC, entry.options)
         if work.mode == STATUS:
             values["timeout"] = 0  # the state as it is now
         else:
-            values["timeout"] = work.capped(values["timeout"], phase, host)
-        rules = dataclasses.replace(wait_rules(values, where=f"phase {phase['name']} options"),
-                                    on_poll=work.watching(phase, host))
-        bundle = work.bundle(phase, host)
-        resolution = work.access.resolution(host)
-        namespace = (phase.get("options") or {}).get("namespace") or resolution.namespace or "default"
-        outcomes, problem = wait_for_bundle(work.access.session(host, EXTRA_CONNECTIONS), bundle, rules, namespace)
+            values["timeout"] = work.capped(values["timeout"], context)
+        rules = dataclasses.replace(wait_rules(values, where=f"phase {entry.name} options"),
+                                    on_poll=work.watching(entry, context))
+        bundle = work.bundle(entry, context)
+        resolution = work.access.resolution(context.host)
+        namespace = (entry.options or {}).get("namespace") or resolution.namespace or "default"
+        outcomes, problem = wait_for_bundle(work.access.session(context.host, EXTRA_CONNECTIONS), bundle, rules, namespace)
         return Outcome(not_ready=problem is not None, msg=problem or "", details={"ready": problem is None})
 
-    def content(self, work, phase: dict, host: str) -> dict:
-        return {"objects": work.bundle_digest(phase, host)}
+    def content(self, work, entry, context) -> dict:
+        return {"objects": work.bundle_digest(entry, context)}
 
-    def readiness(self, work, phase: dict, host: str):
-        options = phase.get("options") or {}
+    def readiness(self, work, entry, context):
+        options = entry.options or {}
         return option_values(WAIT_OPTIONS_SPEC, options), options.get("namespace")
 
 
-def preview_wait(work, phase: dict, host: str) -> Outcome:
+def preview_wait(work, entry, context) -> Outcome:
     """Check mode: the objects the wait would wait for, and which of them earlier phases of this preview would
     create or change. Nothing is waited for: an object not there yet is no failure in a preview."""
-    bundle = work.bundle(phase, host)
-    namespace = (phase.get("options") or {}).get("namespace") or work.access.resolution(host).namespace \
+    host = context.host
+    bundle = work.bundle(entry, context)
+    namespace = (entry.options or {}).get("namespace") or work.access.resolution(host).namespace \
         or "default"
     carried = work.carried(host)
     session = work.access.session(host, EXTRA_CONNECTIONS)

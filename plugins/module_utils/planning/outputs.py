@@ -430,16 +430,16 @@ def _secret_forms(value) -> set[str]:
     return forms
 
 
-def declared_outputs(phases: list[dict]) -> dict:
-    """Full name -> (hosts, {output name: its placeholder}) of the run list's phases that declare outputs
-    (``PlannedPhase.to_dict``)."""
+def declared_outputs(entries: list) -> dict:
+    """Full name -> (hosts, {output name: its placeholder}) of the run list's entries that declare outputs
+    (``planner.RunEntry``)."""
     declared = {}
-    for phase in phases:
-        if phase.get("outputs"):
-            full = phase.get("full_name", phase["name"])
-            hosts, placeholders = declared.get(full, ((), {}))
-            declared[full] = (tuple(dict.fromkeys((*hosts, *(phase.get("hosts") or ())))),
-                              {**placeholders, **{name: placeholder_of(spec) for name, spec in phase["outputs"].items()}})
+    for entry in entries:
+        if entry.outputs:
+            hosts, placeholders = declared.get(entry.full_name, ((), {}))
+            declared[entry.full_name] = (tuple(dict.fromkeys((*hosts, *entry.hosts))),
+                                         {**placeholders, **{name: placeholder_of(spec)
+                                                             for name, spec in entry.outputs.items()}})
     return declared
 
 

@@ -95,9 +95,8 @@ class RunEntry:  # pylint: disable=too-many-instance-attributes
     """One entry of the run list as the runner hands it to the executors (``PlannedPhase.run_entry``); frozen: what
     differs per host (its deadline, its batch, its peers) is the runner's ``HostContext``, not added keys.
 
-    JSON only where Ansible or a record needs it (``to_dict``/``from_dict``: the keys are the field names). The
-    mapping reads (``entry["name"]``, ``entry.get("options")``) are a bridge for the executors' code until it reads
-    attributes; they return what the attribute holds (``rollout``: the ``RolloutOf``).
+    JSON only where Ansible or a record needs it (``to_dict``/``from_dict``: the keys are the field names). Options
+    rendered for one host are a copy (``dataclasses.replace(entry, options=...)``).
     """
 
     name: str
@@ -162,24 +161,7 @@ class RunEntry:  # pylint: disable=too-many-instance-attributes
             kept["rollout"] = _rollout_from(kept["rollout"], label)
         return cls(**kept)
 
-    # ------------------------------------------------------------ bridge: mapping reads (see the class doc)
 
-    def __getitem__(self, key: str):
-        if key not in _ENTRY_FIELDS:
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def __contains__(self, key) -> bool:
-        return key in _ENTRY_FIELDS
-
-    def get(self, key: str, default=None):
-        return getattr(self, key) if key in _ENTRY_FIELDS else default
-
-    def keys(self):
-        return _ENTRY_FIELDS
-
-
-_ENTRY_FIELDS = tuple(item.name for item in fields(RunEntry))
 _NONE = type(None)
 _SEQUENCE = (list, tuple)
 _ENTRY_FIELD_TYPES = {   # field -> (accepted JSON types, what the message says was expected)

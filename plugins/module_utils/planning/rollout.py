@@ -189,11 +189,11 @@ class RolloutOf:
 
 
 def rollout_of(phase: dict) -> RolloutOf | None:
-    """The rollout a planned phase (a ``RunEntry``, or its JSON from Ansible) belongs to, if any."""
+    """The rollout a planned phase (its JSON from Ansible: ``RunEntry.to_dict``) belongs to, if any."""
     value = phase.get("rollout")
     if not value:
         return None
-    # a run entry holds it typed; a planned phase from Ansible (a role's view) as JSON
+    # JSON from Ansible; a caller may have read it typed already
     return value if isinstance(value, RolloutOf) else RolloutOf.from_dict(value)
 
 

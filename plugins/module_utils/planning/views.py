@@ -15,7 +15,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.preview import ADD, CHANGE, DESTROY
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.plan_changes import (
     SHOWN_OBJECTS, PlanChanges, plan_changes, previews)
-from ansible_collections.phasekit.kube.plugins.module_utils.planning.planner import Plan, PlannedPhase, RunEntry
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.planner import Plan, PlannedPhase
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.rollout import hosts_label, over_budget, rollout_of
 
 GROUP = "(group)"
@@ -367,7 +367,7 @@ def phase_document(phases: list[dict], name) -> str:
     """Where the run list's phase ``name`` is defined, without the kind and name its origin adds (the message names
     the phase already): ``phases/site.yaml document 3``; empty when unknown."""
     for phase in phases:
-        if isinstance(phase, (dict, RunEntry)) and phase.get("name") == name and phase.get("origin"):
+        if isinstance(phase, dict) and phase.get("name") == name and phase.get("origin"):
             return _KIND_AND_NAME.sub("", str(phase["origin"]))
     return ""
 

@@ -2,7 +2,7 @@
 # Apache License 2.0 (see LICENSE)
 """The generic host work of the built-in executors: records, resume, locks, outputs, dispatch through the registry.
 
-``BuiltinExecutors`` is the ``HostWork`` (``executors.context``) the runner calls per (phase, host); what each
+``BuiltinExecutors`` is the ``HostWork`` (``executors.context``) the runner calls per (entry, host context); what each
 executor does (its run, digest, destroy, soak readiness, masks) lives in its own module of ``executors/``, asked
 through its kind (``executors.registry.kind_of``). It reaches clusters only through a ``ClusterAccess`` (resolved
 kubeconfig and a pooled API session per host, kept for the whole run), and renders each phase's bundle once for
@@ -17,9 +17,8 @@ import threading
 import time
 from collections.abc import Mapping
 from concurrent.futures import Executor, ThreadPoolExecutor
-from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Callable, Protocol
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.executors.apply import apply_arguments
@@ -46,6 +45,9 @@ from ansible_collections.phasekit.kube.plugins.module_utils.running.shared_clust
 from ansible_collections.phasekit.kube.plugins.module_utils.masking import Masks
 from ansible_collections.phasekit.kube.plugins.module_utils.templating import has_template_strings
 
+if TYPE_CHECKING:  # annotations only: the planner makes entries
+    from ansible_collections.phasekit.kube.plugins.module_utils.planning.planner import RunEntry
+
 # the run's modes and request budgets live with the executors (executors.context); named here for run_phases
 __all__ = ["DESTROY", "EXTRA_CONNECTIONS", "REQUEST_BUDGET", "RUN", "STATUS", "VALIDATE", "UNREACHABLE",
            "BuiltinExecutors", "SharedRequests", "ClusterAccess", "apply_arguments", "option_values",
@@ -71,13 +73,13 @@ class SharedRequests:
     hosts_in_play: frozenset = frozenset()
     budget: int = REQUEST_BUDGET
 
-    def per_cluster(self, phase: dict, running: int | None = None) -> int:
-        """Requests in flight to one cluster of ``phase`` (the apply option ``concurrency`` caps it); ``running``:
+    def per_cluster(self, entry, running: int | None = None) -> int:
+        """Requests in flight to one cluster of ``entry`` (the apply option ``concurrency`` caps it); ``running``:
         the clusters the runner's barrier works on (a batch of a rollout, say; ``HostContext.running``)."""
         if running is not None:
             clusters = running or 1
         else:  # counted once per barrier by the runner: per host, this was quadratic in a fleet's size
-            clusters = len(set(phase.get("hosts") or []) & self.hosts_in_play) or 1
+            clusters = len(set(entry.hosts) & self.hosts_in_play) or 1
         return max(1, self.budget // min(self.clusters_at_once, clusters))
 
 
@@ -124,31 +126,6 @@ def command_timeout(seconds, deadline: float | None) -> int | None:
     return whole_seconds(capped(seconds, deadline))
 
 
-class RunningContexts:
-    """The runner's ``HostContext`` of each (phase, host) while the phase runs there: its deadline and barrier, for
-    the executors, which are handed (phase, host) (until each executor module takes the context itself)."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._contexts: dict[tuple, HostContext] = {}
-
-    @contextmanager
-    def running(self, phase, context: HostContext):
-        key = (phase["name"], context.host)
-        with self._lock:
-            self._contexts[key] = context
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._contexts.pop(key, None)
-
-    def of(self, phase, host: str) -> HostContext:
-        """Outside a run (a status, a digest): no deadline, no barrier."""
-        with self._lock:
-            return self._contexts.get((phase["name"], host)) or HostContext(host)
-
-
 class BuiltinExecutors:
     """Runs one built-in phase on one host; ``mode`` is run, validate, status or destroy.
 
@@ -166,12 +143,12 @@ class BuiltinExecutors:
     """
 
     def __init__(self, access: ClusterAccess, *, mode: str = RUN, check_mode: bool = False, diff: bool = False,
-                 render: Callable[[dict], list] | None = None, shared: SharedRequests | None = None,
+                 render: Callable[[RunEntry], list] | None = None, shared: SharedRequests | None = None,
                  charts: ChartCache | None = None, skip_unreachable: bool = False,
                  records: RunRecords | None = None, resume: bool = False, resumed_hosts=(),
                  lists: ListMemory | None = None, plan: str | None = None, allow_shared_cluster: bool = False,
                  environ_of: Callable[[str], Mapping | None] | None = None, delete_nonempty_namespaces: bool = False,
-                 step: list[dict] | None = None, outputs: OutputValues | None = None,
+                 step: list[RunEntry] | None = None, outputs: OutputValues | None = None,
                  carried: dict[str, PlannedState] | None = None):
         self.access = access
         self.plan = plan
@@ -198,138 +175,133 @@ class BuiltinExecutors:
         self.files = FileDigests()
         self._lock = threading.Lock()
         self.records = records
-        self.contexts = RunningContexts()
         self.host_records = HostRecords(self, resume and mode == RUN and not check_mode, resumed_hosts)
 
     def resumed_hosts(self) -> list[str]:
         """The hosts a resume no longer skips phases of (for the next step of the run)."""
         return self.host_records.resumed_hosts()
 
-    def __call__(self, phase, context: HostContext) -> Outcome:
-        """The runner's ``HostWork``: ``phase`` (a ``RunEntry``) on ``context.host``."""
-        with self.contexts.running(phase, context):
-            return self._work(phase, context.host)
+    def __call__(self, entry: RunEntry, context: HostContext) -> Outcome:
+        """The runner's ``HostWork``: ``entry`` on ``context.host``."""
+        return self._work(entry, context)
 
-    def _work(self, phase, host: str) -> Outcome:
+    def _work(self, entry: RunEntry, context: HostContext) -> Outcome:
         try:
-            phase = self.for_host(phase, host)
-            self._cluster_lock(phase, host)
-            outcome = self.host_records.run(phase, host, lambda: self._run_with_outputs(phase, host))
+            entry = self.for_host(entry, context.host)
+            self._cluster_lock(entry, context.host)
+            outcome = self.host_records.run(entry, context, lambda: self._run_with_outputs(entry, context))
         except PhasekitError as err:
-            outcome = known_after_run_outcome(self, phase, host)
+            outcome = known_after_run_outcome(self, entry, context.host)
             if outcome is None:
-                raise PhasekitError(self.masks(phase, host).scrub(str(err))) from None
+                raise PhasekitError(self.masks(entry, context).scrub(str(err))) from None
         except Exception as err:  # pylint: disable=broad-exception-caught
             # the runner would show any other error as it is: masked as the runner would word it
-            raise PhasekitError(self.masks(phase, host).scrub(f"unexpected error ({type(err).__name__}): {err}")) \
+            raise PhasekitError(self.masks(entry, context).scrub(f"unexpected error ({type(err).__name__}): {err}")) \
                 from None
         finally:
-            self.waits.done(phase["name"], host)
-        masks = self.masks(phase, host)
+            self.waits.done(entry.name, context.host)
+        masks = self.masks(entry, context)
         if masks:  # what templates rendered, and what was handed a kubeconfig, may print them
             outcome.msg = masks.scrub(outcome.msg)
             outcome.details = masks.scrub(outcome.details)
         return outcome
 
-    def _run_with_outputs(self, phase: dict, host: str) -> Outcome:
-        outcome = self._run_executor(phase, host)
-        self.host_outputs.read(phase, host, outcome)
-        self.host_outputs.say_known_after_run(phase, host, outcome)
+    def _run_with_outputs(self, entry: RunEntry, context: HostContext) -> Outcome:
+        outcome = self._run_executor(entry, context)
+        self.host_outputs.read(entry, context, outcome)
+        self.host_outputs.say_known_after_run(entry, context, outcome)
         return outcome
 
-    def recorded_outputs(self, phase: dict, host: str) -> dict | None:
-        """The outputs of ``phase``'s last run on ``host`` (``HostOutputs.recorded``)."""
-        return self.host_outputs.recorded(phase, host)
+    def recorded_outputs(self, entry: RunEntry, host: str) -> dict | None:
+        """The outputs of ``entry``'s last run on ``host`` (``HostOutputs.recorded``)."""
+        return self.host_outputs.recorded(entry, host)
 
-    def keep_for_outputs(self, phase: dict, host: str, source: str, found) -> None:
-        self.host_outputs.keep(phase, host, source, found)
+    def keep_for_outputs(self, entry: RunEntry, context: HostContext, source: str, found) -> None:
+        self.host_outputs.keep(entry, context.host, source, found)
 
     def waiting_on(self, phase_name: str, host: str) -> str:
         """What the phase's wait on ``host`` waits for now (``Waits.waiting_on``)."""
         return self.waits.waiting_on(phase_name, host)
 
-    def set_waiting(self, phase: dict, host: str, said: Callable[[], str]) -> None:
-        self.waits.set(phase["name"], host, said)
+    def set_waiting(self, entry: RunEntry, context: HostContext, said: Callable[[], str]) -> None:
+        self.waits.set(entry.name, context.host, said)
 
-    def watching(self, phase: dict, host: str):
-        return self.waits.on_poll(phase["name"], host)
+    def watching(self, entry: RunEntry, context: HostContext):
+        return self.waits.on_poll(entry.name, context.host)
 
-    def _cluster_lock(self, phase: dict, host: str) -> None:
+    def _cluster_lock(self, entry: RunEntry, host: str) -> None:
         """The run's lock on the host's cluster (``RunRecords.begin``), before anything the phase reads there: a
         phase that may write checks it (and its record's version is kept), one that writes outside the API session
         takes it now; every write through the session takes it anyway (``RunRecords.guard``)."""
-        kind = kind_of(phase["executor"])
+        kind = kind_of(entry.executor)
         if self.records is None or self.records.lock is None or not kind.reaches_cluster:
             return
         self.records.guard(host)
         if kind.reads_only or self.mode == DESTROY:
             return  # destroy takes it when it undoes a phase (``_destroy``: a cluster gone may be skipped)
-        self.records.begin(host, acquire=writes_outside_session(phase))
+        self.records.begin(host, acquire=writes_outside_session(entry))
 
-    def _run_executor(self, phase: dict, host: str) -> Outcome:
+    def _run_executor(self, entry: RunEntry, context: HostContext) -> Outcome:
         if self.mode == DESTROY:
-            return self._destroy(phase, host)
-        if kind_of(phase["executor"]).only_through_session or self.lists is None:
-            return self.run_phase(phase, host)
+            return self._destroy(entry, context)
+        if kind_of(entry.executor).only_through_session or self.lists is None:
+            return self.run_phase(entry, context)
         # a command, a chart, a container may change the cluster behind the sessions' backs, and waiting is for
         # the state now: no list read before or during it answers a later phase
         self.lists.clear()
         try:
-            return self.run_phase(phase, host)
+            return self.run_phase(entry, context)
         finally:
             self.lists.clear()
 
-    def run_phase(self, phase: dict, host: str) -> Outcome:
-        """The phase's executor run on host (or previewed: ``dry_run``)."""
-        return kind_of(phase["executor"]).run(self, phase, host)
+    def run_phase(self, entry: RunEntry, context: HostContext) -> Outcome:
+        """The entry's executor run on the context's host (or previewed: ``dry_run``)."""
+        return kind_of(entry.executor).run(self, entry, context)
 
-    def shared_cluster_refusal(self, phase: dict, hosts: list[str]) -> str | None:
+    def shared_cluster_refusal(self, entry: RunEntry, hosts: list[str]) -> str | None:
         """The runner's guard: why ``phase`` must not start on ``hosts`` because two or more of them reach one
         cluster and namespace (see ``shared_cluster.py``); None when it may. Asked in the modes that write (run,
         destroy, and their check mode, which previews them), not for ``kubeconfig`` phases (they resolve their
         host's kubeconfig, waiting for it: it cannot be looked at before), nor, in destroy, for phases it leaves."""
         if self.allow_shared_cluster or self.mode not in (RUN, DESTROY) or len(hosts) < 2:
             return None
-        kind = kind_of(phase["executor"])
+        kind = kind_of(entry.executor)
         if not kind.reaches_cluster or (self.mode == DESTROY and not kind.undone_by_destroy):
             return None
-        return shared_cluster_refusal(phase["name"], host_targets(self.access, hosts))
+        return shared_cluster_refusal(entry.name, host_targets(self.access, hosts))
 
-    def masks(self, phase: dict, host: str) -> Masks:
-        """What a phase on ``host`` must not show: the host's secrets, and those its executor handed its program
-        (a command's ``kubeconfigs`` and ``env_files``)."""
-        masks = Masks(self.access.secrets(host))
-        kind_of(phase.get("executor")).add_masks(self, phase, masks)
+    def masks(self, entry: RunEntry, context: HostContext) -> Masks:
+        """What an entry on the context's host must not show: the host's secrets, and those its executor handed its
+        program (a command's ``kubeconfigs`` and ``env_files``)."""
+        masks = Masks(self.access.secrets(context.host))
+        kind_of(entry.executor).add_masks(self, entry, masks)
         return masks
 
     # ------------------------------------------------------------ what the executors are given (HostWork)
 
-    def bundle(self, phase: dict, host: str) -> list:
-        return self.bundles.bundle(phase, host)
+    def bundle(self, entry: RunEntry, context: HostContext) -> list:
+        return self.bundles.bundle(entry, context.host)
 
-    def bundle_digest(self, phase: dict, host: str) -> str:
-        return self.bundles.digest(phase, host)
+    def bundle_digest(self, entry: RunEntry, context: HostContext) -> str:
+        return self.bundles.digest(entry, context.host)
 
     def built(self, key: tuple, make: Callable[[], object]):
         return self.bundles.built(key, make)
 
-    def context_of(self, phase, host: str) -> HostContext:
-        return self.contexts.of(phase, host)
+    def time_left(self, context: HostContext) -> float | None:
+        return time_left(context.deadline)
 
-    def time_left(self, phase, host: str) -> float | None:
-        return time_left(self.contexts.of(phase, host).deadline)
+    def capped(self, seconds, context: HostContext, default: float | None = None) -> float | None:
+        return capped(seconds, context.deadline, default=default)
 
-    def capped(self, seconds, phase, host: str, default: float | None = None) -> float | None:
-        return capped(seconds, self.contexts.of(phase, host).deadline, default=default)
+    def keeps_lists_watched(self, entry: RunEntry, context: HostContext) -> bool:
+        return self._applies_after is None or context.host in self._applies_after.get(entry.name, ())
 
-    def keeps_lists_watched(self, phase: dict, host: str) -> bool:
-        return self._applies_after is None or host in self._applies_after.get(phase["name"], ())
-
-    def owner(self, phase: dict, host: str) -> PlanOwner | None:
+    def owner(self, entry: RunEntry, context: HostContext) -> PlanOwner | None:
         """Who applies: this plan on this host, and the other plans of the documents that run the same phase."""
         if self.plan is None:
             return None
-        return PlanOwner(self.plan, host, self.started, fellows=frozenset(phase.get("in_plans") or ()) - {self.plan})
+        return PlanOwner(self.plan, context.host, self.started, fellows=frozenset(entry.in_plans) - {self.plan})
 
     def carried(self, host: str) -> PlannedState | None:
         """A dry run's carried-forward state of ``host`` (``kube.preview``); None in a real run."""
@@ -355,20 +327,21 @@ class BuiltinExecutors:
 
     # ------------------------------------------------------------ destroy
 
-    def _destroy(self, phase: dict, host: str) -> Outcome:
+    def _destroy(self, entry: RunEntry, context: HostContext) -> Outcome:
         """Undo one phase on one host: apply phases lose their objects, helm phases their release; the others
         have nothing the collection could undo."""
-        kind = kind_of(phase["executor"])
+        host = context.host
+        kind = kind_of(entry.executor)
         if not kind.undone_by_destroy:
-            return Outcome(skipped=True, msg=f"{phase['executor']} phases have nothing to destroy")
-        if deletes(phase):
+            return Outcome(skipped=True, msg=f"{entry.executor} phases have nothing to destroy")
+        if deletes(entry):
             return Outcome(skipped=True, msg="state: absent phases have nothing to destroy: they delete objects, "
                                              "and destroy does not make them again")
         try:
             self.access.resolution(host)
             if self.records is not None:
-                self.records.begin(host, acquire=writes_outside_session(phase))
-            return kind.destroy(self, phase, host)
+                self.records.begin(host, acquire=writes_outside_session(entry))
+            return kind.destroy(self, entry, context)
         except PhasekitError as err:
             unreachable = unreachable_because(self.access, host) if self.skip_unreachable else None
             if unreachable is not None:
@@ -378,30 +351,31 @@ class BuiltinExecutors:
 
     # ------------------------------------------------------------ run records
 
-    def digest(self, phase: dict, host: str) -> str | None:
+    def digest(self, entry: RunEntry, host: str) -> str | None:
         """What the phase does on this host, as the digest its run record keeps (keyed with the cluster's record
         key, see ``RunRecords.digest``). None for tasks phases (not recorded), or without the cluster's key."""
         if self.records is None:
             return None
-        return self.records.digest(host, self.content_digest(phase, host))
+        return self.records.digest(host, self.content_digest(entry, host))
 
-    def content_digest(self, phase: dict, host: str) -> str | None:
-        """Everything the phase's outcome depends on, as a plain digest (``HostRecords.content_digest``)."""
-        return self.host_records.content_digest(phase, host)
+    def content_digest(self, entry: RunEntry, host: str) -> str | None:
+        """Everything the entry's outcome depends on on ``host``, as a plain digest (``HostRecords.content_digest``),
+        asked outside a run there (no barrier, no deadline)."""
+        return self.host_records.content_digest(entry, HostContext(host))
 
-    def for_host(self, phase: dict, host: str) -> dict:
-        """The phase as this host runs it: option strings that hold templates rendered with its variables."""
-        if not kind_of(phase["executor"]).runs_on_controller or not has_template_strings(phase.get("options")):
-            return phase
-        where = f"phase {phase['name']} options"
-        return {**phase, "options": self.access.render_options(host, phase["options"], where)}
+    def for_host(self, entry: RunEntry, host: str) -> RunEntry:
+        """The entry as this host runs it: option strings that hold templates rendered with its variables."""
+        if not kind_of(entry.executor).runs_on_controller or not has_template_strings(entry.options):
+            return entry
+        where = f"phase {entry.name} options"
+        return replace(entry, options=self.access.render_options(host, entry.options, where))
 
-    def soak_problem(self, phases: list[dict], host: str) -> str | None:
+    def soak_problem(self, entries: list[RunEntry], host: str) -> str | None:
         """One look at what a rollout's batch applied on host (``watching.soak_problem``)."""
-        return soak_problem(self, phases, host)
+        return soak_problem(self, entries, host)
 
 
-def known_after_run_outcome(work, phase: dict, host: str) -> Outcome | None:
+def known_after_run_outcome(work, entry: RunEntry, host: str) -> Outcome | None:
     """In a preview, a host whose kubeconfig is a Secret not there yet (the run's earlier phases or a controller
     make it; a preview makes nothing and waits for nothing): its phase is not previewed, as terraform's "known
     after apply". None when that is not why it failed."""
@@ -409,7 +383,7 @@ def known_after_run_outcome(work, phase: dict, host: str) -> Outcome | None:
     where = known(host) if known is not None and work.dry_run and work.mode != DESTROY else None
     if where is None:
         return None
-    note = kind_of(phase["executor"]).known_after_run_note(host, where)
+    note = kind_of(entry.executor).known_after_run_note(host, where)
     return Outcome(skipped=True, msg=note, details={"preview": note, UNKNOWN_KUBECONFIG: True})
 
 
@@ -444,24 +418,24 @@ def unreachable_because(access: ClusterAccess, host: str) -> str | None:
     return None
 
 
-def deletes(phase: dict) -> bool:
-    """Whether ``phase`` (options rendered for its host) deletes what it names (an apply's ``state: absent``)."""
-    return kind_of(phase.get("executor")).deletes(phase.get("options") or {})
+def deletes(entry: RunEntry) -> bool:
+    """Whether ``entry`` (options rendered for its host) deletes what it names (an apply's ``state: absent``)."""
+    return kind_of(entry.executor).deletes(entry.options or {})
 
 
-def applies_after(step: list[dict]) -> dict[str, frozenset]:
+def applies_after(step: list[RunEntry]) -> dict[str, frozenset]:
     """Per phase name of ``step`` (phases in the order they run), the hosts that an apply phase (or a helm phase
     applied as objects) after its first occurrence runs on: where what it listed may answer a later LIST."""
     found: dict[str, frozenset] = {}
     later: set[str] = set()
-    for phase in reversed(step):
-        found[phase["name"]] = frozenset(later)
-        if kind_of(phase.get("executor")).keeps_lists(phase.get("options") or {}):
-            later.update(phase.get("hosts") or ())
+    for entry in reversed(step):
+        found[entry.name] = frozenset(later)
+        if kind_of(entry.executor).keeps_lists(entry.options or {}):
+            later.update(entry.hosts)
     return found
 
 
-def writes_outside_session(phase: dict) -> bool:
+def writes_outside_session(entry: RunEntry) -> bool:
     """Whether the phase's program writes to the cluster on its own (a command, a container, a task file, a chart
     through the helm CLI), so that the run's lock is taken when the phase starts."""
-    return kind_of(phase["executor"]).writes_outside_session(phase.get("options") or {})
+    return kind_of(entry.executor).writes_outside_session(entry.options or {})

@@ -16,6 +16,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.planning.outputs imp
     FROM_STDOUT, FROM_VALUES, SECRET_NAMES, PhaseOutput, known_after_run, read_output, read_stdout_output,
     read_values_output)
 from ansible_collections.phasekit.kube.plugins.module_utils.running.record import recorded_outputs
+from ansible_collections.phasekit.kube.plugins.module_utils.running.runner import HostContext
 
 
 class HostOutputs:
@@ -27,40 +28,40 @@ class HostOutputs:
         self._found: dict[tuple, object] = {}
         self._lock = threading.Lock()
 
-    def keep(self, phase: dict, host: str, source: str, found) -> None:
-        """What the phase's outputs are read from after it ran (``source``: APPLIED or FROM_STDOUT)."""
+    def keep(self, entry, host: str, source: str, found) -> None:
+        """What the entry's outputs are read from after it ran (``source``: APPLIED or FROM_STDOUT)."""
         with self._lock:
-            self._found[(phase["name"], host, source)] = found
+            self._found[(entry.name, host, source)] = found
 
-    def read(self, phase: dict, host: str, outcome: Outcome) -> None:
+    def read(self, entry, context, outcome: Outcome) -> None:
         """After the phase ran on ``host``: its outputs read there and kept for later phases (a run only; a preview
         leaves them known after the run). A value that cannot be read fails the phase on this host."""
-        work = self.work
+        work, host = self.work, context.host
         with self._lock:
-            applied = self._found.pop((phase["name"], host, APPLIED), ())
-            stdout = self._found.pop((phase["name"], host, FROM_STDOUT), None)
-        if not phase.get("outputs") or work.outputs is None or work.mode != RUN or work.dry_run or outcome.failed \
+            applied = self._found.pop((entry.name, host, APPLIED), ())
+            stdout = self._found.pop((entry.name, host, FROM_STDOUT), None)
+        if not entry.outputs or work.outputs is None or work.mode != RUN or work.dry_run or outcome.failed \
                 or outcome.skipped:
             return
         try:
-            values, secret = self.values(phase, host, phase["outputs"], applied, stdout)
+            values, secret = self.values(entry, context, entry.outputs, applied, stdout)
         except PhasekitError as err:
             outcome.failed, outcome.msg = True, f"{outcome.msg}; {err}" if outcome.msg else str(err)
             return
-        work.outputs.keep(phase.get("full_name", phase["name"]), host, values, secret)
+        work.outputs.keep(entry.full_name, host, values, secret)
         outcome.details = {**outcome.details, "outputs": {name: ("***" if name in secret else value)
                                                           for name, value in values.items()},
                            "secret_outputs": secret}
 
-    def say_known_after_run(self, phase: dict, host: str, outcome: Outcome) -> None:
+    def say_known_after_run(self, entry, context, outcome: Outcome) -> None:
         """A preview whose objects hold outputs no run has read yet says which fields (Terraform's "known after
         apply") instead of showing the placeholder as a value."""
         work = self.work
-        if not work.dry_run or work.outputs is None or not kind_of(phase["executor"]).watches_objects \
-                or not work.bundles.templated(phase):
+        if not work.dry_run or work.outputs is None or not kind_of(entry.executor).watches_objects \
+                or not work.bundles.templated(entry):
             return
         try:
-            fields = known_after_run(one.obj for one in work.bundle(phase, host))
+            fields = known_after_run(one.obj for one in work.bundle(entry, context))
         except Exception:  # pylint: disable=broad-exception-caught
             return  # the phase's own outcome reports a bundle that does not render
         if fields:
@@ -68,8 +69,8 @@ class HostOutputs:
             outcome.msg = f"{outcome.msg}; {said}" if outcome.msg else said
             outcome.details = {**outcome.details, "known_after_run": fields}
 
-    def values(self, phase: dict, host: str, declared: dict, applied=(), stdout=None) -> tuple[dict, list]:
-        """The ``declared`` outputs of ``phase`` read on ``host`` (from ``applied``, the apply's answers, where they
+    def values(self, entry, context, declared: dict, applied=(), stdout=None) -> tuple[dict, list]:
+        """The ``declared`` outputs of ``entry`` read on the context's host (from ``applied``, the apply's answers, where they
         are; from ``stdout``, a command's output: without it those are left out), and the names of the secret
         ones."""
         values, secret = {}, []
@@ -82,38 +83,39 @@ class HostOutputs:
                 values[name] = read_stdout_output(output, stdout)
             elif output.source == FROM_VALUES:
                 if release is None:  # the helm phase's release values (its executor offers the source)
-                    release = kind_of(phase["executor"]).source_values(self.work, phase, host)
+                    release = kind_of(entry.executor).source_values(self.work, entry, context)
                 values[name] = read_values_output(output, release)
             else:
-                cluster = cluster or self._cluster(phase, host)
+                cluster = cluster or self._cluster(entry, context.host)
                 values[name] = read_output(output, *cluster, applied)
             if output.secret:
                 secret.append(name)
         return values, secret
 
-    def _cluster(self, phase: dict, host: str) -> tuple:
+    def _cluster(self, entry, host: str) -> tuple:
         """Where the phase's outputs are read on host's cluster: its session, discovery and namespace."""
         session = self.work.access.session(host, EXTRA_CONNECTIONS)
-        namespace = kind_of(phase["executor"]).output_namespace(phase)
+        namespace = kind_of(entry.executor).output_namespace(entry)
         namespace = namespace or self.work.access.resolution(host).namespace or "default"
         return session, Discovery(session), namespace
 
-    def recorded(self, phase: dict, host: str) -> dict | None:
-        """The outputs of ``phase``'s last run on ``host``, for a step that does not run it (status, destroy, a
+    def recorded(self, entry, host: str) -> dict | None:
+        """The outputs of ``entry``'s last run on ``host``, for a step that does not run it (status, destroy, a
         resume, a preview, a selection without it): the non-secret ones from the run record, the secret ones (and
         all of them without records) read again from the cluster. None when they are not known there."""
         recorded = None
         if self.work.records is not None:
             try:
-                recorded = recorded_outputs(self.work.records.entries(host, phase["name"]))
+                recorded = recorded_outputs(self.work.records.entries(host, entry.name))
             except PhasekitError:
                 return None
             if recorded is None:
                 return None  # the phase never succeeded here: nothing to read either
-        declared = phase["outputs"]
+        declared = entry.outputs
         missing = {name: spec for name, spec in declared.items() if recorded is None or name not in recorded}
         try:
-            values, secret = self.values(phase, host, missing) if missing else ({}, [])
+            # read outside a run there: no barrier, no deadline
+            values, secret = self.values(entry, HostContext(host), missing) if missing else ({}, [])
         except PhasekitError:
             return None
         return {**(recorded or {}), **values, SECRET_NAMES: secret}

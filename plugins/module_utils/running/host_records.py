@@ -29,16 +29,17 @@ class HostRecords:
         with self._lock:
             return sorted(self._resumed)
 
-    def run(self, phase: dict, host: str, run: Callable[[], Outcome]) -> Outcome:
-        """The phase ``run`` (or resumed past) on host, with its digest, the records' warnings and, in status, its
-        last recorded run."""
+    def run(self, entry, context, run: Callable[[], Outcome]) -> Outcome:
+        """The entry ``run`` (or resumed past) on the context's host, with its digest, the records' warnings and, in
+        status, its last recorded run."""
         records, mode = self.work.records, self.work.mode
-        content = self.content_digest(phase, host) if records is not None and mode != DESTROY else None
+        host = context.host
+        content = self.content_digest(entry, context) if records is not None and mode != DESTROY else None
         # keyed before the phase only when it is compared now; else after it, so that a cluster not up yet
         # (a phase brings it up) is not asked for its key first, and a failed phase's gets one try
         compared = self.resume or mode == STATUS
         digest = records.digest(host, content) if compared and content else None
-        outcome = self.resumed_outcome(phase, host, digest) if self.resume else None
+        outcome = self.resumed_outcome(entry, host, digest) if self.resume else None
         if outcome is None:
             outcome = run()
         if content and not compared:
@@ -51,29 +52,29 @@ class HostRecords:
             if warning:
                 outcome.details = {**outcome.details, "warnings": [*outcome.details.get("warnings", []), warning]}
         if mode == STATUS and records is not None:
-            outcome.details = {**outcome.details, "last_run": self.last_run(phase, host, digest)}
+            outcome.details = {**outcome.details, "last_run": self.last_run(entry, host, digest)}
         return outcome
 
-    def content_digest(self, phase: dict, host: str) -> str | None:
+    def content_digest(self, entry, context) -> str | None:
         """Everything the phase's outcome depends on, as a plain digest (kept in memory): its executor and
         (host-rendered) options, and what its executor's ``content`` covers: its rendered bundle (apply, wait,
         container), the files its command names and the builds of its ``env_dirs`` (command), its merged values
         and its chart's every file (helm), the directories a container mounts read-only, a command or kubeconfig
         phase's source."""
-        kind = kind_of(phase["executor"])
+        kind = kind_of(entry.executor)
         if not kind.recorded:
             return None
-        parts = {"executor": phase["executor"], "options": phase.get("options") or {}}
-        parts.update(kind.content(self.work, phase, host))
+        parts = {"executor": entry.executor, "options": entry.options or {}}
+        parts.update(kind.content(self.work, entry, context))
         return bundle_digest(parts)
 
-    def resumed_outcome(self, phase: dict, host: str, digest: str | None) -> Outcome | None:
+    def resumed_outcome(self, entry, host: str, digest: str | None) -> Outcome | None:
         """``plan_resume``: a skip when this host has not run a phase yet this run and the phase's last run here
         succeeded with the same digest; None (run it) otherwise, and every later phase of the host runs too."""
         with self._lock:
             if host in self._resumed:
                 return None
-        last = self.work.records.last(host, phase["name"]) if digest is not None else None
+        last = self.work.records.last(host, entry.name) if digest is not None else None
         if resumable(last, digest):
             return Outcome(skipped=True, msg=f"resumed: {last['result']} in run {last['run']} "
                                              f"({last['started']}) with the same bundle, not run again",
@@ -82,9 +83,9 @@ class HostRecords:
             self._resumed.add(host)
         return None
 
-    def last_run(self, phase: dict, host: str, digest: str | None) -> dict | None:
-        """Status: the phase's last recorded run on this host, and whether its bundle was the same."""
-        last = self.work.records.last(host, phase["name"])
+    def last_run(self, entry, host: str, digest: str | None) -> dict | None:
+        """Status: the entry's last recorded run on this host, and whether its bundle was the same."""
+        last = self.work.records.last(host, entry.name)
         if last is None:
             return None
         shown = {key: last.get(key) for key in ("run", "action", "result", "started", "duration", "by", "version")}

@@ -972,7 +972,7 @@ def phase_recorder(records: RunRecords, tasks_executor: str = "tasks",
     what the host's messages must not show.
     """
 
-    def write(phase: dict, record) -> None:
+    def write(phase, record) -> None:  # phase: the ``RunEntry`` the record is of
         if record.executor == tasks_executor or record.result not in (*SUCCEEDED, "failed"):
             return
         outputs = record.details.get("outputs") or {}
@@ -981,7 +981,7 @@ def phase_recorder(records: RunRecords, tasks_executor: str = "tasks",
                           digest=record.details.get("digest"), msg=record.msg, rollout=record.details.get("rollout"),
                           masks=masks_for(record.host) if masks_for and (record.msg or outputs) else None,
                           outputs={name: value for name, value in outputs.items() if name not in secret})
-        problem = records.write(record.host, phase["name"], entry, patient=record.result != "failed",
+        problem = records.write(record.host, phase.name, entry, patient=record.result != "failed",
                                 wait=record.result == "ok")
         said = [problem] if problem and record.result != "failed" else []
         said += [notice for notice in (records.notice(record.host),) if notice]   # a takeover by this write

@@ -12,6 +12,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.executors.context im
 from ansible_collections.phasekit.kube.plugins.module_utils.executors.registry import kind_of
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import not_current_now, wait_rules, waiting_summary
 from ansible_collections.phasekit.kube.plugins.module_utils.masking import Masks
+from ansible_collections.phasekit.kube.plugins.module_utils.running.runner import HostContext
 
 
 class Waits:
@@ -52,24 +53,25 @@ class Waits:
         return note
 
 
-def soak_problem(work, phases: list[dict], host: str) -> str | None:
+def soak_problem(work, entries: list, host: str) -> str | None:
     """One look at the objects a rollout's ``apply`` and ``wait`` phases applied or waited for on this host, with
     the phases' own readiness rules: None while every one is Current (kstatus), else which are not. ``work``: the
     ``BuiltinExecutors`` that ran them."""
     problems = []
-    for phase in phases:
-        kind = kind_of(phase.get("executor"))
+    context = HostContext(host)  # a look between the batch's phases: no barrier, no deadline
+    for entry in entries:
+        kind = kind_of(entry.executor)
         if not kind.watches_objects:
             continue
-        phase = work.for_host(phase, host)
-        if kind.deletes(phase.get("options") or {}):
+        entry = work.for_host(entry, host)
+        if kind.deletes(entry.options or {}):
             continue  # its objects are gone: nothing to be ready
-        values, namespace = kind.readiness(work, phase, host)
+        values, namespace = kind.readiness(work, entry, context)
         namespace = namespace or work.access.resolution(host).namespace or "default"
-        rules = wait_rules(values, where=f"phase {phase['name']} options")
-        problem = not_current_now(work.access.session(host, EXTRA_CONNECTIONS), work.bundle(phase, host),
+        rules = wait_rules(values, where=f"phase {entry.name} options")
+        problem = not_current_now(work.access.session(host, EXTRA_CONNECTIONS), work.bundle(entry, context),
                                   rules, namespace)
         if problem:
-            problems.append(f"phase {phase['name']}: {problem}")
+            problems.append(f"phase {entry.name}: {problem}")
     message = "; ".join(problems) or None
     return Masks(work.access.secrets(host)).scrub(message) if message else message

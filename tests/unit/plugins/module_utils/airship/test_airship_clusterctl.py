@@ -18,7 +18,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.running.runner impor
 from ansible_collections.phasekit.kube.plugins.module_utils.airship.convert import convert_documents
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.documents import inline_documents
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.inventory import Inventory
-from ansible_collections.phasekit.kube.plugins.module_utils.planning.planner import build_plan
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.planner import RunEntry, build_plan
 from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import executors
 
 API = "airshipit.org/v1alpha1"
@@ -48,6 +48,11 @@ def phase_document(cluster=T):
 def plan(tmp_path, runnable=False, parents=None, **fields):
     documents = inline_documents([phase_document(), executor_document(**fields)], str(tmp_path))
     return build_plan(documents, executors=executors(), inventory=inventory(parents), runnable=runnable)
+
+
+def command_entry(name, options):
+    """A command phase's run entry as the planner makes it."""
+    return RunEntry.from_dict({"name": name, "executor": "command", "options": options})
 
 
 def phase(tmp_path, **fields):
@@ -266,7 +271,7 @@ sys.exit(0 if seen == ("target-cluster", "ephemeral-cluster", "images: {}\\n", {
 def test_a_command_phase_gets_the_parents_kubeconfig_and_its_files(tmp_path):
     options = {"argv": [sys.executable, "-c", PROBE], "kubeconfigs": {FROM: "{{ kube_parent }}"},
                "env_files": {CONFIG: "images: {}\n"}}
-    outcome = BuiltinExecutors(FakeAccess())({"name": "move", "executor": "command", "options": options}, HostContext(T))
+    outcome = BuiltinExecutors(FakeAccess())(command_entry("move", options), HostContext(T))
     assert not outcome.failed, outcome.msg
     assert outcome.msg.startswith("rc 0: /") and outcome.details["rc"] == 0
 
@@ -275,13 +280,13 @@ def test_a_kubeconfigs_entry_that_renders_empty_names_the_phase_and_option():
     access = FakeAccess()
     access.render_options = lambda host, options, where: {**options, "kubeconfigs": {FROM: ""}}
     with pytest.raises(PhasekitError, match=rf"phase move on cluster {T}: option kubeconfigs.{FROM} names no host"):
-        BuiltinExecutors(access)({"name": "move", "executor": "command", "options": {
-            "argv": ["true"], "kubeconfigs": {FROM: "{{ kube_parent }}"}}}, HostContext(T))
+        BuiltinExecutors(access)(command_entry("move", {
+            "argv": ["true"], "kubeconfigs": {FROM: "{{ kube_parent }}"}}), HostContext(T))
 
 
 def test_a_command_phase_in_check_mode_runs_nothing():
     work = BuiltinExecutors(FakeAccess(), check_mode=True)
-    outcome = work({"name": "init", "executor": "command", "options": {"argv": ["clusterctl-not-here", "init"]}}, HostContext(T))
+    outcome = work(command_entry("init", {"argv": ["clusterctl-not-here", "init"]}), HostContext(T))
     assert outcome.skipped and outcome.msg == "commands do not run in a dry run"
 
 
@@ -398,7 +403,7 @@ def test_provider_versions_are_built_into_a_clusterctl_repository_the_config_nam
     out = tmp_path / "seen.json"
     clusterctl_on_path.write_text(FAKE_CLUSTERCTL.format(python=sys.executable, repository=REPOSITORY, out=str(out)),
                                   encoding="utf-8")
-    outcome = BuiltinExecutors(FakeAccess())({"name": "init", "executor": "command", "options": options}, HostContext(T))
+    outcome = BuiltinExecutors(FakeAccess())(command_entry("init", options), HostContext(T))
     assert (outcome.failed, outcome.msg) == (False, "")
     seen = json.loads(out.read_text(encoding="utf-8"))
     assert seen["urls"] == {"metal3": "infrastructure-metal3/v0.4.0/infrastructure-components.yaml",
@@ -451,7 +456,7 @@ def test_validate_and_check_mode_build_the_entry_points_and_run_nothing(tmp_path
     options = phase(tmp_path, action="init", providers=TWO_PROVIDERS).options
     options = {**options, "cmd": "exec clusterctl-must-not-run"}
     outcome = BuiltinExecutors(FakeAccess(), mode=mode, check_mode=check_mode)(
-        {"name": "init", "executor": "command", "options": options}, HostContext(T))
+        command_entry("init", options), HostContext(T))
     assert outcome.skipped and outcome.msg == "commands do not run in a dry run"
 
 
@@ -479,7 +484,7 @@ def test_an_entry_point_that_does_not_build_fails_validate_naming_the_provider_a
     broken_site(tmp_path, how)
     options = phase(tmp_path, action="init", providers=TWO_PROVIDERS).options
     with pytest.raises(PhasekitError) as error:
-        BuiltinExecutors(FakeAccess(), mode="validate")({"name": "init", "executor": "command", "options": options}, HostContext(T))
+        BuiltinExecutors(FakeAccess(), mode="validate")(command_entry("init", options), HostContext(T))
     assert str(error.value).startswith("plan document 2 (Clusterctl cctl) field providers[0].versions.v0.4.0: ")
     assert re.search(message, str(error.value))
 

@@ -20,7 +20,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.planning.container i
     run_container, write_output)
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.documents import inline_documents
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.inventory import Inventory
-from ansible_collections.phasekit.kube.plugins.module_utils.planning.planner import build_plan
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.planner import RunEntry, build_plan
 from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import executors
 
 API = "airshipit.org/v1alpha1"
@@ -177,10 +177,14 @@ def test_a_run_gives_the_engine_the_documents_and_a_private_kubeconfig_removed_a
     assert "KCTL_CONTEXT=ctx" in seen["argv"] and seen["argv"][-1] == "img"
 
 
+def container_entry(options):
+    """A container phase's run entry as the planner makes it."""
+    return RunEntry.from_dict({"name": "c", "executor": "container", "options": options})
+
+
 def test_a_failed_container_is_a_failed_phase_with_its_last_words(engine):
     access = FakeAccess()
-    outcome = BuiltinExecutors(access)({"name": "c", "executor": "container",
-                                        "options": {"image": "img", "command": ["fail"]}}, HostContext(E))
+    outcome = BuiltinExecutors(access)(container_entry({"image": "img", "command": ["fail"]}), HostContext(E))
     assert outcome.failed and outcome.msg == "container img exited with rc 3: something went wrong"
     assert "secret-token" not in outcome.msg
 
@@ -194,16 +198,15 @@ def test_a_container_past_its_timeout_is_removed(engine):
 
 def test_the_output_is_written_to_output_dir_or_returned(engine, tmp_path):
     executors_ = BuiltinExecutors(FakeAccess())
-    shown = executors_({"name": "c", "executor": "container", "options": {"image": "img"}}, HostContext(E))
+    shown = executors_(container_entry({"image": "img"}), HostContext(E))
     assert shown.details["output"] == [{"kind": "ConfigMap", "metadata": {"name": "made"}}]
-    written = executors_({"name": "c", "executor": "container",
-                          "options": {"image": "img", "output_dir": str(tmp_path / "sink")}}, HostContext(E))
+    written = executors_(container_entry({"image": "img", "output_dir": str(tmp_path / "sink")}), HostContext(E))
     assert written.details["files"] == [str(tmp_path / "sink" / "configmap_made.yaml")]
 
 
 def test_a_dry_run_runs_no_container(engine):
     validate = BuiltinExecutors(FakeAccess(), mode="validate")
-    outcome = validate({"name": "c", "executor": "container", "options": {"image": "img"}}, HostContext(E))
+    outcome = validate(container_entry({"image": "img"}), HostContext(E))
     assert outcome.skipped and not engine.exists()
 
 

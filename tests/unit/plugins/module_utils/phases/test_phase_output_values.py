@@ -18,7 +18,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.planning.outputs imp
 from ansible_collections.phasekit.kube.plugins.module_utils.running.record import (
     RunInfo, entry_for, recorded_outputs)
 
-from phase_helpers import build, phase, plan
+from phase_helpers import build, phase, plan, run_entry
 
 ENDPOINT = {"kind": "ConfigMap", "name": "db", "namespace": "apps", "jsonpath": "{.data.endpoint}"}
 ECHO = {"argv": ["true"]}
@@ -190,7 +190,7 @@ def test_what_a_host_sees(kept, host, expected):
 
 def test_a_phase_on_several_hosts_of_which_one_ran_is_not_seen_by_name_alone():
     # a rollout's first batch ran the producer on a; b's values come with b's own batch
-    declared = declared_outputs([{"name": "db", "full_name": "db", "hosts": ["a", "b"], "outputs": {"endpoint": ENDPOINT}}])
+    declared = declared_outputs([run_entry("db", hosts=["a", "b"], outputs={"endpoint": ENDPOINT})])
     values = OutputValues().expect(declared, now=["db"])
     values.keep("db", "a", {"endpoint": "1"})
     assert values.for_host("b") == {"db": {"a": {"endpoint": "1"}}}
@@ -198,9 +198,9 @@ def test_a_phase_on_several_hosts_of_which_one_ran_is_not_seen_by_name_alone():
 
 
 def test_a_value_no_run_read_is_a_placeholder_in_a_preview_and_absent_in_a_run():
-    declared = declared_outputs([{"name": "db", "full_name": "db", "hosts": ["ephemeral"],
-                                  "outputs": {"endpoint": ENDPOINT, "password": {"kind": "Secret", "name": "db",
-                                                                                 "jsonpath": "{.data.password}"}}}])
+    declared = declared_outputs([run_entry("db", hosts=["ephemeral"],
+                                           outputs={"endpoint": ENDPOINT, "password": {
+                                               "kind": "Secret", "name": "db", "jsonpath": "{.data.password}"}})])
     preview = OutputValues().expect(declared, fill=lambda _phase, _host: None, placeholder=True)
     seen = preview.for_host("target")["db"]
     assert seen["endpoint"] == KNOWN_AFTER_RUN
@@ -209,8 +209,8 @@ def test_a_value_no_run_read_is_a_placeholder_in_a_preview_and_absent_in_a_run()
 
 
 def test_a_recorded_value_is_used_and_a_secret_one_masked_in_every_form():
-    declared = declared_outputs([{"name": "db", "full_name": "db", "hosts": ["ephemeral"],
-                                  "outputs": {"endpoint": ENDPOINT}}])
+    declared = declared_outputs([run_entry("db", hosts=["ephemeral"],
+                                           outputs={"endpoint": ENDPOINT})])
     encoded = base64.b64encode(b"s3cr3t-value").decode()
     asked = []
 
@@ -226,8 +226,8 @@ def test_a_recorded_value_is_used_and_a_secret_one_masked_in_every_form():
 
 
 def test_a_phase_this_step_runs_is_not_filled_from_an_earlier_run():
-    declared = declared_outputs([{"name": "db", "full_name": "db", "hosts": ["ephemeral"],
-                                  "outputs": {"endpoint": ENDPOINT}}])
+    declared = declared_outputs([run_entry("db", hosts=["ephemeral"],
+                                           outputs={"endpoint": ENDPOINT})])
     values = OutputValues().expect(declared, fill=lambda *_: pytest.fail("read a record"), now=["db"])
     assert values.for_host("target") == {}
 
@@ -238,8 +238,8 @@ def test_a_phase_this_step_runs_is_not_filled_from_an_earlier_run():
     ("template app.yaml.j2 line 7: unexpected '}'", False),
 ], ids=["an-undefined-attribute", "an-undefined-variable", "another-error-as-it-is"])
 def test_a_real_run_says_which_outputs_were_not_read(message, explained):
-    declared = declared_outputs([{"name": "db", "full_name": "db", "hosts": ["ephemeral"],
-                                  "outputs": {"endpoint": ENDPOINT}}])
+    declared = declared_outputs([run_entry("db", hosts=["ephemeral"],
+                                           outputs={"endpoint": ENDPOINT})])
     values = OutputValues().expect(declared, fill=lambda *_: None)
     values.for_host("target")
     hint = " (outputs not read yet: db on ephemeral; the phase has not succeeded there in this run nor in a recorded one"

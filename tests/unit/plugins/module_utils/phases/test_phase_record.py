@@ -251,15 +251,15 @@ def test_the_recorder_writes_finished_phases_and_leaves_skips_tasks_and_resumed_
                            details={"digest": "sha256:d", **details}, started=1764000000.0)
 
     for one in (record("skipped"), record("ok", "tasks"), record("skipped", resumed=True)):
-        write({"name": "p"}, one)
+        write(run_entry("p"), one)
     assert store.calls == []
-    write({"name": "q"}, record("ok"))
+    write(run_entry("q"), record("ok"))
     assert [call[0] for call in store.calls] == ["GET"]    # unchanged: waits for the next write
-    write({"name": "p"}, record("changed"))
+    write(run_entry("p"), record("changed"))
     assert [call[0] for call in store.calls] == ["GET", "POST"]
     failed = record("failed")
     failed.msg = "apply failed"
-    write({"name": "p"}, failed)
+    write(run_entry("p"), failed)
     assert store.calls[-1][2] == 1            # a failed phase's record gets one try, no backoff
     assert [one["result"] for one in records(store).entries("c1", "p")] == ["failed", "changed"]
 
@@ -267,7 +267,7 @@ def test_the_recorder_writes_finished_phases_and_leaves_skips_tasks_and_resumed_
 def test_a_write_that_fails_after_a_success_warns_on_the_record():
     write = phase_recorder(records(Store(forbidden=True)))
     done = PhaseRecord(phase="p", host="c1", executor="apply", result="ok", duration=0.1, details={"digest": "d"})
-    write({"name": "p"}, done)
+    write(run_entry("p"), done)
     assert "403 Forbidden" in done.details["warnings"][0]
 
 
@@ -275,11 +275,11 @@ def test_run_phases_records_each_phase_before_the_next_starts():
     order = []
 
     def work(planned, context):
-        order.append(("work", planned["name"], context.host))
+        order.append(("work", planned.name, context.host))
         return Outcome(changed=True, details={"digest": "d"})
 
     def recorded(planned, record):
-        order.append(("record", planned["name"], record.host))
+        order.append(("record", planned.name, record.host))
 
     run_phases([run_entry("one", "apply", ["a"]), run_entry("two", "apply", ["a"])], work, hosts_in_play=["a"],
                recorded=recorded)
@@ -309,8 +309,8 @@ class Recorded(BuiltinExecutors):
         super().__init__(Access(), records=records(store), render=lambda planned: [], **kwargs)
         self.applied = []
 
-    def run_phase(self, phase, host):
-        self.applied.append((phase["name"], host))
+    def run_phase(self, entry, context):
+        self.applied.append((entry.name, context.host))
         return Outcome(changed=True)
 
 
@@ -355,7 +355,7 @@ def test_status_shows_the_last_run_and_whether_the_bundle_changed_since():
     run_phases(plan("one"), first, hosts_in_play=["a"], recorded=phase_recorder(first.records))
 
     class Status(Recorded):
-        def run_phase(self, phase, host):
+        def run_phase(self, entry, context):
             return Outcome()
 
     status = Status(store, mode="status")
@@ -363,7 +363,7 @@ def test_status_shows_the_last_run_and_whether_the_bundle_changed_since():
     last = report.records[0].details["last_run"]
     assert last["result"] == "changed" and last["same_bundle"] and last["by"] == "ci@runner"
     assert last_run_label(last).startswith("changed 20") and last_run_label(last).endswith(" by ci@runner")
-    lines = summary_lines(plan("one"), [record.to_dict() for record in report.records], ["a"], mode="status")
+    lines = summary_lines([entry.to_dict() for entry in plan("one")], [record.to_dict() for record in report.records], ["a"], mode="status")
     assert lines[0].split()[-2:] == ["LAST", "RUN"] and "in sync" in lines[1] and "ci@runner" in lines[1]
     assert last_run_label({**last, "same_bundle": False}).endswith("(bundle changed since)")
     assert last_run_label(None) == "none recorded"
@@ -542,9 +542,9 @@ def test_a_run_asks_for_the_key_after_the_phase_and_a_failed_phase_once():
     store = Store()
 
     class Failing(Recorded):
-        def run_phase(self, phase, host):
-            store.calls.append(("APPLY", phase["name"], None))
-            return Outcome(changed=True, failed=phase["name"] == "bad")
+        def run_phase(self, entry, context):
+            store.calls.append(("APPLY", entry.name, None))
+            return Outcome(changed=True, failed=entry.name == "bad")
 
     run_phases(plan("bad"), Failing(store), hosts_in_play=["a"])
     assert store.calls[0][0] == "APPLY" and store.calls[1] == ("GET", KEY, 1)

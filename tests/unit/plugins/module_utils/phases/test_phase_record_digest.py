@@ -3,6 +3,7 @@ input kind), so ``plan_resume`` runs the phase again; what the phase does not de
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import yaml
 
 from ansible_collections.phasekit.kube.plugins.module_utils.running.builtin import BuiltinExecutors
 from ansible_collections.phasekit.kube.plugins.module_utils.running.record import RunInfo, RunRecords
+from phase_helpers import run_entry
 
 RUN = RunInfo(run="20261124T144501Z-3fa2", plan="site", version="0.1.0", by="ci@runner")
 
@@ -69,11 +71,11 @@ def site(tmp_path, monkeypatch):
 
 
 def command(**options):
-    return {"name": "deploy", "executor": "command", "options": options}
+    return run_entry("deploy", "command", options=options)
 
 
 def helm(**options):
-    return {"name": "demo", "executor": "helm", "options": {"chart_ref": "./chart", **options}}
+    return run_entry("demo", "helm", options={"chart_ref": "./chart", **options})
 
 
 def append(relative: str, text: str = "changed: true\n"):
@@ -98,15 +100,15 @@ CHANGES = [
     (command(argv=["tool"], env={"TOOL_CONFIG": "config/site.yaml"}), append("config/site.yaml")),
     (command(argv=["tool"], env_dirs={"REPO": {"cm.yaml": {"kustomize": "kust"}}}),
      lambda root, access: write(root / "kust/cm.yaml", configmap("built", "two"))),
-    ({"name": "apply", "executor": "apply", "source": "bundle", "options": {}},
+    (run_entry("apply", "apply", source="bundle", options={}),
      lambda root, access: write(root / "bundle/cm.yaml", configmap("applied", "two"))),
-    ({"name": "templated", "executor": "apply", "source": "templated", "options": {}}, greet),
+    (run_entry("templated", "apply", source="templated", options={}), greet),
     (helm(), append("chart/templates/cm.yaml")),
     (helm(), append("chart/charts/dep/templates/cm.yaml")),
     (helm(), append("chart/values.yaml")),
     (helm(values_files=["values/site.yaml"]), append("values/site.yaml")),
     (helm(values_files=["values/host.yaml.j2"]), greet),
-    ({"name": "fn", "executor": "container", "options": {"image": "fn:1", "mounts": [{"src": "mounted", "dst": "/m"}]}},
+    (run_entry("fn", "container", options={"image": "fn:1", "mounts": [{"src": "mounted", "dst": "/m"}]}),
      append("mounted/fn.yaml")),
 ]
 IDS = ["command-script-run-directly", "command-script-given-to-an-interpreter", "shell-command-names-a-script",
@@ -119,8 +121,8 @@ IDS = ["command-script-run-directly", "command-script-given-to-an-interpreter", 
 @pytest.mark.parametrize("phase, change", CHANGES, ids=IDS)
 def test_each_input_a_phase_depends_on_changes_its_digest(site, phase, change):
     access = Access()
-    if isinstance(phase.get("source"), str):  # phase_plan makes a source path absolute
-        phase = {**phase, "source": str(site / phase["source"])}
+    if isinstance(phase.source, str):  # phase_plan makes a source path absolute
+        phase = dataclasses.replace(phase, source=str(site / phase.source))
     before = BuiltinExecutors(access).content_digest(phase, "c1")
     assert before == BuiltinExecutors(access).content_digest(phase, "c1")   # stable while nothing changes
     change(site, access)

@@ -94,8 +94,8 @@ class Work:
 
     def __call__(self, phase, context):
         host = context.host
-        self.calls.append((phase["name"], host))
-        return self.answers.get((phase["name"], host), Outcome(changed=True))
+        self.calls.append((phase.name, host))
+        return self.answers.get((phase.name, host), Outcome(changed=True))
 
 
 def rollout_phases(hosts=HOSTS, batches=(1, "10%", "100%"), budget=0.0, pause=0.0, after=True):
@@ -161,7 +161,7 @@ def test_stop_after_ends_the_run_and_resumed_batches_do_not_count():
     class Resumed(Work):
         def __call__(self, phase, context):
             host = context.host
-            self.calls.append((phase["name"], host))
+            self.calls.append((phase.name, host))
             if host in ("h00", "h01", "h02"):
                 return Outcome(skipped=True, details={"resumed": True})
             return Outcome(changed=True)
@@ -177,7 +177,7 @@ def test_soak_fails_a_cluster_whose_objects_stop_being_current():
     seen = []
 
     def watch(phases, host):
-        seen.append((now[0], host, [phase["name"] for phase in phases]))
+        seen.append((now[0], host, [phase.name for phase in phases]))
         return "Deployment kube-system/cni: InProgress: 0 of 1 updated" if host == "h01" and now[0] >= 5 else None
 
     def sleep(seconds):
@@ -228,7 +228,7 @@ def test_limit_makes_batches_of_the_clusters_in_play():
 
 
 def test_views_show_the_batches_and_one_summary_line_per_batch():
-    phases = rollout_phases(budget=0)
+    phases = [entry.to_dict() for entry in rollout_phases(budget=0)]   # the views read the run list's JSON
     lines = rollout_plan_lines(phases, HOSTS[:12])
     assert lines[0].startswith("rollout of phase cni: 12 cluster(s) in play in 3 batch(es) [1, '10%', '100%']")
     assert lines[1:] == ["  batch 1: h00", "  batch 2: h01", "  batch 3: h02 .. h11 (10)"]
@@ -267,7 +267,7 @@ def test_a_rollout_phase_the_plan_runs_twice_is_two_rollouts_each_at_its_positio
     (HOSTS[:12], False, []),
 ], ids=["a-preview-lists-the-batches-in-order", "limit-makes-the-preview-s-batches", "a-real-run-has-no-preview"])
 def test_a_preview_lists_each_rollout_s_batches_for_the_clusters_in_play(in_play, check_mode, expected):
-    lines = summary_lines(rollout_phases(), [], in_play, "run", check_mode=check_mode)
+    lines = summary_lines([entry.to_dict() for entry in rollout_phases()], [], in_play, "run", check_mode=check_mode)
     assert [line for line in lines if line.startswith("  batch ")] == expected
     if check_mode:
         assert lines[-1].startswith("Plan: 0 to add") and lines[-2] == expected[-1]

@@ -66,14 +66,12 @@ def test_a_malformed_entry_from_ansible_is_refused_naming_the_field(value, messa
     assert message in str(raised.value)
 
 
-def test_the_mapping_bridge_reads_fields_only():
+def test_an_entry_is_read_by_its_attributes_not_as_a_mapping():
     entry = run_entry("one", "wait", ["a"], options={"timeout": 5})
-    assert (entry["name"], entry.get("options"), entry.get("hosts"), "timeout" in entry) == \
-        ("one", {"timeout": 5}, ("a",), True)
-    assert entry.get("running") is None and "deadline" not in entry   # the host's facts are its context's
-    with pytest.raises(KeyError):
-        entry["batch"]  # pylint: disable=pointless-statement
-    assert {**entry}["executor"] == "wait"
+    assert (entry.name, entry.options, entry.hosts) == ("one", {"timeout": 5}, ("a",))
+    with pytest.raises(TypeError):
+        entry["name"]  # pylint: disable=pointless-statement
+    assert not hasattr(entry, "get") and not hasattr(entry, "keys")   # the host's facts are its context's
 
 
 class Seen(BuiltinExecutors):
@@ -83,9 +81,8 @@ class Seen(BuiltinExecutors):
         super().__init__(None, **kwargs)
         self.seen = []
 
-    def _work(self, phase, host):
-        context = self.context_of(phase, host)
-        self.seen.append((phase["name"], host, context.running, context.batch, context.deadline is not None))
+    def _work(self, entry, context):
+        self.seen.append((entry.name, context.host, context.running, context.batch, context.deadline is not None))
         return Outcome(changed=True)
 
 
@@ -100,7 +97,6 @@ def test_the_executors_see_each_hosts_barrier_batch_and_deadline():
                          ("cni/apply", "b", 2, Batch("cni", 2, 2), False),
                          ("cni/apply", "c", 2, Batch("cni", 2, 2), False),
                          ("apps", "a", 3, None, True), ("apps", "b", 3, None, True), ("apps", "c", 3, None, True)]
-    assert work.context_of(entries[2], "a") == HostContext("a")   # after the run: no deadline, no barrier
 
 
 @pytest.mark.parametrize("running, hosts_in_play, per_cluster", [

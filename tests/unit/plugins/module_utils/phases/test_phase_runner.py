@@ -37,9 +37,9 @@ class Script:
     def __call__(self, planned, context):
         host = context.host
         with self.lock:
-            self.calls.append((planned["name"], host, time.monotonic()))
+            self.calls.append((planned.name, host, time.monotonic()))
         time.sleep(self.delay)
-        answer = self.answers.get((planned["name"], host), Outcome())
+        answer = self.answers.get((planned.name, host), Outcome())
         if isinstance(answer, Exception):
             raise answer
         return answer
@@ -78,7 +78,7 @@ class SlowHosts:
 ], ids=["short-phase-says-nothing", "long-phase-says-how-far-it-got-at-most-every-interval"])
 def test_live_progress_of_a_long_phase(seconds, lines_at_least, lines_at_most):
     shown = []
-    live = LiveProgress(lambda planned, _barrier, count: shown.append((planned["name"], count)), after=0.3, every=0.2)
+    live = LiveProgress(lambda planned, _barrier, count: shown.append((planned.name, count)), after=0.3, every=0.2)
     run_phases([phase("one", hosts="ab")], SlowHosts(seconds, {"a": Outcome(changed=True)}), hosts_in_play=["a", "b"],
                concurrency=2, live=live)
     assert lines_at_least <= len(shown) <= lines_at_most, shown
@@ -283,7 +283,7 @@ def test_a_bundle_is_rendered_once_for_all_hosts_and_its_error_reaches_every_hos
     renders = []
 
     def render(planned):
-        renders.append(planned["name"])
+        renders.append(planned.name)
         raise PhasekitError("bundle broken.yaml: document 2: kind missing")
 
     executors = BuiltinExecutors(NoCluster(), render=render)
@@ -324,9 +324,9 @@ def test_a_bundle_with_templates_renders_per_host_and_plain_ones_once(tmp_path):
     executors = BuiltinExecutors(access)
     templated = phase("t", source=str(tmp_path / "cm.yaml.j2"))
     plain = phase("p", source=str(tmp_path / "plain.yaml"))
-    assert [one.name for host in "ab" for one in executors.bundle(templated, host)] == ["alpha", "beta"]
-    assert executors.bundle(templated, "a")[0].name == "alpha"          # kept per host
-    assert executors.bundle(plain, "a")[0] is executors.bundle(plain, "b")[0]
+    assert [one.name for host in "ab" for one in executors.bundle(templated, HostContext(host))] == ["alpha", "beta"]
+    assert executors.bundle(templated, HostContext("a"))[0].name == "alpha"          # kept per host
+    assert executors.bundle(plain, HostContext("a"))[0] is executors.bundle(plain, HostContext("b"))[0]
     assert access.rendered == [("a", "cm.yaml.j2"), ("b", "cm.yaml.j2")]
 
 
@@ -334,10 +334,10 @@ def test_option_strings_render_per_host_and_secrets_are_scrubbed():
     seen = []
 
     class Echo(BuiltinExecutors):
-        def run_phase(self, phase, host):  # pylint: disable=redefined-outer-name
-            seen.append((host, phase["options"]["cmd"]))
-            return Outcome(failed=True, msg=f"command failed: {phase['options']['cmd']}",
-                           details={"diff": [{"after": phase["options"]["cmd"]}]})
+        def run_phase(self, entry, context):
+            seen.append((context.host, entry.options["cmd"]))
+            return Outcome(failed=True, msg=f"command failed: {entry.options['cmd']}",
+                           details={"diff": [{"after": entry.options["cmd"]}]})
 
     report = run_phases([phase("c", "command", options={"cmd": "login {{ tenant }} {{ password }}"})],
                         Echo(TemplatingAccess()), hosts_in_play=["a", "b"])
@@ -417,9 +417,9 @@ def test_what_a_wait_waits_for_is_known_while_it_runs_and_forgotten_after(monkey
     seen = []
 
     class Waiting(BuiltinExecutors):
-        def _run_executor(self, phase, host):  # pylint: disable=redefined-outer-name
-            self.watching(phase, host)(["not used"])
-            seen.append(self.waiting_on(phase["name"], host))
+        def _run_executor(self, entry, context):
+            self.watching(entry, context)(["not used"])
+            seen.append(self.waiting_on(entry.name, context.host))
             return Outcome()
 
     from ansible_collections.phasekit.kube.plugins.module_utils.running import watching
@@ -682,4 +682,4 @@ def test_status_compares_a_bundle_only_when_both_digests_are_known(recorded, now
             return {"run": "r", "result": "ok", "started": "2026-11-24T14:45:01Z", "by": "ci", "digest": recorded}
 
     executors = BuiltinExecutors(HandingOut(), mode="status", records=Records())
-    assert executors.host_records.last_run({"name": "p"}, "child", now)["same_bundle"] is same
+    assert executors.host_records.last_run(phase("p"), "child", now)["same_bundle"] is same

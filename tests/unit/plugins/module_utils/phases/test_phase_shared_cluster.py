@@ -83,7 +83,7 @@ class Work:
         self.calls = []
 
     def __call__(self, phase, context):
-        self.calls.append((phase["name"], context.host))
+        self.calls.append((phase.name, context.host))
         return Outcome(changed=True)
 
 
@@ -93,7 +93,7 @@ def phase(name, hosts, executor="apply", **extra):
 
 def refuse_shared(refused_phase):
     def guard(phase_, hosts):
-        return f"refused on {', '.join(hosts)}" if phase_["name"] == refused_phase else None
+        return f"refused on {', '.join(hosts)}" if phase_.name == refused_phase else None
     return guard
 
 
@@ -102,7 +102,7 @@ def test_a_refused_phase_fails_on_all_its_hosts_runs_nowhere_records_nothing_and
     report = run_phases([phase("ns", "ab"), phase("apps", "abc"), phase("later", "abc")], work,
                         hosts_in_play=list("abc"), guard=refuse_shared("apps"),
                         recorded=lambda _phase, record: recorded.append((record.phase, record.host)),
-                        progress=lambda planned, _barrier, records, _seconds: progress.append((planned["name"], len(records))))
+                        progress=lambda planned, _barrier, records, _seconds: progress.append((planned.name, len(records))))
     assert work.calls == [("ns", "a"), ("ns", "b")] or work.calls == [("ns", "b"), ("ns", "a")]
     assert [(record.phase, record.host, record.result) for record in report.records[2:]] == [
         ("apps", "a", FAILED), ("apps", "b", FAILED), ("apps", "c", FAILED)]
@@ -128,7 +128,7 @@ def test_a_rollout_batch_is_guarded_with_the_earlier_batches_and_no_later_cluste
     seen = []
 
     def guard(phase_, guarded):   # h2 reaches h0's cluster and namespace
-        seen.append((phase_["name"], list(guarded)))
+        seen.append((phase_.name, list(guarded)))
         return "h0 and h2 are one cluster" if {"h0", "h2"} <= set(guarded) else None
 
     work = Work()
