@@ -35,12 +35,12 @@ from ansible_collections.phasekit.kube.plugins.module_utils.planning.outputs imp
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.preview import PlannedState
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.plan_changes import UNKNOWN_KUBECONFIG, previews
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.views import (
-    history_lines, rollout_stop_message, summary_lines)
+    history_lines, never_started_lines, rollout_stop_message, summary_lines)
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.rollout import hosts_label
 from ansible_collections.phasekit.kube.plugins.module_utils.version import COLLECTION_VERSION
 from ansible_collections.phasekit.kube.plugins.module_utils.running.runner import (
-    CHANGED, DEFAULT_CLUSTER_CONCURRENCY, FAILED, LIVE_AFTER, LIVE_EVERY, OK, SKIPPED, Barrier, LiveProgress,
-    RolloutRun, run_phases)
+    CHANGED, DEFAULT_CLUSTER_CONCURRENCY, FAILED, LIVE_AFTER, LIVE_EVERY, OK, SKIPPED, Barrier, GraphRun,
+    LiveProgress, RolloutRun, run_phases)
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.planner import RunEntry
 from ansible_collections.phasekit.kube.plugins.module_utils.executors.registry import TASKS_EXECUTOR
 from ansible_collections.phasekit.kube.plugins.module_utils.environ import overridden_warnings
@@ -83,6 +83,8 @@ ARGUMENT_SPEC = {
     "lock_duration": {"type": "int", "default": DEFAULT_DURATION},
     "release_locks": {"type": "bool", "default": False},
     "outcomes": {"type": "bool", "default": False},
+    "keep_going": {"type": "bool", "default": False},
+    "phase_concurrency": {"type": "int", "default": 0},
 }
 REPORT_OPTIONS = ("report_json", "report_junit")  # the summary for CI, written when asked
 MAX_CLUSTER_CONCURRENCY = 256
@@ -121,15 +123,22 @@ class ActionModule(PhasekitAction):
             check_report_path(path, role_named(option))   # before any cluster is touched: a typo costs no run
         # history reads records only: a phase that could not run here still has a history to show
         plan = plan_for_task(self, args, task_vars, runnable=args["mode"] != HISTORY, reads_only=mode == STATUS)
-        planned = selected_phases(plan, args["phases"])
-        # destroy undoes in reverse plan order: children before parents, apps before their platform
-        phases = list(reversed(planned)) if mode == DESTROY else planned
+        if args["phase_concurrency"] < 0:
+            return {"failed": True, "msg": f"phase_concurrency (plan_phase_concurrency) must be 0 (no bound) or a "
+                                           f"number of phases, got {args['phase_concurrency']}"}
+        planned = selected_phases(plan, args["phases"])   # plan order: the output's
+        # destroy undoes in reverse plan order (a graph: reverse graph order): dependents before what they need
+        ordered = in_graph_order(plan, planned)
+        phases = list(reversed(ordered)) if mode == DESTROY else ordered
+        # a run that writes goes by the graph; previews, checks and destroy take its order as a line
+        graph = GraphRun(plan.graph, keep_going=args["keep_going"], phase_concurrency=args["phase_concurrency"]) \
+            if plan.graph is not None and mode == RUN and not self._task.check_mode else None
         remembered = remembered_by_host(task_vars.get(REMEMBERED_VAR))
         in_play = list(task_vars.get("ansible_play_hosts") or [])
         hosts_of = [set(phase.get("hosts") or []) & set(in_play) for phase in phases]
         writes = mode in (RUN, DESTROY) and not self._task.check_mode
         whole = selected_phases(plan, None)
-        last_phases = last_phase_of_hosts(whole, in_play, reverse=mode == DESTROY)
+        last_phases = last_phase_of_hosts(in_graph_order(plan, whole), in_play, reverse=mode == DESTROY)
         # a tasks phase that is a host's last: its task file runs after its step, so the lock stays held for it
         # and the role's last task releases it (release_locks)
         tasks_last = {host for host, name in last_phases.items()
@@ -152,7 +161,10 @@ class ActionModule(PhasekitAction):
                 for warning in overridden_warnings(fleet.overridden(plan_hosts(plan, in_play))):
                     display.warning(warning)
             records = self._run_records(args, fleet, plan.name or "", mode, writes,
+                                        {} if graph is not None else
                                         {host: name for host, name in last_phases.items() if name in step})
+            if records is not None and graph is not None:
+                records.release_on_failure = False   # the graph's other branches may still write there
             if mode == HISTORY:
                 return self._history(records, planned, in_play, concurrency)
             if args["release_locks"]:
@@ -201,7 +213,7 @@ class ActionModule(PhasekitAction):
                                     if writes else None,
                                     prepare=fleet.vars.prefetch, rollouts=rollouts,
                                     live=live_progress(waiting=executors.waiting_on),
-                                    guard=executors.shared_cluster_refusal)
+                                    guard=executors.shared_cluster_refusal, graph=graph)
             finally:
                 if renewal is not None:
                     renewal.stop()
@@ -245,7 +257,11 @@ class ActionModule(PhasekitAction):
             # in the role cost more than the table is worth at fleet size)
             result["summary"] = summary_lines(planned, records, list(task_vars.get("ansible_play_hosts_all") or in_play),
                                               mode, batches=batches, servers=servers,
-                                              check_mode=bool(self._task.check_mode))
+                                              check_mode=bool(self._task.check_mode)) \
+                + never_started_lines(report.never_started)
+        if report.never_started:
+            result["never_started"] = [{"phase": phase, "host": host, "why": why}
+                                       for (phase, host), why in report.never_started.items()]
         if args["phases"] is None and args["outcomes"]:
             # each host's own outcome, for the role's per-host result task (plan_host_results)
             result["outcomes"] = cluster_outcomes(records, list(task_vars.get("ansible_play_hosts_all") or in_play),
@@ -463,6 +479,18 @@ def selected_phases(plan, names: list | None) -> list[RunEntry]:
         raise PhasekitError(f"phases: {', '.join(unknown)} not among the selected phases of the plan "
                             f"({', '.join(sorted(known)) or 'none'})")
     return [phase for phase in phases if phase["name"] in set(names)]
+
+
+def in_graph_order(plan, phases: list[RunEntry]) -> list[RunEntry]:
+    """A plan with needs: its entries in the graph's order (plan order wherever the needs allow), so that a run as a
+    line (a preview, a check, a destroy reversed) never runs a phase before what it needs; a line: as they are."""
+    if plan.graph is None:
+        return phases
+    position = {member: index for index, member in
+                enumerate(member for name in plan.graph.order for member in plan.graph.nodes[name].members)}
+    plan_position = {phase.name: index for index, phase in enumerate(phases)}
+    # entries outside the graph (group phases, which run nothing) keep their plan position among equals
+    return sorted(phases, key=lambda phase: (position.get(phase.name, -1), plan_position[phase.name]))
 
 
 def runs_first_phase(plan, names: list | None, mode: str = RUN) -> bool:

@@ -238,6 +238,15 @@ def summary_lines(phases: list[dict], records: list[dict], play_hosts: list[str]
     return lines
 
 
+def never_started_lines(never_started: dict) -> list[str]:
+    """A graph run: the phases that never started on a cluster, and why (``(phase, host) -> why``); none: no line."""
+    if not never_started:
+        return []
+    rows = [["PHASE", "CLUSTER", "NEVER STARTED BECAUSE"]]
+    rows += [[phase, host, why] for (phase, host), why in never_started.items()]
+    return ["", "Phases that never started:", *table(rows)]
+
+
 def plan_changes_lines(changes: PlanChanges, rollouts: list[str] = ()) -> list[str]:
     """A preview's plan-wide summary: a table of phases and clusters (ADD, CHANGE, DESTROY, or what the phase would
     do), each one's objects after it (at most ``SHOWN_OBJECTS``, the JSON report has all), the batches each rollout

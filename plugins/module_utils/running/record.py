@@ -246,6 +246,9 @@ class RunRecords:
         self.run = run
         self.lock = lock
         self.release_after = dict(release_after or {})
+        # a line's failed cluster takes no later phase, so its failure releases the lock; a graph's other branches
+        # may still write there (the step's end releases it then)
+        self.release_on_failure = True
         self._sleep = sleep
         self._own = threading.local()   # set while a record request is sent: it takes no lock
         self._stopped = ""
@@ -320,7 +323,8 @@ class RunRecords:
         cluster = self._cluster(host)
         key = phase_key(phase)
         attempts = None if patient else 1
-        releases = self.lock is not None and (self.release_after.get(host) == phase or entry.get("result") == "failed")
+        releases = self.lock is not None and (self.release_after.get(host) == phase or
+                                           (self.release_on_failure and entry.get("result") == "failed"))
         with cluster.lock:
             self._read(host, cluster, attempts)
             if cluster.problem:
