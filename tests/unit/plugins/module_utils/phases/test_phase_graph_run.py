@@ -11,6 +11,7 @@ from phase_helpers import run_entry
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.graph import (
     ALL_CLUSTERS, SAME_CLUSTER, GraphEntry, Need, build_graph)
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.problems import Problems
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.rollout import Rollout, RolloutOf
 from ansible_collections.phasekit.kube.plugins.module_utils.running.runner import (
     GraphRun, Outcome, run_phases)
 
@@ -116,3 +117,20 @@ def test_a_plan_without_graph_keeps_the_barrier():
     entries, _graph = graph_plan(("one", AB, []), ("two", AB, []))
     run_phases(entries, work, hosts_in_play=list(AB), concurrency=4)
     assert min(work.calls[("two", host)][0] for host in AB) >= work.calls[("one", "b")][1]
+
+
+def test_a_rollout_is_one_node_run_batch_by_batch_before_its_dependents():
+    hosts = ("a", "b", "m")
+    rollout = RolloutOf("cni", Rollout((1, "100%"), 0.0, 0.0), list(hosts)).to_dict()
+    entries = [run_entry("cni", None, (), rollout=rollout), run_entry("cni/apply", "command", hosts, rollout=rollout),
+               run_entry("apps", "command", hosts)]
+    graph = build_graph([GraphEntry("cni", "cni", 1, (), (), True, "cni"),
+                         GraphEntry("cni/apply", "cni/apply", 1, hosts, (), False, "cni"),
+                         GraphEntry("apps", "apps", 2, hosts, (Need("cni", SAME_CLUSTER),))], Problems())
+    work = Script(delays={"cni/apply": 0.05})
+    report = run_phases(entries, work, hosts_in_play=list(hosts), concurrency=4, graph=GraphRun(graph))
+    assert [batch.hosts for batch in report.batches] == [["a"], ["b", "m"]]
+    for host in hosts:
+        assert work.calls[("apps", host)][0] >= work.calls[("cni/apply", host)][1]
+    assert {(record.phase, record.host) for record in report.records} == {
+        (name, host) for name in ("cni/apply", "apps") for host in hosts}
