@@ -35,7 +35,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.planning.outputs imp
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.preview import PlannedState
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.plan_changes import UNKNOWN_KUBECONFIG, previews
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.views import (
-    history_lines, never_started_lines, rollout_stop_message, summary_lines)
+    history_lines, rollout_stop_message, summary_lines)
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.rollout import hosts_label
 from ansible_collections.phasekit.kube.plugins.module_utils.version import COLLECTION_VERSION
 from ansible_collections.phasekit.kube.plugins.module_utils.running.runner import (
@@ -123,16 +123,8 @@ class ActionModule(PhasekitAction):
             check_report_path(path, role_named(option))   # before any cluster is touched: a typo costs no run
         # history reads records only: a phase that could not run here still has a history to show
         plan = plan_for_task(self, args, task_vars, runnable=args["mode"] != HISTORY, reads_only=mode == STATUS)
-        if args["phase_concurrency"] < 0:
-            return {"failed": True, "msg": f"phase_concurrency (plan_phase_concurrency) must be 0 (no bound) or a "
-                                           f"number of phases, got {args['phase_concurrency']}"}
-        planned = selected_phases(plan, args["phases"])   # plan order: the output's
-        # destroy undoes in reverse plan order (a graph: reverse graph order): dependents before what they need
-        ordered = in_graph_order(plan, planned)
-        phases = list(reversed(ordered)) if mode == DESTROY else ordered
-        # a run that writes goes by the graph; previews, checks and destroy take its order as a line
-        graph = GraphRun(plan.graph, keep_going=args["keep_going"], phase_concurrency=args["phase_concurrency"]) \
-            if plan.graph is not None and mode == RUN and not self._task.check_mode else None
+        planned = selected_phases(plan, args["phases"])   # in plan order, as the output shows them
+        phases, graph = run_order(plan, planned, args, bool(self._task.check_mode))
         remembered = remembered_by_host(task_vars.get(REMEMBERED_VAR))
         in_play = list(task_vars.get("ansible_play_hosts") or [])
         hosts_of = [set(phase.get("hosts") or []) & set(in_play) for phase in phases]
@@ -161,10 +153,7 @@ class ActionModule(PhasekitAction):
                 for warning in overridden_warnings(fleet.overridden(plan_hosts(plan, in_play))):
                     display.warning(warning)
             records = self._run_records(args, fleet, plan.name or "", mode, writes,
-                                        {} if graph is not None else
-                                        {host: name for host, name in last_phases.items() if name in step})
-            if records is not None and graph is not None:
-                records.release_on_failure = False   # the graph's other branches may still write there
+                                        released_in_step(graph, last_phases, step))
             if mode == HISTORY:
                 return self._history(records, planned, in_play, concurrency)
             if args["release_locks"]:
@@ -249,19 +238,15 @@ class ActionModule(PhasekitAction):
         # status and validate read the clusters: what they would change is their report, not a change
         result = {"changed": report.changed and mode in (RUN, DESTROY), "records": records, "stopped_by": report.stopped_by,
                   "failed_hosts": report.failed_hosts(), "not_previewed_hosts": report.hosts_with_detail(UNKNOWN_KUBECONFIG),
-                  "resumed_hosts": executors.resumed_hosts(), "servers": servers,
+                  "resumed_hosts": executors.resumed_hosts(), "servers": servers, "never_started": report.never_started_list(),
                   "rollout": {"batches": batches, "batches_run": report.batches_run, "stop": report.stop,
                               "message": rollout_stop_message(report.stop, plan.name) if report.stop else ""}}
         if args["phases"] is None:
             # the whole run list in this task: its summary table, made here (templating hosts x phases records
             # in the role cost more than the table is worth at fleet size)
             result["summary"] = summary_lines(planned, records, list(task_vars.get("ansible_play_hosts_all") or in_play),
-                                              mode, batches=batches, servers=servers,
-                                              check_mode=bool(self._task.check_mode)) \
-                + never_started_lines(report.never_started)
-        if report.never_started:
-            result["never_started"] = [{"phase": phase, "host": host, "why": why}
-                                       for (phase, host), why in report.never_started.items()]
+                                              mode, batches=batches, servers=servers, never_started=report.never_started,
+                                              check_mode=bool(self._task.check_mode))
         if args["phases"] is None and args["outcomes"]:
             # each host's own outcome, for the role's per-host result task (plan_host_results)
             result["outcomes"] = cluster_outcomes(records, list(task_vars.get("ansible_play_hosts_all") or in_play),
@@ -280,10 +265,10 @@ class ActionModule(PhasekitAction):
         return result
 
     def _run_records(self, args: dict, fleet: Fleet, plan_name: str, mode: str, writes: bool,
-                     release_after: dict) -> RunRecords | None:
+                     release_after: dict | None) -> RunRecords | None:
         """The clusters' run records of this plan (None with ``record: false``, or in validate mode); a run that
         writes takes each cluster's lock in them (``release_after``: the host's last phase of the plan, when it
-        is in this step)."""
+        is in this step; None: a graph run, whose locks the step's end releases)."""
         if not args["record"] or mode == VALIDATE:
             return None
         run = RunInfo(run=args["run_id"] or new_run_id(), plan=plan_name, version=COLLECTION_VERSION, by=who_runs(),
@@ -294,7 +279,7 @@ class ActionModule(PhasekitAction):
         return RunRecords(run, session_for=lambda host: fleet.session(host, REQUEST_BUDGET + EXTRA_CONNECTIONS),
                           namespace_for=lambda host: namespace or fleet.resolution(host).namespace or "default",
                           create_key=mode == RUN and not self._task.check_mode, lock=lock,
-                          release_after=release_after)
+                          release_after=release_after, release_on_failure=release_after is not None)
 
     @staticmethod
     def _release_locks(records: RunRecords | None, hosts: list[str]) -> dict:
@@ -479,6 +464,27 @@ def selected_phases(plan, names: list | None) -> list[RunEntry]:
         raise PhasekitError(f"phases: {', '.join(unknown)} not among the selected phases of the plan "
                             f"({', '.join(sorted(known)) or 'none'})")
     return [phase for phase in phases if phase["name"] in set(names)]
+
+
+def run_order(plan, planned: list[RunEntry], args: dict, check_mode: bool) -> tuple[list[RunEntry], GraphRun | None]:
+    """The order the phases run in, and the graph a plan with needs runs by (None: run the list in order). A run
+    that writes goes by the graph; previews, checks and destroy run a line in the graph's order. Destroy undoes in
+    reverse (graph) order: children before parents, apps before their platform."""
+    if args["phase_concurrency"] < 0:
+        raise PhasekitError(f"phase_concurrency (plan_phase_concurrency) must be 0 (no bound) or a number of phases, "
+                            f"got {args['phase_concurrency']}")
+    ordered = in_graph_order(plan, planned)
+    if args["mode"] == DESTROY:
+        return list(reversed(ordered)), None
+    runs_graph = plan.graph is not None and args["mode"] == RUN and not check_mode
+    return ordered, GraphRun(plan.graph, keep_going=args["keep_going"],
+                             phase_concurrency=args["phase_concurrency"]) if runs_graph else None
+
+
+def released_in_step(graph: GraphRun | None, last_phases: dict, step: set) -> dict | None:
+    """Host -> the phase whose record releases its lock: its last of the plan, when it is in this step; None: a graph
+    run (its branches end in any order, and a failure leaves others writing), whose step's end releases them."""
+    return None if graph is not None else {host: name for host, name in last_phases.items() if name in step}
 
 
 def in_graph_order(plan, phases: list[RunEntry]) -> list[RunEntry]:

@@ -376,7 +376,7 @@ never_started:
   description:
     - A plan with C(spec.needs), run as a graph - each phase and cluster that never started, and why (a phase it
       needs failed there or on all clusters, or the run stopped after a failure without O(keep_going)).
-  returned: when some phase never started in a graph run
+  returned: always (empty for a plan without C(spec.needs), which runs as a line)
   type: list
   elements: dict
   sample: [{phase: monitoring, host: c1, why: "needs storage, which failed on c1"}]

@@ -114,6 +114,10 @@ class RunReport:
     def changed(self) -> bool:
         return any(record.result == CHANGED for record in self.records)
 
+    def never_started_list(self) -> list[dict]:
+        """``never_started`` as JSON: ``{phase, host, why}`` each."""
+        return [{"phase": phase, "host": host, "why": why} for (phase, host), why in self.never_started.items()]
+
     def failed_hosts(self) -> dict[str, str]:
         """Host -> the message of its first failed phase."""
         failed: dict[str, str] = {}
