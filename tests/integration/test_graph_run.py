@@ -50,15 +50,16 @@ def cluster_of(host: str, clusters) -> str:
 
 
 def command(name: str, log: Path) -> dict:
-    """A phase that logs its start and end (epoch seconds) and sleeps its time; it fails on the cluster host named by
-    ``-e graph_fail=<phase>@<host>``."""
+    """A phase that logs its start and end (epoch seconds) and sleeps its time; it fails where a file
+    ``fail-<phase>@<host>`` is beside the log. Both are found through $GRAPH_DIR: a command's digest covers the
+    files it names, and a run's own log must not make the next run's digests differ (``plan_resume``)."""
     sleeps = SLEEPS[name]
     pause = " ".join(f'{host}) s={seconds};;' for host, seconds in sleeps.items() if host != "*")
     script = (f'case "$PHASEKIT_HOST" in {pause} *) s={sleeps["*"]};; esac; '
-              f'echo "$PHASEKIT_PHASE $PHASEKIT_HOST start $(date +%s.%N)" >> {log}; '
-              f'test "$PHASEKIT_PHASE@$PHASEKIT_HOST" != "{{{{ graph_fail | default(\'\') }}}}" || '
+              f'echo "$PHASEKIT_PHASE $PHASEKIT_HOST start $(date +%s.%N)" >> "$GRAPH_DIR/times.log"; '
+              f'test ! -e "$GRAPH_DIR/fail-$PHASEKIT_PHASE@$PHASEKIT_HOST" || '
               f'{{ echo "told to fail" >&2; exit 3; }}; '
-              f'sleep "$s"; echo "$PHASEKIT_PHASE $PHASEKIT_HOST end $(date +%s.%N)" >> {log}')
+              f'sleep "$s"; echo "$PHASEKIT_PHASE $PHASEKIT_HOST end $(date +%s.%N)" >> "$GRAPH_DIR/times.log"')
     return {"executor": "command", "options": {"cmd": script, "shell": True}}
 
 
@@ -78,6 +79,9 @@ def documents(log: Path) -> list[dict]:
         phase("report", "management", log, needs=["addons"]),
         {"apiVersion": API, "kind": "PhasePlan", "metadata": {"name": "graph"},
          "spec": {"phases": ["base", "mgmt", "storage", "addons", "report"]}},
+        {"apiVersion": API, "kind": "Phase", "metadata": {"name": "look"},
+         "spec": {"cluster": "workload", "executor": "tasks", "source": "../tasks/look.yml", "needs": ["base"]}},
+        {"apiVersion": API, "kind": "PhasePlan", "metadata": {"name": "with-tasks"}, "spec": {"phases": ["base", "look"]}},
     ]
 
 
@@ -89,6 +93,8 @@ def site(clusters, tmp_path_factory):
     (root / "fleet.kubeconfig").chmod(0o600)
     (root / "phases").mkdir()
     (root / "phases" / "site.yaml").write_text(yaml.safe_dump_all(documents(root / "times.log"), sort_keys=False))
+    (root / "tasks").mkdir()
+    (root / "tasks" / "look.yml").write_text("- ansible.builtin.debug: {msg: look}\n")
     inventory = {"all": {
         "vars": {"ansible_connection": "local", "kube_kubeconfig": str(root / "fleet.kubeconfig"),
                  "kube_context": "{{ inventory_hostname }}"},
@@ -101,13 +107,19 @@ def site(clusters, tmp_path_factory):
                                                      "--ignore-not-found")
 
 
-def run(root: Path, collections_path: Path, *extra: str) -> tuple[int, str]:
+def run(root: Path, collections_path: Path, *extra: str, fail: str = "") -> tuple[int, str]:
+    """The site's plan graph; ``fail``: the phase@host that fails."""
     (root / "times.log").unlink(missing_ok=True)
+    for flag in root.glob("fail-*"):
+        flag.unlink()
+    if fail:
+        (root / f"fail-{fail}").write_text("")
     env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(collections_path), "ANSIBLE_NOCOLOR": "1",
-           "ANSIBLE_PYTHON_INTERPRETER": sys.executable}
+           "ANSIBLE_PYTHON_INTERPRETER": sys.executable, "GRAPH_DIR": str(root)}
     env.pop("KUBECONFIG", None)
     done = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "phasekit.kube.run", "-i",
-                           "inventory.yml", "-e", "plan_show_plan=false", "-e", "plan_lock_timeout=300", *extra],
+                           "inventory.yml", "-e", "plan_show_plan=false", "-e", "plan_lock_timeout=300",
+                           "-e", "plan_name=graph", *extra],
                           cwd=root, env=env, capture_output=True, text=True, timeout=300, check=False)
     output = done.stdout + done.stderr
     assert "Traceback" not in output, output
@@ -179,7 +191,7 @@ def test_a_graph_runs_each_phase_after_what_it_needs_and_nothing_else(site, clus
 
 
 def test_a_failure_stops_its_dependents_and_without_keep_going_everything_new(site, clusters, collections_path):
-    rc, output = run(site, collections_path, "-e", "graph_fail=base@w1")
+    rc, output = run(site, collections_path, fail="base@w1")
     assert rc != 0, output
     times = logged(site)
     # what started finished (base on w2, w3 and mgmt began with the failed one); nothing new started anywhere
@@ -195,7 +207,7 @@ def test_a_failure_stops_its_dependents_and_without_keep_going_everything_new(si
 
 
 def test_keep_going_runs_every_branch_that_does_not_need_the_failure(site, clusters, collections_path):
-    rc, output = run(site, collections_path, "-e", "graph_fail=base@w1", "-e", "plan_keep_going=true")
+    rc, output = run(site, collections_path, "-e", "plan_keep_going=true", fail="base@w1")
     assert rc != 0, output
     times = logged(site)
     ended = {key for key in times if "end" in times[key]}
@@ -206,3 +218,37 @@ def test_keep_going_runs_every_branch_that_does_not_need_the_failure(site, clust
     assert "storage w1 needs base, which failed on w1" in flat, output
     assert "addons w1 needs storage, which never started on w1" in flat, output
     assert "report m1 needs addons, which never started" in flat, output
+
+
+def test_resume_of_a_half_finished_graph_runs_only_what_did_not_succeed(site, clusters, collections_path):
+    rc, output = run(site, collections_path, "-e", "plan_keep_going=true", fail="base@w1")
+    assert rc != 0, output
+    rc, output = run(site, collections_path, "-e", "plan_resume=true")
+    assert rc == 0, output
+    # report on m1 runs unless an earlier test's run left it succeeded there with the same bundle (resume is per
+    # cluster: m1's own phases are all it looks at)
+    ran = set(logged(site)) - {("report", "m1")}
+    assert ran == {("base", "w1"), ("storage", "w1"), ("addons", "w1")}, output
+    rows = summary_rows(output)
+    assert rows[("storage", "w2")] == "skipped" and rows[("addons", "w1")] in ("changed", "ok"), output
+
+
+def test_phase_concurrency_one_runs_one_phase_at_a_time(site, clusters, collections_path):
+    rc, output = run(site, collections_path, "-e", "plan_phase_concurrency=1")
+    assert rc == 0, output
+    times = logged(site)
+    spans = {}
+    for (name, _host), seen in times.items():
+        began, ended = spans.get(name, (seen["start"], seen["end"]))
+        spans[name] = (min(began, seen["start"]), max(ended, seen["end"]))
+    ordered = sorted(spans.values())
+    assert all(later[0] >= earlier[1] for earlier, later in zip(ordered, ordered[1:])), spans
+
+
+def test_a_graph_plan_with_a_tasks_phase_is_refused_before_anything_runs(site, clusters, collections_path):
+    rc, output = run(site, collections_path, "-e", "plan_name=with-tasks")
+    assert rc != 0, output
+    flat = " ".join(output.split())
+    assert "(Phase look) field spec.executor: phase look: a tasks phase runs per host in a step of its own" in flat, \
+        output
+    assert not (site / "times.log").exists(), output
