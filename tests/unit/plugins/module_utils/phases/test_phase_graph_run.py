@@ -6,7 +6,12 @@ import threading
 import time
 
 import pytest
-from phase_helpers import run_entry
+from phase_helpers import build, run_entry
+from phase_helpers import phase as phase_document
+from phase_helpers import plan as plan_doc
+
+from ansible_collections.phasekit.kube.plugins.action.run_phases import run_order
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.graph import (
     ALL_CLUSTERS, SAME_CLUSTER, GraphEntry, Need, build_graph)
@@ -16,6 +21,10 @@ from ansible_collections.phasekit.kube.plugins.module_utils.running.runner impor
     GraphRun, Outcome, run_phases)
 
 AB = ("a", "b")
+
+
+def phase_doc(name, **spec):
+    return phase_document(name, cluster="management", executor="apply", source=[], **spec)
 
 
 class Script:
@@ -134,3 +143,34 @@ def test_a_rollout_is_one_node_run_batch_by_batch_before_its_dependents():
         assert work.calls[("apps", host)][0] >= work.calls[("cni/apply", host)][1]
     assert {(record.phase, record.host) for record in report.records} == {
         (name, host) for name in ("cni/apply", "apps") for host in hosts}
+
+
+@pytest.mark.parametrize("mode, check_mode, expected, by_graph", [
+    ("run", False, ["ns", "app", "cni"], True),
+    ("run", True, ["ns", "app", "cni"], False),
+    ("validate", False, ["ns", "app", "cni"], False),
+    ("status", False, ["ns", "app", "cni"], False),
+    ("destroy", False, ["cni", "app", "ns"], False),
+], ids=["a-run-goes-by-the-graph", "check-mode-is-a-line-in-graph-order", "validate-is-a-line-in-graph-order",
+        "status-is-a-line-in-graph-order", "destroy-is-reverse-graph-order"])
+def test_run_order_of_a_graph_plan(tmp_path, mode, check_mode, expected, by_graph):
+    documents = [phase_doc("cni", needs=["app"]), phase_doc("ns"), phase_doc("app", needs=["ns"]),
+                 plan_doc("site", "cni", "ns", "app")]
+    built = build(documents, tmp_path)
+    phases, graph = run_order(built, [planned.run_entry() for planned in built.selected],
+                              {"mode": mode, "keep_going": False, "phase_concurrency": 0}, check_mode)
+    assert [entry.name for entry in phases] == expected
+    assert (graph is not None) == by_graph
+
+
+def test_run_order_of_a_line_is_the_plan_order(tmp_path):
+    built = build([phase_doc("b"), phase_doc("a"), plan_doc("site", "b", "a")], tmp_path)
+    phases, graph = run_order(built, [planned.run_entry() for planned in built.selected],
+                              {"mode": "run", "keep_going": False, "phase_concurrency": 0}, False)
+    assert [entry.name for entry in phases] == ["b", "a"] and graph is None
+
+
+def test_a_negative_phase_concurrency_is_refused(tmp_path):
+    built = build([phase_doc("a"), plan_doc("site", "a")], tmp_path)
+    with pytest.raises(PhasekitError, match=r"phase_concurrency \(plan_phase_concurrency\) must be 0 \(no bound\) or"):
+        run_order(built, [], {"mode": "run", "keep_going": False, "phase_concurrency": -1}, False)
