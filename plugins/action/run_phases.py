@@ -467,8 +467,8 @@ def selected_phases(plan, names: list | None) -> list[RunEntry]:
 
 
 def run_order(plan, planned: list[RunEntry], args: dict, check_mode: bool) -> tuple[list[RunEntry], GraphRun | None]:
-    """The order the phases run in, and the graph a plan with needs runs by (None: run the list in order). A run
-    that writes goes by the graph; previews, checks and destroy run a line in the graph's order. Destroy undoes in
+    """The order the phases run in, and the graph a plan with needs runs by (None: run the list in order). A whole
+    run that writes goes by the graph; previews, checks, destroy and steps run a line in the graph's order. Destroy undoes in
     reverse (graph) order: children before parents, apps before their platform."""
     if args["phase_concurrency"] < 0:
         raise PhasekitError(f"phase_concurrency (plan_phase_concurrency) must be 0 (no bound) or a number of phases, "
@@ -476,7 +476,8 @@ def run_order(plan, planned: list[RunEntry], args: dict, check_mode: bool) -> tu
     ordered = in_graph_order(plan, planned)
     if args["mode"] == DESTROY:
         return list(reversed(ordered)), None
-    runs_graph = plan.graph is not None and args["mode"] == RUN and not check_mode
+    # a step of a run in steps (phases given) is a part of the list, not a graph
+    runs_graph = plan.graph is not None and args["mode"] == RUN and not check_mode and args["phases"] is None
     return ordered, GraphRun(plan.graph, keep_going=args["keep_going"],
                              phase_concurrency=args["phase_concurrency"]) if runs_graph else None
 

@@ -158,7 +158,7 @@ def test_run_order_of_a_graph_plan(tmp_path, mode, check_mode, expected, by_grap
                  plan_doc("site", "cni", "ns", "app")]
     built = build(documents, tmp_path)
     phases, graph = run_order(built, [planned.run_entry() for planned in built.selected],
-                              {"mode": mode, "keep_going": False, "phase_concurrency": 0}, check_mode)
+                              {"mode": mode, "keep_going": False, "phase_concurrency": 0, "phases": None}, check_mode)
     assert [entry.name for entry in phases] == expected
     assert (graph is not None) == by_graph
 
@@ -166,11 +166,18 @@ def test_run_order_of_a_graph_plan(tmp_path, mode, check_mode, expected, by_grap
 def test_run_order_of_a_line_is_the_plan_order(tmp_path):
     built = build([phase_doc("b"), phase_doc("a"), plan_doc("site", "b", "a")], tmp_path)
     phases, graph = run_order(built, [planned.run_entry() for planned in built.selected],
-                              {"mode": "run", "keep_going": False, "phase_concurrency": 0}, False)
+                              {"mode": "run", "keep_going": False, "phase_concurrency": 0, "phases": None}, False)
     assert [entry.name for entry in phases] == ["b", "a"] and graph is None
 
 
 def test_a_negative_phase_concurrency_is_refused(tmp_path):
     built = build([phase_doc("a"), plan_doc("site", "a")], tmp_path)
     with pytest.raises(PhasekitError, match=r"phase_concurrency \(plan_phase_concurrency\) must be 0 \(no bound\) or"):
-        run_order(built, [], {"mode": "run", "keep_going": False, "phase_concurrency": -1}, False)
+        run_order(built, [], {"mode": "run", "keep_going": False, "phase_concurrency": -1, "phases": None}, False)
+
+
+def test_a_step_of_a_graph_plan_is_a_line_in_graph_order(tmp_path):
+    built = build([phase_doc("b", needs=["a"]), phase_doc("a"), plan_doc("site", "b", "a")], tmp_path)
+    phases, graph = run_order(built, [planned.run_entry() for planned in built.selected],
+                              {"mode": "run", "keep_going": False, "phase_concurrency": 0, "phases": ["a", "b"]}, False)
+    assert [entry.name for entry in phases] == ["a", "b"] and graph is None
