@@ -39,8 +39,8 @@ from ansible_collections.phasekit.kube.plugins.module_utils.planning.views impor
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.rollout import hosts_label
 from ansible_collections.phasekit.kube.plugins.module_utils.version import COLLECTION_VERSION
 from ansible_collections.phasekit.kube.plugins.module_utils.running.runner import (
-    CHANGED, DEFAULT_CLUSTER_CONCURRENCY, FAILED, LIVE_AFTER, LIVE_EVERY, OK, SKIPPED, Barrier, LiveProgress,
-    RolloutRun, run_phases)
+    CHANGED, DEFAULT_CLUSTER_CONCURRENCY, FAILED, LIVE_AFTER, LIVE_EVERY, OK, SKIPPED, Barrier, GraphRun,
+    LiveProgress, RolloutRun, run_phases)
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.planner import RunEntry
 from ansible_collections.phasekit.kube.plugins.module_utils.executors.registry import TASKS_EXECUTOR
 from ansible_collections.phasekit.kube.plugins.module_utils.environ import overridden_warnings
@@ -83,6 +83,8 @@ ARGUMENT_SPEC = {
     "lock_duration": {"type": "int", "default": DEFAULT_DURATION},
     "release_locks": {"type": "bool", "default": False},
     "outcomes": {"type": "bool", "default": False},
+    "keep_going": {"type": "bool", "default": False},
+    "phase_concurrency": {"type": "int", "default": 0},
 }
 REPORT_OPTIONS = ("report_json", "report_junit")  # the summary for CI, written when asked
 MAX_CLUSTER_CONCURRENCY = 256
@@ -121,15 +123,14 @@ class ActionModule(PhasekitAction):
             check_report_path(path, role_named(option))   # before any cluster is touched: a typo costs no run
         # history reads records only: a phase that could not run here still has a history to show
         plan = plan_for_task(self, args, task_vars, runnable=args["mode"] != HISTORY, reads_only=mode == STATUS)
-        planned = selected_phases(plan, args["phases"])
-        # destroy undoes in reverse plan order: children before parents, apps before their platform
-        phases = list(reversed(planned)) if mode == DESTROY else planned
+        planned = selected_phases(plan, args["phases"])   # in plan order, as the output shows them
+        phases, graph = run_order(plan, planned, args, bool(self._task.check_mode))
         remembered = remembered_by_host(task_vars.get(REMEMBERED_VAR))
         in_play = list(task_vars.get("ansible_play_hosts") or [])
         hosts_of = [set(phase.hosts) & set(in_play) for phase in phases]
         writes = mode in (RUN, DESTROY) and not self._task.check_mode
         whole = selected_phases(plan, None)
-        last_phases = last_phase_of_hosts(whole, in_play, reverse=mode == DESTROY)
+        last_phases = last_phase_of_hosts(in_graph_order(plan, whole), in_play, reverse=mode == DESTROY)
         # a tasks phase that is a host's last: its task file runs after its step, so the lock stays held for it
         # and the role's last task releases it (release_locks)
         tasks_last = {host for host, name in last_phases.items()
@@ -152,7 +153,7 @@ class ActionModule(PhasekitAction):
                 for warning in overridden_warnings(fleet.overridden(plan_hosts(plan, in_play))):
                     display.warning(warning)
             records = self._run_records(args, fleet, plan.name or "", mode, writes,
-                                        {host: name for host, name in last_phases.items() if name in step})
+                                        released_in_step(graph, last_phases, step))
             if mode == HISTORY:
                 return self._history(records, planned, in_play, concurrency)
             if args["release_locks"]:
@@ -201,7 +202,7 @@ class ActionModule(PhasekitAction):
                                     if writes else None,
                                     prepare=fleet.vars.prefetch, rollouts=rollouts,
                                     live=live_progress(waiting=executors.waiting_on),
-                                    guard=executors.shared_cluster_refusal)
+                                    guard=executors.shared_cluster_refusal, graph=graph)
             finally:
                 if renewal is not None:
                     renewal.stop()
@@ -237,14 +238,15 @@ class ActionModule(PhasekitAction):
         # status and validate read the clusters: what they would change is their report, not a change
         result = {"changed": report.changed and mode in (RUN, DESTROY), "records": records, "stopped_by": report.stopped_by,
                   "failed_hosts": report.failed_hosts(), "not_previewed_hosts": report.hosts_with_detail(UNKNOWN_KUBECONFIG),
-                  "resumed_hosts": executors.resumed_hosts(), "servers": servers,
+                  "resumed_hosts": executors.resumed_hosts(), "servers": servers, "never_started": report.never_started_list(),
                   "rollout": {"batches": batches, "batches_run": report.batches_run, "stop": report.stop,
                               "message": rollout_stop_message(report.stop, plan.name) if report.stop else ""}}
         if args["phases"] is None:
             # the whole run list in this task: its summary table, made here (templating hosts x phases records
             # in the role cost more than the table is worth at fleet size)
-            result["summary"] = summary_lines(plan_json(planned), records, list(task_vars.get("ansible_play_hosts_all") or in_play),
-                                              mode, batches=batches, servers=servers,
+            result["summary"] = summary_lines(plan_json(planned), records,
+                                              list(task_vars.get("ansible_play_hosts_all") or in_play),
+                                              mode, batches=batches, servers=servers, never_started=report.never_started,
                                               check_mode=bool(self._task.check_mode))
         if args["phases"] is None and args["outcomes"]:
             # each host's own outcome, for the role's per-host result task (plan_host_results)
@@ -264,10 +266,10 @@ class ActionModule(PhasekitAction):
         return result
 
     def _run_records(self, args: dict, fleet: Fleet, plan_name: str, mode: str, writes: bool,
-                     release_after: dict) -> RunRecords | None:
+                     release_after: dict | None) -> RunRecords | None:
         """The clusters' run records of this plan (None with ``record: false``, or in validate mode); a run that
         writes takes each cluster's lock in them (``release_after``: the host's last phase of the plan, when it
-        is in this step)."""
+        is in this step; None: a graph run, whose locks the step's end releases)."""
         if not args["record"] or mode == VALIDATE:
             return None
         run = RunInfo(run=args["run_id"] or new_run_id(), plan=plan_name, version=COLLECTION_VERSION, by=who_runs(),
@@ -278,7 +280,7 @@ class ActionModule(PhasekitAction):
         return RunRecords(run, session_for=lambda host: fleet.session(host, REQUEST_BUDGET + EXTRA_CONNECTIONS),
                           namespace_for=lambda host: namespace or fleet.resolution(host).namespace or "default",
                           create_key=mode == RUN and not self._task.check_mode, lock=lock,
-                          release_after=release_after)
+                          release_after=release_after, release_on_failure=release_after is not None)
 
     @staticmethod
     def _release_locks(records: RunRecords | None, hosts: list[str]) -> dict:
@@ -468,6 +470,40 @@ def selected_phases(plan, names: list | None) -> list[RunEntry]:
 def plan_json(entries: list[RunEntry]) -> list[dict]:
     """The run list as the views read it from Ansible (``RunEntry.to_dict``): one view for both kinds of caller."""
     return [entry.to_dict() for entry in entries]
+
+
+def run_order(plan, planned: list[RunEntry], args: dict, check_mode: bool) -> tuple[list[RunEntry], GraphRun | None]:
+    """The order the phases run in, and the graph a plan with needs runs by (None: run the list in order). A whole
+    run that writes goes by the graph; previews, checks, destroy and steps run a line in the graph's order. Destroy undoes in
+    reverse (graph) order: children before parents, apps before their platform."""
+    if args["phase_concurrency"] < 0:
+        raise PhasekitError(f"phase_concurrency (plan_phase_concurrency) must be 0 (no bound) or a number of phases, "
+                            f"got {args['phase_concurrency']}")
+    ordered = in_graph_order(plan, planned)
+    if args["mode"] == DESTROY:
+        return list(reversed(ordered)), None
+    # a step of a run in steps (phases given) is a part of the list, not a graph
+    runs_graph = plan.graph is not None and args["mode"] == RUN and not check_mode and args["phases"] is None
+    return ordered, GraphRun(plan.graph, keep_going=args["keep_going"],
+                             phase_concurrency=args["phase_concurrency"]) if runs_graph else None
+
+
+def released_in_step(graph: GraphRun | None, last_phases: dict, step: set) -> dict | None:
+    """Host -> the phase whose record releases its lock: its last of the plan, when it is in this step; None: a graph
+    run (its branches end in any order, and a failure leaves others writing), whose step's end releases them."""
+    return None if graph is not None else {host: name for host, name in last_phases.items() if name in step}
+
+
+def in_graph_order(plan, phases: list[RunEntry]) -> list[RunEntry]:
+    """A plan with needs: its entries in the graph's order (plan order wherever the needs allow), so that a run as a
+    line (a preview, a check, a destroy reversed) never runs a phase before what it needs; a line: as they are."""
+    if plan.graph is None:
+        return phases
+    position = {member: index for index, member in
+                enumerate(member for name in plan.graph.order for member in plan.graph.nodes[name].members)}
+    plan_position = {phase.name: index for index, phase in enumerate(phases)}
+    # entries outside the graph (group phases, which run nothing) keep their plan position among equals
+    return sorted(phases, key=lambda phase: (position.get(phase.name, -1), plan_position[phase.name]))
 
 
 def runs_first_phase(plan, names: list | None, mode: str = RUN) -> bool:

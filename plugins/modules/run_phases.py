@@ -224,6 +224,21 @@ options:
         C(phasekit.kube.plan) asks for it with its variable C(plan_host_results).
     type: bool
     default: false
+  keep_going:
+    description:
+      - A plan with C(spec.needs), run as a graph - after a phase failed on a cluster, V(false) lets what started
+        finish and starts nothing new (C(make) without C(-k)); V(true) goes on with every phase that does not need
+        the failed one. Its dependents never start either way (RV(never_started) says why).
+      - The role C(phasekit.kube.plan) sets it from its variable C(plan_keep_going).
+    type: bool
+    default: false
+  phase_concurrency:
+    description:
+      - A plan with C(spec.needs), run as a graph - at most this many phases at once; C(0), no bound but
+        O(cluster_concurrency) (which bounds the clusters over all phases together).
+      - The role C(phasekit.kube.plan) sets it from its variable C(plan_phase_concurrency).
+    type: int
+    default: 0
 attributes:
   action:
     support: full
@@ -357,6 +372,14 @@ outcomes:
   returned: with O(outcomes), when O(phases) is not given (the whole run list runs in this task)
   type: dict
   sample: {ephemeral: {result: changed, msg: "changed: apps"}, target: {result: skipped, msg: "not reached: ..."}}
+never_started:
+  description:
+    - A plan with C(spec.needs), run as a graph - each phase and cluster that never started, and why (a phase it
+      needs failed there or on all clusters, or the run stopped after a failure without O(keep_going)).
+  returned: always (empty for a plan without C(spec.needs), which runs as a line)
+  type: list
+  elements: dict
+  sample: [{phase: monitoring, host: c1, why: "needs storage, which failed on c1"}]
 run:
   description:
     - With O(phases) and O(run_id), a step of a run in steps - the run so far, this step included (see O(run_id)).

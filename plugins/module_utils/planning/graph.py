@@ -38,9 +38,9 @@ DEFAULT_WAIT = ALL_CLUSTERS     # a need written as a plain name waits for all t
 NEED_FIELDS = ("phase", "wait")
 OCCURRENCE = "#"                # as selection.OCCURRENCE (not imported: selection imports model, model this)
 BEFORE_START_AT = "before start_at"   # selection's reason for a phase before start_at
-NOT_RUN_YET = ("plans as graphs (spec.needs) are checked but not run by this version: the runner still runs a "
-               "plan as a line; remove spec.needs (the plan's order is then its list's) until a version that runs "
-               "graphs")
+TASKS_IN_GRAPH = ("a tasks phase runs per host in a step of its own, which a plan run as a graph cannot place "
+                  "yet: remove spec.needs (the plan then runs as a line), or run the task file's work with a "
+                  "controller executor (command, apply, wait)")
 
 
 @dataclass(frozen=True)
@@ -148,17 +148,20 @@ def has_needs(entries) -> bool:
     return any(entry.needs for entry in entries)
 
 
-def refuse_graph_plans(planned_phases) -> None:
-    """Until the runner runs graphs: a plan whose phases have ``needs`` is checked (every problem of its graph
-    reported) and then refused, naming where the needs are written."""
+def plan_graph(planned_phases, runs_on_controller) -> PlanGraph | None:
+    """The graph a plan with ``needs`` runs by (None: no phase has needs, the plan is a line and runs as one);
+    every problem of its graph is raised at once, naming where it is written. ``runs_on_controller(executor)``: a
+    graph plan with a phase that runs per host in a step of its own (``tasks``) is refused."""
     entries = graph_entries(planned_phases)
-    with_needs = [entry for entry in entries if entry.needs]
-    if not with_needs:
-        return
+    if not has_needs(entries):
+        return None
     problems = Problems()
-    build_graph(entries, problems)
-    problems.add(with_needs[0].where, NOT_RUN_YET)
+    graph = build_graph(entries, problems)
+    for planned in planned_phases:
+        if planned.reason is None and planned.phase.executor and not runs_on_controller(planned.phase.executor):
+            problems.add(planned.phase.where("executor"), f"phase {planned.name}: {TASKS_IN_GRAPH}")
     problems.raise_if_any()
+    return graph
 
 
 def build_graph(entries: list[GraphEntry], problems: Problems) -> PlanGraph:

@@ -15,7 +15,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import red
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.documents import RawDocument
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.executors import Executor
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.formats import document_readers
-from ansible_collections.phasekit.kube.plugins.module_utils.planning.graph import refuse_graph_plans
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.graph import PlanGraph, plan_graph
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.inventory import Inventory
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.model import Catalog, Phase, PhasePlan, parse_documents
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.outputs import check_output_uses
@@ -219,6 +219,7 @@ class Plan:
     description: str = ""
     phases: list[PlannedPhase] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)   # validate: problems of the documents outside the plan
+    graph: PlanGraph | None = None      # a plan with needs: the graph it runs by (None: a line, run as one)
 
     @property
     def selected(self) -> list[PlannedPhase]:
@@ -269,11 +270,12 @@ def build_plan(documents: list[RawDocument], *, executors: dict[str, Executor], 
         problems.raise_if_any()
     place_entries(entries, placements, reasons, plans_running(catalog))
     place_entry_rollouts(entries, rollouts)
-    refuse_graph_plans(entries)     # checked, not run yet: the runner runs plans as lines (issue #41)
+    # a plan with needs runs by its graph (a tasks phase, which runs in a step of its own, only where it may run)
+    graph = plan_graph(entries, lambda executor: executors[executor].runs_on_controller or not runnable)
     if whole_rollouts:
         refuse_cut_rollouts(entries, reasons, only, skip, start_at)
     return Plan(name=plan.name if plan else None, description=plan.description if plan else "", phases=entries,
-                warnings=warnings)
+                warnings=warnings, graph=graph)
 
 
 def place_entries(entries: list, placements: dict, reasons: dict, running: dict[str, list[str]]) -> None:

@@ -220,22 +220,33 @@ def result_words(mode: str, check_mode: bool = False) -> dict:
 
 
 def summary_lines(phases: list[dict], records: list[dict], play_hosts: list[str], mode: str = "run",
-                  batches: list[dict] | None = None, servers: dict | None = None, check_mode: bool = False) -> list[str]:
+                  batches: list[dict] | None = None, servers: dict | None = None, check_mode: bool = False,
+                  never_started: dict | None = None) -> list[str]:
     """One row per phase and host of the run list: result, duration, objects changed, the host's API server; then,
     for a plan with rollouts, one row per batch (see ``batch_lines``).
 
     ``phases`` are the selected phases as ``phase_plan`` returns them; ``records``
     what the role recorded per phase and host (``phase``, ``host``, ``result``,
     ``duration``, ``objects_changed``); ``servers`` each resolved host's API
-    server as host:port (``-`` for a host not resolved in the run).
+    server as host:port (``-`` for a host not resolved in the run); ``never_started``: a graph run's (phase, host) ->
+    why it never started there (see ``never_started_lines``).
     """
-    lines = phase_summary_lines(phases, records, play_hosts, mode, servers, check_mode)
+    lines = phase_summary_lines(phases, records, play_hosts, mode, servers, check_mode) + never_started_lines(never_started)
     rollouts = batch_lines(phases, records, play_hosts, batches)
     lines = lines + [""] + rollouts if rollouts else lines
     if previews(mode, check_mode):  # a preview ends as ``terraform plan`` does: what would change, in total
         changes = plan_changes(summary_entries(phases, records, play_hosts, mode, servers, check_mode))
         lines = lines + [""] + plan_changes_lines(changes, rollout_plan_lines(phases, play_hosts))
     return lines
+
+
+def never_started_lines(never_started: dict) -> list[str]:
+    """A graph run: the phases that never started on a cluster, and why (``(phase, host) -> why``); none: no line."""
+    if not never_started:
+        return []
+    rows = [["PHASE", "CLUSTER", "NEVER STARTED BECAUSE"]]
+    rows += [[phase, host, why] for (phase, host), why in never_started.items()]
+    return ["", "Phases that never started:", *table(rows)]
 
 
 def plan_changes_lines(changes: PlanChanges, rollouts: list[str] = ()) -> list[str]:

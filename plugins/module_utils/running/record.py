@@ -242,10 +242,11 @@ class RunRecords:
     def __init__(self, run: RunInfo, session_for: Callable[[str], ApiSession], namespace_for: Callable[[str], str],
                  *, keep: int = KEEP, flush_after: float = FLUSH_AFTER, clock: Callable[[], float] = time.monotonic,
                  create_key: bool = True, lock: LockSettings | None = None,
-                 release_after: dict | None = None, sleep: Callable[[float], None] = time.sleep):
+                 release_after: dict | None = None, sleep: Callable[[float], None] = time.sleep, release_on_failure: bool = True):
         self.run = run
         self.lock = lock
         self.release_after = dict(release_after or {})
+        self.release_on_failure = release_on_failure   # a line's failed cluster takes no later phase; a graph's may
         self._sleep = sleep
         self._own = threading.local()   # set while a record request is sent: it takes no lock
         self._stopped = ""
@@ -314,13 +315,12 @@ class RunRecords:
         ``wait``: the entry may wait for the cluster's next write (the phase changed nothing), unless the
         oldest waiting entry is ``flush_after`` seconds old; ``flush`` writes what still waits when the step
         ends. ``patient=False``: one try per request (the phase failed, maybe because the server is gone: its
-        record must not wait out the retries again). The entry of the host's last phase of the plan
-        (``release_after``), or of a failed phase (the host takes no later one), releases the host's lock in the
-        same write."""
+        record must not wait out the retries again). The entry of the host's last phase of the plan (``release_after``),
+        or of a failed phase (in a line, ``release_on_failure``), releases the host's lock in the same write."""
         cluster = self._cluster(host)
         key = phase_key(phase)
         attempts = None if patient else 1
-        releases = self.lock is not None and (self.release_after.get(host) == phase or entry.get("result") == "failed")
+        releases = self.lock is not None and (self.release_after.get(host) == phase or (self.release_on_failure and entry.get("result") == "failed"))
         with cluster.lock:
             self._read(host, cluster, attempts)
             if cluster.problem:

@@ -29,6 +29,7 @@ tested without a cluster.
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -40,8 +41,10 @@ from ansible_collections.phasekit.kube.plugins.module_utils.executors.context im
 from ansible_collections.phasekit.kube.plugins.module_utils.executors.registry import kind_of
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.model import DEFAULT_RETRY_DELAY, MAX_RETRY_DELAY
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.rollout import RolloutOf, over_budget
+from ansible_collections.phasekit.kube.plugins.module_utils.running import schedule
 
-if TYPE_CHECKING:  # the runner only reads entries; the planner makes them
+if TYPE_CHECKING:  # the runner only reads entries and graphs; the planner makes them
+    from ansible_collections.phasekit.kube.plugins.module_utils.planning.graph import PlanGraph
     from ansible_collections.phasekit.kube.plugins.module_utils.planning.planner import RunEntry
 
 OK, CHANGED, FAILED, SKIPPED, NOT_READY = "ok", "changed", "failed", "skipped", "not ready"
@@ -105,10 +108,15 @@ class RunReport:
     batches: list[BatchReport] = field(default_factory=list)
     batches_run: int = 0            # batches that ran something, this run (for plan_rollout_stop_after)
     stop: dict = field(default_factory=dict)   # a rollout that stopped the run: phase, batch, why, untouched clusters
+    never_started: dict = field(default_factory=dict)   # a graph run: (phase, host) -> why it never started there
 
     @property
     def changed(self) -> bool:
         return any(record.result == CHANGED for record in self.records)
+
+    def never_started_list(self) -> list[dict]:
+        """``never_started`` as JSON: ``{phase, host, why}`` each."""
+        return [{"phase": phase, "host": host, "why": why} for (phase, host), why in self.never_started.items()]
 
     def failed_hosts(self) -> dict[str, str]:
         """Host -> the message of its first failed phase."""
@@ -216,12 +224,23 @@ class RolloutRun:
     clock: Callable[[], float] = time.monotonic
 
 
+@dataclass(frozen=True)
+class GraphRun:
+    """How a plan with ``needs`` runs (issue #41): by its graph, each (phase, cluster) started as soon as what it
+    needs ended, at most ``phase_concurrency`` phases at once (0: no bound but the clusters'); after a failure,
+    ``keep_going`` starts what does not depend on it (make's ``-k``)."""
+
+    graph: PlanGraph
+    keep_going: bool = False
+    phase_concurrency: int = 0
+
+
 def run_phases(phases: list[RunEntry], work: HostWork, *, hosts_in_play: list[str], dry_run: bool = False,
                status_mode: bool = False, stopped_by: str = "", concurrency: int = DEFAULT_CLUSTER_CONCURRENCY,
                progress: Progress | None = None, sleep: Callable[[float], None] = time.sleep,
                recorded: Recorded | None = None, prepare: Callable[[list], None] | None = None,
                rollouts: RolloutRun | None = None, live: LiveProgress | None = None,
-               guard: Guard | None = None) -> RunReport:
+               guard: Guard | None = None, graph: GraphRun | None = None) -> RunReport:
     """Run ``phases`` (the plan's ``RunEntry``s) in order on their hosts that are in the play; ``work`` gets each
     (entry, ``HostContext``).
 
@@ -234,12 +253,18 @@ def run_phases(phases: list[RunEntry], work: HostWork, *, hosts_in_play: list[st
     ``rollout.py`` and ``RolloutRun``. ``live``: progress lines while a long phase runs (``LiveProgress``).
     ``guard``: asked with a phase's hosts before it starts on them (in a rollout: a batch's, with those of the
     phase's earlier batches); a reason fails the phase on every one of them, without running or recording it there.
+    ``graph``: run by the plan's graph instead of in order (a run that writes; see ``GraphRun`` and ``_GraphWalk``);
+    None: the plan is a line.
     """
     report = RunReport(stopped_by=stopped_by)
     pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="phasekit-cluster")
     try:
         runner = _Runner(pool, work, report, set(hosts_in_play), dry_run, status_mode, progress, sleep, recorded,
                          prepare, rollouts or RolloutRun(pause=not dry_run), live, guard)
+        if graph is not None and not dry_run and not stopped_by:
+            _GraphWalk(runner, graph, phases, concurrency).run()
+            pool.shutdown(wait=True)
+            return report
         units = list(_units(phases))
         for position, unit in enumerate(units):
             if report.stopped_by:
@@ -285,6 +310,7 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
         self.dry_run, self.status_mode, self.progress, self.sleep = dry_run, status_mode, progress, sleep
         self.recorded, self.prepare, self.rollouts, self.live = recorded, prepare, rollouts, live
         self.failed: set[str] = set()
+        self.by_graph = False     # a graph run: a phase starts on its clusters a few at a time (see _GraphWalk)
         self._guarded: dict[str, list[str]] = {}   # a rollout's phase -> hosts its earlier batches were let run on
         self._started: dict[str, float] = {}    # host -> when its work on the current phase began (live lines)
         self._lock = threading.Lock()
@@ -329,7 +355,7 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
         if self.guard is None or not hosts:
             return None
         started, started_at = time.monotonic(), time.time()
-        earlier = self._guarded.setdefault(phase.name, []) if barrier.batch is not None else []
+        earlier = self._guarded.setdefault(phase.name, []) if barrier.batch is not None or self.by_graph else []
         try:
             known = set(earlier)
             reason = self.guard(phase, earlier + [host for host in hosts if host not in known])
@@ -393,16 +419,18 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
 
     # ------------------------------------------------------------------ rollouts
 
-    def rollout(self, rollout: RolloutOf, phases: list[RunEntry], last: bool = True) -> None:
+    def rollout(self, rollout: RolloutOf, phases: list[RunEntry], last: bool = True, hosts: set | None = None) -> None:
         """The rollout's phases, batch by batch: every phase on a batch (a barrier each), then the soak, then
-        the failure budget; the run ends at a batch over budget, or after ``stop_after`` batches."""
+        the failure budget; the run ends at a batch over budget, or after ``stop_after`` batches. ``hosts``: the
+        clusters it may run on (a graph run: those whose needs ended well; None: every cluster in play)."""
         runnable = [phase for phase in phases if phase.executor]
-        batches = rollout.batches(self.in_play)
+        batches = rollout.batches(self.in_play if hosts is None else hosts)
         hosts_of = {phase.name: set(phase.hosts) for phase in runnable}
+        stopped = False     # this rollout stopped (a line stops before a rollout once anything stopped it)
         for number, hosts in enumerate(batches, start=1):
             batch = BatchReport(rollout.phase, number, len(batches), hosts)
             self.report.batches.append(batch)
-            if self.report.stopped_by:
+            if stopped:
                 continue                      # listed as never started
             started = time.monotonic()
             last: dict[str, PhaseRecord] = {}
@@ -423,11 +451,13 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
             if batch.ran:
                 self.report.batches_run += 1
             if batch.stopped:
+                stopped = True
                 self.report.stopped_by = rollout.phase
             elif batch.ran and self.rollouts.stop_after and self.report.batches_run >= self.rollouts.stop_after \
                     and not self.dry_run and (more or not last):
                 batch.stopped = (f"plan_rollout_stop_after: {self.rollouts.stop_after} batch(es) ran; resume with "
                                  f"plan_resume=true")
+                stopped = True
                 self.report.stopped_by = rollout.phase
             if self.rollouts.batch_done is not None:
                 self.rollouts.batch_done(batch)
@@ -496,6 +526,163 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
         return {"phase": rollout.phase, "batch": batch.number, "of": batch.of, "reason": batch.stopped,
                 "failed": dict(batch.failed), "untouched": untouched,
                 "paused": batch.stopped.startswith("plan_rollout_stop_after")}
+
+
+class _GraphWalk:
+    """A plan with ``needs``, run by its graph: ``schedule.Scheduler`` says which (phase, cluster) pairs may start,
+    each is submitted to the clusters' pool as soon as it may (no barrier per phase), and each pair's end is told to
+    the scheduler on this thread. A rollout is one node, run batch by batch on a thread of its own; the clusters it
+    ran on are released to its dependents when it ends. Records, progress lines and the report keep their shape: a
+    phase's progress line comes once it ended on all its clusters (or at the end of the run), and
+    ``RunReport.never_started`` says which pairs never started and why."""
+
+    def __init__(self, runner: _Runner, run: GraphRun, phases: list[RunEntry], concurrency: int):
+        self.runner, self.graph = runner, run.graph
+        self.entries = {phase.name: phase for phase in phases}
+        self.scheduler = schedule.Scheduler(run.graph, phase_concurrency=run.phase_concurrency or None,
+                                            cluster_concurrency=max(1, concurrency), keep_going=run.keep_going)
+        self.ends: queue.Queue = queue.Queue()     # (node, host, record) or (rollout node, hosts, None)
+        self.in_flight = 0
+        self.records: dict = {name: [] for name in self.graph.nodes}    # node -> its records so far
+        self.began: dict = {}                                           # node -> monotonic time it first started
+        self.shown: set = set()
+        self.position = {name: index for index, name in enumerate(self.entries)}
+        self.first_failed = ""
+        runner.by_graph = True
+
+    def run(self) -> None:
+        while True:
+            handed = self.scheduler.ready()
+            if handed:
+                self._start(handed)
+                continue
+            if not self.in_flight:
+                break
+            self._end(*self.ends.get())
+        for name in self.graph.order:
+            self._show(name)     # phases that never ended on all their clusters, once the run is over
+        self._never_started()
+        report = self.runner.report
+        report.records.sort(key=self._record_order)
+        report.stopped_by = report.stopped_by or self.first_failed
+
+    # -- starting
+
+    def _start(self, handed: list) -> None:
+        by_node: dict = {}
+        for name, hosts in handed:      # a rollout is handed whole: (node, hosts)
+            if self.graph.nodes[name].rollout:
+                self._start_rollout(name, hosts)
+            else:
+                by_node.setdefault(name, []).append(hosts)
+        for name, hosts in by_node.items():
+            self._start_pairs(name, hosts)
+
+    def _start_pairs(self, name: str, hosts: list) -> None:
+        runner, entry = self.runner, self.entries[self.graph.nodes[name].members[0]]
+        playing = [host for host in hosts if host in runner.in_play]
+        for host in hosts:
+            if host not in runner.in_play:
+                self.scheduler.ended(name, host, schedule.SKIPPED)   # as in a line: no record, "not in play"
+        if not playing:
+            return
+        self.began.setdefault(name, time.monotonic())
+        if runner.prepare is not None:
+            runner.prepare(playing)
+        barrier = Barrier(running=len([host for host in self.graph.nodes[name].hosts if host in runner.in_play]))
+        refused = runner.refused(entry, playing, barrier) if runner.guard is not None else None
+        if refused is not None:
+            for record in refused:
+                self.records[name].append(record)
+                self.scheduler.ended(name, record.host, schedule.FAILED)
+            return
+        for host in playing:
+            self.in_flight += 1
+            future = runner.pool.submit(runner._run_on, entry, HostContext(host, barrier))  # pylint: disable=protected-access
+            future.add_done_callback(lambda done, host=host: self.ends.put((name, host, done)))
+
+    def _start_rollout(self, name: str, hosts: tuple) -> None:
+        runner = self.runner
+        members = [self.entries[member] for member in self.graph.nodes[name].members]
+        self.began.setdefault(name, time.monotonic())
+        self.in_flight += 1
+
+        def roll() -> None:
+            try:
+                runner.rollout(members[0].rollout, members, hosts=set(hosts) & runner.in_play)
+            finally:
+                self.ends.put((name, tuple(hosts), None))
+
+        threading.Thread(target=roll, name=f"phasekit-rollout-{name}", daemon=True).start()
+
+    # -- ending
+
+    def _end(self, name: str, host, done) -> None:
+        self.in_flight -= 1
+        if done is None:
+            self._rollout_ended(name, host)
+            return
+        record = done.result()      # _run_on never raises: an error is a failed record
+        self.runner.report.records.append(record)
+        self.records[name].append(record)
+        result = _scheduled(record.result)
+        if result == schedule.FAILED:
+            self.first_failed = self.first_failed or name
+        self.scheduler.ended(name, host, result)
+        if self.scheduler.left[name] == 0:
+            self._show(name)
+
+    def _rollout_ended(self, name: str, hosts: tuple) -> None:
+        """Each cluster of a rollout: failed when a phase of it failed there or its batch never ran (the rollout
+        stopped before it), skipped when every phase skipped there, ok otherwise."""
+        members = set(self.graph.nodes[name].members)
+        results: dict = {}
+        for record in self.runner.report.records:
+            if record.phase in members:
+                results.setdefault(record.host, []).append(_scheduled(record.result))
+        for host in hosts:
+            ended = results.get(host) or [schedule.FAILED if host in self.runner.in_play else schedule.SKIPPED]
+            result = (schedule.FAILED if schedule.FAILED in ended else
+                      schedule.SKIPPED if all(each == schedule.SKIPPED for each in ended) else schedule.OK)
+            self.scheduler.ended(name, host, result)
+        self.shown.add(name)     # its batches said how they went
+
+    def _show(self, name: str) -> None:
+        records = self.records.get(name)
+        if name in self.shown or not records or self.runner.progress is None:
+            return
+        self.shown.add(name)
+        entry = self.entries[self.graph.nodes[name].members[0]]
+        self.runner.progress(entry, Barrier(running=len(records)), sorted(records, key=self._record_order),
+                             time.monotonic() - self.began.get(name, time.monotonic()))
+
+    # -- the report
+
+    def _never_started(self) -> None:
+        never = self.runner.report.never_started
+        for name in self.graph.order:
+            for host in self.graph.nodes[name].hosts:
+                if host not in self.runner.in_play:
+                    continue
+                why = self.scheduler.never_started(name, host)
+                if why:
+                    for member in self.graph.nodes[name].members:
+                        if self.entries.get(member) is not None and self.entries[member].executor:
+                            never[(member, host)] = why
+
+    def _record_order(self, record: PhaseRecord) -> tuple:
+        """Records in plan order, then host order, as a line leaves them."""
+        entry = self.entries.get(record.phase)
+        hosts = entry.hosts if entry is not None else ()
+        return (self.position.get(record.phase, len(self.position)),
+                hosts.index(record.host) if record.host in hosts else len(hosts))
+
+
+def _scheduled(result: str) -> str:
+    """A record's result as the scheduler reads it: changed is ok, not ready is failed."""
+    if result == FAILED or result == NOT_READY:
+        return schedule.FAILED
+    return schedule.SKIPPED if result == SKIPPED else schedule.OK
 
 
 def _recorded(record: PhaseRecord, phase: RunEntry, recorded: Recorded | None) -> PhaseRecord:

@@ -7,7 +7,7 @@ from phase_helpers import build, phase, plan
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.graph import (
-    ALL_CLUSTERS, NOT_RUN_YET, SAME_CLUSTER, Edge, GraphEntry, Need, build_graph, graph_entries, parse_needs)
+    ALL_CLUSTERS, SAME_CLUSTER, TASKS_IN_GRAPH, Edge, GraphEntry, Need, build_graph, graph_entries, parse_needs)
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.problems import Problems
 from ansible_collections.phasekit.kube.plugins.module_utils.running.schedule import FAILED, OK, SKIPPED, Scheduler
 
@@ -278,7 +278,7 @@ def test_scheduler_is_deterministic():
     assert simulate(entries, phases=2, clusters=3)[0] == simulate(entries, phases=2, clusters=3)[0]
 
 
-# --- the planner until the runner runs graphs
+# --- the planner
 
 def test_plan_without_needs_is_todays_run_order(tmp_path):
     apply = {"executor": "apply", "source": []}
@@ -303,18 +303,39 @@ def test_documents_without_a_plan_make_one_entry_per_top_level_phase(tmp_path):
         ("certs", 1, True), ("certs/ca", 1, False), ("certs/leaf", 1, False), ("app", 2, True)]
 
 
-@pytest.mark.parametrize("needs, problems", [
-    (["ns"], [NOT_RUN_YET]),
-    (["nss"], ["needs 'nss', which this plan does not run (did you mean 'ns'?)", NOT_RUN_YET]),
-    ([{"phase": "ns", "wait": "later"}], ["needs[0].wait: expected same-cluster or all-clusters"]),
-], ids=["graph-plan-refused-until-the-runner-runs-it", "graph-problems-reported-with-the-refusal",
-        "needs-shape-checked-like-every-field"])
-def test_planner_refuses_graph_plans(tmp_path, needs, problems):
+def test_planner_gives_a_graph_plan_its_graph(tmp_path):
     documents = [phase("ns", cluster="management", executor="apply", source=[]),
-                 phase("cni", cluster="management", executor="apply", source=[], needs=needs), plan("site", "ns", "cni")]
+                 phase("cni", cluster="management", executor="apply", source=[], needs=["ns"]),
+                 phase("dns", cluster="management", executor="apply", source=[]), plan("site", "ns", "cni", "dns")]
+    built = build(documents, tmp_path)
+    assert built.graph is not None and not built.graph.is_line
+    assert built.graph.nodes["cni"].needs == [Edge("ns", ALL_CLUSTERS)]
+    assert built.graph.nodes["dns"].needs == []
+
+
+def test_planner_keeps_a_line_without_a_graph(tmp_path):
+    documents = [phase("ns", cluster="management", executor="apply", source=[]),
+                 phase("cni", cluster="management", executor="apply", source=[]), plan("site", "ns", "cni")]
+    assert build(documents, tmp_path).graph is None
+
+
+@pytest.mark.parametrize("needs, problems, where", [
+    (["nss"], ["needs 'nss', which this plan does not run (did you mean 'ns'?)"], "(Phase cni) field spec.needs"),
+    ([{"phase": "ns", "wait": "later"}], ["needs[0].wait: expected same-cluster or all-clusters"],
+     "(Phase cni) field spec.needs"),
+    (["ns"], [f"phase cni: {TASKS_IN_GRAPH}"], "(Phase cni) field spec.executor"),
+], ids=["graph-problems-refused-before-anything-runs", "needs-shape-checked-like-every-field",
+        "tasks-phase-in-a-graph-plan-refused"])
+def test_planner_refuses_bad_graph_plans(tmp_path, needs, problems, where):
+    cni = {"executor": "tasks", "source": "cni.yml"} if problems[0].startswith("phase cni") else \
+        {"executor": "apply", "source": []}
+    if "source" in cni and cni["source"] == "cni.yml":
+        (tmp_path / "cni.yml").write_text("[]\n")
+    documents = [phase("ns", cluster="management", executor="apply", source=[]),
+                 phase("cni", cluster="management", needs=needs, **cni), plan("site", "ns", "cni")]
     with pytest.raises(PhasekitError) as raised:
-        build(documents, tmp_path)
+        build(documents, tmp_path, runnable=True)
     message = str(raised.value)
     for problem in problems:
         assert problem in message
-    assert "(Phase cni) field spec.needs" in message
+    assert where in message
