@@ -337,40 +337,38 @@ def claim_version(state: Path, name: str, version: str):
     recorded.write_text(version)
 
 
+def poll_ok(url: str, timeout: float, interval: float, context=None, gone=lambda: False) -> str | None:
+    """GET url until it answers 200 (None) or timeout passes or gone() (the last error, or 'exited')."""
+    deadline = time.time() + timeout
+    last = "no answer"
+    while time.time() < deadline:
+        if gone():
+            return "exited"
+        try:
+            with urllib.request.urlopen(url, context=context, timeout=5) as resp:
+                if resp.status == 200:
+                    return None
+        except Exception as exc:  # noqa: BLE001 - any failure means: not ready yet
+            last = str(exc)
+        time.sleep(interval)
+    return f"not ready after {timeout}s ({last})"
+
+
 def wait_ready(url: str, pki: Path, what: str, state: Path, timeout=120):
     ctx = ssl.create_default_context(cafile=str(pki / "ca.crt"))
     ctx.load_cert_chain(str(pki / "admin.crt"), str(pki / "admin.key"))
-    deadline = time.time() + timeout
-    last = ""
-    while time.time() < deadline:
-        try:
-            with urllib.request.urlopen(url, context=ctx, timeout=5) as resp:
-                if resp.status == 200:
-                    return
-        except Exception as exc:  # noqa: BLE001 - any failure means: not ready yet
-            last = str(exc)
-        time.sleep(0.5)
-    sys.exit(f"clusters: {what} not ready at {url} after {timeout}s ({last})\n"
-             f"{log_tail(state, 'etcd')}\n{log_tail(state, 'kube-apiserver')}")
+    failed = poll_ok(url, timeout, 0.5, context=ctx)
+    if failed:
+        sys.exit(f"clusters: {what} at {url}: {failed}\n{log_tail(state, 'etcd')}\n{log_tail(state, 'kube-apiserver')}")
 
 
 def wait_etcd(state: Path, port: int, proc: subprocess.Popen | None, timeout=60):
     """etcd answers its health check before the API server starts: an API server that cannot reach its storage
     gives up after a while, and the reason is then only in etcd's log."""
-    deadline = time.time() + timeout
-    last = ""
-    while time.time() < deadline:
-        if proc is not None and proc.poll() is not None:
-            sys.exit(f"clusters: {state.name} etcd exited\n{log_tail(state, 'etcd')}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as resp:
-                if resp.status == 200:
-                    return
-        except Exception as exc:  # noqa: BLE001 - any failure means: not ready yet
-            last = str(exc)
-        time.sleep(0.2)
-    sys.exit(f"clusters: {state.name} etcd not healthy at 127.0.0.1:{port} after {timeout}s ({last})\n"
-             f"{log_tail(state, 'etcd')}")
+    failed = poll_ok(f"http://127.0.0.1:{port}/health", timeout, 0.2,
+                     gone=lambda: proc is not None and proc.poll() is not None)
+    if failed:
+        sys.exit(f"clusters: {state.name} etcd at 127.0.0.1:{port}: {failed}\n{log_tail(state, 'etcd')}")
 
 
 def kubectl(admin_kc: Path, *args, stdin: str | None = None, check=True):
