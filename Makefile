@@ -234,6 +234,8 @@ bench: venv tools collection-link clusters
 	python bench/fleet.py --only recap  # a result per cluster host (plan_host_results) against main's role
 	python bench/fleet.py --only outputs  # an output costs no request when the apply answered with the object
 	python bench/fleet.py --only preview  # a preview (--check) on empty clusters against the same plan's first run
+	python bench/graph.py   # plans as graphs: the scheduler's own cost per (phase, cluster) pair
+	python bench/graph_wall.py   # plans as graphs: wall time against the line and the critical path
 	python bench/recap_ways.py          # the ways to give each host a PLAY RECAP line, and what each costs
 
 build: venv

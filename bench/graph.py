@@ -17,7 +17,7 @@ the ratio to the line's. The median of ``--rounds`` rounds; the plain loop over 
 line costs without any scheduler) is printed for scale.
 
 Usage: python bench/graph.py [--hosts 5000] [--phases 10] [--rounds 5] [--cluster-concurrency 16]
-(not part of ``make bench`` yet: the lead adds it there)
+(part of ``make bench``)
 """
 
 from __future__ import annotations

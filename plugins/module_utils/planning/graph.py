@@ -29,6 +29,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.entry_names import BEFORE_START_AT, OCCURRENCE
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.problems import Problems, did_you_mean, type_name
 
 SAME_CLUSTER = "same-cluster"
@@ -36,8 +37,6 @@ ALL_CLUSTERS = "all-clusters"
 WAITS = (SAME_CLUSTER, ALL_CLUSTERS)
 DEFAULT_WAIT = ALL_CLUSTERS     # a need written as a plain name waits for all the needed phase's clusters
 NEED_FIELDS = ("phase", "wait")
-OCCURRENCE = "#"                # as selection.OCCURRENCE (not imported: selection imports model, model this)
-BEFORE_START_AT = "before start_at"   # selection's reason for a phase before start_at
 TASKS_IN_GRAPH = ("a tasks phase runs per host in a step of its own, which a plan run as a graph cannot place "
                   "yet: remove spec.needs (the plan then runs as a line), or run the task file's work with a "
                   "controller executor (command, apply, wait)")

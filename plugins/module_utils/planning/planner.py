@@ -21,10 +21,10 @@ from ansible_collections.phasekit.kube.plugins.module_utils.planning.model impor
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.outputs import check_output_uses
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.problems import Problems, did_you_mean
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.rollout import RolloutOf, parse_rollout
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.entry_names import entry_name
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.selection import (
     Step,
     cut_rollouts,
-    entry_name,
     rollout_cut_message,
     select_phases,
 )

@@ -32,13 +32,11 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.entry_names import (  # noqa: F401 - OCCURRENCE: record.py's import, until it moves
+    BEFORE_START_AT, IN_SKIP, NOT_IN_ONLY, OCCURRENCE)
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.model import SEPARATOR
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.problems import did_you_mean
 
-NOT_IN_ONLY = "not in only"
-IN_SKIP = "skip"
-BEFORE_START_AT = "before start_at"
-OCCURRENCE = "#"  # joins a phase's full name and which of its runs an entry is: name#2
 
 
 @dataclass(frozen=True)
@@ -48,11 +46,6 @@ class Step:
     name: str              # unique in the run list: the full name, or <full name>#<k> when the phase runs k times
     full_name: str
     entry: int = 0         # position of the plan entry that brought it in (its descendants share it)
-
-
-def entry_name(full_name: str, occurrence: int | None) -> str:
-    """A run list entry's name: ``full_name``, or ``full_name#k`` for the k-th run of a repeated phase."""
-    return full_name if occurrence is None else f"{full_name}{OCCURRENCE}{occurrence}"
 
 
 def select_phases(steps, only=(), skip=(), start_at: str | None = None) -> dict[str, str | None]:

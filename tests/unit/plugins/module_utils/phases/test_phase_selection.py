@@ -6,8 +6,9 @@ import pytest
 from phase_helpers import build, phase, plan
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.entry_names import entry_name
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.selection import (
-    RolloutCut, Step, cut_rollouts, entry_name, select_phases)
+    RolloutCut, Step, cut_rollouts, select_phases)
 
 # foo (bar, baz), qux: kubeadm's own test tree, in run order.
 NAMES = ["foo", "foo/bar", "foo/baz", "qux"]
