@@ -419,10 +419,13 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
 
     # ------------------------------------------------------------------ rollouts
 
-    def rollout(self, rollout: RolloutOf, phases: list[RunEntry], last: bool = True, hosts: set | None = None) -> None:
+    def rollout(self, rollout: RolloutOf, phases: list[RunEntry], last: bool = True, hosts: set | None = None,
+                batch_ended: BatchDone | None = None) -> None:
         """The rollout's phases, batch by batch: every phase on a batch (a barrier each), then the soak, then
         the failure budget; the run ends at a batch over budget, or after ``stop_after`` batches. ``hosts``: the
-        clusters it may run on (a graph run: those whose needs ended well; None: every cluster in play)."""
+        clusters it may run on (a graph run: those whose needs ended well; None: every cluster in play).
+        ``batch_ended``: told of each batch that ran and did not stop the rollout, once its soak and budget
+        passed (a graph run releases its clusters to the phases that need the rollout there)."""
         runnable = [phase for phase in phases if phase.executor]
         batches = rollout.batches(self.in_play if hosts is None else hosts)
         hosts_of = {phase.name: set(phase.hosts) for phase in runnable}
@@ -461,6 +464,8 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
                 self.report.stopped_by = rollout.phase
             if self.rollouts.batch_done is not None:
                 self.rollouts.batch_done(batch)
+            if batch_ended is not None and not batch.stopped:
+                batch_ended(batch)
             if batch.stopped:
                 self.report.stop = self._stop(rollout, batch, batches[number:])
 
@@ -528,6 +533,9 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
                 "paused": batch.stopped.startswith("plan_rollout_stop_after")}
 
 
+BATCH_ENDED = object()     # on a graph walk's queue: a rollout's batch ended, its rollout goes on
+
+
 class _GraphWalk:
     """A plan with ``needs``, run by its graph: ``schedule.Scheduler`` says which (phase, cluster) pairs may start,
     each is submitted to the clusters' pool as soon as it may (no barrier per phase), and each pair's end is told to
@@ -548,6 +556,7 @@ class _GraphWalk:
         self.shown: set = set()
         self.position = {name: index for index, name in enumerate(self.entries)}
         self.first_failed = ""
+        self.released: dict = {}     # rollout node -> the clusters its batches released so far
         runner.by_graph = True
 
     def run(self) -> None:
@@ -609,7 +618,8 @@ class _GraphWalk:
 
         def roll() -> None:
             try:
-                runner.rollout(members[0].rollout, members, hosts=set(hosts) & runner.in_play)
+                runner.rollout(members[0].rollout, members, hosts=set(hosts) & runner.in_play,
+                               batch_ended=lambda batch: self.ends.put((name, batch, BATCH_ENDED)))
             finally:
                 self.ends.put((name, tuple(hosts), None))
 
@@ -618,6 +628,9 @@ class _GraphWalk:
     # -- ending
 
     def _end(self, name: str, host, done) -> None:
+        if done is BATCH_ENDED:     # a batch of a rollout that goes on: its clusters, to what needs it there
+            self._rollout_hosts_ended(name, host.hosts, tolerated=True)
+            return
         self.in_flight -= 1
         if done is None:
             self._rollout_ended(name, host)
@@ -633,19 +646,28 @@ class _GraphWalk:
             self._show(name)
 
     def _rollout_ended(self, name: str, hosts: tuple) -> None:
-        """Each cluster of a rollout: failed when a phase of it failed there or its batch never ran (the rollout
-        stopped before it), skipped when every phase skipped there, ok otherwise."""
+        """The rollout's clusters no batch released (a batch that stopped it, those after it, those not in play)."""
+        self._rollout_hosts_ended(name, hosts, tolerated=False)
+        self.shown.add(name)     # its batches said how they went
+
+    def _rollout_hosts_ended(self, name: str, hosts, tolerated: bool) -> None:
+        """Each cluster of a rollout not told yet: failed when a phase of it failed there or its batch never ran
+        (the rollout stopped before it), skipped when every phase skipped there, ok otherwise. ``tolerated``: the
+        batch stayed within the failure budget, so a failure there blocks only that cluster's dependents."""
         members = set(self.graph.nodes[name].members)
+        told = self.released.setdefault(name, set())
         results: dict = {}
-        for record in self.runner.report.records:
+        for record in list(self.runner.report.records):     # the rollout's thread may still append
             if record.phase in members:
                 results.setdefault(record.host, []).append(_scheduled(record.result))
         for host in hosts:
+            if host in told:
+                continue
+            told.add(host)
             ended = results.get(host) or [schedule.FAILED if host in self.runner.in_play else schedule.SKIPPED]
             result = (schedule.FAILED if schedule.FAILED in ended else
                       schedule.SKIPPED if all(each == schedule.SKIPPED for each in ended) else schedule.OK)
-            self.scheduler.ended(name, host, result)
-        self.shown.add(name)     # its batches said how they went
+            self.scheduler.ended(name, host, result, tolerated=tolerated)
 
     def _show(self, name: str) -> None:
         records = self.records.get(name)

@@ -19,7 +19,8 @@ sleeps or reads a clock, so every rule is pinned by a table test.
   will (those hosts are the ones to run; a cluster whose need failed is not among them): the runner runs
   its batches itself and reports ``ended(node, host, ...)`` per cluster as each batch ends, so the phases
   that need it on the same cluster start batch by batch while its later batches go on. It takes one phase
-  slot and no cluster slots (its batch size bounds it).
+  slot and no cluster slots (its batch size bounds it). A failure its failure budget tolerates blocks only that
+  cluster's dependents (``tolerated``): the run goes on, as a line goes on after a batch within budget.
 """
 
 from __future__ import annotations
@@ -111,8 +112,9 @@ class Scheduler:
             heapq.heappush(self.queued, rank)
         return handed
 
-    def ended(self, name: str, host: str, result: str) -> None:
-        """``name`` ended on ``host`` with ``result`` (ok, failed or skipped)."""
+    def ended(self, name: str, host: str, result: str, tolerated: bool = False) -> None:
+        """``name`` ended on ``host`` with ``result`` (ok, failed or skipped). ``tolerated``: a failure within a
+        rollout's failure budget, which blocks what needs the node on that cluster but stops nothing else."""
         if result not in RESULTS:
             raise ValueError(f"result {result!r}: expected one of {', '.join(RESULTS)}")
         self.results[(name, host)] = result
@@ -123,7 +125,8 @@ class Scheduler:
             del self.running[name]
         self.left[name] -= 1
         if result == FAILED:
-            self.failure = self.failure or f"phase {name} failed on {host}"
+            if not tolerated:
+                self.failure = self.failure or f"phase {name} failed on {host}"
             self._fail(name, host, f"needs {name}, which failed on {host}")
             return
         for dependent, wait in self.dependents[name]:

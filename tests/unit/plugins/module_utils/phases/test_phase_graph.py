@@ -226,6 +226,29 @@ def test_rollout_batches_release_same_cluster_dependents():
     assert scheduler.ready() == [("after", "b")]
 
 
+def test_a_failure_the_rollout_budget_tolerates_blocks_only_that_clusters_dependents():
+    graph, _problems = graph_of(entry("roll", rollout="roll"), entry("after", needs=[("roll", SAME_CLUSTER)]),
+                                entry("other"))
+    scheduler = Scheduler(graph)
+    assert scheduler.ready() == [("roll", AB), ("other", "a"), ("other", "b")]
+    scheduler.ended("roll", "a", FAILED, tolerated=True)     # batch 1 failed on a, within the budget
+    assert scheduler.ready() == []
+    assert scheduler.never_started("after", "a") == "needs roll, which failed on a"
+    scheduler.ended("roll", "b", OK)
+    assert scheduler.ready() == [("after", "b")]              # not stopped: the run goes on elsewhere
+    assert scheduler.failure is None
+
+
+def test_a_failure_without_tolerance_stops_what_has_not_started():
+    graph, _problems = graph_of(entry("roll", rollout="roll"), entry("after", needs=[("roll", SAME_CLUSTER)]))
+    scheduler = Scheduler(graph)
+    scheduler.ready()
+    scheduler.ended("roll", "a", FAILED)
+    scheduler.ended("roll", "b", OK)
+    assert scheduler.ready() == []
+    assert scheduler.never_started("after", "b").startswith("stopped after a failure (phase roll failed on a)")
+
+
 def test_rollout_waits_until_each_of_its_clusters_may_start_or_never_will():
     graph, _problems = graph_of(entry("base"), entry("roll", rollout="roll", needs=[("base", SAME_CLUSTER)]))
     scheduler = Scheduler(graph, keep_going=True)

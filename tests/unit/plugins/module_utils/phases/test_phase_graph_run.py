@@ -145,6 +145,33 @@ def test_a_rollout_is_one_node_run_batch_by_batch_before_its_dependents():
         (name, host) for name in ("cni/apply", "apps") for host in hosts}
 
 
+def test_a_rollout_releases_each_batch_to_its_dependents_while_later_batches_run():
+    hosts = ("a", "b", "m")
+    rollout = RolloutOf("cni", Rollout((1, "100%"), 0.0, 0.0), list(hosts)).to_dict()
+    entries = [run_entry("cni", None, (), rollout=rollout), run_entry("cni/apply", "command", hosts, rollout=rollout),
+               run_entry("apps", "command", hosts)]
+    graph = build_graph([GraphEntry("cni", "cni", 1, (), (), True, "cni"),
+                         GraphEntry("cni/apply", "cni/apply", 1, hosts, (), False, "cni"),
+                         GraphEntry("apps", "apps", 2, hosts, (Need("cni", SAME_CLUSTER),))], Problems())
+    work = Script(delays={("cni/apply", "b"): 0.3, ("cni/apply", "m"): 0.3})
+    run_phases(entries, work, hosts_in_play=list(hosts), concurrency=4, graph=GraphRun(graph))
+    assert work.calls[("apps", "a")][0] < work.calls[("cni/apply", "b")][1]   # batch 1 (a) went on during batch 2
+
+
+def test_a_failure_within_the_rollout_budget_blocks_only_that_cluster():
+    hosts = ("a", "b", "m")
+    rollout = RolloutOf("cni", Rollout((1, "100%"), 100.0, 0.0), list(hosts)).to_dict()
+    entries = [run_entry("cni", None, (), rollout=rollout), run_entry("cni/apply", "command", hosts, rollout=rollout),
+               run_entry("apps", "command", hosts)]
+    graph = build_graph([GraphEntry("cni", "cni", 1, (), (), True, "cni"),
+                         GraphEntry("cni/apply", "cni/apply", 1, hosts, (), False, "cni"),
+                         GraphEntry("apps", "apps", 2, hosts, (Need("cni", SAME_CLUSTER),))], Problems())
+    work = Script(answers={("cni/apply", "a"): Outcome(failed=True, msg="broken")})
+    report = run_phases(entries, work, hosts_in_play=list(hosts), concurrency=4, graph=GraphRun(graph))
+    assert {host for phase, host in work.calls if phase == "apps"} == {"b", "m"}
+    assert not report.stopped_by
+
+
 @pytest.mark.parametrize("mode, check_mode, expected, by_graph", [
     ("run", False, ["ns", "app", "cni"], True),
     ("run", True, ["ns", "app", "cni"], False),
