@@ -15,8 +15,8 @@ Scenarios:
   ``wait: same-cluster``). Each host's finish is when its last phase ended (the command logs it); reported: the
   median cluster's finish and the slowest's, both ways. Goal: the fast clusters are not held by the slow ones.
 
-Every (phase, cluster) pair may run at once (``plan_cluster_concurrency`` is the pairs there are), so the figures
-are the plan's shape, not a pool's. Medians of ``--rounds`` rounds.
+Every (phase, cluster) pair may run at once (``plan_cluster_concurrency`` is the pairs there are, up to its ceiling
+of 256), so the figures are the plan's shape, not a pool's. Medians of ``--rounds`` rounds.
 
 Usage: python bench/graph_wall.py [--sizes 1,60] [--slow-hosts 500] [--hold 3] [--rounds 3] [--only critical,slow]
 Prints Markdown tables and writes them with the raw figures under bench/results/.
@@ -44,6 +44,7 @@ ADDONS = ("a1", "a2", "a3", "a4")
 CHAIN = ("s1", "s2", "s3")
 SLOW_SHARE = 0.05
 SLOW_FACTOR = 5
+MAX_PAIRS = 256     # plan_cluster_concurrency's ceiling (action/run_phases.py MAX_CLUSTER_CONCURRENCY)
 
 
 def hold_phase(name: str, needs: list | None, finish_log: Path | None = None) -> dict:
@@ -80,7 +81,7 @@ class GraphWall:
         self.bench, self.hold = bench, hold
 
     def timed(self, site: dict, pairs: int) -> float:
-        return self.bench.phasekit_role(site, "-e", f"plan_cluster_concurrency={pairs}")
+        return self.bench.phasekit_role(site, "-e", f"plan_cluster_concurrency={min(pairs, MAX_PAIRS)}")
 
     def critical(self, sizes: list[int], rounds: int) -> list[dict]:
         shapes = {

@@ -141,11 +141,13 @@ build_helm() {  # name version: kept as helm-VERSION (a new pin is built), NAME 
   ln -sfn "helm-$2" "$BIN/$1"
 }
 
-ensure_debian_packages() {  # etcd for the clusters; shellcheck for ansible-test sanity; faketime for the lock's clock test
+ensure_debian_packages() {  # etcd for the clusters; shellcheck for ansible-test sanity; faketime for the lock's clock
+  # test; chromium (headless) to look at the run's timeline page as a browser shows it
   local missing=()
   command -v etcd >/dev/null || missing+=(etcd-server)
   command -v shellcheck >/dev/null || missing+=(shellcheck)
   command -v faketime >/dev/null || missing+=(faketime)
+  command -v chromium >/dev/null || missing+=(chromium)
   [ ${#missing[@]} -eq 0 ] && return 0
   [ "$(id -u)" = 0 ] || { echo "missing: apt-get install ${missing[*]}" >&2; exit 1; }
   echo "installing ${missing[*]} (Debian)" >&2

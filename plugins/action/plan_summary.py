@@ -35,6 +35,7 @@ ARGUMENT_SPEC = {
     "servers": {"type": "dict", "default": {}},
     "report_json": {"type": "path", "default": ""},
     "report_junit": {"type": "path", "default": ""},
+    "report_timeline": {"type": "path", "default": ""},
     "failure": {"type": "bool", "default": False},
     "outcome": {"type": "dict"},
 }
@@ -83,7 +84,7 @@ class ActionModule(PhasekitAction):
         result = {"changed": False, "summary": summary, **show_lines(summary + tail), **tail_message(tail),
                   **({"failed": True} if verdict else {}),
                   "outcomes": cluster_outcomes(records, hosts, args["mode"], args["phases"], args["stopped_by"])}
-        paths = {option: args[option] for option in ("report_json", "report_junit")}
+        paths = {option: args[option] for option in ("report_json", "report_junit", "report_timeline")}
         if any(paths.values()):
             write_reports(paths, report_entries(args["phases"], records, hosts, args["mode"], servers=servers,
                                                 check_mode=check_mode),

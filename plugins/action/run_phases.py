@@ -78,6 +78,7 @@ ARGUMENT_SPEC = {
     "rollout_batches_before": {"type": "int", "default": 0},
     "report_json": {"type": "path", "default": ""},
     "report_junit": {"type": "path", "default": ""},
+    "report_timeline": {"type": "path", "default": ""},
     "allow_shared_cluster": {"type": "bool", "default": False},
     "lock_timeout": {"type": "float", "default": 0},
     "lock_duration": {"type": "int", "default": DEFAULT_DURATION},
@@ -86,7 +87,7 @@ ARGUMENT_SPEC = {
     "keep_going": {"type": "bool", "default": False},
     "phase_concurrency": {"type": "int", "default": 0},
 }
-REPORT_OPTIONS = ("report_json", "report_junit")  # the summary for CI, written when asked
+REPORT_OPTIONS = ("report_json", "report_junit", "report_timeline")  # the summary for CI and people, when asked
 MAX_CLUSTER_CONCURRENCY = 256
 MAX_NAMED = 20  # objects a destroy names per cluster and phase
 MAX_SHOWN_LINES = 40  # lines of a command's stdout (and stderr) shown at -v

@@ -18,7 +18,7 @@ description:
     C(verbose) event of the task, its text in C(stdout). With a stdout callback that prints JSON
     (C(ansible.posix.json), C(ansible.posix.jsonl)) nothing is shown - it would break the JSON document - and the
     lines are returned in RV(lines) instead.
-  - With O(report_json) or O(report_junit), also writes the summary to those files, as
+  - With O(report_json), O(report_junit) or O(report_timeline), also writes the summary to those files, as
     M(phasekit.kube.run_phases) does for a run in one task (same formats; see its options).
   - The role C(phasekit.kube.plan) uses it at the end of a plan with C(tasks) phases, which runs in steps;
     there is usually no reason to call it directly.
@@ -98,6 +98,12 @@ options:
     description:
       - Write the summary to this file as JUnit XML (see O(phasekit.kube.run_phases#module:report_junit)).
         Same rules as O(report_json).
+    type: path
+    default: ""
+  report_timeline:
+    description:
+      - Write the run's timeline to this file as an HTML page (see
+        O(phasekit.kube.run_phases#module:report_timeline)). Same rules as O(report_json).
     type: path
     default: ""
   failure:

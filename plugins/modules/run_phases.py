@@ -178,7 +178,8 @@ options:
         list (C(results)) with C(phase), C(cluster), C(executor), C(result) (C(ok), C(changed), C(failed),
         C(skipped), C(not ready), C(not run), C(not in play)), C(summary) (the summary table's word),
         C(duration) (seconds), C(objects_changed), C(message) and C(server) (the cluster's API server as
-        host:port, empty when it was not resolved), and for C(command) phases C(rc), C(stdout) and C(stderr);
+        host:port, empty when it was not resolved), C(started) and C(ended) (UTC, with milliseconds, when the
+        phase ran there), and for C(command) phases C(rc), C(stdout) and C(stderr);
         then C(totals) per result, C(failed), C(stopped_by), C(plan), C(mode), C(check_mode).
       - Messages are masked as in the task output - no credential, no Secret value.
       - Written in check mode too (C(check_mode) says the run was one), as the report of a drift check.
@@ -196,7 +197,17 @@ options:
         phase failed and a C(skipped) element for one skipped or not run; a C(command) phase's output is its
         C(system-out) and C(system-err).
       - Same rules as O(report_json).
-      - Each C(testcase) has a property C(server), the cluster's API server as host:port, when it was resolved.
+      - Each C(testcase) has a property C(server), the cluster's API server as host:port, when it was resolved,
+        and C(started) and C(ended) when the phase ran there.
+    type: path
+    default: ""
+  report_timeline:
+    description:
+      - Also write the run's timeline to this file, an HTML page a person opens in a browser - a row per
+        cluster, a bar per phase from its start to its end, coloured by its result (a plan run as a graph shows
+        which phases ran at the same time), and the phases that did not run. Self-contained (inline SVG, no
+        script); no message is in it.
+      - Same rules as O(report_json).
     type: path
     default: ""
   allow_shared_cluster:

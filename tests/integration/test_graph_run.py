@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import uuid
@@ -252,3 +254,44 @@ def test_a_graph_plan_with_a_tasks_phase_is_refused_before_anything_runs(site, c
     assert "(Phase look) field spec.executor: phase look: a tasks phase runs per host in a step of its own" in flat, \
         output
     assert not (site / "times.log").exists(), output
+
+
+BAR = re.compile(r'<g class="bar" data-phase="([^"]+)" data-cluster="([^"]+)" data-result="([^"]+)" '
+                 r'data-start="([0-9.]+)" data-end="([0-9.]+)">')
+
+
+def browser_dom(page: Path, screenshot: Path) -> str:
+    """The page as headless Chromium parsed it (its DOM), and a picture of it: what a person opening it sees."""
+    chromium = shutil.which("chromium")
+    assert chromium, "chromium is not installed: hack/build-tools.sh installs it (Debian's package)"
+    flags = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1200,400"]
+    shot = subprocess.run([*flags, f"--screenshot={screenshot}", page.as_uri()], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert shot.returncode == 0 and screenshot.stat().st_size > 5000, shot.stderr
+    dom = subprocess.run([*flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120,
+                         check=False)
+    assert dom.returncode == 0, dom.stderr
+    return dom.stdout
+
+
+def test_the_timeline_picture_shows_each_phase_after_what_it_needs(site, clusters, collections_path, tmp_path):
+    page = tmp_path / "timeline.html"
+    rc, output = run(site, collections_path, "-e", f"plan_report_timeline={page}")
+    assert rc == 0, output
+    dom = browser_dom(page, tmp_path / "timeline.png")
+    bars = {(phase, cluster): (float(start), float(end), result)
+            for phase, cluster, result, start, end in BAR.findall(dom)}
+    assert set(bars) == {(name, host) for name, hosts in
+                         (("base", WORKLOAD), ("mgmt", MANAGEMENT), ("storage", WORKLOAD), ("addons", WORKLOAD),
+                          ("report", MANAGEMENT)) for host in hosts}, dom
+    times = logged(site)
+    first = min(seen["start"] for seen in times.values())
+    for (name, host), (start, end, result) in bars.items():
+        assert result in ("ok", "changed"), (name, host, result)
+        # the bar is the phase as the command saw it from inside (the runner's times hold the command's)
+        assert start - 0.5 <= times[(name, host)]["start"] - first and times[(name, host)]["end"] - first <= end + 0.5
+    for host in WORKLOAD:
+        assert bars[("storage", host)][0] >= bars[("base", host)][1]
+        assert bars[("addons", host)][0] >= max(bars[("storage", host)][1], bars[("mgmt", "m1")][1])
+        assert bars[("report", "m1")][0] >= bars[("addons", host)][1]
+    assert bars[("addons", "w1")][1] < bars[("base", "w3")][1]   # the pipeline per cluster, drawn

@@ -1,11 +1,12 @@
 # Copyright: phasekit.kube contributors
 # Apache License 2.0 (see LICENSE)
 """The files a plan action writes for people and CI: the run summary as JSON and as JUnit XML (a testsuite per
-phase, a testcase per cluster), the plan's Mermaid graph, and ``render``'s bundles as YAML.
+phase, a testcase per cluster) and as a timeline picture (``timeline.py``), the plan's Mermaid graph, and
+``render``'s bundles as YAML.
 
-Both carry one entry per phase and cluster of the run list, as the summary
-table shows them (``views.summary_entries``): result, duration, objects changed
-and message. Messages are the records' own, already masked by the executors;
+They carry one entry per phase and cluster of the run list, as the summary
+table shows them (``views.summary_entries``): result, duration, its start and
+end (UTC, milliseconds), objects changed and message. Messages are the records' own, already masked by the executors;
 callers may scrub them once more (``masks_for``). Files are written atomically
 (a temporary file and one rename) into a directory that must exist.
 """
@@ -23,6 +24,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.planning.plan_change
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.views import (
     NOT_IN_PLAY, NOT_RUN, graph_text, rendered_files, rendered_yaml, summary_entries)
 from ansible_collections.phasekit.kube.plugins.module_utils.private_files import write_atomically
+from ansible_collections.phasekit.kube.plugins.module_utils.running.timeline import iso_stamp, timeline_html
 
 REPORT_VERSION = 1
 FAILED_RESULTS = ("failed",)
@@ -50,6 +52,8 @@ def report_entries(phases: list[dict], records: list[dict], play_hosts: list[str
                     "duration": None if duration is None else round(float(duration), 3),
                     "objects_changed": entry["objects_changed"], "message": message}
         record = entry["record"]
+        if record.get("started") and duration is not None:     # when it ran: a timeline can be drawn
+            reported.update(started=iso_stamp(record["started"]), ended=iso_stamp(record["started"] + float(duration)))
         if any(stream in record for stream in OUTPUT_KEYS):  # a command's: what it printed, as its result keeps it
             reported.update({"rc": record.get("rc")},
                             **{stream: scrub(str(record.get(stream) or "")) for stream in OUTPUT_KEYS})
@@ -96,9 +100,11 @@ def junit_report(entries: list[dict], *, plan: str, mode: str) -> str:
         for entry in cases:
             case = ET.SubElement(suite, "testcase", name=entry["cluster"], classname=f"{plan or 'plan'}.{phase}",
                                  time=f"{entry['duration'] or 0:.3f}")
-            if entry.get("server"):  # the cluster's API server: hosts that share one show it
+            shown = {name: entry[name] for name in ("server", "started", "ended") if entry.get(name)}
+            if shown:  # the cluster's API server (hosts that share one show it), when the phase ran there
                 properties = ET.SubElement(case, "properties")
-                ET.SubElement(properties, "property", name="server", value=entry["server"])
+                for name, value in shown.items():
+                    ET.SubElement(properties, "property", name=name, value=value)
             summary = entry["summary"] + (f": {entry['message']}" if entry["message"] else "")
             if entry["result"] in FAILED_RESULTS:
                 ET.SubElement(case, "failure", message=summary, type=entry["executor"]).text = entry["message"]
@@ -182,11 +188,12 @@ def write_rendered(dest: str, rendered: list[dict], option: str) -> list[str]:
 
 def write_reports(paths: dict, entries: list[dict], *, plan: str, mode: str, check_mode: bool,
                   stopped_by: str = "") -> None:
-    """The reports asked for, ``paths`` mapping ``report_json``/``report_junit`` to a file (empty: not asked). Errors
-    name the option as the plan role's variable too (``report_json (plan_report_json)``)."""
+    """The reports asked for, ``paths`` mapping ``report_json``/``report_junit``/``report_timeline`` to a file
+    (empty: not asked). Errors name the option as the plan role's variable too (``report_json (plan_report_json)``)."""
     makers = {"report_json": lambda: json_report(entries, plan=plan, mode=mode, check_mode=check_mode,
                                                  stopped_by=stopped_by),
-              "report_junit": lambda: junit_report(entries, plan=plan, mode=mode)}
+              "report_junit": lambda: junit_report(entries, plan=plan, mode=mode),
+              "report_timeline": lambda: timeline_html(entries, plan=plan, mode=mode)}
     for option, path in paths.items():
         if path:
             write_report(path, makers[option](), role_named(option))

@@ -72,6 +72,8 @@ class PhaseRecord:
     def to_dict(self) -> dict:
         out = {"phase": self.phase, "host": self.host, "executor": self.executor, "result": self.result,
                "duration": round(self.duration, 3), "objects_changed": self.objects_changed}
+        if self.started:
+            out["started"] = round(self.started, 3)
         if self.msg:
             out["msg"] = self.msg
         if self.details:
