@@ -295,3 +295,31 @@ def test_the_timeline_picture_shows_each_phase_after_what_it_needs(site, cluster
         assert bars[("addons", host)][0] >= max(bars[("storage", host)][1], bars[("mgmt", "m1")][1])
         assert bars[("report", "m1")][0] >= bars[("addons", host)][1]
     assert bars[("addons", "w1")][1] < bars[("base", "w3")][1]   # the pipeline per cluster, drawn
+
+
+@pytest.mark.parametrize("phases, extra, said", [
+    pytest.param({"a": ["c"], "b": ["a"], "c": ["b"]}, (),
+                 "the phases' needs make a cycle: a -> b -> c -> a", id="a-cycle-names-its-path"),
+    pytest.param({"a": [], "b": ["aa"], "c": []}, (),
+                 "phase b needs 'aa', which this plan does not run (did you mean 'a'?)", id="an-unknown-need"),
+    pytest.param({"a": [], "b": ["a"], "c": []}, ("-e", '{"plan_skip": ["a"]}'),
+                 "phase b needs a, which the selection leaves out (a: skip)", id="a-need-the-selection-removed"),
+])
+def test_a_bad_graph_is_refused_naming_the_document_before_anything_runs(site, collections_path, tmp_path, phases,
+                                                                        extra, said):
+    log = tmp_path / "times.log"
+    documents = [{"apiVersion": API, "kind": "Phase", "metadata": {"name": name},
+                  "spec": {"cluster": "workload", "needs": needs, **command("storage", log)}}
+                 for name, needs in phases.items()]
+    documents.append({"apiVersion": API, "kind": "PhasePlan", "metadata": {"name": "bad"},
+                      "spec": {"phases": list(phases)}})
+    (site / "phases" / "bad.yaml").write_text(yaml.safe_dump_all(documents, sort_keys=False))
+    try:
+        rc, output = run(site, collections_path, "-e", "plan_name=bad", *extra)
+    finally:
+        (site / "phases" / "bad.yaml").unlink()
+    assert rc != 0, output
+    flat = " ".join(output.split())
+    assert said in flat, output
+    assert "phases/bad.yaml" in flat, output
+    assert not (site / "times.log").exists() and not log.exists(), output
