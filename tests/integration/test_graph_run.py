@@ -323,3 +323,28 @@ def test_a_bad_graph_is_refused_naming_the_document_before_anything_runs(site, c
     assert said in flat, output
     assert "phases/bad.yaml" in flat, output
     assert not (site / "times.log").exists() and not log.exists(), output
+
+
+def test_a_rollout_in_a_graph_releases_each_batch_to_what_needs_it_there(site, clusters, collections_path):
+    """roll (base's sleeps) rolls out over the workload clusters in batches [1, 100%]: w1 alone, then w2 and w3 (w3
+    slow); after needs roll on the same cluster, so it starts on w1 while batch 2 still runs."""
+    log = site / "times.log"
+    documents = [
+        {"apiVersion": API, "kind": "Phase", "metadata": {"name": "roll"},
+         "spec": {"cluster": "workload", "rollout": {"batches": [1, "100%"], "pause": 0}, **command("base", log)}},
+        {"apiVersion": API, "kind": "Phase", "metadata": {"name": "after"},
+         "spec": {"cluster": "workload", "needs": [{"phase": "roll", "wait": "same-cluster"}],
+                  **command("storage", log)}},
+        {"apiVersion": API, "kind": "PhasePlan", "metadata": {"name": "rolled"}, "spec": {"phases": ["roll", "after"]}},
+    ]
+    (site / "phases" / "rolled.yaml").write_text(yaml.safe_dump_all(documents, sort_keys=False))
+    try:
+        rc, output = run(site, collections_path, "-e", "plan_name=rolled")
+    finally:
+        (site / "phases" / "rolled.yaml").unlink()
+    assert rc == 0, output
+    times = logged(site)
+    assert times[("roll", "w2")]["start"] >= times[("roll", "w1")]["end"], times     # batch 2 after batch 1
+    assert times[("after", "w1")]["start"] < times[("roll", "w3")]["end"] - 2, times   # during batch 2
+    for host in WORKLOAD:
+        assert times[("after", host)]["start"] >= times[("roll", host)]["end"], (host, times)
