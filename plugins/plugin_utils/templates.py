@@ -89,12 +89,23 @@ def host_variables(hostvars, host: str):
     return raw_get(host) if raw_get is not None else dict(hostvars[host])
 
 
+# Variables Ansible makes for every host (VariableManager's magic variables): never vault-encrypted, and several are
+# lists of every host of the play or inventory, so walking them for each host costs the square of the fleet's size.
+MAGIC_VARIABLES = frozenset({
+    "groups", "group_names", "ansible_play_hosts", "ansible_play_hosts_all", "ansible_play_batch", "play_hosts",
+    "ansible_play_role_names", "ansible_role_names", "ansible_dependent_role_names", "role_names", "omit",
+    "ansible_version", "ansible_inventory_sources", "ansible_run_tags", "ansible_skip_tags", "inventory_hostname",
+    "inventory_hostname_short", "inventory_dir", "inventory_file", "playbook_dir", "ansible_playbook_python",
+    "ansible_config_file", "ansible_check_mode", "ansible_diff_mode", "ansible_forks", "ansible_verbosity"})
+
+
 def vault_values(variables) -> set[str]:
-    """The plain text of every vault-encrypted value among ``variables`` (to any depth): what templates may carry
-    into objects, diffs and messages, and what ``masking.Masks`` hides in them. Decrypts them (a template using
-    them does the same); asked only for hosts whose templates were rendered."""
+    """The plain text of every vault-encrypted value among ``variables`` (to any depth; Ansible's magic variables
+    aside): what templates may carry into objects, diffs and messages, and what ``masking.Masks`` hides in them.
+    Decrypts them (a template using them does the same); asked only for hosts whose templates were rendered."""
     found: set[str] = set()
-    stack = [variables]
+    stack = [value for name, value in variables.items() if name not in MAGIC_VARIABLES] \
+        if isinstance(variables, Mapping) else [variables]
     while stack:
         value = stack.pop()
         if controller_compat.is_vaulted(value):

@@ -161,6 +161,9 @@ class BuiltinExecutors:
         # a host's environment (the task's environment: over the controller's), for commands, helm and containers
         self.environ_of = environ_of or (lambda _host: None)
         self._plan_objects: dict[str, PlanObjects] = {}   # per host: what this destroy deleted there so far
+        # per host, where it writes by default (None: its kubeconfig does not resolve), once per run: the shared-cluster
+        # guard of a graph run asks again for every host so far each time a pair starts
+        self._targets: dict[str, HostTarget | None] = {}
         # per host, dry runs: what earlier phases (of this step, and ``carried`` from the earlier ones) would create
         self._carried: dict[str, PlannedState] = dict(carried or {})
         self.lists = lists  # the sessions' ListMemory: forgotten around every phase that is not an apply
@@ -268,7 +271,7 @@ class BuiltinExecutors:
         kind = kind_of(entry.executor)
         if not kind.reaches_cluster or (self.mode == DESTROY and not kind.undone_by_destroy):
             return None
-        return shared_cluster_refusal(entry.name, host_targets(self.access, hosts))
+        return shared_cluster_refusal(entry.name, host_targets(self.access, hosts, self._targets))
 
     def masks(self, entry: RunEntry, context: HostContext) -> Masks:
         """What an entry on the context's host must not show: the host's secrets, and those its executor handed its
@@ -387,11 +390,17 @@ def known_after_run_outcome(work, entry: RunEntry, host: str) -> Outcome | None:
     return Outcome(skipped=True, msg=note, details={"preview": note, UNKNOWN_KUBECONFIG: True})
 
 
-def host_targets(access: ClusterAccess, hosts: list[str]) -> list[HostTarget]:
-    """Where each of ``hosts`` writes by default, looked up side by side (those whose kubeconfig resolves)."""
-    with ThreadPoolExecutor(min(IDENTITY_THREADS, len(hosts)), thread_name_prefix="phasekit-identity") as pool:
-        found = list(pool.map(lambda host: host_target(access, host), hosts))
-    return [target for target in found if target is not None]
+def host_targets(access: ClusterAccess, hosts: list[str], known: dict | None = None) -> list[HostTarget]:
+    """Where each of ``hosts`` writes by default, those not in ``known`` (host -> target, kept up to date) looked
+    up side by side; those whose kubeconfig resolves."""
+    known = {} if known is None else known
+    missing = [host for host in hosts if host not in known]
+    if len(missing) == 1:
+        known[missing[0]] = host_target(access, missing[0])
+    elif missing:
+        with ThreadPoolExecutor(min(IDENTITY_THREADS, len(missing)), thread_name_prefix="phasekit-identity") as pool:
+            known.update(zip(missing, pool.map(lambda host: host_target(access, host), missing)))
+    return [known[host] for host in hosts if known[host] is not None]
 
 
 def host_target(access: ClusterAccess, host: str) -> HostTarget | None:

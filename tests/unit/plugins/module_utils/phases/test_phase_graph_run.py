@@ -99,7 +99,8 @@ def test_phase_concurrency_bounds_the_phases_at_once():
      {("next", "a"): "needs base, which failed on a"}),
 ], ids=["without-keep-going-nothing-new-starts", "keep-going-runs-what-does-not-need-the-failure"])
 def test_a_failure_blocks_its_dependents(keep_going, ran, never):
-    work = Script(answers={("base", "a"): Outcome(failed=True, msg="no")}, delays={"side": 0.1})
+    # base ends on b after it failed on a: otherwise next may start on b first, and the rows would race
+    work = Script(answers={("base", "a"): Outcome(failed=True, msg="no")}, delays={"side": 0.1, ("base", "b"): 0.05})
     report = run([("base", AB, []), ("side", ("m",), []), ("next", AB, [("base", SAME_CLUSTER)]),
                   ("after", ("m",), ["side"])], work, keep_going=keep_going)
     assert set(work.calls) == ran
