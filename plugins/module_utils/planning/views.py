@@ -13,6 +13,7 @@ import re
 
 from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.preview import ADD, CHANGE, DESTROY
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.graph import SAME_CLUSTER
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.plan_changes import (
     SHOWN_OBJECTS, PlanChanges, plan_changes, previews)
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.planner import Plan, PlannedPhase
@@ -56,12 +57,24 @@ def _hosts_label(planned: PlannedPhase, shown: int = 10) -> str:
     return ",".join(hosts[:shown]) + f",... ({len(hosts)} hosts)"
 
 
+def needs_of(plan: Plan) -> dict[str, list[str]]:
+    """A plan run as a graph: each entry's needs as the views show them (``base``: on all its clusters;
+    ``storage (same cluster)``); a rollout's needs are its own entry's. Empty for a line."""
+    if plan.graph is None:
+        return {}
+    return {node.name: [edge.need + (" (same cluster)" if edge.wait == SAME_CLUSTER else "") for edge in node.needs]
+            for node in plan.graph.nodes.values()}
+
+
 def list_lines(plan: Plan) -> list[str]:
-    """The plan as a table: one row per phase in run order, and whether it runs."""
-    rows = [["PHASE", "CLUSTER", "HOSTS", "EXECUTOR", "SOURCE", "RUN"]]
+    """The plan as a table: one row per phase in run order, and whether it runs; a graph's, what each needs."""
+    needs = needs_of(plan)
+    graph = plan.graph is not None
+    rows = [["PHASE", "CLUSTER", "HOSTS", "EXECUTOR", "SOURCE", *(["NEEDS"] if graph else []), "RUN"]]
     for planned in plan.phases:
         rows.append([planned.name, planned.phase.cluster or "-", _hosts_label(planned),
-                     _executor_label(planned), source_label(planned.phase.source), _run_label(planned)])
+                     _executor_label(planned), source_label(planned.phase.source),
+                     *([", ".join(needs.get(planned.name, [])) or "-"] if graph else []), _run_label(planned)])
     return table(rows)
 
 
@@ -70,9 +83,12 @@ def tree_lines(plan: Plan) -> list[str]:
     title = (f"plan {plan.name}" + (f": {plan.description}" if plan.description else "")
              if plan.name else "all phases (no plan)")
     rows = []
+    needs = needs_of(plan)
     for planned in plan.phases:
         phase = planned.phase
         note = "" if planned.selected else f"[not run: {planned.reason}]"
+        if needs.get(planned.name):
+            note = f"{note} [needs {', '.join(needs[planned.name])}]".strip()
         if phase.description:
             note = f"{note} {phase.description}".strip()
         rows.append([("  " * (phase.level + 1)) + _short_label(planned), _executor_label(planned),
@@ -87,7 +103,8 @@ def _short_label(planned: PlannedPhase) -> str:
 
 
 def mermaid_lines(plan: Plan) -> list[str]:
-    """A Mermaid flowchart: child phases inside their parent's box, arrows in run order."""
+    """A Mermaid flowchart: child phases inside their parent's box, arrows in run order; a plan run as a graph, an
+    arrow per need instead (dotted and labelled for a need on the same cluster)."""
     ids = {planned.name: f"p{number}" for number, planned in enumerate(plan.phases)}
     lines = ["flowchart TD", "  classDef notrun stroke-dasharray: 5 5,color:#888"]
     by_parent: dict[str | None, list[PlannedPhase]] = {}
@@ -112,9 +129,27 @@ def mermaid_lines(plan: Plan) -> list[str]:
 
     for planned in in_plan_roots:
         emit(planned, 1)
+    if plan.graph is not None:
+        return lines + _mermaid_needs(plan, ids)
     steps = [ids[planned.name] for planned in plan.phases if planned.phase.executor is not None]
     for before, after in zip(steps, steps[1:]):
         lines.append(f"  {before} --> {after}")
+    return lines
+
+
+def _mermaid_needs(plan: Plan, ids: dict) -> list[str]:
+    """The graph's edges, from what is needed to what needs it: a rollout (a node of its own, a parent phase) is
+    its box of children."""
+    boxes = {planned.name for planned in plan.phases if planned.phase.executor is None}
+
+    def drawn(name: str) -> str:
+        return f"{ids[name]}_children" if name in boxes else ids[name]
+
+    lines = []
+    for node in plan.graph.nodes.values():
+        for edge in node.needs:
+            arrow = " -. same cluster .-> " if edge.wait == SAME_CLUSTER else " --> "
+            lines.append(f"  {drawn(edge.need)}{arrow}{drawn(node.name)}")
     return lines
 
 

@@ -66,6 +66,38 @@ def test_mermaid_boxes_children_and_orders_steps(tmp_path):
     assert lines[-2:] == ["  p1 --> p2", "  p2 --> p3"]
 
 
+GRAPH = [
+    phase("base", cluster="ephemeral", executor="command", options=ECHO),
+    phase("mgmt", cluster="target", executor="command", options=ECHO),
+    phase("storage", cluster="ephemeral", executor="command", options=ECHO,
+          needs=[{"phase": "base", "wait": "same-cluster"}]),
+    phase("addons", cluster="ephemeral", executor="command", options=ECHO, needs=["storage", "mgmt"]),
+    plan("site", "base", "mgmt", "storage", "addons"),
+]
+
+
+def test_list_of_a_graph_says_what_each_phase_needs(tmp_path):
+    assert views.list_lines(build(GRAPH, tmp_path, name="site")) == [
+        "PHASE    CLUSTER    HOSTS      EXECUTOR  SOURCE  NEEDS                RUN",
+        "base     ephemeral  ephemeral  command   -       -                    yes",
+        "mgmt     target     target     command   -       -                    yes",
+        "storage  ephemeral  ephemeral  command   -       base (same cluster)  yes",
+        "addons   ephemeral  ephemeral  command   -       storage, mgmt        yes",
+    ]
+
+
+def test_tree_of_a_graph_says_what_each_phase_needs(tmp_path):
+    lines = views.tree_lines(build(GRAPH, tmp_path, name="site"))
+    assert lines[3].split()[0] == "storage" and lines[3].endswith("[needs base (same cluster)]")
+    assert lines[4].endswith("[needs storage, mgmt]")
+
+
+def test_mermaid_of_a_graph_draws_its_needs_not_the_plan_order(tmp_path):
+    lines = views.mermaid_lines(build(GRAPH, tmp_path, name="site"))
+    edges = [line for line in lines if "->" in line]
+    assert edges == ["  p0 -. same cluster .-> p2", "  p2 --> p3", "  p1 --> p3"]
+
+
 PHASES = [
     {"name": "certs", "executor": None, "hosts": []},
     {"name": "certs/ca", "executor": "command", "hosts": ["ephemeral"]},
