@@ -422,12 +422,13 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
     # ------------------------------------------------------------------ rollouts
 
     def rollout(self, rollout: RolloutOf, phases: list[RunEntry], last: bool = True, hosts: set | None = None,
-                batch_ended: BatchDone | None = None) -> None:
+                batch_ended: BatchDone | None = None, go_on: Callable[[], bool] | None = None) -> None:
         """The rollout's phases, batch by batch: every phase on a batch (a barrier each), then the soak, then
         the failure budget; the run ends at a batch over budget, or after ``stop_after`` batches. ``hosts``: the
         clusters it may run on (a graph run: those whose needs ended well; None: every cluster in play).
         ``batch_ended``: told of each batch that ran and did not stop the rollout, once its soak and budget
-        passed (a graph run releases its clusters to the phases that need the rollout there)."""
+        passed (a graph run releases its clusters to the phases that need the rollout there). ``go_on``: asked
+        before each batch after the first; False (a graph run stopped by a failure elsewhere) starts no more."""
         runnable = [phase for phase in phases if phase.executor]
         batches = rollout.batches(self.in_play if hosts is None else hosts)
         hosts_of = {phase.name: set(phase.hosts) for phase in runnable}
@@ -435,6 +436,8 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
         for number, hosts in enumerate(batches, start=1):
             batch = BatchReport(rollout.phase, number, len(batches), hosts)
             self.report.batches.append(batch)
+            if not stopped and number > 1 and go_on is not None and not go_on():
+                stopped = True                # what started finishes; a batch is new clusters: it does not start
             if stopped:
                 continue                      # listed as never started
             started = time.monotonic()
@@ -621,7 +624,8 @@ class _GraphWalk:
         def roll() -> None:
             try:
                 runner.rollout(members[0].rollout, members, hosts=set(hosts) & runner.in_play,
-                               batch_ended=lambda batch: self.ends.put((name, batch, BATCH_ENDED)))
+                               batch_ended=lambda batch: self.ends.put((name, batch, BATCH_ENDED)),
+                               go_on=self.scheduler.going_on)
             finally:
                 self.ends.put((name, tuple(hosts), None))
 

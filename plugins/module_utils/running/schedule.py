@@ -138,6 +138,10 @@ class Scheduler:
                     self._release(dependent, [each for each, count in self.host_waiting[dependent].items()
                                               if count == 0])
 
+    def going_on(self) -> bool:
+        """New work may start: nothing failed, or ``keep_going`` (a running rollout asks before each batch)."""
+        return self.failure is None or self.keep_going
+
     def done(self) -> bool:
         """Nothing runs and nothing more can start."""
         if self.running:

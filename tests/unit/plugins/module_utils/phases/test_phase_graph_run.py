@@ -173,6 +173,25 @@ def test_a_failure_within_the_rollout_budget_blocks_only_that_cluster():
     assert not report.stopped_by
 
 
+@pytest.mark.parametrize("keep_going, second_batch", [(False, False), (True, True)],
+                         ids=["a-failure-elsewhere-starts-no-more-batches", "keep-going-runs-every-batch"])
+def test_a_running_rollout_starts_no_batch_after_a_failure_elsewhere(keep_going, second_batch):
+    hosts = ("a", "b", "m")
+    rollout = RolloutOf("cni", Rollout((1, "100%"), 0.0, 0.0), list(hosts)).to_dict()
+    entries = [run_entry("cni", None, (), rollout=rollout), run_entry("cni/apply", "command", hosts, rollout=rollout),
+               run_entry("other", "command", ("m",)), run_entry("last", "command", ("m",))]
+    graph = build_graph([GraphEntry("cni", "cni", 1, (), (), True, "cni"),
+                         GraphEntry("cni/apply", "cni/apply", 1, hosts, (), False, "cni"),
+                         GraphEntry("other", "other", 2, ("m",), ()),
+                         GraphEntry("last", "last", 3, ("m",), (Need("other"),))], Problems())
+    # a graph (last needs other; cni and other need nothing): other fails on m while batch 1 (a) runs
+    work = Script(answers={("other", "m"): Outcome(failed=True, msg="no")}, delays={("cni/apply", "a"): 0.2})
+    report = run_phases(entries, work, hosts_in_play=list(hosts), concurrency=4,
+                        graph=GraphRun(graph, keep_going=keep_going))
+    assert (("cni/apply", "b") in work.calls) is second_batch
+    assert [batch.ran for batch in report.batches] == [True, second_batch]
+
+
 @pytest.mark.parametrize("mode, check_mode, expected, by_graph", [
     ("run", False, ["ns", "app", "cni"], True),
     ("run", True, ["ns", "app", "cni"], False),
