@@ -124,7 +124,7 @@ class ActionModule(PhasekitAction):
             check_report_path(path, role_named(option))   # before any cluster is touched: a typo costs no run
         # history reads records only: a phase that could not run here still has a history to show
         plan = plan_for_task(self, args, task_vars, runnable=args["mode"] != HISTORY, reads_only=mode == STATUS)
-        planned = selected_phases(plan, args["phases"])   # in plan order, as the output shows them
+        planned = shown_order(plan, selected_phases(plan, args["phases"]), mode)
         phases, graph = run_order(plan, planned, args, bool(self._task.check_mode))
         remembered = remembered_by_host(task_vars.get(REMEMBERED_VAR))
         in_play = list(task_vars.get("ansible_play_hosts") or [])
@@ -471,6 +471,12 @@ def selected_phases(plan, names: list | None) -> list[RunEntry]:
 def plan_json(entries: list[RunEntry]) -> list[dict]:
     """The run list as the views read it from Ansible (``RunEntry.to_dict``): one view for both kinds of caller."""
     return [entry.to_dict() for entry in entries]
+
+
+def shown_order(plan, planned: list[RunEntry], mode: str) -> list[RunEntry]:
+    """The order the output shows the phases in: the plan's; destroy, which shows them as it undoes them (reversed),
+    the graph's."""
+    return in_graph_order(plan, planned) if mode == DESTROY else planned
 
 
 def run_order(plan, planned: list[RunEntry], args: dict, check_mode: bool) -> tuple[list[RunEntry], GraphRun | None]:

@@ -348,3 +348,36 @@ def test_a_rollout_in_a_graph_releases_each_batch_to_what_needs_it_there(site, c
     assert times[("after", "w1")]["start"] < times[("roll", "w3")]["end"] - 2, times   # during batch 2
     for host in WORKLOAD:
         assert times[("after", host)]["start"] >= times[("roll", host)]["end"], (host, times)
+
+
+def test_destroy_of_a_graph_removes_what_needs_a_phase_before_the_phase(site, clusters, collections_path):
+    """Phases apply ConfigMaps in each workload cluster's namespace: app needs base, extra needs app (same cluster);
+    destroy goes in reverse graph order, extra, app, base, whatever the plan's list order (base, extra, app)."""
+    for host in WORKLOAD:
+        clusters[cluster_of(host, clusters)].kubectl("create", "namespace", namespace_of(host), check=False)
+
+    def applies(name: str, needs: list) -> dict:
+        source = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"graph-{name}"}, "data": {"v": "1"}}]
+        return {"apiVersion": API, "kind": "Phase", "metadata": {"name": f"layer-{name}"},
+                "spec": {"cluster": "workload", "executor": "apply", "source": source,
+                         **({"needs": needs} if needs else {})}}
+
+    documents = [applies("base", []), applies("extra", [{"phase": "layer-app", "wait": "same-cluster"}]),
+                 applies("app", ["layer-base"]),
+                 {"apiVersion": API, "kind": "PhasePlan", "metadata": {"name": "layers"},
+                  "spec": {"phases": ["layer-base", "layer-extra", "layer-app"]}}]
+    (site / "phases" / "layers.yaml").write_text(yaml.safe_dump_all(documents, sort_keys=False))
+    try:
+        rc, output = run(site, collections_path, "-e", "plan_name=layers")
+        assert rc == 0, output
+        rc, output = run(site, collections_path, "-e", "plan_name=layers", "-e", "plan_action=destroy")
+    finally:
+        (site / "phases" / "layers.yaml").unlink()
+    assert rc == 0, output
+    undone = [line.split()[0] for line in output.splitlines() if line.startswith("[layer-")]
+    assert undone == ["[layer-extra]", "[layer-app]", "[layer-base]"], output
+    rows = [line.split()[0] for line in summary_text(output).splitlines() if line.startswith("layer-")]
+    assert rows == ["layer-extra"] * 3 + ["layer-app"] * 3 + ["layer-base"] * 3, output
+    for host in WORKLOAD:
+        found = clusters[cluster_of(host, clusters)].kubectl("get", "configmaps", "-n", namespace_of(host), "-o", "name")
+        assert "graph-" not in found.stdout, (host, found.stdout)

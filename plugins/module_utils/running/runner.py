@@ -441,16 +441,7 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
             if stopped:
                 continue                      # listed as never started
             started = time.monotonic()
-            last: dict[str, PhaseRecord] = {}
-            for phase in runnable:
-                on = [host for host in hosts if host in hosts_of[phase.name] and host not in self.failed]
-                for record in self.phase(phase, on, batch):
-                    last[record.host] = record
-                    batch.ran = batch.ran or not record.details.get("resumed")
-                    if record.result == FAILED:
-                        batch.failed.setdefault(record.host, f"phase {record.phase}: {record.msg}")
-                if self._over_budget(rollout, batch):
-                    break
+            last = self._run_batch(rollout, runnable, hosts_of, batch)
             more = number < len(batches)
             if batch.ran and not batch.stopped and more and self._pauses(rollout):
                 self._soak(rollout, runnable, batch, last)
@@ -473,6 +464,22 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
                 batch_ended(batch)
             if batch.stopped:
                 self.report.stop = self._stop(rollout, batch, batches[number:])
+
+    def _run_batch(self, rollout: RolloutOf, runnable: list[RunEntry], hosts_of: dict,
+                   batch: BatchReport) -> dict[str, PhaseRecord]:
+        """Every phase of the rollout on the batch's clusters (those not failed), until it is over budget; each
+        cluster's last record."""
+        last: dict[str, PhaseRecord] = {}
+        for phase in runnable:
+            on = [host for host in batch.hosts if host in hosts_of[phase.name] and host not in self.failed]
+            for record in self.phase(phase, on, batch):
+                last[record.host] = record
+                batch.ran = batch.ran or not record.details.get("resumed")
+                if record.result == FAILED:
+                    batch.failed.setdefault(record.host, f"phase {record.phase}: {record.msg}")
+            if self._over_budget(rollout, batch):
+                break
+        return last
 
     def _over_budget(self, rollout: RolloutOf, batch: BatchReport) -> bool:
         if self.dry_run or not over_budget(len(batch.failed), len(batch.hosts), rollout.rollout.max_fail_percentage):
