@@ -63,17 +63,15 @@ from ansible_collections.phasekit.kube.plugins.module_utils.running.lock import 
     EXPIRED, LIVE, OURS, POLL_SECONDS, LockHolder, LockSettings, by_text, changed_meanwhile_message, due_for_renewal,
     held_message, holder_gone, holder_of, lock_state, lost_message, released, took_over_message)
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.selection import OCCURRENCE
+from ansible_collections.phasekit.kube.plugins.module_utils.records.vocabulary import KEY_SECRET, LABELS, recorded_message
 
 RECORD_PREFIX = "phasekit-run-"
 KEEP = 10                       # entries kept per phase and cluster
-MAX_RECORD_MESSAGE = 300        # a failed entry's message, shortened (the ConfigMap stays small)
 MERGE_PATCH = "application/merge-patch+json"
-LABELS = {"app.kubernetes.io/managed-by": "phasekit.kube", "phasekit.kube/record": "run"}
 SUCCEEDED = ("ok", "changed")
 RUN_ACTION, DESTROY_ACTION = "run", "destroy"
 FLUSH_AFTER = 10.0              # seconds an unchanged phase's entry may wait for its cluster's next write
 FLUSH_CONCURRENCY = 32          # clusters written at once when a step ends
-KEY_SECRET = "phasekit-run-key"  # the Secret of the record's namespace that keys its digests
 KEY_FIELD = "hmac-sha256"
 KEY_BYTES = 32
 KEYED = "hmac-sha256:"          # what a digest made with the cluster's key starts with
@@ -131,13 +129,6 @@ def phase_key(phase: str) -> str:
     return f"{key}_{occurrence}_" if repeated else key
 
 
-def bundle_digest(parts) -> str:
-    """``sha256:<hex>`` of plain data (objects, options, texts), independent of key order. Kept in memory only:
-    a record holds it keyed (``keyed_digest``), never as is."""
-    text = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
-
-
 def keyed_digest(key: bytes, digest: str) -> str:
     """``hmac-sha256:<hex>``: ``digest`` keyed with a cluster's record key; without the key, a reader of the
     record cannot test a guess of what went into it."""
@@ -173,13 +164,6 @@ def recorded_outputs(entries: list[dict]) -> dict | None:
             outputs = entry.get("outputs")
             return dict(outputs) if isinstance(outputs, dict) else {}
     return None
-
-
-def recorded_message(msg: str, masks: Masks | None = None) -> str:
-    """A failed phase's message as a record keeps it (people with ``view`` read it): every mask hidden, then cut
-    to ``MAX_RECORD_MESSAGE`` characters (masked first: a cut secret would not be found any more)."""
-    msg = masks.scrub(msg) if masks else msg
-    return msg if len(msg) <= MAX_RECORD_MESSAGE else msg[:MAX_RECORD_MESSAGE] + "..."
 
 
 def resumable(entry: dict | None, digest: str | None) -> bool:
