@@ -25,7 +25,8 @@ SPEC.loader.exec_module(IMPORTS)
 
 PHASES = ("module_utils/phases", "module_utils/planning", "module_utils/running")  # before and after hack/split_phases.py
 MODULE_UTILS_PACKAGES = ("module_utils/kube", "module_utils/kubeconfig", "module_utils/helm", "module_utils/inventory",
-                         "module_utils/coordination", "module_utils/executors", "module_utils/airship") + PHASES
+                         "module_utils/coordination", "module_utils/executors", "module_utils/airship",
+                         "module_utils/records") + PHASES
 # the parts of Ansible a module_utils package may use: what ships to modules (argument specs, validators, booleans)
 ANSIBLE_MODULE_UTILS = "ansible.module_utils."
 
@@ -65,9 +66,12 @@ RULES = {
     "module-utils-never-imports-the-glue-or-the-plugins": (
         MODULE_UTILS_PACKAGES,
         lambda target, room: room is not None and not room.startswith("module_utils")),
-    "executors-do-not-import-the-runner": (
+    "executors-do-not-import-running": (
         ("module_utils/executors",),
-        lambda target, room: room in PHASES and basename(target) in ("runner", "builtin")),
+        lambda target, room: room == "module_utils/running"),
+    "records-import-neither-running-nor-executors": (
+        ("module_utils/records",),
+        lambda target, room: room in ("module_utils/running", "module_utils/executors")),
     "planning-does-not-import-running": (
         ("module_utils/planning",),
         lambda target, room: room == "module_utils/running"),
@@ -108,9 +112,12 @@ def plans(drawing) -> list:
 @pytest.mark.parametrize("lower, higher", [
     (("module_utils/kube", "module_utils/kubeconfig", "module_utils/helm"), ("plans",)),
     (("module_utils/errors.py", "module_utils/yaml_io.py"), ("module_utils/kube", "module_utils/kubeconfig")),
-    (("plans", "module_utils/executors"), ("module_utils/airship", "plugin_utils")),
+    (("module_utils/planning", "module_utils/executors"), ("module_utils/airship", "module_utils/running")),
+    (("module_utils/records",), ("module_utils/executors", "module_utils/running")),
+    (("plans", "module_utils/executors"), ("plugin_utils",)),
     (("plugin_utils",), ("action",)),
-], ids=["clients-below-plans", "foundations-below-clients", "plans-below-airship-and-the-glue", "glue-below-actions"])
+], ids=["clients-below-plans", "foundations-below-clients", "planning-and-executors-below-airship-and-running",
+        "records-below-executors-and-running", "plans-below-the-glue", "glue-below-actions"])
 def test_floors(drawing, lower, higher):
     floors = drawing.floors()
 

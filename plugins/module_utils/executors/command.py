@@ -16,9 +16,9 @@ from ansible_collections.phasekit.kube.plugins.module_utils.planning.built_dirs 
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.command import (
     COMMAND_PHASE_SPEC, changed_when_rule, command_argv, command_failure_message, command_success_message,
     kept_output, kubeconfig_in, run_command)
-from ansible_collections.phasekit.kube.plugins.module_utils.running.fingerprint import command_words, uncomparable
+from ansible_collections.phasekit.kube.plugins.module_utils.records.fingerprint import command_words, uncomparable
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.outputs import FROM_STDOUT
-from ansible_collections.phasekit.kube.plugins.module_utils.running.record import bundle_digest, recorded_message
+from ansible_collections.phasekit.kube.plugins.module_utils.records.vocabulary import bundle_digest, recorded_message
 from ansible_collections.phasekit.kube.plugins.module_utils.templating import is_template_text
 
 

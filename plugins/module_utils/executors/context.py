@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.preview import deleted_changes
-from ansible_collections.phasekit.kube.plugins.module_utils.running.record import KEY_SECRET, LABELS, PLAN_ANNOTATION
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.ownership import PLAN_ANNOTATION
+from ansible_collections.phasekit.kube.plugins.module_utils.records.vocabulary import KEY_SECRET, LABELS
 
 RUN, VALIDATE, STATUS, DESTROY = "run", "validate", "status", "destroy"
 EXTRA_CONNECTIONS = 4  # live-state reads run beside the apply workers

@@ -32,7 +32,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.preview import 
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError, ListMemory
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.teardown import PlanObjects
 from ansible_collections.phasekit.kube.plugins.module_utils.running.bundles import PhaseBundles, render_phase_bundle
-from ansible_collections.phasekit.kube.plugins.module_utils.running.fingerprint import FileDigests
+from ansible_collections.phasekit.kube.plugins.module_utils.records.fingerprint import FileDigests
 from ansible_collections.phasekit.kube.plugins.module_utils.running.host_outputs import HostOutputs
 from ansible_collections.phasekit.kube.plugins.module_utils.running.host_records import HostRecords
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.outputs import OutputValues

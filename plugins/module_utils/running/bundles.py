@@ -10,7 +10,7 @@ from typing import Callable
 
 from ansible_collections.phasekit.kube.plugins.module_utils.bundle import has_templates, render_bundle
 from ansible_collections.phasekit.kube.plugins.module_utils.executors.context import OncePerKey
-from ansible_collections.phasekit.kube.plugins.module_utils.running.record import bundle_digest
+from ansible_collections.phasekit.kube.plugins.module_utils.records.vocabulary import bundle_digest
 
 
 def render_phase_bundle(entry) -> list:

@@ -10,7 +10,8 @@ from typing import Callable
 
 from ansible_collections.phasekit.kube.plugins.module_utils.executors.context import DESTROY, STATUS, Outcome
 from ansible_collections.phasekit.kube.plugins.module_utils.executors.registry import kind_of
-from ansible_collections.phasekit.kube.plugins.module_utils.running.record import bundle_digest, resumable
+from ansible_collections.phasekit.kube.plugins.module_utils.records.vocabulary import bundle_digest
+from ansible_collections.phasekit.kube.plugins.module_utils.running.record import resumable
 
 
 class HostRecords:

@@ -63,17 +63,15 @@ from ansible_collections.phasekit.kube.plugins.module_utils.running.lock import 
     EXPIRED, LIVE, OURS, POLL_SECONDS, LockHolder, LockSettings, by_text, changed_meanwhile_message, due_for_renewal,
     held_message, holder_gone, holder_of, lock_state, lost_message, released, took_over_message)
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.selection import OCCURRENCE
+from ansible_collections.phasekit.kube.plugins.module_utils.records.vocabulary import KEY_SECRET, LABELS, recorded_message
 
 RECORD_PREFIX = "phasekit-run-"
 KEEP = 10                       # entries kept per phase and cluster
-MAX_RECORD_MESSAGE = 300        # a failed entry's message, shortened (the ConfigMap stays small)
 MERGE_PATCH = "application/merge-patch+json"
-LABELS = {"app.kubernetes.io/managed-by": "phasekit.kube", "phasekit.kube/record": "run"}
 SUCCEEDED = ("ok", "changed")
 RUN_ACTION, DESTROY_ACTION = "run", "destroy"
 FLUSH_AFTER = 10.0              # seconds an unchanged phase's entry may wait for its cluster's next write
 FLUSH_CONCURRENCY = 32          # clusters written at once when a step ends
-KEY_SECRET = "phasekit-run-key"  # the Secret of the record's namespace that keys its digests
 KEY_FIELD = "hmac-sha256"
 KEY_BYTES = 32
 KEYED = "hmac-sha256:"          # what a digest made with the cluster's key starts with
@@ -131,13 +129,6 @@ def phase_key(phase: str) -> str:
     return f"{key}_{occurrence}_" if repeated else key
 
 
-def bundle_digest(parts) -> str:
-    """``sha256:<hex>`` of plain data (objects, options, texts), independent of key order. Kept in memory only:
-    a record holds it keyed (``keyed_digest``), never as is."""
-    text = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
-
-
 def keyed_digest(key: bytes, digest: str) -> str:
     """``hmac-sha256:<hex>``: ``digest`` keyed with a cluster's record key; without the key, a reader of the
     record cannot test a guess of what went into it."""
@@ -173,13 +164,6 @@ def recorded_outputs(entries: list[dict]) -> dict | None:
             outputs = entry.get("outputs")
             return dict(outputs) if isinstance(outputs, dict) else {}
     return None
-
-
-def recorded_message(msg: str, masks: Masks | None = None) -> str:
-    """A failed phase's message as a record keeps it (people with ``view`` read it): every mask hidden, then cut
-    to ``MAX_RECORD_MESSAGE`` characters (masked first: a cut secret would not be found any more)."""
-    msg = masks.scrub(msg) if masks else msg
-    return msg if len(msg) <= MAX_RECORD_MESSAGE else msg[:MAX_RECORD_MESSAGE] + "..."
 
 
 def resumable(entry: dict | None, digest: str | None) -> bool:
@@ -250,7 +234,7 @@ class RunRecords:
         self._sleep = sleep
         self._own = threading.local()   # set while a record request is sent: it takes no lock
         self._stopped = ""
-        self._create_key = create_key   # dry runs read the key and make none
+        self._keys = DigestKeys(create_key)
         self.keep = keep
         self.flush_after = flush_after
         self._clock = clock
@@ -279,7 +263,7 @@ class RunRecords:
             return None
         cluster = self._cluster(host)
         with cluster.lock:
-            self._read_key(host, cluster, attempts)
+            self._keys.read(host, cluster, _OwnRequests(self, host), attempts)
             return keyed_digest(cluster.key, digest) if cluster.key else None
 
     def key_problem(self, host: str) -> str | None:
@@ -713,58 +697,6 @@ class RunRecords:
         annotations = (found.get("metadata") or {}).get("annotations") or {}
         return annotations.get(PLAN_ANNOTATION) == self.run.plan and annotations.get(HOST_ANNOTATION) == host
 
-    def _read_key(self, host: str, cluster: _ClusterRecord, attempts: int | None = None) -> None:
-        """The cluster's digest key from its Secret, read once; made when missing (``create_key``). Made without
-        the lock: an immutable Secret, made once, and another run's key is the one used."""
-        if cluster.key_read:
-            return
-        cluster.key_read = True
-        if not cluster.namespace:
-            return  # no kubeconfig: nothing is recorded there
-        path = f"/api/v1/namespaces/{cluster.namespace}/secrets"
-        where = f"Secret {cluster.namespace}/{KEY_SECRET}"
-        session = _OwnRequests(self, host)
-        try:
-            try:
-                found = session.request("GET", f"{path}/{KEY_SECRET}", attempts=attempts).body
-            except ApiError as err:
-                if err.status != 404 or not self._create_key:
-                    raise
-                found = self._make_key(session, path, cluster.namespace, attempts)
-            cluster.key = _key_of(found)
-            if cluster.key is None:
-                cluster.key_problem = f"{where} holds no {KEY_FIELD} key of {KEY_BYTES} bytes (base64)"
-        except ApiError as err:
-            if err.status == 404:
-                # a dry run, and no run wrote a keyed digest here yet: nothing to compare with; or the namespace
-                # does not exist yet (a phase of this run makes it): asked again at the next digest, so the
-                # phases after it are recorded with theirs
-                cluster.key_read = not self._create_key
-                return
-            cluster.key_problem = f"{where} cannot be read{' or made' if self._create_key else ''}: {_reason(err)}"
-            if err.status in (401, 403):
-                cluster.key_problem += f" (the run's user needs get and create on Secrets in namespace " \
-                                       f"{cluster.namespace})"
-        except PhasekitError as err:  # the cluster cannot be reached: its record cannot be written either
-            cluster.key_problem = f"{where} cannot be read: {err}"
-        if cluster.key_problem:
-            cluster.key_problem = (f"run record of cluster {host}: no digest key, so its phases are recorded and "
-                                   f"compared without a digest (plan_resume runs them again there): "
-                                   f"{cluster.key_problem}")
-
-    @staticmethod
-    def _make_key(session, path: str, namespace: str, attempts: int | None) -> dict:
-        """A new random key, in an immutable Secret; a key another run made meanwhile is the one used."""
-        body = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "immutable": True,
-                "metadata": {"name": KEY_SECRET, "namespace": namespace, "labels": dict(LABELS)},
-                "data": {KEY_FIELD: base64.b64encode(os.urandom(KEY_BYTES)).decode()}}
-        try:
-            return session.request("POST", path, body=body, attempts=attempts).body
-        except ApiError as err:
-            if err.status != 409:
-                raise
-        return session.request("GET", f"{path}/{KEY_SECRET}", attempts=attempts).body
-
     def _store(self, host: str, cluster: _ClusterRecord, data: dict, attempts: int | None,
                release: bool = False) -> None:
         """Write ``data`` keys to the record; with the lock, also the holder (or its release), and only if the
@@ -831,6 +763,66 @@ class RunRecords:
         except (ApiError, PhasekitError):
             pass
         cluster.legacy_name = ""
+
+
+class DigestKeys:
+    """The digests' key of each cluster, from the Secret of its record's namespace (``KEY_SECRET``): read once per
+    cluster and run, made when missing if ``create`` (dry runs read the key and make none)."""
+
+    def __init__(self, create: bool):
+        self.create = create
+
+    def read(self, host: str, cluster: _ClusterRecord, session, attempts: int | None = None) -> None:
+        """The cluster's digest key from its Secret, read once; made when missing (``create``). Made without
+        the lock: an immutable Secret, made once, and another run's key is the one used. ``session``: the record's
+        own requests (they take no lock)."""
+        if cluster.key_read:
+            return
+        cluster.key_read = True
+        if not cluster.namespace:
+            return  # no kubeconfig: nothing is recorded there
+        path = f"/api/v1/namespaces/{cluster.namespace}/secrets"
+        where = f"Secret {cluster.namespace}/{KEY_SECRET}"
+        try:
+            try:
+                found = session.request("GET", f"{path}/{KEY_SECRET}", attempts=attempts).body
+            except ApiError as err:
+                if err.status != 404 or not self.create:
+                    raise
+                found = self._make(session, path, cluster.namespace, attempts)
+            cluster.key = _key_of(found)
+            if cluster.key is None:
+                cluster.key_problem = f"{where} holds no {KEY_FIELD} key of {KEY_BYTES} bytes (base64)"
+        except ApiError as err:
+            if err.status == 404:
+                # a dry run, and no run wrote a keyed digest here yet: nothing to compare with; or the namespace
+                # does not exist yet (a phase of this run makes it): asked again at the next digest, so the
+                # phases after it are recorded with theirs
+                cluster.key_read = not self.create
+                return
+            cluster.key_problem = f"{where} cannot be read{' or made' if self.create else ''}: {_reason(err)}"
+            if err.status in (401, 403):
+                cluster.key_problem += f" (the run's user needs get and create on Secrets in namespace " \
+                                       f"{cluster.namespace})"
+        except PhasekitError as err:  # the cluster cannot be reached: its record cannot be written either
+            cluster.key_problem = f"{where} cannot be read: {err}"
+        if cluster.key_problem:
+            cluster.key_problem = (f"run record of cluster {host}: no digest key, so its phases are recorded and "
+                                   f"compared without a digest (plan_resume runs them again there): "
+                                   f"{cluster.key_problem}")
+
+    @staticmethod
+    def _make(session, path: str, namespace: str, attempts: int | None) -> dict:
+        """A new random key, in an immutable Secret; a key another run made meanwhile is the one used."""
+        body = {"apiVersion": "v1", "kind": "Secret", "type": "Opaque", "immutable": True,
+                "metadata": {"name": KEY_SECRET, "namespace": namespace, "labels": dict(LABELS)},
+                "data": {KEY_FIELD: base64.b64encode(os.urandom(KEY_BYTES)).decode()}}
+        try:
+            return session.request("POST", path, body=body, attempts=attempts).body
+        except ApiError as err:
+            if err.status != 409:
+                raise
+        return session.request("GET", f"{path}/{KEY_SECRET}", attempts=attempts).body
 
 
 class LockRefused(PhasekitError):

@@ -19,8 +19,8 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.redact im
 from ansible_collections.phasekit.kube.plugins.module_utils.masking import (
     HIDDEN, MIN_SECRET, Masks, says_secret, scrub_secrets, secret_named_strings)
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.command import CommandResult, command_failure_message
-from ansible_collections.phasekit.kube.plugins.module_utils.running.record import (
-    MAX_RECORD_MESSAGE, RunInfo, entry_for)
+from ansible_collections.phasekit.kube.plugins.module_utils.records.vocabulary import MAX_RECORD_MESSAGE
+from ansible_collections.phasekit.kube.plugins.module_utils.running.record import RunInfo, entry_for
 
 # no '*': the marker itself; letters, digits, punctuation, quotes, backslashes, non-ASCII of one to four bytes
 SECRET_CHARS = st.sampled_from(

@@ -15,9 +15,9 @@ import yaml
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError, Response, TransportError
 from ansible_collections.phasekit.kube.plugins.module_utils.running.builtin import BuiltinExecutors
+from ansible_collections.phasekit.kube.plugins.module_utils.records.vocabulary import MAX_RECORD_MESSAGE, bundle_digest
 from ansible_collections.phasekit.kube.plugins.module_utils.running.record import (
-    KEEP, MAX_RECORD_MESSAGE, RunInfo, RunRecords, bundle_digest, entry_for, phase_key, phase_recorder, record_name,
-    resumable, run_history)
+    KEEP, RunInfo, RunRecords, entry_for, phase_key, phase_recorder, record_name, resumable, run_history)
 from ansible_collections.phasekit.kube.plugins.module_utils.running.runner import Outcome, PhaseRecord, run_phases
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.views import history_lines, last_run_label, summary_lines
 from ansible_collections.phasekit.kube.plugins.module_utils.version import COLLECTION_VERSION

@@ -143,7 +143,7 @@ def test_what_a_phase_does_not_depend_on_leaves_its_digest(site, phase, change):
 
 
 def test_a_directory_too_large_to_compare_is_never_resumable(site, monkeypatch):
-    from ansible_collections.phasekit.kube.plugins.module_utils.running import fingerprint
+    from ansible_collections.phasekit.kube.plugins.module_utils.records import fingerprint
     monkeypatch.setattr(fingerprint, "MAX_FILES", 0)
     phase = command(argv=["kubectl", "apply", "-f", "manifests/dir"])
     assert BuiltinExecutors(Access()).content_digest(phase, "c1") != \
