@@ -32,8 +32,7 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.planning.entry_names import (  # noqa: F401 - OCCURRENCE: record.py's import, until it moves
-    BEFORE_START_AT, IN_SKIP, NOT_IN_ONLY, OCCURRENCE)
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.entry_names import BEFORE_START_AT, IN_SKIP, NOT_IN_ONLY
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.model import SEPARATOR
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.problems import did_you_mean
 

@@ -62,7 +62,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.masking import Masks
 from ansible_collections.phasekit.kube.plugins.module_utils.running.lock import (
     EXPIRED, LIVE, OURS, POLL_SECONDS, LockHolder, LockSettings, by_text, changed_meanwhile_message, due_for_renewal,
     held_message, holder_gone, holder_of, lock_state, lost_message, released, took_over_message)
-from ansible_collections.phasekit.kube.plugins.module_utils.planning.selection import OCCURRENCE
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.entry_names import OCCURRENCE
 from ansible_collections.phasekit.kube.plugins.module_utils.records.vocabulary import KEY_SECRET, LABELS, recorded_message
 
 RECORD_PREFIX = "phasekit-run-"
