@@ -21,8 +21,6 @@ CEILINGS = {
     "action/run_phases.py:ActionModule.execute": 164,
     "module_utils/coordination/meeting.py:Meeting": 292,
     "module_utils/running/record.py:RunRecords": 604,
-    "module_utils/airship/container.py:container_phase": 62,
-    "module_utils/kube/session.py:ApiSession.request": 52,
 }
 
 
