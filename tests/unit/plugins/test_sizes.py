@@ -19,7 +19,6 @@ MAX_FUNCTION, MAX_CLASS = 50, 250
 CEILINGS = {
     "action/run_phases.py:ActionModule": 271,
     "action/run_phases.py:ActionModule.execute": 164,
-    "module_utils/coordination/meeting.py:Meeting": 292,
     "module_utils/running/record.py:RunRecords": 604,
 }
 
