@@ -629,6 +629,7 @@ def wait_until_ready(session, planned: list, rules: WaitRules, report: ApplyRepo
     if problem:
         report.failure = problem
 
+
 # ---------------------------------------------------------------- helpers
 
 def check_request_sizes(planned: list) -> None:
