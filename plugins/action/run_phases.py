@@ -27,7 +27,8 @@ from ansible_collections.phasekit.kube.plugins.module_utils.running.builtin impo
 from ansible_collections.phasekit.kube.plugins.module_utils.running.lock import (
     DEFAULT_DURATION, MIN_DURATION, LockSettings, holder_by, signals_interrupt)
 from ansible_collections.phasekit.kube.plugins.module_utils.running.record import (
-    DESTROY_ACTION, RUN_ACTION, RunInfo, RunRecords, phase_recorder, run_history)
+    DESTROY_ACTION, RUN_ACTION, RunInfo, RunRecords, phase_recorder)
+from ansible_collections.phasekit.kube.plugins.module_utils.running.history import plan_history
 from ansible_collections.phasekit.kube.plugins.module_utils.running.report import (
     check_report_path, report_entries, role_named, write_reports)
 from ansible_collections.phasekit.kube.plugins.module_utils.running.outcome import cluster_outcomes
@@ -35,7 +36,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.planning.outputs imp
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.preview import PlannedState
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.plan_changes import UNKNOWN_KUBECONFIG, previews
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.views import (
-    history_lines, rollout_stop_message, summary_lines)
+    rollout_stop_message, summary_lines)
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.rollout import hosts_label
 from ansible_collections.phasekit.kube.plugins.module_utils.version import COLLECTION_VERSION
 from ansible_collections.phasekit.kube.plugins.module_utils.running.runner import (
@@ -294,30 +295,13 @@ class ActionModule(PhasekitAction):
                     display.warning(problem)
         return {"changed": False, "records": [], "released": hosts if records is not None else []}
 
-    def _history(self, records: RunRecords | None, planned: list[RunEntry], in_play: list[str], concurrency: int) -> dict:
-        """``history``: each cluster's recent runs of the plan, from its run record."""
-        if records is None:
-            return {"failed": True, "msg": "history reads the clusters' run records: record is false"}
-        names = [phase.name for phase in planned if phase.executor]
-        hosts = [host for host in in_play if any(host in phase.hosts for phase in planned)]
-
-        def read(host: str):
-            try:
-                runs = run_history({name: records.entries(host, name) for name in names}, names)
-            except PhasekitError as err:
-                return host, [], str(err)
-            # entries edited by hand: named, left out, and the rest shown
-            return host, runs, "; ".join(records.problems(host))
-
-        with ThreadPoolExecutor(max(1, min(concurrency, len(hosts) or 1))) as pool:
-            found = list(pool.map(read, hosts))
-        for _host, _runs, problem in found:
-            if problem:
-                display.warning(problem)
-        history = {host: runs for host, runs, _problem in found}
-        problems = {host: problem for host, _runs, problem in found if problem}
-        return {"changed": False, "history": history, "unreadable": problems,
-                "summary": history_lines(found, names)}
+    @staticmethod
+    def _history(records: RunRecords | None, planned: list[RunEntry], in_play: list[str], concurrency: int) -> dict:
+        """``history``: each cluster's recent runs of the plan, from its run record (the unreadable ones warned of)."""
+        result = plan_history(records, planned, in_play, concurrency)
+        for problem in (result.get("unreadable") or {}).values():
+            display.warning(problem)
+        return result
 
     def _progress(self, mode: str):
         """The progress callback: one line per phase; a destroy, and a run's state: absent phases, also name what
@@ -325,7 +309,7 @@ class ActionModule(PhasekitAction):
         verb = "would delete" if self._task.check_mode else "deleted"
 
         def show(phase: RunEntry, barrier: Barrier, records: list, seconds: float) -> None:
-            self._show_progress(phase, barrier, records, seconds)
+            _show_progress(phase, barrier, records, seconds)
             for record in records:  # a preview: objects the server could not dry-run, and why
                 for line in record.details.get("not_checked") or ():
                     display.display(f"  {record.host}: {line}")
@@ -345,27 +329,27 @@ class ActionModule(PhasekitAction):
 
         return show
 
-    @staticmethod
-    def _show_progress(phase: RunEntry, barrier: Barrier, records: list, seconds: float) -> None:
-        """One line per phase after its barrier; failures always, every cluster at -v."""
-        counts = {}
-        for record in records:
-            said = RESUMED if record.details.get("resumed") else record.result
-            counts[said] = counts.get(said, 0) + 1
-        tally = ", ".join(f"{count} {result}" for result, count in sorted(counts.items())) or "no cluster in play"
-        if phase.executor == TASKS_EXECUTOR and counts.get(OK):
-            tally = tally.replace(f"{counts[OK]} {OK}", f"{counts[OK]} prepared (the task file runs on each host)")
-        display.display(f"{_phase_head(phase, barrier, len(records))}: {tally} ({seconds:.2f}s)")
-        refused = [record for record in records if record.details.get("refused")]
-        if refused:  # one reason for all the phase's clusters: said once, not once per cluster
-            display.display(f"  {hosts_label([record.host for record in refused])}: failed: {refused[0].msg}",
-                            color="red")
-        for record in records:
-            if record.details.get("refused"):
-                continue
-            _show_record(record)
-            if display.verbosity >= 1:
-                _show_output(record)
+
+def _show_progress(phase: RunEntry, barrier: Barrier, records: list, seconds: float) -> None:
+    """One line per phase after its barrier; failures always, every cluster at -v."""
+    counts = {}
+    for record in records:
+        said = RESUMED if record.details.get("resumed") else record.result
+        counts[said] = counts.get(said, 0) + 1
+    tally = ", ".join(f"{count} {result}" for result, count in sorted(counts.items())) or "no cluster in play"
+    if phase.executor == TASKS_EXECUTOR and counts.get(OK):
+        tally = tally.replace(f"{counts[OK]} {OK}", f"{counts[OK]} prepared (the task file runs on each host)")
+    display.display(f"{_phase_head(phase, barrier, len(records))}: {tally} ({seconds:.2f}s)")
+    refused = [record for record in records if record.details.get("refused")]
+    if refused:  # one reason for all the phase's clusters: said once, not once per cluster
+        display.display(f"  {hosts_label([record.host for record in refused])}: failed: {refused[0].msg}",
+                        color="red")
+    for record in records:
+        if record.details.get("refused"):
+            continue
+        _show_record(record)
+        if display.verbosity >= 1:
+            _show_output(record)
 
 
 def _show_record(record) -> None:

@@ -81,28 +81,9 @@ def container_phase(document: RawDocument, bundle: dict, problems: Problems,
     options: dict = {"image": image}
     host_network = _flag(spec, "hostNetwork", origin, problems)
     if kind == KRM:
-        options.update(network="host" if host_network else "none", user=CONTROLLER_USER)
-        timeout = spec.get("timeout")
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int) or timeout < 0):
-            problems.add(origin.at("spec.timeout"), f"expected a whole number of seconds, got {type_name(timeout)}")
-        elif timeout:
-            options["timeout"] = timeout
+        options.update(_krm_options(spec, host_network, origin, problems))
     else:
-        if host_network:
-            options["network"] = "host"
-        runtime = airship.get("containerRuntime") or ""
-        if runtime not in RUNTIMES:
-            problems.add(origin.at("spec.airship.containerRuntime"),
-                         f"airshipctl runs airship containers with docker only, got {runtime!r}; here the first of "
-                         f"{' and '.join(ENGINES)} on the controller's PATH runs them: remove it or write docker")
-        command = airship.get("cmd")
-        if command is not None:
-            if isinstance(command, list) and all(isinstance(word, str) for word in command):
-                options["command"] = list(command)
-            else:
-                problems.add(origin.at("spec.airship.cmd"), f"expected a list of strings, got {type_name(command)}")
-        if _flag(airship, "privileged", origin, problems, "spec.airship."):
-            options["privileged"] = True
+        options.update(_airship_options(airship, host_network, origin, problems))
     env = _env(spec.get("envVars"), origin, problems)
     if env:
         options["env"] = env
@@ -118,6 +99,38 @@ def container_phase(document: RawDocument, bundle: dict, problems: Problems,
     if len(problems.messages) != count:
         return None
     return ContainerPhase(options, sink or None, refusal)
+
+
+def _krm_options(spec: dict, host_network: bool, origin: DocumentOrigin, problems: Problems) -> dict:
+    """A krm container's options: no network unless ``hostNetwork``, the controller's user, its ``timeout``."""
+    options = {"network": "host" if host_network else "none", "user": CONTROLLER_USER}
+    timeout = spec.get("timeout")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int) or timeout < 0):
+        problems.add(origin.at("spec.timeout"), f"expected a whole number of seconds, got {type_name(timeout)}")
+    elif timeout:
+        options["timeout"] = timeout
+    return options
+
+
+def _airship_options(airship: dict, host_network: bool, origin: DocumentOrigin, problems: Problems) -> dict:
+    """An airship container's options: ``spec.airship`` (docker only), its ``cmd`` and ``privileged``."""
+    options: dict = {}
+    if host_network:
+        options["network"] = "host"
+    runtime = airship.get("containerRuntime") or ""
+    if runtime not in RUNTIMES:
+        problems.add(origin.at("spec.airship.containerRuntime"),
+                     f"airshipctl runs airship containers with docker only, got {runtime!r}; here the first of "
+                     f"{' and '.join(ENGINES)} on the controller's PATH runs them: remove it or write docker")
+    command = airship.get("cmd")
+    if command is not None:
+        if isinstance(command, list) and all(isinstance(word, str) for word in command):
+            options["command"] = list(command)
+        else:
+            problems.add(origin.at("spec.airship.cmd"), f"expected a list of strings, got {type_name(command)}")
+    if _flag(airship, "privileged", origin, problems, "spec.airship."):
+        options["privileged"] = True
+    return options
 
 
 def _mapping(content: dict, key: str, origin: DocumentOrigin, problems: Problems, prefix: str = "") -> dict:

@@ -62,6 +62,7 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import Callable
 from urllib.parse import quote, unquote
 
 from ansible_collections.phasekit.kube.plugins.module_utils.coordination.slices import SliceId, check_run_id
@@ -346,15 +347,7 @@ class Meeting:
     def _look(self, now: float) -> None:
         """Look at every slice's Lease (one LIST) and date what changed (``observe``)."""
         body = self._request("GET", self._lease_path(), query={"labelSelector": self.selector(PRESENCE)}) or {}
-        leases = {}
-        for item in body.get("items") or []:
-            number = _slice_number((item.get("metadata") or {}).get("name", ""), self._lease_prefix())
-            spec = item.get("spec") or {}
-            if number is None:
-                continue
-            marker = f"{spec.get('holderIdentity')}|{spec.get('renewTime')}"
-            leases[number] = (marker, float(spec.get("leaseDurationSeconds") or self.settings.lease_duration),
-                              str(spec.get("holderIdentity") or "?"))
+        leases = presence_leases(body.get("items") or [], self._lease_prefix(), self.settings.lease_duration)
         self._seen = observe(self._seen, leases, now)
 
     # ------------------------------------------------------------- barriers
@@ -433,27 +426,11 @@ class Meeting:
                 f"gone, so it stops here too", (str(self.slice),))
 
     def _failure_message(self, barrier: str, judgement: Judgement, now: float) -> str:
-        settings, count = self.settings, self.slice.count
         where = (f"after barrier {self._passed!r}, before arriving at {barrier!r}" if self._passed is not None
                  else f"before arriving at its first barrier {barrier!r}")
-        parts = []
-        for number in judgement.dead:
-            seen = self._seen[number]
-            parts.append(f"slice {number}/{count} stopped renewing its presence (Lease {settings.namespace}/"
-                         f"{self.lease_name(number)}, held by {seen.holder!r}, unchanged for {now - seen.since:.0f}s "
-                         f"by this slice's clock, lease {seen.duration:g}s): it died or was cancelled {where}")
-        for number in judgement.left:
-            parts.append(f"slice {number}/{count} left the run (its presence Lease {settings.namespace}/"
-                         f"{self.lease_name(number)} was removed: it finished or was cancelled) {where}")
-        if judgement.never:
-            names = ", ".join(f"{number}/{count}" for number in judgement.never)
-            parts.append(
-                f"slice(s) {names} never started: no presence Lease in namespace {settings.namespace} within "
-                f"arrival_timeout ({settings.arrival_timeout:g}s) of waiting at barrier {barrier!r}. AWX did not start "
-                f"them, most likely for lack of capacity: all {count} slices of this job must run at the same time, so "
-                f"its instance group needs capacity for {count} jobs at once (each takes min(forks, hosts in its "
-                f"slice) + 1); add capacity, lower Job Slicing, or raise the arrival timeout")
-        return f"run {settings.run_id}: slice {self.slice} at barrier {barrier!r}: " + "; ".join(parts) + \
+        parts = given_up_reasons(judgement, self._seen, self.settings, self.slice.count, self.lease_name, barrier,
+                                 where, now)
+        return f"run {self.settings.run_id}: slice {self.slice} at barrier {barrier!r}: " + "; ".join(parts) + \
             ". This slice stops here."
 
     # ------------------------------------------------------------- facts
@@ -461,20 +438,7 @@ class Meeting:
     def publish(self, key: str, value, *, secret: bool = False) -> None:
         """Share a small JSON fact with every slice (``read``). Never a secret: a value marked ``secret`` is refused
         (the facts are a ConfigMap any reader of the namespace reads)."""
-        if not isinstance(key, str) or not FACT_KEY.match(key):
-            raise MeetingError(f"fact {key!r}: a fact's key is 1 to 100 letters, digits, '-' and '_', starting with a "
-                               f"letter or digit")
-        if secret:
-            raise MeetingError(f"fact {key!r}: refused: its value is marked secret, and facts shared between slices are "
-                               f"kept in a ConfigMap any reader of namespace {self.settings.namespace} reads")
-        try:
-            text = json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
-        except (TypeError, ValueError) as err:
-            raise MeetingError(f"fact {key!r}: its value is not JSON ({type(err).__name__}: {err})") from None
-        if len(text.encode()) > MAX_FACT_BYTES:
-            raise MeetingError(f"fact {key!r}: {len(text.encode())} bytes of JSON, more than the {MAX_FACT_BYTES} a "
-                               f"fact may have")
-        self._facts[key] = text
+        self._facts[key] = fact_text(key, value, secret=secret, namespace=self.settings.namespace)
         name = self.facts_name()
         configmap = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": self._metadata(name, FACTS),
                      # this slice's whole intent: every fact it published (a key left out would be removed)
@@ -484,17 +448,7 @@ class Meeting:
     def read(self, key: str) -> dict:
         """Every slice's value of fact ``key``: slice number -> value (slices that did not publish it are left out)."""
         found = self._request("GET", self._configmap_path(self.facts_name()), missing_ok=True) or {}
-        values = {}
-        for data_key, text in ((found.get("data") or {}).items()):
-            fact, number = data_key.rpartition(".")[::2]
-            if fact != key or not number.isdigit():
-                continue
-            try:
-                values[int(number)] = json.loads(text)
-            except ValueError as err:
-                raise MeetingError(f"fact {key!r} of slice {number}: ConfigMap {self.settings.namespace}/"
-                                   f"{self.facts_name()} key {data_key!r} is not JSON (edited by hand?): {err}") from None
-        return dict(sorted(values.items()))
+        return fact_values(found.get("data") or {}, key, f"{self.settings.namespace}/{self.facts_name()}")
 
     # ------------------------------------------------------------- requests
 
@@ -536,6 +490,77 @@ class Meeting:
                                f"{self.session.server}: {method} {path}: {describe_api_error(err)}", err.status) from None
         except TransportError as err:
             raise MeetingError(f"run {self.settings.run_id}: slice {self.slice}: coordination cluster: {err}") from None
+
+
+def presence_leases(items: list, prefix: str, default_duration: float) -> dict:
+    """The slices' presence Leases (``items`` of a LIST) as ``observe`` takes them: slice number -> (what changes at
+    each renewal, lease duration, holder)."""
+    leases = {}
+    for item in items:
+        number = _slice_number((item.get("metadata") or {}).get("name", ""), prefix)
+        spec = item.get("spec") or {}
+        if number is None:
+            continue
+        marker = f"{spec.get('holderIdentity')}|{spec.get('renewTime')}"
+        leases[number] = (marker, float(spec.get("leaseDurationSeconds") or default_duration),
+                          str(spec.get("holderIdentity") or "?"))
+    return leases
+
+
+def given_up_reasons(judgement: Judgement, seen: dict, settings: MeetingSettings, count: int,
+                     lease_name: Callable[[int], str], barrier: str, where: str, now: float) -> list[str]:
+    """Why each slice was given up on (``judge``): dead, left, or never started, each said with its Lease."""
+    parts = []
+    for number in judgement.dead:
+        last = seen[number]
+        parts.append(f"slice {number}/{count} stopped renewing its presence (Lease {settings.namespace}/"
+                     f"{lease_name(number)}, held by {last.holder!r}, unchanged for {now - last.since:.0f}s "
+                     f"by this slice's clock, lease {last.duration:g}s): it died or was cancelled {where}")
+    for number in judgement.left:
+        parts.append(f"slice {number}/{count} left the run (its presence Lease {settings.namespace}/"
+                     f"{lease_name(number)} was removed: it finished or was cancelled) {where}")
+    if judgement.never:
+        names = ", ".join(f"{number}/{count}" for number in judgement.never)
+        parts.append(
+            f"slice(s) {names} never started: no presence Lease in namespace {settings.namespace} within "
+            f"arrival_timeout ({settings.arrival_timeout:g}s) of waiting at barrier {barrier!r}. AWX did not start "
+            f"them, most likely for lack of capacity: all {count} slices of this job must run at the same time, so "
+            f"its instance group needs capacity for {count} jobs at once (each takes min(forks, hosts in its "
+            f"slice) + 1); add capacity, lower Job Slicing, or raise the arrival timeout")
+    return parts
+
+
+def fact_text(key, value, *, secret: bool, namespace: str) -> str:
+    """A fact's value as the JSON kept for it; refused (``MeetingError``) when its key, secrecy or size is wrong."""
+    if not isinstance(key, str) or not FACT_KEY.match(key):
+        raise MeetingError(f"fact {key!r}: a fact's key is 1 to 100 letters, digits, '-' and '_', starting with a "
+                           f"letter or digit")
+    if secret:
+        raise MeetingError(f"fact {key!r}: refused: its value is marked secret, and facts shared between slices are "
+                           f"kept in a ConfigMap any reader of namespace {namespace} reads")
+    try:
+        text = json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as err:
+        raise MeetingError(f"fact {key!r}: its value is not JSON ({type(err).__name__}: {err})") from None
+    if len(text.encode()) > MAX_FACT_BYTES:
+        raise MeetingError(f"fact {key!r}: {len(text.encode())} bytes of JSON, more than the {MAX_FACT_BYTES} a "
+                           f"fact may have")
+    return text
+
+
+def fact_values(data: dict, key: str, configmap: str) -> dict:
+    """Every slice's value of fact ``key`` in the facts ConfigMap's ``data``: slice number -> value, in order."""
+    values = {}
+    for data_key, text in data.items():
+        fact, number = data_key.rpartition(".")[::2]
+        if fact != key or not number.isdigit():
+            continue
+        try:
+            values[int(number)] = json.loads(text)
+        except ValueError as err:
+            raise MeetingError(f"fact {key!r} of slice {number}: ConfigMap {configmap} "
+                               f"key {data_key!r} is not JSON (edited by hand?): {err}") from None
+    return dict(sorted(values.items()))
 
 
 def _slice_number(name: str, prefix: str) -> int | None:

@@ -247,6 +247,47 @@ class ApplyReport:
 
 # ---------------------------------------------------------------- the run
 
+class CreatedSoFar:
+    """What is known not to exist yet: the namespaces and kinds (CRDs) this run created, empty (nothing to read in
+    them, and a dry run cannot apply into them), and in a dry run what earlier phases of it would create."""
+
+    def __init__(self, carried: PlannedState | None):
+        self.carried = carried  # None in a real run: it never plans from pretence
+        self.namespaces: set = set()
+        self.kinds: set = set()  # (group, kind)
+
+    def namespace_phase(self, namespace: str | None) -> str | None:
+        """The earlier phase of this dry run that would create ``namespace`` (None: none, or not a dry run)."""
+        return self.carried.namespace_phase(namespace) if self.carried is not None else None
+
+    def namespace_pretended(self, namespace: str | None) -> bool:
+        return namespace in self.namespaces or self.namespace_phase(namespace) is not None
+
+    def note_created(self, one: PlannedObject):
+        if (one.resource.group, one.resource.kind) == NAMESPACE_GROUP_KIND:
+            self.namespaces.add(one.name)
+        elif (one.resource.group, one.resource.kind) == CRD_GROUP_KIND:
+            spec = one.body.get("spec") or {}
+            self.kinds.add((spec.get("group"), (spec.get("names") or {}).get("kind")))
+
+    def known_absent(self, one: PlannedObject) -> bool:
+        """In a namespace, or of a kind, that this run (or an earlier phase of this dry run) created: nothing to
+        read."""
+        return self.namespace_pretended(one.namespace) or (one.resource.group, one.resource.kind) in self.kinds
+
+    def unverifiable_in_dry_run(self, one: PlannedObject) -> bool:
+        return one.defined_in_bundle or (one.namespace is not None and self.namespace_pretended(one.namespace))
+
+    def unchecked_reason(self, one: PlannedObject) -> str:
+        """Why the server cannot dry-run ``one``; an earlier phase's CRD or namespace is named with its phase."""
+        from_phase = self.namespace_phase(one.namespace)
+        if one.kind_from_phase or (from_phase and not one.defined_in_bundle):
+            what = f"CRD is created by phase {one.kind_from_phase}" if one.kind_from_phase else \
+                f"namespace {one.namespace} is created by phase {from_phase}"
+            return f"{NOT_CHECKED}: its {what}"
+        return "not verified: its namespace or CRD is created by this bundle (a dry run cannot apply into it)"
+
+
 class ApplyRun:
     """One apply of a planned bundle against one cluster."""
 
@@ -257,8 +298,7 @@ class ApplyRun:
         self.pool = pool  # a long-lived executor shared by many clusters' runs (fleet); None: a pool per wave
         self.unreachable = threading.Event()
         self.parent: ApplySetParent | None = None
-        self.created_namespaces: set = set()  # by this run: empty, and a dry run cannot apply into them
-        self.created_kinds: set = set()       # (group, kind) of CRDs created by this run: no objects yet
+        self.created = CreatedSoFar(options.carried if options.dry_run else None)
         self.listed: dict = {}  # collections read whole before applying, by (group, kind, namespace)
         self.prefetched: dict = {}  # live objects read to check the set may take them over, by Target.key
         self.ownership: list = []   # what the run says about owners (see ApplyReport.ownership)
@@ -270,7 +310,7 @@ class ApplyRun:
             bundle = [one for one in bundle if self.options.selector.matches(one.obj)]
         if self.options.prune and not bundle:
             raise PhasekitError("the bundle has no objects: refusing to prune the whole ApplySet (as kubectl does)")
-        planned = plan_objects(bundle, self.discovery, self.options.namespace, carried=self._carried())
+        planned = plan_objects(bundle, self.discovery, self.options.namespace, carried=self.created.carried)
         check_request_sizes(planned)
         if self.options.applyset:
             self.parent = ApplySetParent(self.session, self.discovery, reference=self.options.applyset,
@@ -288,7 +328,7 @@ class ApplyRun:
             if report.failure is None and self.options.prune:
                 self._prune(planned, report)
             if report.failure is None and self.options.wait is not None and not self.options.dry_run:
-                self._wait(planned, report)
+                wait_until_ready(self.session, planned, self.options.wait, report)
         except PhasekitError as err:  # e.g. the API server went away, the ApplySet parent cannot be written
             report.failure = str(err)
         except ApiError as err:
@@ -311,19 +351,9 @@ class ApplyRun:
 
     # ------------------------------------------------------------ applying
 
-    def _carried(self) -> PlannedState | None:
-        """What earlier phases of this dry run would create (None in a real run: it never plans from pretence)."""
-        return self.options.carried if self.options.dry_run else None
-
-    def _namespace_from_phase(self, namespace: str | None) -> str | None:
-        """The earlier phase of this dry run that would create ``namespace`` (None: none, or not a dry run)."""
-        carried = self._carried()
-        return carried.namespace_phase(namespace) if carried is not None else None
-
     def _write_parent(self, superset: bool):
         namespace = self.parent.state.parent.namespace
-        self.parent.write(superset=superset, namespace_pretended=namespace in self.created_namespaces
-                          or self._namespace_from_phase(namespace) is not None)
+        self.parent.write(superset=superset, namespace_pretended=self.created.namespace_pretended(namespace))
 
     def _apply_waves(self, planned: list, report: ApplyReport):
         parent_namespace_in_bundle = self.parent is not None and any(
@@ -338,13 +368,11 @@ class ApplyRun:
                 self._write_parent(superset=True)
             failures = [p for p in members if p.action == FAILED]
             if failures:
-                for later in planned:
-                    if later.action == PENDING:
-                        later.action = SKIPPED
+                skip_pending(planned)
                 report.failure = _failure_message("apply", failures, len(planned))
                 return
             if wave == WAVE_CRDS and not self.options.dry_run:
-                self._establish_crds(members, report)
+                establish_crds(self.session, members, report)
                 if report.failure:
                     return
 
@@ -352,23 +380,10 @@ class ApplyRun:
         """``applyset_adopt``: refuse, before anything is written, the existing objects the set may not take over."""
         targets = [p.target for p in planned if not p.defined_in_bundle]
         self.prefetched = fetch_live(self.session, targets, workers=self.options.concurrency, listed=self.listed)
-        state = self.parent.state
-        refused = []
-        for one in planned:
-            live = self.prefetched.get(one.target.key)
-            if isinstance(live, dict):
-                owner = live_owner(live, state.id, state.parent.name)
-                if not may_adopt(self.options.applyset_adopt, owner):
-                    refused.append(f"{one.describe()} {owner.describe()}")
-        if refused:
-            shown = "; ".join(refused[:20]) + (f"; and {len(refused) - 20} more" if len(refused) > 20 else "")
-            wider = "unowned or all" if self.options.applyset_adopt == ADOPT_NONE else "all"
-            raise PhasekitError(f"ApplySet {state.parent} may not take over {len(refused)} existing object(s) "
-                                f"(applyset_adopt: {self.options.applyset_adopt}); nothing was applied: {shown}. "
-                                f"Set applyset_adopt to {wider} to take them over")
+        refuse_unadoptable(planned, self.prefetched, self.parent.state, self.options.applyset_adopt)
 
     def _apply_wave(self, members: list):
-        fresh = {id(p) for p in members if self._known_absent(p)}
+        fresh = {id(p) for p in members if self.created.known_absent(p)}
         known = {p.target.key: self.prefetched[p.target.key] for p in members
                  if id(p) not in fresh and p.target.key in self.prefetched}
         readable = [] if self._new_set_applied_blind() else [
@@ -379,7 +394,7 @@ class ApplyRun:
         live.update(known)
         for one in members:
             one.live = None if id(one) in fresh else live.get(one.target.key, UNKNOWN)
-            self._carry_earlier(one)
+            carry_earlier(one, self.created.carried)
             self._claim(one)
         # Objects already applied need no request; only the rest go to the pool (a re-run starts no thread).
         to_send = [one for one in members if not self._settle_unchanged(one)]
@@ -393,14 +408,6 @@ class ApplyRun:
         lanes = min(self.options.concurrency, len(to_send))
         with ThreadPoolExecutor(max_workers=lanes) as pool:
             in_lanes(pool, self._apply_one, interleave_kinds(to_send), lanes)
-
-    def _carry_earlier(self, one: PlannedObject):
-        """A preview: an object an earlier phase would create or change is previewed against what that phase would
-        make of it (configured or unchanged, not created twice)."""
-        carried = self._carried()
-        earlier = carried.changed_earlier(one.target.key) if carried is not None and one.live is not UNKNOWN else None
-        if earlier is not None:
-            one.live_from_phase, one.live = earlier[0], copy.deepcopy(earlier[1])
 
     def _claim(self, one: PlannedObject):
         """Mark ``one`` with the plan that owns it: the first plan that applied it keeps it (``object_claim``).
@@ -445,29 +452,13 @@ class ApplyRun:
         if self.unreachable.is_set():
             one.action, one.error = SKIPPED, "not sent: the API server stopped answering during this run"
             return
-        if self.options.dry_run and self._unverifiable_in_dry_run(one):
-            self._preview_unverifiable(one)
+        if self.options.dry_run and self.created.unverifiable_in_dry_run(one):
+            preview_unverifiable(one, self.created, self.options)
             return
-        path = one.target.path()
         try:
-            response = self._apply_with_new_kind_retry(one, path)
+            response = apply_with_new_kind_retry(self.session, one, self.options)
         except ApiError as err:
-            changed_by_others = conflicting_fields(err) if self.options.conflicts_are_drift else []
-            if changed_by_others:
-                one.action, one.drift = CONFIGURED, changed_by_others
-                return
-            if self.options.dry_run and _namespace_missing(err, one):
-                # status and check mode: the object is absent (an earlier phase makes its namespace in a run)
-                one.action = CREATED
-                one.status = Status("InProgress", f"not verified: its namespace {one.namespace} does not exist "
-                                                  "(a dry run cannot apply into it)")
-                self._record_diff(one, copy.deepcopy(one.body))
-                return
-            one.action = FAILED
-            one.error = scrub_secret_values(describe_api_error(err, force_hint=not self.options.force_conflicts),
-                                            one.body)
-            if err.status == 404 and not err.details.get("kind") and not one.defined_in_bundle:
-                self.discovery.invalidate()  # cached discovery named a resource the server no longer serves
+            self._refused(one, err)
             return
         except TransportError as err:
             one.action, one.error = FAILED, str(err)
@@ -477,80 +468,33 @@ class ApplyRun:
         one.action = self._action_of(one, response)
         one.status = compute_status(one.result)
         if one.action != UNCHANGED:
-            self._record_diff(one, one.result)
+            record_diff(one, one.result, self.options)
 
-    def _preview_unverifiable(self, one: PlannedObject):
-        """A dry run of an object the server cannot check (its CRD or namespace does not exist yet): would be
-        created, its body checked against its CRD's schema here, failed as the server would fail it."""
-        problems = schema_problems(one.body, one.custom_kind) if one.custom_kind is not None else []
-        if problems:
-            one.action = FAILED
-            one.error = scrub_secret_values(f"{'; '.join(problems)} (checked on the controller against the schema of "
-                                            f"the CustomResourceDefinition that {self._kind_origin(one)} creates: the "
-                                            "server cannot dry-run it before that CRD exists)", one.body)
+    def _refused(self, one: PlannedObject, err: ApiError):
+        """The API server refused to apply ``one``: drift, a preview of an object whose namespace is missing, or
+        a failure."""
+        changed_by_others = conflicting_fields(err) if self.options.conflicts_are_drift else []
+        if changed_by_others:
+            one.action, one.drift = CONFIGURED, changed_by_others
             return
-        if one.live_from_phase is not None:
-            one.action = UNCHANGED if _same_preview(one.live, one.body) else CONFIGURED
-            one.status = Status("InProgress", self._unchecked_reason(one))
-            if one.action == CONFIGURED:
-                self._record_diff(one, copy.deepcopy(one.body))
+        if self.options.dry_run and _namespace_missing(err, one):
+            # status and check mode: the object is absent (an earlier phase makes its namespace in a run)
+            one.action = CREATED
+            one.status = Status("InProgress", f"not verified: its namespace {one.namespace} does not exist "
+                                              "(a dry run cannot apply into it)")
+            record_diff(one, copy.deepcopy(one.body), self.options)
             return
-        one.action = CREATED
-        unchecked = self._unchecked_reason(one)
-        if one.custom_kind is not None and one.custom_kind.schema is not None and not validator_available():
-            unchecked += f"; {NO_VALIDATOR}"
-        one.status = Status("InProgress", unchecked)
-        self._record_diff(one, copy.deepcopy(one.body))
-
-    def _kind_origin(self, one: PlannedObject) -> str:
-        return f"phase {one.kind_from_phase}" if one.kind_from_phase else "this bundle"
-
-    def _unchecked_reason(self, one: PlannedObject) -> str:
-        """Why the server cannot dry-run ``one``; an earlier phase's CRD or namespace is named with its phase."""
-        from_phase = self._namespace_from_phase(one.namespace)
-        if one.kind_from_phase or (from_phase and not one.defined_in_bundle):
-            what = f"CRD is created by phase {one.kind_from_phase}" if one.kind_from_phase else \
-                f"namespace {one.namespace} is created by phase {from_phase}"
-            return f"{NOT_CHECKED}: its {what}"
-        return "not verified: its namespace or CRD is created by this bundle (a dry run cannot apply into it)"
-
-    def _known_absent(self, one: PlannedObject) -> bool:
-        """In a namespace, or of a kind, that this run (or an earlier phase of this dry run) created: nothing to
-        read."""
-        return (one.namespace in self.created_namespaces
-                or (one.resource.group, one.resource.kind) in self.created_kinds
-                or self._namespace_from_phase(one.namespace) is not None)
-
-    def _unverifiable_in_dry_run(self, one: PlannedObject) -> bool:
-        return one.defined_in_bundle or (one.namespace is not None and (
-            one.namespace in self.created_namespaces or self._namespace_from_phase(one.namespace) is not None))
-
-    def _apply_with_new_kind_retry(self, one: PlannedObject, path: str):
-        deadline = time.monotonic() + (NEW_KIND_RETRY_SECONDS if one.defined_in_bundle else 0)
-        delay = 0.2
-        while True:
-            try:
-                return self._apply_request(path, one.body, self.options.field_manager,
-                                           force=self.options.force_conflicts)
-            except ApiError as err:
-                if err.status != 404 or time.monotonic() >= deadline:
-                    raise
-                time.sleep(delay)
-                delay = min(delay * 2, 2.0)
-
-    def _apply_request(self, path: str, body: dict, field_manager: str, force: bool):
-        return self.session.apply(path, body, field_manager=field_manager, force=force,
-                                  dry_run=self.options.dry_run)
+        one.action = FAILED
+        one.error = scrub_secret_values(describe_api_error(err, force_hint=not self.options.force_conflicts),
+                                        one.body)
+        if err.status == 404 and not err.details.get("kind") and not one.defined_in_bundle:
+            self.discovery.invalidate()  # cached discovery named a resource the server no longer serves
 
     def _action_of(self, one: PlannedObject, response) -> str:
         if one.live_from_phase is not None:  # a preview: compared with what the earlier phase would make of it
             return UNCHANGED if _same_preview(one.live, one.result) else CONFIGURED
         if response.status == 201:
-            if (one.resource.group, one.resource.kind) == NAMESPACE_GROUP_KIND:
-                self.created_namespaces.add(one.name)
-            elif (one.resource.group, one.resource.kind) == CRD_GROUP_KIND:
-                spec = one.body.get("spec") or {}
-                self.created_kinds.add((spec.get("group"), (spec.get("names") or {}).get("kind")))
+            self.created.note_created(one)
             return CREATED
         live = one.live
         if isinstance(live, dict):
@@ -559,30 +503,6 @@ class ApplyRun:
         if live is None and self.options.dry_run:
             return CREATED
         return _action_from_timestamps(one.result, self.options.field_manager, response.headers)
-
-    def _record_diff(self, one: PlannedObject, after: dict):
-        before = one.live if isinstance(one.live, dict) else None
-        if self.options.dry_run:
-            one.drift = changed_fields(before, after)  # what status and check mode report as drift
-        if self.options.diff:
-            one.diff = object_diff(before, after, one.describe(), "dry run" if self.options.dry_run else "applied")
-            if one.live_from_phase is not None:
-                one.diff["before_header"] = f"{one.describe()} (after phase {one.live_from_phase})"
-
-    def _establish_crds(self, crds: list, report: ApplyReport):
-        """CRDs must be Established before their custom resources can be applied."""
-        rules = WaitRules(timeout=CRD_ESTABLISH_TIMEOUT)
-        known = {p.target.key: p.result for p in crds if p.result}
-        outcomes = wait_for(self.session, [p.target for p in crds], rules, known=known, first_delay=0.05)
-        by_key = {o.target.key: o for o in outcomes}
-        for one in crds:
-            one.status = by_key[one.target.key].status
-        problem = explained_not_ready(self.session, outcomes, CRD_ESTABLISH_TIMEOUT)
-        if problem:
-            report.failure = "CustomResourceDefinitions not established, custom resources not applied: " + problem
-            for later in report.objects:
-                if later.action == PENDING:
-                    later.action = SKIPPED
 
     # ------------------------------------------------------------ pruning
 
@@ -596,17 +516,118 @@ class ApplyRun:
         if report.failure is None:
             self._write_parent(superset=False)
 
-    # ------------------------------------------------------------ waiting
 
-    def _wait(self, planned: list, report: ApplyReport):
-        rules = self.options.wait
-        known = {p.target.key: p.result for p in planned if p.result}
-        outcomes = wait_for(self.session, [p.target for p in planned], rules, known=known)
-        for one, outcome in zip(planned, outcomes):
-            one.status = outcome.status
-        problem = explained_not_ready(self.session, outcomes, rules.timeout)
-        if problem:
-            report.failure = problem
+# ---------------------------------------------------------------- one object
+
+def refuse_unadoptable(planned: list, live_by_key: dict, state, adopt: str) -> None:
+    """Raise, naming them, for the existing objects (``live_by_key``) the set may not take over under ``adopt``."""
+    refused = []
+    for one in planned:
+        live = live_by_key.get(one.target.key)
+        if isinstance(live, dict):
+            owner = live_owner(live, state.id, state.parent.name)
+            if not may_adopt(adopt, owner):
+                refused.append(f"{one.describe()} {owner.describe()}")
+    if refused:
+        shown = "; ".join(refused[:20]) + (f"; and {len(refused) - 20} more" if len(refused) > 20 else "")
+        wider = "unowned or all" if adopt == ADOPT_NONE else "all"
+        raise PhasekitError(f"ApplySet {state.parent} may not take over {len(refused)} existing object(s) "
+                            f"(applyset_adopt: {adopt}); nothing was applied: {shown}. "
+                            f"Set applyset_adopt to {wider} to take them over")
+
+
+def carry_earlier(one: PlannedObject, carried: PlannedState | None):
+    """A preview: an object an earlier phase would create or change is previewed against what that phase would
+    make of it (configured or unchanged, not created twice)."""
+    earlier = carried.changed_earlier(one.target.key) if carried is not None and one.live is not UNKNOWN else None
+    if earlier is not None:
+        one.live_from_phase, one.live = earlier[0], copy.deepcopy(earlier[1])
+
+
+def apply_with_new_kind_retry(session, one: PlannedObject, options: ApplyOptions):
+    """Server-side apply ``one``; one of a kind this bundle defines is retried on 404 for a while (a CRD just
+    Established may take a moment to be served)."""
+    deadline = time.monotonic() + (NEW_KIND_RETRY_SECONDS if one.defined_in_bundle else 0)
+    delay = 0.2
+    while True:
+        try:
+            return session.apply(one.target.path(), one.body, field_manager=options.field_manager,
+                                 force=options.force_conflicts, dry_run=options.dry_run)
+        except ApiError as err:
+            if err.status != 404 or time.monotonic() >= deadline:
+                raise
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+
+def preview_unverifiable(one: PlannedObject, created: CreatedSoFar, options: ApplyOptions):
+    """A dry run of an object the server cannot check (its CRD or namespace does not exist yet): would be
+    created, its body checked against its CRD's schema here, failed as the server would fail it."""
+    problems = schema_problems(one.body, one.custom_kind) if one.custom_kind is not None else []
+    if problems:
+        kind_origin = f"phase {one.kind_from_phase}" if one.kind_from_phase else "this bundle"
+        one.action = FAILED
+        one.error = scrub_secret_values(f"{'; '.join(problems)} (checked on the controller against the schema of "
+                                        f"the CustomResourceDefinition that {kind_origin} creates: the "
+                                        "server cannot dry-run it before that CRD exists)", one.body)
+        return
+    if one.live_from_phase is not None:
+        one.action = UNCHANGED if _same_preview(one.live, one.body) else CONFIGURED
+        one.status = Status("InProgress", created.unchecked_reason(one))
+        if one.action == CONFIGURED:
+            record_diff(one, copy.deepcopy(one.body), options)
+        return
+    one.action = CREATED
+    unchecked = created.unchecked_reason(one)
+    if one.custom_kind is not None and one.custom_kind.schema is not None and not validator_available():
+        unchecked += f"; {NO_VALIDATOR}"
+    one.status = Status("InProgress", unchecked)
+    record_diff(one, copy.deepcopy(one.body), options)
+
+
+def record_diff(one: PlannedObject, after: dict, options: ApplyOptions):
+    """What applying ``one`` changes: its drift in a dry run, its diff when asked for."""
+    before = one.live if isinstance(one.live, dict) else None
+    if options.dry_run:
+        one.drift = changed_fields(before, after)  # what status and check mode report as drift
+    if options.diff:
+        one.diff = object_diff(before, after, one.describe(), "dry run" if options.dry_run else "applied")
+        if one.live_from_phase is not None:
+            one.diff["before_header"] = f"{one.describe()} (after phase {one.live_from_phase})"
+
+
+# ---------------------------------------------------------------- waiting
+
+def skip_pending(planned: list):
+    """Objects not yet sent are skipped once a wave failed."""
+    for later in planned:
+        if later.action == PENDING:
+            later.action = SKIPPED
+
+
+def establish_crds(session, crds: list, report: ApplyReport):
+    """CRDs must be Established before their custom resources can be applied."""
+    rules = WaitRules(timeout=CRD_ESTABLISH_TIMEOUT)
+    known = {p.target.key: p.result for p in crds if p.result}
+    outcomes = wait_for(session, [p.target for p in crds], rules, known=known, first_delay=0.05)
+    by_key = {o.target.key: o for o in outcomes}
+    for one in crds:
+        one.status = by_key[one.target.key].status
+    problem = explained_not_ready(session, outcomes, CRD_ESTABLISH_TIMEOUT)
+    if problem:
+        report.failure = "CustomResourceDefinitions not established, custom resources not applied: " + problem
+        skip_pending(report.objects)
+
+
+def wait_until_ready(session, planned: list, rules: WaitRules, report: ApplyReport):
+    """``wait``: the applied objects are ready (their status) within the rules' timeout, or the report fails."""
+    known = {p.target.key: p.result for p in planned if p.result}
+    outcomes = wait_for(session, [p.target for p in planned], rules, known=known)
+    for one, outcome in zip(planned, outcomes):
+        one.status = outcome.status
+    problem = explained_not_ready(session, outcomes, rules.timeout)
+    if problem:
+        report.failure = problem
 
 
 # ---------------------------------------------------------------- helpers

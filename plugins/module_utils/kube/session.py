@@ -434,12 +434,7 @@ class ApiSession:
         ``attempts``: at most that many tries instead of the session's ``max_attempts`` (1: a best-effort request
         that must not wait out a gone server's backoff)."""
         most = attempts or self.max_attempts
-        if most == 1:
-            self._refuse_if_unanswered(method, path)
-        if method != "GET" and self.before_write is not None:
-            self.before_write(method, path)  # may raise: then nothing is sent
-        if method != "GET" and self.memory is not None:
-            self.memory.forget(self.server, path)  # before it is sent: a write that fails may still have changed it
+        self._before_sending(method, path, most)
         url = self.server + path + (("?" + urlencode(query)) if query else "")
         payload = None if body is None else request_body(body)
         attempt = 0
@@ -478,6 +473,15 @@ class ApiSession:
                 raise self._unanswered_error(f"the API server {self.server} did not complete the request in time "
                                              f"(after {attempt} attempt(s)): {error.reason}: {error.message}") from None
             raise error
+
+    def _before_sending(self, method: str, path: str, most: int):
+        """What a request checks and forgets before its first try (any of these may raise: then nothing is sent)."""
+        if most == 1:
+            self._refuse_if_unanswered(method, path)
+        if method != "GET" and self.before_write is not None:
+            self.before_write(method, path)
+        if method != "GET" and self.memory is not None:
+            self.memory.forget(self.server, path)  # before it is sent: a write that fails may still have changed it
 
     def server_time(self) -> float | None:
         """The API server's time now (epoch seconds): the ``Date`` of its last answer, plus the time elapsed on
