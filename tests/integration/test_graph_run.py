@@ -306,7 +306,7 @@ def test_the_timeline_picture_shows_each_phase_after_what_it_needs(site, cluster
                  "phase b needs a, which the selection leaves out (a: skip)", id="a-need-the-selection-removed"),
 ])
 def test_a_bad_graph_is_refused_naming_the_document_before_anything_runs(site, collections_path, tmp_path, phases,
-                                                                        extra, said):
+                                                                         extra, said):
     log = tmp_path / "times.log"
     documents = [{"apiVersion": API, "kind": "Phase", "metadata": {"name": name},
                   "spec": {"cluster": "workload", "needs": needs, **command("storage", log)}}

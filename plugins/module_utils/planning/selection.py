@@ -37,7 +37,6 @@ from ansible_collections.phasekit.kube.plugins.module_utils.planning.model impor
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.problems import did_you_mean
 
 
-
 @dataclass(frozen=True)
 class Step:
     """One entry of the run list: its name there, the phase's full name, and the plan entry that brought it."""

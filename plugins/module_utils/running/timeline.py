@@ -57,8 +57,8 @@ def timeline_html(entries: list[dict], *, plan: str, mode: str) -> str:
     """The page: the title, the axis, a row per cluster (in the order they first started), the legend, and what
     never ran."""
     bars, not_run = bars_of(entries)
-    clusters = list(dict.fromkeys(bar.cluster for bar in sorted(bars, key=lambda bar: (bar.start, bar.cluster))))
-    span = max([bar.end for bar in bars] + [0.001])
+    clusters = list(dict.fromkeys(drawn.cluster for drawn in sorted(bars, key=lambda drawn: (drawn.start, drawn.cluster))))
+    span = max([drawn.end for drawn in bars] + [0.001])
     scale = WIDTH / span
     height = TOP + ROW * len(clusters) + 20
     title = f"Plan {plan or '(unnamed)'}: {mode} timeline"
@@ -69,7 +69,7 @@ def timeline_html(entries: list[dict], *, plan: str, mode: str) -> str:
         y = TOP + row * ROW
         svg.append(f'<text class="cluster" x="{LEFT - 8}" y="{y + BAR - 4}" text-anchor="end">'
                    f'{html.escape(cluster)}</text>')
-        svg += [_bar(bar, y, scale) for bar in bars if bar.cluster == cluster]
+        svg += [_bar(drawn, y, scale) for drawn in bars if drawn.cluster == cluster]
     svg.append("</svg>")
     return _page(title, svg, not_run, span)
 
@@ -86,17 +86,17 @@ def _axis(span: float, scale: float, height: int) -> list[str]:
     return parts
 
 
-def _bar(bar: Bar, y: int, scale: float) -> str:
-    x, width = LEFT + bar.start * scale, max((bar.end - bar.start) * scale, 2.0)
-    label = html.escape(bar.phase)
-    tip = html.escape(f"{bar.phase} on {bar.cluster}: {bar.result}, {bar.start:.2f}s to {bar.end:.2f}s "
-                      f"({bar.end - bar.start:.2f}s)")
+def _bar(drawn: Bar, y: int, scale: float) -> str:
+    x, width = LEFT + drawn.start * scale, max((drawn.end - drawn.start) * scale, 2.0)
+    label = html.escape(drawn.phase)
+    tip = html.escape(f"{drawn.phase} on {drawn.cluster}: {drawn.result}, {drawn.start:.2f}s to {drawn.end:.2f}s "
+                      f"({drawn.end - drawn.start:.2f}s)")
     text = (f'<text class="phase" x="{x + 4:.1f}" y="{y + BAR - 5}">{label}</text>'
-            if width > 7 * len(bar.phase) + 8 else "")
-    return (f'<g class="bar" data-phase="{label}" data-cluster="{html.escape(bar.cluster)}" '
-            f'data-result="{html.escape(bar.result)}" data-start="{bar.start:.3f}" data-end="{bar.end:.3f}">'
+            if width > 7 * len(drawn.phase) + 8 else "")
+    return (f'<g class="bar" data-phase="{label}" data-cluster="{html.escape(drawn.cluster)}" '
+            f'data-result="{html.escape(drawn.result)}" data-start="{drawn.start:.3f}" data-end="{drawn.end:.3f}">'
             f'<title>{tip}</title><rect x="{x:.1f}" y="{y}" width="{width:.1f}" height="{BAR}" rx="3" '
-            f'fill="{COLOURS.get(bar.result, OTHER_COLOUR)}"/>{text}</g>')
+            f'fill="{COLOURS.get(drawn.result, OTHER_COLOUR)}"/>{text}</g>')
 
 
 def _page(title: str, svg: list[str], not_run: list[dict], span: float) -> str:
