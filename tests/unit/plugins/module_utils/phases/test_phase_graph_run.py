@@ -129,46 +129,44 @@ def test_a_plan_without_graph_keeps_the_barrier():
     assert min(work.calls[("two", host)][0] for host in AB) >= work.calls[("one", "b")][1]
 
 
-def test_a_rollout_is_one_node_run_batch_by_batch_before_its_dependents():
-    hosts = ("a", "b", "m")
-    rollout = RolloutOf("cni", Rollout((1, "100%"), 0.0, 0.0), list(hosts)).to_dict()
-    entries = [run_entry("cni", None, (), rollout=rollout), run_entry("cni/apply", "command", hosts, rollout=rollout),
-               run_entry("apps", "command", hosts)]
+ROLLED = ("a", "b", "m")
+
+
+def rollout_plan(budget: float = 0.0, others=(("apps", ROLLED, (Need("cni", SAME_CLUSTER),)),)):
+    """A rollout ``cni`` in batches [1, 100%] over a, b and m (one child, ``cni/apply``), then ``others``:
+    (name, hosts, needs) each. The run entries and the graph."""
+    rollout = RolloutOf("cni", Rollout((1, "100%"), budget, 0.0), list(ROLLED)).to_dict()
+    entries = [run_entry("cni", None, (), rollout=rollout), run_entry("cni/apply", "command", ROLLED, rollout=rollout),
+               *(run_entry(name, "command", hosts) for name, hosts, _needs in others)]
     graph = build_graph([GraphEntry("cni", "cni", 1, (), (), True, "cni"),
-                         GraphEntry("cni/apply", "cni/apply", 1, hosts, (), False, "cni"),
-                         GraphEntry("apps", "apps", 2, hosts, (Need("cni", SAME_CLUSTER),))], Problems())
+                         GraphEntry("cni/apply", "cni/apply", 1, ROLLED, (), False, "cni"),
+                         *(GraphEntry(name, name, position, hosts, needs)
+                           for position, (name, hosts, needs) in enumerate(others, start=2))], Problems())
+    return entries, graph
+
+
+def test_a_rollout_is_one_node_run_batch_by_batch_before_its_dependents():
+    entries, graph = rollout_plan()
     work = Script(delays={"cni/apply": 0.05})
-    report = run_phases(entries, work, hosts_in_play=list(hosts), concurrency=4, graph=GraphRun(graph))
+    report = run_phases(entries, work, hosts_in_play=list(ROLLED), concurrency=4, graph=GraphRun(graph))
     assert [batch.hosts for batch in report.batches] == [["a"], ["b", "m"]]
-    for host in hosts:
+    for host in ROLLED:
         assert work.calls[("apps", host)][0] >= work.calls[("cni/apply", host)][1]
     assert {(record.phase, record.host) for record in report.records} == {
-        (name, host) for name in ("cni/apply", "apps") for host in hosts}
+        (name, host) for name in ("cni/apply", "apps") for host in ROLLED}
 
 
 def test_a_rollout_releases_each_batch_to_its_dependents_while_later_batches_run():
-    hosts = ("a", "b", "m")
-    rollout = RolloutOf("cni", Rollout((1, "100%"), 0.0, 0.0), list(hosts)).to_dict()
-    entries = [run_entry("cni", None, (), rollout=rollout), run_entry("cni/apply", "command", hosts, rollout=rollout),
-               run_entry("apps", "command", hosts)]
-    graph = build_graph([GraphEntry("cni", "cni", 1, (), (), True, "cni"),
-                         GraphEntry("cni/apply", "cni/apply", 1, hosts, (), False, "cni"),
-                         GraphEntry("apps", "apps", 2, hosts, (Need("cni", SAME_CLUSTER),))], Problems())
+    entries, graph = rollout_plan()
     work = Script(delays={("cni/apply", "b"): 0.3, ("cni/apply", "m"): 0.3})
-    run_phases(entries, work, hosts_in_play=list(hosts), concurrency=4, graph=GraphRun(graph))
+    run_phases(entries, work, hosts_in_play=list(ROLLED), concurrency=4, graph=GraphRun(graph))
     assert work.calls[("apps", "a")][0] < work.calls[("cni/apply", "b")][1]   # batch 1 (a) went on during batch 2
 
 
 def test_a_failure_within_the_rollout_budget_blocks_only_that_cluster():
-    hosts = ("a", "b", "m")
-    rollout = RolloutOf("cni", Rollout((1, "100%"), 100.0, 0.0), list(hosts)).to_dict()
-    entries = [run_entry("cni", None, (), rollout=rollout), run_entry("cni/apply", "command", hosts, rollout=rollout),
-               run_entry("apps", "command", hosts)]
-    graph = build_graph([GraphEntry("cni", "cni", 1, (), (), True, "cni"),
-                         GraphEntry("cni/apply", "cni/apply", 1, hosts, (), False, "cni"),
-                         GraphEntry("apps", "apps", 2, hosts, (Need("cni", SAME_CLUSTER),))], Problems())
+    entries, graph = rollout_plan(budget=100.0)
     work = Script(answers={("cni/apply", "a"): Outcome(failed=True, msg="broken")})
-    report = run_phases(entries, work, hosts_in_play=list(hosts), concurrency=4, graph=GraphRun(graph))
+    report = run_phases(entries, work, hosts_in_play=list(ROLLED), concurrency=4, graph=GraphRun(graph))
     assert {host for phase, host in work.calls if phase == "apps"} == {"b", "m"}
     assert not report.stopped_by
 
@@ -176,17 +174,10 @@ def test_a_failure_within_the_rollout_budget_blocks_only_that_cluster():
 @pytest.mark.parametrize("keep_going, second_batch", [(False, False), (True, True)],
                          ids=["a-failure-elsewhere-starts-no-more-batches", "keep-going-runs-every-batch"])
 def test_a_running_rollout_starts_no_batch_after_a_failure_elsewhere(keep_going, second_batch):
-    hosts = ("a", "b", "m")
-    rollout = RolloutOf("cni", Rollout((1, "100%"), 0.0, 0.0), list(hosts)).to_dict()
-    entries = [run_entry("cni", None, (), rollout=rollout), run_entry("cni/apply", "command", hosts, rollout=rollout),
-               run_entry("other", "command", ("m",)), run_entry("last", "command", ("m",))]
-    graph = build_graph([GraphEntry("cni", "cni", 1, (), (), True, "cni"),
-                         GraphEntry("cni/apply", "cni/apply", 1, hosts, (), False, "cni"),
-                         GraphEntry("other", "other", 2, ("m",), ()),
-                         GraphEntry("last", "last", 3, ("m",), (Need("other"),))], Problems())
     # a graph (last needs other; cni and other need nothing): other fails on m while batch 1 (a) runs
+    entries, graph = rollout_plan(others=(("other", ("m",), ()), ("last", ("m",), (Need("other"),))))
     work = Script(answers={("other", "m"): Outcome(failed=True, msg="no")}, delays={("cni/apply", "a"): 0.2})
-    report = run_phases(entries, work, hosts_in_play=list(hosts), concurrency=4,
+    report = run_phases(entries, work, hosts_in_play=list(ROLLED), concurrency=4,
                         graph=GraphRun(graph, keep_going=keep_going))
     assert (("cni/apply", "b") in work.calls) is second_batch
     assert [batch.ran for batch in report.batches] == [True, second_batch]
