@@ -312,7 +312,6 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
         self.dry_run, self.status_mode, self.progress, self.sleep = dry_run, status_mode, progress, sleep
         self.recorded, self.prepare, self.rollouts, self.live = recorded, prepare, rollouts, live
         self.failed: set[str] = set()
-        self.by_graph = False     # a graph run: a phase starts on its clusters a few at a time (see _GraphWalk)
         self._guarded: dict[str, list[str]] = {}   # a rollout's phase -> hosts its earlier batches were let run on
         self._started: dict[str, float] = {}    # host -> when its work on the current phase began (live lines)
         self._lock = threading.Lock()
@@ -357,17 +356,26 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
         if self.guard is None or not hosts:
             return None
         started, started_at = time.monotonic(), time.time()
-        earlier = self._guarded.setdefault(phase.name, []) if barrier.batch is not None or self.by_graph else []
-        try:
-            known = set(earlier)
-            reason = self.guard(phase, earlier + [host for host in hosts if host not in known])
-        except PhasekitError as err:
-            reason = str(err)
-        except Exception as err:  # pylint: disable=broad-exception-caught
-            reason = f"unexpected error before phase {phase.name} started ({type(err).__name__}): {err}"
+        earlier = self._guarded.setdefault(phase.name, []) if barrier.batch is not None else []
+        known = set(earlier)
+        reason = self.guard_reason(phase, earlier + [host for host in hosts if host not in known])
         if not reason:
             earlier.extend(hosts)
             return None
+        return self.refuse(phase, hosts, barrier, reason, started, started_at)
+
+    def guard_reason(self, phase: RunEntry, hosts: list[str]) -> str | None:
+        """Why the guard refuses ``phase`` on ``hosts`` together (None: it may start there)."""
+        try:
+            return self.guard(phase, hosts)
+        except PhasekitError as err:
+            return str(err)
+        except Exception as err:  # pylint: disable=broad-exception-caught
+            return f"unexpected error before phase {phase.name} started ({type(err).__name__}): {err}"
+
+    def refuse(self, phase: RunEntry, hosts: list[str], barrier: Barrier, reason: str, started: float,
+               started_at: float) -> list[PhaseRecord]:
+        """``phase`` failed on ``hosts`` for ``reason`` before it started there: their records, counted."""
         details = {"refused": True}
         if barrier.batch is not None:
             details["rollout"] = barrier.batch.to_dict()
@@ -569,7 +577,9 @@ class _GraphWalk:
         self.position = {name: index for index, name in enumerate(self.entries)}
         self.first_failed = ""
         self.released: dict = {}     # rollout node -> the clusters its batches released so far
-        runner.by_graph = True
+        # node -> (its barrier, the guard's verdict on all its clusters in play, asked before its first pair starts:
+        # two hosts of one cluster are refused before either writes, however the scheduler hands them out)
+        self.gates: dict = {}
 
     def run(self) -> None:
         while True:
@@ -610,10 +620,9 @@ class _GraphWalk:
         self.began.setdefault(name, time.monotonic())
         if runner.prepare is not None:
             runner.prepare(playing)
-        barrier = Barrier(running=len([host for host in self.graph.nodes[name].hosts if host in runner.in_play]))
-        refused = runner.refused(entry, playing, barrier) if runner.guard is not None else None
-        if refused is not None:
-            for record in refused:
+        barrier, reason = self._gate(name, entry)
+        if reason:
+            for record in runner.refuse(entry, playing, barrier, reason, time.monotonic(), time.time()):
                 self.records[name].append(record)
                 self.scheduler.ended(name, record.host, schedule.FAILED)
             return
@@ -621,6 +630,15 @@ class _GraphWalk:
             self.in_flight += 1
             future = runner.pool.submit(runner._run_on, entry, HostContext(host, barrier))  # pylint: disable=protected-access
             future.add_done_callback(lambda done, host=host: self.ends.put((name, host, done)))
+
+    def _gate(self, name: str, entry: RunEntry) -> tuple:
+        """The node's barrier and the guard's verdict on all its clusters in play (None: it may start), once."""
+        if name not in self.gates:
+            runner = self.runner
+            in_play = [host for host in self.graph.nodes[name].hosts if host in runner.in_play]
+            reason = runner.guard_reason(entry, in_play) if runner.guard is not None and len(in_play) > 1 else None
+            self.gates[name] = (Barrier(running=len(in_play)), reason)
+        return self.gates[name]
 
     def _start_rollout(self, name: str, hosts: tuple) -> None:
         runner = self.runner

@@ -129,6 +129,25 @@ def test_a_plan_without_graph_keeps_the_barrier():
     assert min(work.calls[("two", host)][0] for host in AB) >= work.calls[("one", "b")][1]
 
 
+def test_two_hosts_of_one_cluster_are_refused_before_either_writes_however_they_become_ready():
+    """``app`` needs ``base`` on the same cluster, and base ends on a long before b: a's pair of app is ready alone.
+    The guard still sees app's hosts together (a and b reach one cluster) and refuses both before either runs."""
+    guarded = []
+
+    def guard(entry, hosts):
+        guarded.append((entry.name, tuple(hosts)))
+        return "a and b are one cluster" if entry.name == "app" and {"a", "b"} <= set(hosts) else None
+
+    entries, graph = graph_plan(("base", AB, []), ("app", AB, [("base", SAME_CLUSTER)]), ("side", ("m",), []))
+    work = Script(delays={("base", "b"): 0.2})
+    report = run_phases(entries, work, hosts_in_play=list(AB) + ["m"], concurrency=8, guard=guard,
+                        graph=GraphRun(graph, keep_going=True))
+    assert not [key for key in work.calls if key[0] == "app"], work.calls
+    assert {(record.host, record.result) for record in report.records if record.phase == "app"} == {
+        ("a", "failed"), ("b", "failed")}
+    assert [hosts for name, hosts in guarded if name == "app"] == [("a", "b")]    # asked once, for both
+
+
 ROLLED = ("a", "b", "m")
 
 
