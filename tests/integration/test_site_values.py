@@ -166,7 +166,9 @@ def test_the_drift_gate_fails_status_and_check_runs_when_a_cluster_differs(value
 def test_a_phase_timeout_ends_a_command_and_no_retry_starts_after_it(values_site):
     slow = phase("slow", cluster="management", executor="command", retries=3, delay=1, timeout=2,
                  options={"argv": ["sleep", "30"]})
-    result = values_site([slow, settings_phase()])
+    # its own run record (so its own lock): another file's run on the same cluster must not hold the lock while
+    # this phase's 2 seconds go by
+    result = values_site([slow, settings_phase()], "-e", f"plan_record_namespace={values_site.namespace}")
     assert result.rc != 0
     assert "did not finish within 2s" in result.stdout, result                       # ended at the phase's limit
     assert "attempt 1 of 4: " in result.stdout                                        # the only attempt
