@@ -234,17 +234,57 @@ def test_two_runs_at_once_ten_rounds(clusters, collections_path, tmp_path, names
     assert LOCK_HOLDER not in (record(target, namespace)["metadata"].get("annotations") or {})
 
 
+def held_sites(tmp_path: Path, cluster, namespace: str, round_number: int, held: Path, go: Path) -> dict:
+    """The racing sites, run A holding its lock in a first phase until ``go`` exists (it says so in ``held``)."""
+    sites = racing_sites(tmp_path, cluster, namespace, round_number)
+    hold = f"touch {held}; for i in $(seq 600); do [ -e {go} ] && exit 0; sleep 0.2; done; exit 1"
+    documents = yaml.safe_load_all((sites["A"] / "phases" / "site.yaml").read_text())
+    documents = [document for document in documents if document["kind"] == "Phase"]
+    (sites["A"] / "phases" / "site.yaml").write_text(yaml.safe_dump_all(
+        [phase("hold", "command", options={"shell": True, "cmd": hold}), *documents, plan(PLAN, "hold", "apps")]))
+    return sites
+
+
+def lines_until(proc: subprocess.Popen, text: str, timeout: float = 120) -> str:
+    """What the run printed up to the first line holding ``text`` (the rest is left for ``finish``)."""
+    deadline, seen = time.monotonic() + timeout, []
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        seen.append(line)
+        if text in line:
+            return "".join(seen)
+    raise AssertionError(f"the run never printed {text!r}:\n{''.join(seen)}")
+
+
 @pytest.mark.first_full_line
 def test_two_runs_at_once_the_second_waits_with_plan_lock_timeout(clusters, collections_path, tmp_path, namespace):
+    """Run A holds the plan's lock (its first phase waits for a file); run B, started then with plan_lock_timeout,
+    waits for A, says whom it waited for, and applies its own objects after A's: A's objects are B's, none lost."""
     target = clusters[CLUSTER]
-    said = []
-    for number in range(1, 4):
-        done = race_round(tmp_path, collections_path, target, namespace, number, "-e", "plan_lock_timeout=120")
+    for number in range(1, 3):
+        held, go = tmp_path / f"held{number}", tmp_path / f"go{number}"
+        sites = held_sites(tmp_path, target, namespace, number, held, go)
+        first = start(sites["A"], collections_path)
+        for _ in range(600):
+            if held.exists() or first.poll() is not None:
+                break
+            time.sleep(0.2)
+        assert held.exists(), finish(first)[1]
+        second = start(sites["B"], collections_path, "-e", "plan_lock_timeout=120")
+        seen = lines_until(second, "Plan race: run")   # B's run task began: it reads the record, finds A's lock
+        time.sleep(3)
+        go.write_text("")
+        done = {"A": finish(first), "B": finish(second)}
+        done["B"] = (done["B"][0], seen + done["B"][1])
         assert [rc for rc, _output in done.values()] == [0, 0], done
-        check_round(target, namespace, number, done, waited=True)
-        said += [words(output) for _rc, output in done.values()]
-    waits = [re.search(r"cluster target: waited \d+s for run \S+ by \S+@\S+ .*?then took the lock", text) for text in said]
-    assert any(waits), said
+        assert state(target, namespace) == expected_state("B", number), done["B"][1]
+        said = words(done["B"][1])
+        entries = json.loads(record(target, namespace)["data"]["apps"])
+        assert re.search(rf"cluster target: waited \d+s for run {re.escape(entries[1]['run'])} by \S+@\S+ "
+                         rf".*?then took the lock", said), said
+        assert entries[0]["run"] != entries[1]["run"]
 
 
 # ---------------------------------------------------------------- a run killed outright

@@ -313,7 +313,9 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
         self.recorded, self.prepare, self.rollouts, self.live = recorded, prepare, rollouts, live
         self.failed: set[str] = set()
         self._guarded: dict[str, list[str]] = {}   # a rollout's phase -> hosts its earlier batches were let run on
-        self._started: dict[str, float] = {}    # host -> when its work on the current phase began (live lines)
+        # (phase, host) -> when its work began (live lines); keyed by phase too: in a graph, a rollout's batch and
+        # other phases run at once on one pool
+        self._started: dict[tuple[str, str], float] = {}
         self._lock = threading.Lock()
         report.batches_run = rollouts.batches_before
 
@@ -330,7 +332,6 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
         if refused is not None:
             return refused
         started = time.monotonic()
-        self._started = {}
         futures = {host: self.pool.submit(self._run_on, phase, HostContext(host, barrier)) for host in hosts}
         if self.live is not None:
             self._watch_live(phase, barrier, futures, started)
@@ -374,9 +375,10 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
             return f"unexpected error before phase {phase.name} started ({type(err).__name__}): {err}"
 
     def refuse(self, phase: RunEntry, hosts: list[str], barrier: Barrier, reason: str, started: float,
-               started_at: float) -> list[PhaseRecord]:
-        """``phase`` failed on ``hosts`` for ``reason`` before it started there: their records, counted."""
-        details = {"refused": True}
+               started_at: float, details: dict | None = None) -> list[PhaseRecord]:
+        """``phase`` failed on ``hosts`` for ``reason`` before it started there: their records, counted.
+        ``details``: the records' (default: refused by the guard)."""
+        details = {"refused": True} if details is None else dict(details)
         if barrier.batch is not None:
             details["rollout"] = barrier.batch.to_dict()
         records = [PhaseRecord(phase=phase.name, host=host, executor=phase.executor, result=FAILED,
@@ -406,7 +408,8 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
         now = time.monotonic()
         finished = [future.result() for future in futures.values() if future.done()]
         with self._lock:
-            running = {host: now - began for host, began in self._started.items() if not futures[host].done()}
+            running = {host: now - self._started[(planned.name, host)] for host, future in futures.items()
+                       if (planned.name, host) in self._started and not future.done()}
         times = {record.host: (record.duration, False) for record in finished}
         times.update({host: (seconds, True) for host, seconds in running.items()})
         slowest = max(times, key=lambda host: times[host][0], default="")
@@ -421,7 +424,7 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
     def _run_on(self, planned: RunEntry, context: HostContext) -> PhaseRecord:
         if self.live is not None:
             with self._lock:
-                self._started[context.host] = time.monotonic()
+                self._started[(planned.name, context.host)] = time.monotonic()
         record = run_on_host(planned, context, self.work, self.status_mode, retry=not self.dry_run, sleep=self.sleep)
         if context.batch is not None:
             record.details = {**record.details, "rollout": context.batch.to_dict()}
@@ -580,6 +583,7 @@ class _GraphWalk:
         # node -> (its barrier, the guard's verdict on all its clusters in play, asked before its first pair starts:
         # two hosts of one cluster are refused before either writes, however the scheduler hands them out)
         self.gates: dict = {}
+        self.crashed: dict = {}      # rollout node -> the error its thread ended with
 
     def run(self) -> None:
         while True:
@@ -651,6 +655,9 @@ class _GraphWalk:
                 runner.rollout(members[0].rollout, members, hosts=set(hosts) & runner.in_play,
                                batch_ended=lambda batch: self.ends.put((name, batch, BATCH_ENDED)),
                                go_on=self.scheduler.going_on)
+            except Exception as err:  # pylint: disable=broad-exception-caught
+                # told on the run's thread: the clusters it did not reach fail, never a thread's traceback
+                self.crashed[name] = f"unexpected error in rollout {name} ({type(err).__name__}): {err}"
             finally:
                 self.ends.put((name, tuple(hosts), None))
 
@@ -678,8 +685,23 @@ class _GraphWalk:
 
     def _rollout_ended(self, name: str, hosts: tuple) -> None:
         """The rollout's clusters no batch released (a batch that stopped it, those after it, those not in play)."""
+        if name in self.crashed:
+            self._rollout_crashed(name, hosts)
         self._rollout_hosts_ended(name, hosts, tolerated=False)
         self.shown.add(name)     # its batches said how they went
+
+    def _rollout_crashed(self, name: str, hosts: tuple) -> None:
+        """A rollout whose thread raised: its phases fail on each cluster in play it left without a record."""
+        runner, members = self.runner, self.graph.nodes[name].members
+        reached = {(record.phase, record.host) for record in runner.report.records}
+        for member in members:
+            entry = self.entries[member]
+            left = [host for host in hosts if host in runner.in_play and host in entry.hosts
+                    and (member, host) not in reached]
+            if entry.executor and left:
+                runner.refuse(entry, left, Barrier(running=len(left)), self.crashed[name], time.monotonic(),
+                              time.time(), details={})
+        self.first_failed = self.first_failed or name
 
     def _rollout_hosts_ended(self, name: str, hosts, tolerated: bool) -> None:
         """Each cluster of a rollout not told yet: failed when a phase of it failed there or its batch never ran

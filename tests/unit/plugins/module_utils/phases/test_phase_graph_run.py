@@ -18,7 +18,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.planning.graph impor
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.problems import Problems
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.rollout import Rollout, RolloutOf
 from ansible_collections.phasekit.kube.plugins.module_utils.running.runner import (
-    GraphRun, Outcome, run_phases)
+    GraphRun, LiveProgress, Outcome, RolloutRun, run_phases)
 
 AB = ("a", "b")
 
@@ -200,6 +200,39 @@ def test_a_running_rollout_starts_no_batch_after_a_failure_elsewhere(keep_going,
                         graph=GraphRun(graph, keep_going=keep_going))
     assert (("cni/apply", "b") in work.calls) is second_batch
     assert [batch.ran for batch in report.batches] == [True, second_batch]
+
+
+def test_live_lines_of_a_slow_batch_count_only_its_clusters_while_other_phases_run():
+    # batch 2 (b, m) outlasts the live lines' delay while apps runs on a (released by batch 1) on the same pool:
+    # each line counts the batch's clusters, never a cluster of another phase (once a KeyError on the rollout's thread)
+    entries, graph = rollout_plan()
+    lines = []
+    work = Script(delays={("cni/apply", "b"): 0.4, ("cni/apply", "m"): 0.4, ("apps", "a"): 0.6})
+    report = run_phases(entries, work, hosts_in_play=list(ROLLED), concurrency=4, graph=GraphRun(graph),
+                        live=LiveProgress(show=lambda planned, _barrier, count: lines.append((planned.name, count)),
+                                          after=0.1, every=0.1))
+    assert {(record.phase, record.host) for record in report.records} == {
+        (name, host) for name in ("cni/apply", "apps") for host in ROLLED}
+    batch_two = [count for name, count in lines if name == "cni/apply" and count.clusters == 2]
+    assert batch_two and all(count.slowest in ("b", "m") for count in batch_two), lines
+
+
+def test_a_rollout_whose_thread_raises_fails_the_clusters_it_did_not_reach():
+    entries, graph = rollout_plan()
+
+    def batch_done(batch):
+        if batch.number == 1:
+            raise RuntimeError("boom")
+
+    work = Script()
+    report = run_phases(entries, work, hosts_in_play=list(ROLLED), concurrency=4, graph=GraphRun(graph),
+                        rollouts=RolloutRun(batch_done=batch_done))
+    failed = {(record.phase, record.host): record.msg for record in report.records if record.result == "failed"}
+    assert set(failed) == {("cni/apply", "b"), ("cni/apply", "m")}
+    assert all("unexpected error in rollout cni (RuntimeError): boom" in msg for msg in failed.values())
+    assert report.stopped_by == "cni/apply"
+    assert ("apps", "b") not in work.calls and ("apps", "m") not in work.calls
+    assert report.never_started[("apps", "b")] == "needs cni, which failed on b"
 
 
 @pytest.mark.parametrize("mode, check_mode, expected, by_graph", [
