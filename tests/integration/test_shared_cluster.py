@@ -147,6 +147,29 @@ def test_hosts_without_a_context_falling_to_the_current_context_are_refused(clus
     assert rows == {"ephemeral": server, "cluster-b": server, "cluster-c": server}, result.output
 
 
+def test_in_a_graph_hosts_of_one_cluster_are_refused_before_either_writes(clusters, namespaces, site):
+    """A plan with ``needs`` runs pair by pair: the guard still sees the phase's clusters together, before any
+    pair starts, and what needs the phase never starts."""
+    for cluster in clusters.values():
+        clean(cluster, namespaces[0])
+    after = {"apiVersion": API, "kind": "Phase", "metadata": {"name": "after"},
+             "spec": {"cluster": "all", "executor": "apply", "needs": [{"phase": "probe", "wait": "same-cluster"}],
+                      "source": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": PROBE},
+                                  "data": {"v": "2"}}]}}
+    graph = [PHASES[0], after, {**PHASES[1], "spec": {"phases": ["probe", "after"]}}]
+    run = site(merged_kubeconfig(clusters, namespaces[0]),
+               {"ephemeral": {"kube_context": "ephemeral"}, "cluster-b": {}, "cluster-c": {}}, graph)
+    result = run()
+    assert result.rc != 0, result
+    message = refusal(result)
+    for said in ("cluster-b (context ephemeral from current-context)", f"one namespace ({namespaces[0]})"):
+        assert said in message, message
+    for cluster in clusters.values():
+        assert written(cluster, namespaces[0]) == [], result
+    never = re.findall(r"^after\s+(\S+)\s+needs probe, which failed on \S+$", result.output, flags=re.MULTILINE)
+    assert sorted(never) == ["cluster-b", "cluster-c", "ephemeral"], result.output
+
+
 @pytest.mark.parametrize("same_namespace, allow, refused", [
     (True, False, True),
     (False, False, False),
