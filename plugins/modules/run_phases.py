@@ -207,6 +207,8 @@ options:
         cluster, a bar per phase from its start to its end, coloured by its result (a plan run as a graph shows
         which phases ran at the same time), and the phases that did not run. Self-contained (inline SVG, no
         script); no message is in it.
+      - With O(mode=history), the timeline of the plan's newest run, drawn from the clusters' run records (times to
+        the second).
       - Same rules as O(report_json).
     type: path
     default: ""

@@ -299,6 +299,16 @@ def test_the_timeline_picture_shows_each_phase_after_what_it_needs(site, cluster
         assert bars[("addons", host)][0] >= max(bars[("storage", host)][1], bars[("mgmt", "m1")][1])
         assert bars[("report", "m1")][0] >= bars[("addons", host)][1]
     assert bars[("addons", "w1")][1] < bars[("base", "w3")][1]   # the pipeline per cluster, drawn
+    # the same run drawn afterwards from the clusters' run records (their starts are kept to the second)
+    last = tmp_path / "last-run.html"
+    rc, output = run(site, collections_path, "-e", "plan_action=history", "-e", f"plan_report_timeline={last}")
+    assert rc == 0, output
+    drawn = {(phase, cluster): (float(start), float(end), result)
+             for phase, cluster, result, start, end in BAR.findall(browser_dom(last, tmp_path / "last-run.png"))}
+    assert set(drawn) == set(bars), drawn
+    for key, (start, end, result) in drawn.items():
+        assert result == bars[key][2] and abs(start - bars[key][0]) <= 1.5 and abs(end - bars[key][1]) <= 1.5, \
+            (key, drawn[key], bars[key])
 
 
 @pytest.mark.parametrize("phases, extra, said", [

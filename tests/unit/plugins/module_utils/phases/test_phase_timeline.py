@@ -8,6 +8,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from phase_helpers import run_entry
+
+from ansible_collections.phasekit.kube.plugins.module_utils.running.history import last_run_entries, plan_history
 from ansible_collections.phasekit.kube.plugins.module_utils.running.report import (
     json_report, junit_report, report_entries)
 from ansible_collections.phasekit.kube.plugins.module_utils.running.timeline import (
@@ -76,3 +79,53 @@ def test_the_page_draws_a_bar_per_phase_and_cluster_escaped_without_messages():
 def test_a_run_where_nothing_ran_is_a_page_of_what_did_not():
     page = timeline_html(report_entries(PHASES, [], ["a", "b"], "run"), plan="site", mode="run")
     assert '<g class="bar"' not in page and page.count("<li>") == 4
+
+
+# ---------------------------------------------------------------- the last run's timeline, from the run records
+
+
+def record_entry(run, started, duration=1.0, result="changed", **extra):
+    return {"run": run, "started": started, "duration": duration, "result": result, **extra}
+
+
+OLD, NEW = "20261128T100000Z-aaaa", "20261128T110000Z-bbbb"
+
+
+@pytest.mark.parametrize("recorded, last, expected", [
+    ({}, "", []),
+    ({"a": {"base": [record_entry(OLD, "2026-11-28T10:00:00Z")]}}, OLD,
+     [("base", "a", "changed", "2026-11-28T10:00:00.000Z", "2026-11-28T10:00:01.000Z")]),
+    # the newest run over all clusters, by its first start; its entries on every cluster, nothing of older runs
+    ({"a": {"base": [record_entry(NEW, "2026-11-28T11:00:02Z", 2.5, "ok"), record_entry(OLD, "2026-11-28T10:00:00Z")]},
+      "b": {"base": [record_entry(OLD, "2026-11-28T10:00:00Z")],
+            "app": [record_entry(NEW, "2026-11-28T11:00:00Z", 0.5, "failed")]}}, NEW,
+     [("base", "a", "ok", "2026-11-28T11:00:02.000Z", "2026-11-28T11:00:04.500Z"),
+      ("app", "b", "failed", "2026-11-28T11:00:00.000Z", "2026-11-28T11:00:00.500Z")]),
+    # entries edited by hand: a start that is no time, or no entry at all, left out; a bad duration counts as 0
+    ({"a": {"base": [record_entry(NEW, "yesterday"), "not an entry",
+                     record_entry(OLD, "2026-11-28T10:00:00Z", duration="long")]}}, OLD,
+     [("base", "a", "changed", "2026-11-28T10:00:00.000Z", "2026-11-28T10:00:00.000Z")]),
+], ids=["nothing-recorded", "one-entry", "newest-run-over-all-clusters", "hand-edited-entries-left-out"])
+def test_the_last_runs_timeline_entries_come_from_the_records(recorded, last, expected):
+    found, entries = last_run_entries(recorded)
+    assert found == last
+    assert [(entry["phase"], entry["cluster"], entry["result"], entry["started"], entry["ended"])
+            for entry in entries] == expected
+
+
+def test_history_with_a_timeline_draws_the_last_run(tmp_path):
+    class Records:
+        def entries(self, host, phase):
+            return {("a", "base"): [record_entry(NEW, "2026-11-28T11:00:00Z", msg="token s3cr3t")],
+                    ("b", "base"): [record_entry(NEW, "2026-11-28T11:00:01Z", result="failed")]}.get((host, phase), [])
+
+        def problems(self, host):
+            return []
+
+    planned = [run_entry("base", "command", ("a", "b"))]
+    path = tmp_path / "timeline.html"
+    result = plan_history(Records(), planned, ["a", "b"], 2, timeline=str(path), plan="site")
+    assert result["last_run"] == NEW
+    page = path.read_text()
+    assert f"Plan site: run {NEW} timeline" in page
+    assert page.count("<rect ") == 2 and "s3cr3t" not in page
