@@ -138,8 +138,8 @@ class ActionModule(PhasekitAction):
         return _carried_on(result, step, executors, before if args["run_id"] else None, memory)
 
     def _fleet(self, stack: ExitStack, task_vars: dict, step: StepPlan) -> Fleet:
-        """The step's access to its clusters, closed with ``stack``; a run's first step warns of the host settings
-        that the controller's or the play's override."""
+        """The step's access to its clusters, closed with ``stack``; a run's first step warns of the environment's
+        K8S_AUTH_* variables that hosts' own kube_* variables beat."""
         lists = ListMemory()  # a collection one phase listed answers the next ones (see ListMemory)
         stack.callback(lists.close)  # after the fleet's sessions: the watches guarding its lists end with the step
         fleet = stack.enter_context(Fleet(self._loader, task_vars.get("hostvars"),
