@@ -5,30 +5,16 @@ arguments in, result out), word for word; one row per rule."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
-from ansible.parsing.dataloader import DataLoader
-from ansible.playbook.play_context import PlayContext
 
 from ansible_collections.phasekit.kube.plugins.action.run_phases import ActionModule, checked_reports
-from ansible_collections.phasekit.kube.plugins.module_utils.compat import DATA_TAGGING
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 
 NO_PLAN = {"plan": {"not": "read"}}  # the numbers are refused before the plan is looked at
 
 
-def run(**args) -> dict:
-    task = SimpleNamespace(args={**NO_PLAN, **args}, check_mode=False, diff=False, async_val=0,
-                           action="phasekit.kube.run_phases")
-    connection = SimpleNamespace(_shell=SimpleNamespace(tmpdir="/not/used"))
-    action = ActionModule(task, connection, PlayContext(), DataLoader(), templar=None, shared_loader_obj=None)
-    try:
-        return action.run(task_vars={})
-    except Exception as err:  # pylint: disable=broad-exception-caught  # 2.19+: a failure is raised (no Origin)
-        if not DATA_TAGGING:
-            raise
-        return dict(err.result_contribution)
+def run(run_action, **args) -> dict:
+    return run_action(ActionModule, "phasekit.kube.run_phases", {**NO_PLAN, **args})
 
 
 @pytest.mark.parametrize("args, msg", [
@@ -45,8 +31,8 @@ def run(**args) -> dict:
                  "and lock_duration (plan_lock_duration) at least 5 seconds; got 0 and 4",
                  id="lock_duration_under_5_seconds"),
 ])
-def test_bad_numbers_are_refused_word_for_word(args, msg):
-    result = run(**args)
+def test_bad_numbers_are_refused_word_for_word(run_action, args, msg):
+    result = run(run_action, **args)
     assert result.get("failed") is True
     assert result["msg"] == msg
 
@@ -58,8 +44,8 @@ def test_bad_numbers_are_refused_word_for_word(args, msg):
     pytest.param({"report_junit": "/"}, "report_junit (plan_report_junit): cannot write the report /: it is a "
                  "directory (expected a file path)", id="a_report_that_is_a_directory_is_refused"),
 ])
-def test_report_paths_are_refused_before_the_plan_is_read(args, problem):
-    result = run(**args)
+def test_report_paths_are_refused_before_the_plan_is_read(run_action, args, problem):
+    result = run(run_action, **args)
     assert result.get("failed") is True
     assert result["msg"] == problem
 
