@@ -18,6 +18,7 @@ import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
+from dataclasses import dataclass
 
 from ansible import context
 from ansible.utils.display import Display
@@ -41,8 +42,8 @@ from ansible_collections.phasekit.kube.plugins.module_utils.planning.rollout imp
 from ansible_collections.phasekit.kube.plugins.module_utils.version import COLLECTION_VERSION
 from ansible_collections.phasekit.kube.plugins.module_utils.running.runner import (
     CHANGED, DEFAULT_CLUSTER_CONCURRENCY, FAILED, LIVE_AFTER, LIVE_EVERY, OK, SKIPPED, Barrier, GraphRun,
-    LiveProgress, RolloutRun, run_phases)
-from ansible_collections.phasekit.kube.plugins.module_utils.planning.planner import RunEntry
+    LiveProgress, RolloutRun, RunReport, run_phases)
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.planner import Plan, RunEntry
 from ansible_collections.phasekit.kube.plugins.module_utils.executors.registry import TASKS_EXECUTOR
 from ansible_collections.phasekit.kube.plugins.module_utils.environ import overridden_warnings
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
@@ -103,169 +104,113 @@ class ActionModule(PhasekitAction):
     PLAIN_ARGS = True
 
     def execute(self, args, task_vars):
-        args = spread_source(args)
-        # a step of a run in steps (run_id, phases): it goes on from the run so far, the previous step's result
-        before = run_before(task_vars.get(REMEMBERED_VAR), args["run_id"]) if args["phases"] is not None else None
-        if before is not None:
-            args = {**args, **continued_args(args, before)}
+        args, before = step_args(spread_source(args), task_vars)
         concurrency = args["cluster_concurrency"] or _forks()
-        if not 1 <= concurrency <= MAX_CLUSTER_CONCURRENCY:
-            return {"failed": True, "msg": f"cluster_concurrency must be between 1 and {MAX_CLUSTER_CONCURRENCY}, "
-                                           f"got {concurrency}"}
-        mode = args["mode"]
-        if args["rollout_stop_after"] < 0:
-            return {"failed": True, "msg": f"rollout_stop_after (plan_rollout_stop_after) must be 0 (no stop) or a "
-                                           f"number of batches, got {args['rollout_stop_after']}"}
-        if args["lock_timeout"] < 0 or args["lock_duration"] < MIN_DURATION:
-            return {"failed": True, "msg": f"lock_timeout (plan_lock_timeout) must be 0 (fail at once) or more seconds, "
-                                           f"and lock_duration (plan_lock_duration) at least {MIN_DURATION} seconds; "
-                                           f"got {args['lock_timeout']:g} and {args['lock_duration']}"}
-        reports = {option: args[option] for option in REPORT_OPTIONS if args[option] and mode != HISTORY}
-        for option, path in reports.items():
-            check_report_path(path, role_named(option))   # before any cluster is touched: a typo costs no run
+        problem = argument_problem(args, concurrency)
+        if problem:
+            return {"failed": True, "msg": problem}
+        reports = checked_reports(args)
         # history reads records only: a phase that could not run here still has a history to show
-        plan = plan_for_task(self, args, task_vars, runnable=args["mode"] != HISTORY, reads_only=mode == STATUS)
-        planned = shown_order(plan, selected_phases(plan, args["phases"]), mode)
-        phases, graph = run_order(plan, planned, args, bool(self._task.check_mode))
-        remembered = remembered_by_host(task_vars.get(REMEMBERED_VAR))
-        in_play = list(task_vars.get("ansible_play_hosts") or [])
-        hosts_of = [set(phase.hosts) & set(in_play) for phase in phases]
-        writes = mode in (RUN, DESTROY) and not self._task.check_mode
-        whole = selected_phases(plan, None)
-        last_phases = last_phase_of_hosts(in_graph_order(plan, whole), in_play, reverse=mode == DESTROY)
-        # a tasks phase that is a host's last: its task file runs after its step, so the lock stays held for it
-        # and the role's last task releases it (release_locks)
-        tasks_last = {host for host, name in last_phases.items()
-                      if any(phase.name == name and phase.executor == TASKS_EXECUTOR for phase in whole)}
-        step = {phase.name for phase in planned}
-        if writes and not args["record"] and runs_first_phase(plan, args["phases"], mode):  # once per run
+        plan = plan_for_task(self, args, task_vars, runnable=args["mode"] != HISTORY, reads_only=args["mode"] == STATUS)
+        step = step_plan(plan, args, task_vars, bool(self._task.check_mode))
+        if step.writes and not args["record"] and step.first:  # once per run
             display.warning("plan_record is false: this run keeps no run record, so it takes no lock either; another "
                             "run of this plan on the same clusters is not stopped (see \"One run at a time\" in "
                             "docs/phases.md)")
-        preview = previews(mode, bool(self._task.check_mode))
         with signals_interrupt(), ExitStack() as stack:
-            outputs = OutputValues()  # what phases read after they ran, for later phases' templates
-            lists = ListMemory()  # a collection one phase listed answers the next ones (see ListMemory)
-            stack.callback(lists.close)  # after the fleet's sessions: the watches guarding its lists end with the step
-            fleet = stack.enter_context(Fleet(self._loader, task_vars.get("hostvars"), remembered=remembered,
-                                              templar=self._templar, lists=lists, environ=self.environ,
-                                              environment=self.task_environment, outputs=outputs,
-                                              preview=preview))
-            if runs_first_phase(plan, args["phases"], mode):  # once per run: a run's later steps say nothing
-                for warning in overridden_warnings(fleet.overridden(plan_hosts(plan, in_play))):
-                    display.warning(warning)
-            records = self._run_records(args, fleet, plan.name or "", mode, writes,
-                                        released_in_step(graph, last_phases, step))
-            if mode == HISTORY:
-                return self._history(records, planned, in_play, concurrency)
+            fleet = self._fleet(stack, task_vars, step)
+            records = self._run_records(args, fleet, step.plan_name, step.mode, step.writes,
+                                        released_in_step(step.graph, step.last_phases, step.names))
+            if step.mode == HISTORY:
+                return self._history(records, step.planned, step.in_play, concurrency)
             if args["release_locks"]:
-                return self._release_locks(records if writes else None, sorted(tasks_last))
-            charts = stack.enter_context(ChartCache())
-            widest = max((len(hosts) for hosts in hosts_of), default=1)
-            # one cluster at a time: its apply keeps its own concurrency; several: one shared pool of writes
-            shared = None
-            if min(concurrency, widest) > 1:
-                pool = stack.enter_context(ThreadPoolExecutor(REQUEST_BUDGET, thread_name_prefix="phasekit-write"))
-                shared = SharedRequests(pool, concurrency, frozenset(in_play))
-            executors = BuiltinExecutors(fleet, mode=mode, check_mode=bool(self._task.check_mode),
-                                         diff=bool(self._task.diff), shared=shared, charts=charts,
-                                         skip_unreachable=args["unreachable"] == "skip", records=records,
-                                         resume=args["resume"], resumed_hosts=args["resumed_hosts"], lists=lists,
-                                         plan=plan.name or "", allow_shared_cluster=args["allow_shared_cluster"],
-                                         environ_of=fleet.environ_of,
-                                         delete_nonempty_namespaces=args["destroy_nonempty_namespaces"], step=phases,
-                                         outputs=outputs,
-                                         carried=carried_states(args["carried"] or (before or {}).get("carried") or {},
-                                                                preview))
-            every = [planned.run_entry() for planned in plan.phases]  # a producer left out of the selection too
-            by_full_name = {phase.full_name: phase for phase in every}
-            outputs.expect(declared_outputs(every),
-                           fill=lambda full_name, host: executors.recorded_outputs(by_full_name[full_name], host),
-                           placeholder=mode != RUN or bool(self._task.check_mode),
-                           now=[phase.full_name for phase in phases]
-                           if mode == RUN and not self._task.check_mode and not args["resume"] else ())
-            writes = records is not None and writes
-            # check mode, status, validate and destroy run batch by batch without the soak
-            rollouts = RolloutRun(pause=mode == RUN and not self._task.check_mode,
-                                  stop_after=args["rollout_stop_after"],
-                                  batches_before=args["rollout_batches_before"], watch=executors.soak_problem,
-                                  batch_done=_show_batch, soaking=_show_soak)
-            report = None
-            renewal = records.renewing() if writes else None
-            try:
-                if renewal is not None:
-                    renewal.start()
-                # host variables read in this thread, per barrier: only for the clusters a phase (a batch) reaches
-                report = run_phases(phases, executors, hosts_in_play=in_play,
-                                    dry_run=mode not in (RUN, DESTROY), status_mode=mode == STATUS,
-                                    stopped_by=args["stopped_by"],
-                                    concurrency=concurrency, progress=self._progress(mode),
-                                    recorded=phase_recorder(records, masks_for=lambda host: Masks(fleet.secrets(host)))
-                                    if writes else None,
-                                    prepare=fleet.vars.prefetch, rollouts=rollouts,
-                                    live=live_progress(waiting=executors.waiting_on),
-                                    guard=executors.shared_cluster_refusal, graph=graph)
-            finally:
-                if renewal is not None:
-                    renewal.stop()
-                # entries the records held back, in one write per cluster (also when the step was interrupted); each
-                # cluster's lock released there when the run ends on it (see _released)
-                if writes and report is None:
-                    records.stop_writes("the step was interrupted")
-                for problem in records.flush(release=_released(report, last_phases, step, tasks_last)) if writes else ():
-                    display.warning(problem)
-            if fleet.identities_asked:
-                display.vvv(f"phasekit.kube.run_phases: cluster identity (kube-system uid) asked of "
-                            f"{fleet.identities_asked} API endpoint(s)")
-            sent, watches = fleet.requests_sent()
-            display.vvv(f"phasekit.kube.run_phases: {sent} API request(s), {watches} of them watches guarding kept "
-                        f"lists")
+                return self._release_locks(records if step.writes else None, sorted(step.tasks_last))
+            executors = self._executors(stack, args, before, fleet, records, step, concurrency)
+            report = self._run(args, step, fleet, records, executors, concurrency)
+            _show_requests(fleet)
             memory = fleet.memory() if args["remember"] else None
             servers = fleet.servers()  # host:port of each cluster host, so that hosts on one server show it
-            records = [record.to_dict() for record in report.records]
-            if reports and args["phases"] is None:   # one step of a run: only checked (plan_summary writes them)
-                play_hosts = list(task_vars.get("ansible_play_hosts_all") or in_play)
-                entries = report_entries(plan_json(planned), records, play_hosts, mode,
-                                         masks_for=lambda host: Masks(fleet.secrets(host)), servers=servers,
-                                         check_mode=bool(self._task.check_mode))
-                write_reports(reports, entries, plan=plan.name or "", mode=mode,
-                              check_mode=bool(self._task.check_mode), stopped_by=report.stopped_by)
-                display.vvv(f"phasekit.kube.run_phases: reports written: {', '.join(reports.values())}")
-        for record in records:
-            for warning in record.pop("warnings", []):
+            ran = [record.to_dict() for record in report.records]
+            if reports and step.whole_run:   # one step of a run: only checked (plan_summary writes them)
+                _write_step_reports(reports, step, ran, report.stopped_by, fleet, servers)
+        _show_warnings_and_diffs(ran, bool(self._task.diff))
+        result = run_result(step, report, ran, servers, executors.resumed_hosts(), args["outcomes"])
+        return _carried_on(result, step, executors, before if args["run_id"] else None, memory)
+
+    def _fleet(self, stack: ExitStack, task_vars: dict, step: StepPlan) -> Fleet:
+        """The step's access to its clusters, closed with ``stack``; a run's first step warns of the environment's
+        K8S_AUTH_* variables that hosts' own kube_* variables beat."""
+        lists = ListMemory()  # a collection one phase listed answers the next ones (see ListMemory)
+        stack.callback(lists.close)  # after the fleet's sessions: the watches guarding its lists end with the step
+        fleet = stack.enter_context(Fleet(self._loader, task_vars.get("hostvars"),
+                                          remembered=remembered_by_host(task_vars.get(REMEMBERED_VAR)),
+                                          templar=self._templar, lists=lists, environ=self.environ,
+                                          environment=self.task_environment,
+                                          outputs=OutputValues(),  # what phases read after they ran, for later phases
+                                          preview=step.preview))
+        if step.first:  # once per run: a run's later steps say nothing
+            for warning in overridden_warnings(fleet.overridden(plan_hosts(step.plan, step.in_play))):
                 display.warning(warning)
-            if record.get("diff") and self._task.diff:
-                _show_diffs(record["diff"])
-        batches = [batch.to_dict() for batch in report.batches]
-        # status and validate read the clusters: what they would change is their report, not a change
-        result = {"changed": report.changed and mode in (RUN, DESTROY), "records": records, "stopped_by": report.stopped_by,
-                  "failed_hosts": report.failed_hosts(), "not_previewed_hosts": report.hosts_with_detail(UNKNOWN_KUBECONFIG),
-                  "resumed_hosts": executors.resumed_hosts(), "servers": servers, "never_started": report.never_started_list(),
-                  "rollout": {"batches": batches, "batches_run": report.batches_run, "stop": report.stop,
-                              "message": rollout_stop_message(report.stop, plan.name) if report.stop else ""}}
-        if args["phases"] is None:
-            # the whole run list in this task: its summary table, made here (templating hosts x phases records
-            # in the role cost more than the table is worth at fleet size)
-            result["summary"] = summary_lines(plan_json(planned), records,
-                                              list(task_vars.get("ansible_play_hosts_all") or in_play),
-                                              mode, batches=batches, servers=servers, never_started=report.never_started,
-                                              check_mode=bool(self._task.check_mode))
-        if args["phases"] is None and args["outcomes"]:
-            # each host's own outcome, for the role's per-host result task (plan_host_results)
-            result["outcomes"] = cluster_outcomes(records, list(task_vars.get("ansible_play_hosts_all") or in_play),
-                                                  mode, plan_json(planned), report.stopped_by)
-        if preview and args["phases"] is not None:  # a step: what its previews carry into the next one
-            result["carried"] = executors.carried_states()
-            result["_ansible_no_log"] = True  # dry-run results, Secrets' among them
-        if before is not None and args["run_id"]:
-            result[RUN_KEY] = run_after(before, result)
-        if memory is not None:
-            # credentials: kept in the registered variable for later steps, hidden from every output;
-            # so are the tasks phases as their task files get them (options unredacted)
-            result.update({RESOLUTIONS_KEY: memory, "_ansible_no_log": True,
-                           "tasks_phases": {phase.name: phase.to_dict() for phase in phases
-                                            if phase.executor == TASKS_EXECUTOR}})
-        return result
+        return fleet
+
+    def _executors(self, stack: ExitStack, args: dict, before: dict | None, fleet: Fleet, records: RunRecords | None,
+                   step: StepPlan, concurrency: int) -> BuiltinExecutors:
+        """The executors the step's phases run with (their chart cache and shared pool of writes closed with
+        ``stack``), expecting the outputs the plan's phases declare."""
+        charts = stack.enter_context(ChartCache())
+        widest = max((len(set(phase.hosts) & set(step.in_play)) for phase in step.phases), default=1)
+        # one cluster at a time: its apply keeps its own concurrency; several: one shared pool of writes
+        shared = None
+        if min(concurrency, widest) > 1:
+            pool = stack.enter_context(ThreadPoolExecutor(REQUEST_BUDGET, thread_name_prefix="phasekit-write"))
+            shared = SharedRequests(pool, concurrency, frozenset(step.in_play))
+        executors = BuiltinExecutors(fleet, mode=step.mode, check_mode=step.check_mode,
+                                     diff=bool(self._task.diff), shared=shared, charts=charts,
+                                     skip_unreachable=args["unreachable"] == "skip", records=records,
+                                     resume=args["resume"], resumed_hosts=args["resumed_hosts"], lists=fleet.lists,
+                                     plan=step.plan_name, allow_shared_cluster=args["allow_shared_cluster"],
+                                     environ_of=fleet.environ_of,
+                                     delete_nonempty_namespaces=args["destroy_nonempty_namespaces"], step=step.phases,
+                                     outputs=fleet.outputs,
+                                     carried=carried_states(args["carried"] or (before or {}).get("carried") or {},
+                                                            step.preview))
+        expect_outputs(fleet.outputs, executors, step, resume=args["resume"])
+        return executors
+
+    def _run(self, args: dict, step: StepPlan, fleet: Fleet, records: RunRecords | None, executors: BuiltinExecutors,
+             concurrency: int) -> RunReport:
+        """The step's phases run on their clusters. A run that writes renews its locks meanwhile, and writes the
+        entries its records held back at the end, in one write per cluster, also when the step is interrupted."""
+        writes = records is not None and step.writes
+        # check mode, status, validate and destroy run batch by batch without the soak
+        rollouts = RolloutRun(pause=step.mode == RUN and not step.check_mode,
+                              stop_after=args["rollout_stop_after"],
+                              batches_before=args["rollout_batches_before"], watch=executors.soak_problem,
+                              batch_done=_show_batch, soaking=_show_soak)
+        report = None
+        renewal = records.renewing() if writes else None
+        try:
+            if renewal is not None:
+                renewal.start()
+            # host variables read in this thread, per barrier: only for the clusters a phase (a batch) reaches
+            report = run_phases(step.phases, executors, hosts_in_play=step.in_play,
+                                dry_run=step.mode not in (RUN, DESTROY), status_mode=step.mode == STATUS,
+                                stopped_by=args["stopped_by"],
+                                concurrency=concurrency, progress=self._progress(step.mode),
+                                recorded=phase_recorder(records, masks_for=_masks_of(fleet)) if writes else None,
+                                prepare=fleet.vars.prefetch, rollouts=rollouts,
+                                live=live_progress(waiting=executors.waiting_on),
+                                guard=executors.shared_cluster_refusal, graph=step.graph)
+        finally:
+            if renewal is not None:
+                renewal.stop()
+            # entries the records held back, in one write per cluster (also when the step was interrupted); each
+            # cluster's lock released there when the run ends on it (see _released)
+            if writes and report is None:
+                records.stop_writes("the step was interrupted")
+            for problem in records.flush(release=_released(report, step.last_phases, step.names, step.tasks_last)) if writes else ():
+                display.warning(problem)
+        return report
 
     def _run_records(self, args: dict, fleet: Fleet, plan_name: str, mode: str, writes: bool,
                      release_after: dict | None) -> RunRecords | None:
@@ -328,6 +273,179 @@ class ActionModule(PhasekitAction):
                     display.display(f"  {record.host}: {record.msg}", color="yellow")
 
         return show
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    """What one run_phases task runs (the whole run list, or one step of a run in steps), worked out from the plan
+    and the play before any cluster is touched."""
+
+    plan: Plan
+    mode: str
+    check_mode: bool
+    planned: list[RunEntry]  # the step's phases, in the order the output shows them
+    phases: list[RunEntry]  # the step's phases, in the order they run
+    graph: GraphRun | None  # what a plan with needs runs by (None: the list in order)
+    in_play: list[str]
+    play_hosts: list[str]  # every host of the play, as the summary, the reports and the outcomes list them
+    last_phases: dict[str, str]  # host -> its last phase of the whole plan (after it, its lock is released)
+    tasks_last: frozenset[str]  # hosts whose last phase is a tasks phase
+    whole_run: bool  # the whole run list in this task, not one step of a run in steps (``phases``)
+    first: bool  # this step runs the phase the run starts with: what is said once per run is said now
+
+    @property
+    def names(self) -> set[str]:
+        return {phase.name for phase in self.planned}
+
+    @property
+    def plan_name(self) -> str:
+        return self.plan.name or ""
+
+    @property
+    def writes(self) -> bool:
+        return self.mode in (RUN, DESTROY) and not self.check_mode
+
+    @property
+    def preview(self) -> bool:
+        return previews(self.mode, self.check_mode)
+
+
+def step_args(args: dict, task_vars: dict) -> tuple[dict, dict | None]:
+    """The task's arguments, and the run so far (None: not a step of a run in steps): a step of a run in steps
+    (run_id, phases) goes on from the run so far, the previous step's result."""
+    before = run_before(task_vars.get(REMEMBERED_VAR), args["run_id"]) if args["phases"] is not None else None
+    if before is not None:
+        args = {**args, **continued_args(args, before)}
+    return args, before
+
+
+def argument_problem(args: dict, concurrency: int) -> str:
+    """What is wrong with the task's numbers, for people ("": nothing)."""
+    if not 1 <= concurrency <= MAX_CLUSTER_CONCURRENCY:
+        return f"cluster_concurrency must be between 1 and {MAX_CLUSTER_CONCURRENCY}, got {concurrency}"
+    if args["rollout_stop_after"] < 0:
+        return (f"rollout_stop_after (plan_rollout_stop_after) must be 0 (no stop) or a "
+                f"number of batches, got {args['rollout_stop_after']}")
+    if args["lock_timeout"] < 0 or args["lock_duration"] < MIN_DURATION:
+        return (f"lock_timeout (plan_lock_timeout) must be 0 (fail at once) or more seconds, "
+                f"and lock_duration (plan_lock_duration) at least {MIN_DURATION} seconds; "
+                f"got {args['lock_timeout']:g} and {args['lock_duration']}")
+    return ""
+
+
+def checked_reports(args: dict) -> dict[str, str]:
+    """The reports asked for (option -> path; history writes none), their paths checked."""
+    reports = {option: args[option] for option in REPORT_OPTIONS if args[option] and args["mode"] != HISTORY}
+    for option, path in reports.items():
+        check_report_path(path, role_named(option))   # before any cluster is touched: a typo costs no run
+    return reports
+
+
+def step_plan(plan: Plan, args: dict, task_vars: dict, check_mode: bool) -> StepPlan:
+    """The step ``args`` ask of ``plan``, on the hosts in play."""
+    mode = args["mode"]
+    planned = shown_order(plan, selected_phases(plan, args["phases"]), mode)
+    phases, graph = run_order(plan, planned, args, check_mode)
+    in_play = list(task_vars.get("ansible_play_hosts") or [])
+    whole = selected_phases(plan, None)
+    last_phases = last_phase_of_hosts(in_graph_order(plan, whole), in_play, reverse=mode == DESTROY)
+    # a tasks phase that is a host's last: its task file runs after its step, so the lock stays held for it
+    # and the role's last task releases it (release_locks)
+    tasks_last = frozenset(host for host, name in last_phases.items()
+                           if any(phase.name == name and phase.executor == TASKS_EXECUTOR for phase in whole))
+    return StepPlan(plan=plan, mode=mode, check_mode=check_mode, planned=planned, phases=phases, graph=graph,
+                    in_play=in_play, play_hosts=list(task_vars.get("ansible_play_hosts_all") or in_play),
+                    last_phases=last_phases, tasks_last=tasks_last, whole_run=args["phases"] is None,
+                    first=runs_first_phase(plan, args["phases"], mode))
+
+
+def expect_outputs(outputs: OutputValues, executors: BuiltinExecutors, step: StepPlan, resume: bool) -> None:
+    """The outputs the plan's phases declare, for later phases' templates: those of a phase that ran before come
+    from its records; a preview's are placeholders."""
+    every = [planned.run_entry() for planned in step.plan.phases]  # a producer left out of the selection too
+    by_full_name = {phase.full_name: phase for phase in every}
+    outputs.expect(declared_outputs(every),
+                   fill=lambda full_name, host: executors.recorded_outputs(by_full_name[full_name], host),
+                   placeholder=step.mode != RUN or step.check_mode,
+                   now=[phase.full_name for phase in step.phases]
+                   if step.mode == RUN and not step.check_mode and not resume else ())
+
+
+def _masks_of(fleet: Fleet):
+    """Host -> the ``Masks`` of the secrets its templates read, to scrub what is written about it."""
+    return lambda host: Masks(fleet.secrets(host))
+
+
+def _show_requests(fleet: Fleet) -> None:
+    """-vvv: what the step asked of the API servers."""
+    if fleet.identities_asked:
+        display.vvv(f"phasekit.kube.run_phases: cluster identity (kube-system uid) asked of "
+                    f"{fleet.identities_asked} API endpoint(s)")
+    sent, watches = fleet.requests_sent()
+    display.vvv(f"phasekit.kube.run_phases: {sent} API request(s), {watches} of them watches guarding kept "
+                f"lists")
+
+
+def _write_step_reports(reports: dict[str, str], step: StepPlan, records: list[dict], stopped_by: str, fleet: Fleet,
+                        servers: dict) -> None:
+    """The reports asked for (``checked_reports``) of the whole run list."""
+    entries = report_entries(plan_json(step.planned), records, step.play_hosts, step.mode,
+                             masks_for=_masks_of(fleet), servers=servers, check_mode=step.check_mode)
+    write_reports(reports, entries, plan=step.plan_name, mode=step.mode, check_mode=step.check_mode,
+                  stopped_by=stopped_by)
+    display.vvv(f"phasekit.kube.run_phases: reports written: {', '.join(reports.values())}")
+
+
+def _show_warnings_and_diffs(records: list[dict], diff: bool) -> None:
+    """The records' warnings, taken out of them (said once, not in the result), and in diff mode their diffs."""
+    for record in records:
+        for warning in record.pop("warnings", []):
+            display.warning(warning)
+        if record.get("diff") and diff:
+            _show_diffs(record["diff"])
+
+
+def run_result(step: StepPlan, report: RunReport, records: list[dict], servers: dict, resumed_hosts: list[str],
+               outcomes: bool) -> dict:
+    """The task's result of a step that ran: its records, what stopped it, the failed hosts, the rollout; for the
+    whole run list its summary table, and each host's outcome when asked (``outcomes``)."""
+    batches = [batch.to_dict() for batch in report.batches]
+    # status and validate read the clusters: what they would change is their report, not a change
+    result = {"changed": report.changed and step.mode in (RUN, DESTROY), "records": records,
+              "stopped_by": report.stopped_by, "failed_hosts": report.failed_hosts(),
+              "not_previewed_hosts": report.hosts_with_detail(UNKNOWN_KUBECONFIG),
+              "resumed_hosts": resumed_hosts, "servers": servers, "never_started": report.never_started_list(),
+              "rollout": {"batches": batches, "batches_run": report.batches_run, "stop": report.stop,
+                          "message": rollout_stop_message(report.stop, step.plan.name) if report.stop else ""}}
+    if step.whole_run:
+        # the whole run list in this task: its summary table, made here (templating hosts x phases records
+        # in the role cost more than the table is worth at fleet size)
+        result["summary"] = summary_lines(plan_json(step.planned), records, step.play_hosts, step.mode,
+                                          batches=batches, servers=servers, never_started=report.never_started,
+                                          check_mode=step.check_mode)
+    if step.whole_run and outcomes:
+        # each host's own outcome, for the role's per-host result task (plan_host_results)
+        result["outcomes"] = cluster_outcomes(records, step.play_hosts, step.mode, plan_json(step.planned),
+                                              report.stopped_by)
+    return result
+
+
+def _carried_on(result: dict, step: StepPlan, executors: BuiltinExecutors, before: dict | None,
+                memory: dict | None) -> dict:
+    """``result`` with what later steps of the run go on from: a preview's carried-forward states, the run so far
+    (``before``: the run so far of a step with a run_id) and the clusters' resolutions (``memory``)."""
+    if step.preview and not step.whole_run:  # a step: what its previews carry into the next one
+        result["carried"] = executors.carried_states()
+        result["_ansible_no_log"] = True  # dry-run results, Secrets' among them
+    if before is not None:
+        result[RUN_KEY] = run_after(before, result)
+    if memory is not None:
+        # credentials: kept in the registered variable for later steps, hidden from every output;
+        # so are the tasks phases as their task files get them (options unredacted)
+        result.update({RESOLUTIONS_KEY: memory, "_ansible_no_log": True,
+                       "tasks_phases": {phase.name: phase.to_dict() for phase in step.phases
+                                        if phase.executor == TASKS_EXECUTOR}})
+    return result
 
 
 def _show_progress(phase: RunEntry, barrier: Barrier, records: list, seconds: float) -> None:

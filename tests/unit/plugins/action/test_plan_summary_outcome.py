@@ -5,26 +5,13 @@ arguments in, result out); one row per rule."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
-from ansible.parsing.dataloader import DataLoader
-from ansible.playbook.play_context import PlayContext
 
 from ansible_collections.phasekit.kube.plugins.action.plan_summary import ActionModule
-from ansible_collections.phasekit.kube.plugins.module_utils.compat import DATA_TAGGING
 
 
-def run(**args) -> dict:
-    task = SimpleNamespace(args=args, check_mode=False, diff=False, async_val=0, action="phasekit.kube.plan_summary")
-    connection = SimpleNamespace(_shell=SimpleNamespace(tmpdir="/not/used"))
-    action = ActionModule(task, connection, PlayContext(), DataLoader(), templar=None, shared_loader_obj=None)
-    try:
-        return action.run(task_vars={})
-    except Exception as err:  # pylint: disable=broad-exception-caught  # 2.19+: a failure is raised (no Origin)
-        if not DATA_TAGGING:
-            raise
-        return dict(err.result_contribution)
+def run(run_action, **args) -> dict:
+    return run_action(ActionModule, "phasekit.kube.plan_summary", args)
 
 
 @pytest.mark.parametrize("args, expected", [
@@ -37,8 +24,8 @@ def run(**args) -> dict:
     ({"outcome": {"result": "ok"}, "records": []}, {"failed": True, "msg": "option outcome: not with records"}),
 ], ids=["changed-reports-changed", "ok-reports-ok", "skipped-skips", "failed-fails-with-its-message",
         "an-outcome-that-is-not-a-mapping-is-refused", "outcome-is-not-mixed-with-a-summary"])
-def test_outcome(args, expected):
-    result = run(**args)
+def test_outcome(run_action, args, expected):
+    result = run(run_action, **args)
     assert {key: result.get(key) for key in expected} == expected, result
 
 
@@ -61,6 +48,6 @@ DIFFERS = {"phase": "apps", "host": "target", "result": "changed", "drift": ["Co
                              "above); plan_fail_on_drift is set"}),
 ], ids=["the-drift-gate-fails-a-status-that-differs", "without-fail-on-drift-drift-passes",
         "a-run-that-writes-is-not-gated", "a-rollout-message-is-the-message", "the-gate-fails-a-summary-of-steps"])
-def test_summary_tail_and_drift_gate(args, expected):
-    result = run(**args)
+def test_summary_tail_and_drift_gate(run_action, args, expected):
+    result = run(run_action, **args)
     assert {key: result.get(key) for key in expected} == expected, result
