@@ -122,7 +122,7 @@ class ActionModule(PhasekitAction):
             records = self._run_records(args, fleet, step.plan_name, step.mode, step.writes,
                                         released_in_step(step.graph, step.last_phases, step.names))
             if step.mode == HISTORY:
-                return self._history(records, step.planned, step.in_play, concurrency)
+                return self._history(records, step, concurrency, reports.get("report_timeline", ""))
             if args["release_locks"]:
                 return self._release_locks(records if step.writes else None, sorted(step.tasks_last))
             executors = self._executors(stack, args, before, fleet, records, step, concurrency)
@@ -241,9 +241,10 @@ class ActionModule(PhasekitAction):
         return {"changed": False, "records": [], "released": hosts if records is not None else []}
 
     @staticmethod
-    def _history(records: RunRecords | None, planned: list[RunEntry], in_play: list[str], concurrency: int) -> dict:
-        """``history``: each cluster's recent runs of the plan, from its run record (the unreadable ones warned of)."""
-        result = plan_history(records, planned, in_play, concurrency)
+    def _history(records: RunRecords | None, step: StepPlan, concurrency: int, timeline: str) -> dict:
+        """``history``: each cluster's recent runs of the plan, from its run record (the unreadable ones warned of);
+        ``timeline``: also the newest run's timeline, written there."""
+        result = plan_history(records, step.planned, step.in_play, concurrency, timeline=timeline, plan=step.plan_name)
         for problem in (result.get("unreadable") or {}).values():
             display.warning(problem)
         return result
@@ -334,8 +335,10 @@ def argument_problem(args: dict, concurrency: int) -> str:
 
 
 def checked_reports(args: dict) -> dict[str, str]:
-    """The reports asked for (option -> path; history writes none), their paths checked."""
-    reports = {option: args[option] for option in REPORT_OPTIONS if args[option] and args["mode"] != HISTORY}
+    """The reports asked for (option -> path; history writes only the timeline, of the newest run), their paths
+    checked."""
+    reports = {option: args[option] for option in REPORT_OPTIONS
+               if args[option] and (args["mode"] != HISTORY or option == "report_timeline")}
     for option, path in reports.items():
         check_report_path(path, role_named(option))   # before any cluster is touched: a typo costs no run
     return reports

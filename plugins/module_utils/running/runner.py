@@ -313,8 +313,7 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
         self.recorded, self.prepare, self.rollouts, self.live = recorded, prepare, rollouts, live
         self.failed: set[str] = set()
         self._guarded: dict[str, list[str]] = {}   # a rollout's phase -> hosts its earlier batches were let run on
-        # (phase, host) -> when its work began (live lines); keyed by phase too: in a graph, a rollout's batch and
-        # other phases run at once on one pool
+        # (phase, host) -> when its work began (live lines; a graph runs a rollout's batch and other phases at once)
         self._started: dict[tuple[str, str], float] = {}
         self._lock = threading.Lock()
         report.batches_run = rollouts.batches_before
@@ -376,8 +375,8 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
 
     def refuse(self, phase: RunEntry, hosts: list[str], barrier: Barrier, reason: str, started: float,
                started_at: float, details: dict | None = None) -> list[PhaseRecord]:
-        """``phase`` failed on ``hosts`` for ``reason`` before it started there: their records, counted.
-        ``details``: the records' (default: refused by the guard)."""
+        """``phase`` failed on ``hosts`` for ``reason`` before it started there (``details``: default, refused by the
+        guard): their records, counted."""
         details = {"refused": True} if details is None else dict(details)
         if barrier.batch is not None:
             details["rollout"] = barrier.batch.to_dict()
@@ -458,8 +457,7 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
                 self._soak(rollout, runnable, batch, last)
                 self._over_budget(rollout, batch)
             batch.seconds = time.monotonic() - started
-            if batch.ran:
-                self.report.batches_run += 1
+            self.report.batches_run += 1 if batch.ran else 0
             if batch.stopped:
                 stopped = True
                 self.report.stopped_by = rollout.phase
