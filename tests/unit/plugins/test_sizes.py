@@ -18,7 +18,6 @@ MAX_FUNCTION, MAX_CLASS = 50, 250
 # path under plugins/ and qualified name -> the most lines it may have until it is split
 CEILINGS = {
     "action/run_phases.py:ActionModule.execute": 164,
-    "module_utils/running/record.py:RunRecords": 552,
 }
 
 
