@@ -59,10 +59,11 @@ from ansible_collections.phasekit.kube.plugins.module_utils.errors import Phasek
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.ownership import HOST_ANNOTATION, PLAN_ANNOTATION
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError, ApiSession
 from ansible_collections.phasekit.kube.plugins.module_utils.masking import Masks
+from ansible_collections.phasekit.kube.plugins.module_utils.running.cluster_record import ClusterRecord
 from ansible_collections.phasekit.kube.plugins.module_utils.running.lock import (
-    LIVE, OURS, LockHolder, LockSettings, changed_meanwhile_message, held_message, holder_of, lost_message)
+    LIVE, OURS, LockSettings, changed_meanwhile_message, held_message, holder_of, lost_message)
 from ansible_collections.phasekit.kube.plugins.module_utils.running.record_lock import (
-    LockRefused, RecordLock, Renewal, api_reason)
+    LockRefused, RecordLock, api_reason)
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.entry_names import OCCURRENCE
 from ansible_collections.phasekit.kube.plugins.module_utils.records.vocabulary import KEY_SECRET, LABELS, recorded_message
 
@@ -173,45 +174,6 @@ def resumable(entry: dict | None, digest: str | None) -> bool:
                 and entry.get("result") in SUCCEEDED and entry.get("digest") == digest)
 
 
-class _ClusterRecord:
-    """What one cluster's ConfigMap holds, as read once this run."""
-
-    def __init__(self, namespace: str, problem: str = ""):
-        self.namespace = namespace
-        self.lock = threading.RLock()   # re-entered: a write's lock hook runs while a record call holds it
-        self.read = bool(problem)
-        self.exists = False
-        self.problem = problem     # why it could not be read (then nothing is written either)
-        self.unreachable = ""       # the cluster could not be reached to read it (the message says why)
-        self.entries: dict[str, list] = {}
-        self.pending: dict[str, str] = {}   # data keys not written yet, as they will be written
-        self.pending_since: float | None = None
-        self.warned = False
-        self.name = ""              # the ConfigMap's name
-        self.legacy_name = ""       # a former version's record of this plan and host, moved by the next write
-        self.problems: list[str] = []   # entries left out as read: edited by hand (history shows them)
-        self.key: bytes | None = None   # the digests' key, once read
-        self.key_read = False
-        self.key_problem = ""       # why there is no key (then entries have no digest)
-        self.key_warned = False
-        # the run's lock (see lock.py): what this run last saw of the record, and whether it holds the lock
-        self.version: str | None = None     # the record's resourceVersion as this run last saw it
-        self.holder: LockHolder | None = None
-        self.held = False
-        self.begun = False          # a writing phase of this step started here (the lock was checked)
-        self.lost = ""              # why this run may not write to this cluster (another run holds it, ...)
-        self.ran_here = False       # the record holds entries of this run (an earlier step of it wrote here)
-        self.notice = ""            # a takeover of an expired lock, said once
-        self.deferred = False       # the record's namespace did not exist at the first write: no lock until it does
-
-    def said_once(self, problem: str) -> str | None:
-        """A cluster's record problem is a warning once per run, not once per phase."""
-        if self.warned:
-            return None
-        self.warned = True
-        return problem
-
-
 class RunRecords:
     """Reads and writes the run record of ``plan`` in each cluster, through ``session_for(host)``.
 
@@ -223,7 +185,7 @@ class RunRecords:
     of a record carries the resourceVersion this run last saw of it (None: no lock, a run that writes nothing).
     ``release_after``: host -> the phase whose entry releases the host's lock (its last phase of the plan).
 
-    The per-host facade of three parts, each given the cluster's ``_ClusterRecord``: the record ConfigMap
+    The per-host facade of three parts, each given the cluster's ``ClusterRecord``: the record ConfigMap
     (``RecordConfigMap``), the lock it carries (``RecordLock``) and the digests' key (``DigestKeys``).
     """
 
@@ -241,7 +203,7 @@ class RunRecords:
         self.flush_after = flush_after
         self._clock = clock
         self._namespace_for = namespace_for
-        self._clusters: dict[str, _ClusterRecord] = {}
+        self._clusters: dict[str, ClusterRecord] = {}
         self._lock = threading.Lock()
 
     def where(self, host: str) -> str:
@@ -391,14 +353,14 @@ class RunRecords:
         """A thread that renews the locks this run holds while the step runs (``start``, then ``stop``)."""
         return Renewal(self, (self.lock.duration if self.lock else 0) / 3)
 
-    def _cluster(self, host: str) -> _ClusterRecord:
+    def _cluster(self, host: str) -> ClusterRecord:
         with self._lock:
             if host in self._clusters:
                 return self._clusters[host]
         try:
-            cluster = _ClusterRecord(self._namespace_for(host))
+            cluster = ClusterRecord(self._namespace_for(host))
         except PhasekitError as err:  # no kubeconfig: no record either
-            cluster = _ClusterRecord("", problem=f"run record of cluster {host} not reachable: {err}")
+            cluster = ClusterRecord("", problem=f"run record of cluster {host} not reachable: {err}")
         with self._lock:
             return self._clusters.setdefault(host, cluster)
 
@@ -415,13 +377,13 @@ class RecordConfigMap:
         self.settings = settings   # None: no lock
         self._session_for = session_for
         self._own = threading.local()   # set while a record request is sent: it takes no lock
-        self.locking = RecordLock(run, settings, session_for, self, clock=clock, sleep=sleep)
+        self.locking = RecordLock(run.run, settings, session_for, self, clock=clock, sleep=sleep)
 
-    def name_of(self, host: str, cluster: _ClusterRecord) -> str:
+    def name_of(self, host: str, cluster: ClusterRecord) -> str:
         """The record's name on the host's cluster (as read, else as this version names it)."""
         return cluster.name or record_name(self.run.plan, host)
 
-    def where(self, host: str, cluster: _ClusterRecord) -> str:
+    def where(self, host: str, cluster: ClusterRecord) -> str:
         """'ConfigMap ns/name' of the host's record (for messages and docs)."""
         return f"ConfigMap {cluster.namespace}/{self.name_of(host, cluster)}"
 
@@ -437,7 +399,7 @@ class RecordConfigMap:
         finally:
             self._own.active = False
 
-    def write_pending(self, host: str, cluster: _ClusterRecord, attempts: int | None,
+    def write_pending(self, host: str, cluster: ClusterRecord, attempts: int | None,
                       release: bool = False) -> str | None:
         """One write of the cluster's unwritten keys (kept for the next try when it fails), holding or releasing
         the lock; a problem is returned (a warning, said once per cluster)."""
@@ -449,13 +411,13 @@ class RecordConfigMap:
                                      f"{api_reason(err)}")
         return None
 
-    def store_pending(self, host: str, cluster: _ClusterRecord, attempts: int | None, release: bool = False) -> None:
+    def store_pending(self, host: str, cluster: ClusterRecord, attempts: int | None, release: bool = False) -> None:
         """Store the cluster's unwritten keys (with the lock's annotations), then forget them; raises as ``store``."""
         self.store(host, cluster, dict(cluster.pending), attempts, release=release)
         cluster.pending.clear()
         cluster.pending_since = None
 
-    def read(self, host: str, cluster: _ClusterRecord, attempts: int | None = None, fresh: bool = False) -> None:
+    def read(self, host: str, cluster: ClusterRecord, attempts: int | None = None, fresh: bool = False) -> None:
         """The record as found, read once per run (``fresh``: what an earlier read kept is forgotten); a problem
         reading it is kept in ``cluster.problem``."""
         if cluster.read:
@@ -477,7 +439,7 @@ class RecordConfigMap:
         if found is not None:
             self._keep_entries(host, cluster, found)
 
-    def _found(self, host: str, cluster: _ClusterRecord, attempts: int | None) -> dict | None:
+    def _found(self, host: str, cluster: ClusterRecord, attempts: int | None) -> dict | None:
         """The record under its name, else a former version's record of this plan and host (then taken over: the
         next write moves every entry to the new name), else None."""
         found = self.get(host, cluster, cluster.name, attempts)
@@ -490,7 +452,7 @@ class RecordConfigMap:
                 cluster.legacy_name = legacy
         return found
 
-    def _keep_entries(self, host: str, cluster: _ClusterRecord, found: dict) -> None:
+    def _keep_entries(self, host: str, cluster: ClusterRecord, found: dict) -> None:
         """What a record read holds, kept for this run: its entries (and what was left out of them), its lock."""
         cluster.exists = not cluster.legacy_name
         if cluster.exists:
@@ -508,7 +470,7 @@ class RecordConfigMap:
             if unkeyed or cluster.legacy_name:  # plain digests are testable offline: gone with the next write
                 cluster.pending[key] = json.dumps(entries, separators=(",", ":"))
 
-    def get(self, host: str, cluster: _ClusterRecord, name: str, attempts: int | None) -> dict | None:
+    def get(self, host: str, cluster: ClusterRecord, name: str, attempts: int | None) -> dict | None:
         """The ConfigMap ``name`` of the cluster's record namespace, or None when there is none."""
         try:
             found = self.request(host, "GET", self._path(cluster, name), attempts=attempts).body
@@ -522,7 +484,7 @@ class RecordConfigMap:
         annotations = (found.get("metadata") or {}).get("annotations") or {}
         return annotations.get(PLAN_ANNOTATION) == self.run.plan and annotations.get(HOST_ANNOTATION) == host
 
-    def answered(self, cluster: _ClusterRecord, found: dict | None) -> None:
+    def answered(self, cluster: ClusterRecord, found: dict | None) -> None:
         """What an answer says of the record: its resourceVersion, its holder, and whether this run holds it."""
         if found is None:
             cluster.version, cluster.holder, cluster.held, cluster.exists = None, None, False, False
@@ -532,7 +494,7 @@ class RecordConfigMap:
         cluster.holder = holder_of(metadata.get("annotations"))
         cluster.held = cluster.holder is not None and cluster.holder.run == self.run.run
 
-    def store(self, host: str, cluster: _ClusterRecord, data: dict, attempts: int | None,
+    def store(self, host: str, cluster: ClusterRecord, data: dict, attempts: int | None,
               release: bool = False) -> None:
         """Write ``data`` keys to the record; with the lock, also the holder (or its release), and only if the
         record is still as this run last saw it (its resourceVersion): else ``_conflict`` decides."""
@@ -545,7 +507,7 @@ class RecordConfigMap:
                     raise
         raise LockRefused(f"run record {self.where(host, cluster)} keeps changing under this run: run again")
 
-    def _store_once(self, host: str, cluster: _ClusterRecord, data: dict, attempts: int | None,
+    def _store_once(self, host: str, cluster: ClusterRecord, data: dict, attempts: int | None,
                     release: bool) -> None:
         if self.settings is not None and cluster.lost:
             raise LockRefused(cluster.lost)
@@ -566,7 +528,7 @@ class RecordConfigMap:
             cluster.exists = False  # deleted during the run: made again with every entry this run knows
         self._create(host, cluster, name, data, annotations, attempts)
 
-    def _create(self, host: str, cluster: _ClusterRecord, name: str, data: dict, annotations: dict,
+    def _create(self, host: str, cluster: ClusterRecord, name: str, data: dict, annotations: dict,
                 attempts: int | None) -> None:
         """The record made, with every entry this run knows and ``data``; made meanwhile by another run: added
         to (without the lock; with it, ``_conflict`` decides)."""
@@ -589,13 +551,13 @@ class RecordConfigMap:
         self.request(host, "PATCH", self._path(cluster, name), body={"data": data}, content_type=MERGE_PATCH,
                      attempts=attempts)
 
-    def _written(self, cluster: _ClusterRecord, answer) -> None:
+    def _written(self, cluster: ClusterRecord, answer) -> None:
         if self.settings is not None and isinstance(answer, dict):
             self.answered(cluster, answer)
             cluster.exists = True
             cluster.deferred = False
 
-    def _drop_legacy(self, host: str, cluster: _ClusterRecord) -> None:
+    def _drop_legacy(self, host: str, cluster: ClusterRecord) -> None:
         """The former version's record, now copied: deleted, best effort (left, it only costs its space)."""
         if not cluster.legacy_name:
             return
@@ -605,7 +567,7 @@ class RecordConfigMap:
             pass
         cluster.legacy_name = ""
 
-    def _conflict(self, host: str, cluster: _ClusterRecord) -> bool:
+    def _conflict(self, host: str, cluster: ClusterRecord) -> bool:
         """A write's precondition failed (409): the record is read again; True when this run still holds it (the
         write is tried again), else the cluster is lost to this run and LockRefused raised naming why."""
         was_held = cluster.held
@@ -625,7 +587,7 @@ class RecordConfigMap:
         cluster.held = False
         raise LockRefused(cluster.lost)
 
-    def _other_run(self, found: dict | None, cluster: _ClusterRecord) -> str:
+    def _other_run(self, found: dict | None, cluster: ClusterRecord) -> str:
         """The newest run other than this one that the record names (the one that acted meanwhile)."""
         if found is None:
             return "the record was deleted"
@@ -641,7 +603,7 @@ class RecordConfigMap:
         return f"run {newest['run']} by {newest.get('by', '?')}, started {newest['started']}"
 
     @staticmethod
-    def _path(cluster: _ClusterRecord, name: str | None = None) -> str:
+    def _path(cluster: ClusterRecord, name: str | None = None) -> str:
         base = f"/api/v1/namespaces/{cluster.namespace}/configmaps"
         return base if name is None else f"{base}/{name}"
 
@@ -653,7 +615,7 @@ class DigestKeys:
     def __init__(self, create: bool):
         self.create = create
 
-    def read(self, host: str, cluster: _ClusterRecord, session, attempts: int | None = None) -> None:
+    def read(self, host: str, cluster: ClusterRecord, session, attempts: int | None = None) -> None:
         """The cluster's digest key from its Secret, read once; made when missing (``create``). Made without
         the lock: an immutable Secret, made once, and another run's key is the one used. ``session``: the record's
         own requests (they take no lock)."""
@@ -704,6 +666,29 @@ class DigestKeys:
             if err.status != 409:
                 raise
         return session.request("GET", f"{path}/{KEY_SECRET}", attempts=attempts).body
+
+
+class Renewal:
+    """Renews a run's held locks every ``every`` seconds while the block runs, in a thread of its own."""
+
+    def __init__(self, records: RunRecords, every: float):
+        self._records, self._every = records, every
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self._records.lock is not None and self._every > 0:
+            self._thread = threading.Thread(target=self._run, name="phasekit-lock-renewal", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=15)  # a request in flight ends by then (attempts=1, its connect timeout)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._every):
+            self._records.renew()
 
 
 class _OwnRequests:
