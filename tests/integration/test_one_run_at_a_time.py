@@ -267,7 +267,7 @@ def test_two_runs_at_once_the_second_waits_with_plan_lock_timeout(clusters, coll
         held, go = tmp_path / f"held{number}", tmp_path / f"go{number}"
         sites = held_sites(tmp_path, target, namespace, number, held, go)
         first = start(sites["A"], collections_path)
-        for _ in range(600):
+        for _tick in range(600):
             if held.exists() or first.poll() is not None:
                 break
             time.sleep(0.2)
