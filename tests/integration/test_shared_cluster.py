@@ -166,6 +166,9 @@ def test_in_a_graph_hosts_of_one_cluster_are_refused_before_either_writes(cluste
         assert said in message, message
     for cluster in clusters.values():
         assert written(cluster, namespaces[0]) == [], result
+    # the phase's line says it once for its three clusters (once a second time at the run's end)
+    assert result.output.count("  cluster-b, cluster-c, ephemeral: failed: phase probe refused before anything") == 1, \
+        result
     never = re.findall(r"^after\s+(\S+)\s+needs probe, which failed on \S+$", result.output, flags=re.MULTILINE)
     assert sorted(never) == ["cluster-b", "cluster-c", "ephemeral"], result.output
 

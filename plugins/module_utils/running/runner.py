@@ -374,16 +374,16 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
             return f"unexpected error before phase {phase.name} started ({type(err).__name__}): {err}"
 
     def refuse(self, phase: RunEntry, hosts: list[str], barrier: Barrier, reason: str, started: float,
-               started_at: float, details: dict | None = None) -> list[PhaseRecord]:
+               started_at: float, details: dict | None = None, show: bool = True) -> list[PhaseRecord]:
         """``phase`` failed on ``hosts`` for ``reason`` before it started there (``details``: default, refused by the
-        guard): their records, counted."""
+        guard; ``show``: its progress line now): their records, counted."""
         details = {"refused": True} if details is None else dict(details)
         if barrier.batch is not None:
             details["rollout"] = barrier.batch.to_dict()
         records = [PhaseRecord(phase=phase.name, host=host, executor=phase.executor, result=FAILED,
                                duration=0.0, msg=_short(reason), details=dict(details), started=started_at)
                    for host in hosts]
-        if self.progress is not None:
+        if self.progress is not None and show:
             self.progress(phase, barrier, records, time.monotonic() - started)
         self.report.records.extend(records)
         if not self.dry_run:
@@ -624,9 +624,12 @@ class _GraphWalk:
             runner.prepare(playing)
         barrier, reason = self._gate(name, entry)
         if reason:
-            for record in runner.refuse(entry, playing, barrier, reason, time.monotonic(), time.time()):
+            # its line once, when it ended on all its clusters (they may be handed out one at a time)
+            for record in runner.refuse(entry, playing, barrier, reason, time.monotonic(), time.time(), show=False):
                 self.records[name].append(record)
                 self.scheduler.ended(name, record.host, schedule.FAILED)
+            if self.scheduler.left[name] == 0:
+                self._show(name)
             return
         for host in playing:
             self.in_flight += 1

@@ -140,9 +140,13 @@ def test_two_hosts_of_one_cluster_are_refused_before_either_writes_however_they_
 
     entries, graph = graph_plan(("base", AB, []), ("app", AB, [("base", SAME_CLUSTER)]), ("side", ("m",), []))
     work = Script(delays={("base", "b"): 0.2})
+    lines = []
     report = run_phases(entries, work, hosts_in_play=list(AB) + ["m"], concurrency=8, guard=guard,
-                        graph=GraphRun(graph, keep_going=True))
+                        graph=GraphRun(graph, keep_going=True),
+                        progress=lambda phase, _barrier, records, _seconds: lines.append(
+                            (phase.name, sorted(record.host for record in records))))
     assert not [key for key in work.calls if key[0] == "app"], work.calls
+    assert [line for line in lines if line[0] == "app"] == [("app", ["a", "b"])]    # one line, once
     assert {(record.host, record.result) for record in report.records if record.phase == "app"} == {
         ("a", "failed"), ("b", "failed")}
     assert [hosts for name, hosts in guarded if name == "app"] == [("a", "b")]    # asked once, for both
