@@ -5,16 +5,14 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.planner import RunEntry
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.views import history_lines
+from ansible_collections.phasekit.kube.plugins.module_utils.running.lock import parse_stamp
 from ansible_collections.phasekit.kube.plugins.module_utils.running.record import RunRecords, run_history
 from ansible_collections.phasekit.kube.plugins.module_utils.running.report import role_named, write_report
 from ansible_collections.phasekit.kube.plugins.module_utils.running.timeline import iso_stamp, timeline_html
-
-RECORD_STAMP = "%Y-%m-%dT%H:%M:%SZ"   # a record entry's ``started`` (``record.utc_stamp``)
 
 
 def plan_history(records: RunRecords | None, planned: list[RunEntry], in_play: list[str], concurrency: int, *,
@@ -56,7 +54,8 @@ def last_run_entries(recorded: dict[str, dict[str, list]]) -> tuple[str, list[di
     found = []
     for host, phases in recorded.items():
         for phase, entries in phases.items():
-            found += [(host, phase, entry, _epoch(entry)) for entry in entries if isinstance(entry, dict)]
+            found += [(host, phase, entry, parse_stamp(entry.get("started"))) for entry in entries
+                      if isinstance(entry, dict)]
     found = [item for item in found if item[3] is not None]
     if not found:
         return "", []
@@ -68,13 +67,6 @@ def last_run_entries(recorded: dict[str, dict[str, list]]) -> tuple[str, list[di
     return last, [{"phase": phase, "cluster": host, "result": str(entry.get("result", "?")),
                    "started": iso_stamp(began), "ended": iso_stamp(began + _seconds(entry.get("duration")))}
                   for host, phase, entry, began in found if str(entry.get("run", "?")) == last]
-
-
-def _epoch(entry: dict) -> float | None:
-    try:
-        return datetime.strptime(str(entry.get("started", "")), RECORD_STAMP).replace(tzinfo=timezone.utc).timestamp()
-    except ValueError:
-        return None
 
 
 def _seconds(value) -> float:
