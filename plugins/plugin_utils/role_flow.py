@@ -76,11 +76,11 @@ def step_tasks(step: dict, dry_run: bool) -> str:
 def view_tasks(choices: RoleChoices, runs_phases: bool, runs_steps: bool) -> str:
     """The engine's task file for the action asked: each holds only what that action prints or runs, so no task of a
     common run is skipped. run.yml and validate_online.yml are list.yml and validate.yml followed by phases.yml; a
-    plan with tasks phases runs its phases after the engine, per host (steps.yml), and steps_next.yml holds no task."""
+    plan with tasks phases runs its phases after the engine, per host (steps.yml), and nothing.yml holds no task."""
     if choices.action in VIEWS:
         return f"{choices.action}.yml"
     if choices.action == "validate":
         return "validate.yml" if not runs_phases or runs_steps else "validate_online.yml"
     if choices.action == "run" and choices.show_plan:
         return "list.yml" if runs_steps else "run.yml"
-    return "steps_next.yml" if runs_steps else "phases.yml"
+    return "nothing.yml" if runs_steps else "phases.yml"
