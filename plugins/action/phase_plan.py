@@ -106,31 +106,40 @@ class ActionModule(PhasekitAction):
         if warnings:
             result["warnings"] = warnings
         if args["render"]:
-            hostvars = task_vars.get("hostvars")
-            # offline: no cluster is asked for an output, each renders as known after the run
-            previewed = OutputValues.previewed(declared_outputs([planned.run_entry() for planned in plan.phases]))
-
-            def render_for(host: str):
-                if hostvars is None or host not in hostvars:
-                    raise PhasekitError(f"host {host!r}: no variables to render its templates with")
-                variables = host_variables(hostvars, host)
-                if previewed.declared:
-                    variables = {**variables, OUTPUTS_VARIABLE: previewed.for_host(host)}
-                return (lambda path: render_template_file(self._templar, path, variables, what="template"),
-                        vault_values(variables))
-
-            with ChartCache() as charts:
-                helm = (lambda request: template_release(request, charts=charts, environ=self.environ)) \
-                    if args["render_helm"] else None
-                rendered = render_bundles(plan, render_for if args["per_cluster"] else None, helm=helm)
-            result["rendered"] = rendered
-            result["rendered_yaml"] = views.rendered_yaml(rendered)
-            if args["render_dest"]:
-                result["render_files"] = write_rendered(args["render_dest"], rendered, role_named("render_dest"))
+            result.update(self._render(args, task_vars, plan, result))
         if args["graph_file"]:
             write_graph(args["graph_file"], result["mermaid"], role_named("graph_file"))
             result["graph_file"] = args["graph_file"]
+        result["tree_view"] = views.tree_view(result["tree"], result["mermaid"], result.get("graph_file"))
         return result
+
+    def _render(self, args: dict, task_vars: dict, plan, result: dict) -> dict:
+        """The selected bundles rendered (per cluster with ``per_cluster``; helm releases with ``render_helm``), and
+        what the role prints of them."""
+        hostvars = task_vars.get("hostvars")
+        # offline: no cluster is asked for an output, each renders as known after the run
+        previewed = OutputValues.previewed(declared_outputs([planned.run_entry() for planned in plan.phases]))
+
+        def render_for(host: str):
+            if hostvars is None or host not in hostvars:
+                raise PhasekitError(f"host {host!r}: no variables to render its templates with")
+            variables = host_variables(hostvars, host)
+            if previewed.declared:
+                variables = {**variables, OUTPUTS_VARIABLE: previewed.for_host(host)}
+            return (lambda path: render_template_file(self._templar, path, variables, what="template"),
+                    vault_values(variables))
+
+        with ChartCache() as charts:
+            helm = (lambda request: template_release(request, charts=charts, environ=self.environ)) \
+                if args["render_helm"] else None
+            rendered = render_bundles(plan, render_for if args["per_cluster"] else None, helm=helm)
+        rendered_result = {"rendered": rendered, "rendered_yaml": views.rendered_yaml(rendered)}
+        rendered_result["validated"] = views.validated_line(len(result["all_phases"]), len(result["phases"]), rendered)
+        if args["render_dest"]:
+            rendered_result["render_files"] = write_rendered(args["render_dest"], rendered, role_named("render_dest"))
+        rendered_result["render_view"] = views.render_view(rendered_result["rendered_yaml"],
+                                                           rendered_result.get("render_files"), args["render_dest"])
+        return rendered_result
 
     def convert(self, args, task_vars):
         """Another format's documents written as phasekit.dev documents (and an inventory) in ``convert_to``.
@@ -190,6 +199,7 @@ def plan_result(plan: Plan, in_play: list[str] | None = None) -> dict:
         "rollouts": [{**rollout.to_dict(), "sizes": list(rollout.rollout.batches),
                       "batches": rollout.batches(in_play or [])} for rollout in rollouts],
         "rollout_lines": batches,
+        "rollout_view": views.rollout_view(batches),
     }
 
 

@@ -389,6 +389,23 @@ mermaid:
   returned: success
   type: list
   elements: str
+tree_view:
+  description: What the role prints for C(plan_action=tree) - RV(tree), an empty line, then RV(mermaid) or, with
+    O(graph_file), the line saying where it was written.
+  returned: success
+  type: list
+  elements: str
+rollout_view:
+  description: The batches of each rollout as lines, or a line saying that no phase rolls out in batches.
+  returned: success
+  type: list
+  elements: str
+render_view:
+  description: What the role prints for C(plan_action=render) - RV(rendered_yaml) as lines, or, with O(render_dest),
+    the line saying how many files were written there.
+  returned: when O(render=true)
+  type: list
+  elements: str
 rendered:
   description:
     - The rendered bundles of the selected C(apply) and C(wait) phases (and C(helm) phases with O(render_helm=true));
@@ -446,6 +463,13 @@ rendered_yaml:
       C(kubectl apply -f -) read it.
   returned: when O(render=true)
   type: str
+validated:
+  description:
+    - One line saying what was checked, as O(render=true) found it - how many phases are valid (and selected), and how
+      many bundles render to how many objects. The role prints it for C(plan_action=validate).
+  returned: when O(render=true)
+  type: str
+  sample: 4 phases valid (4 selected); 3 bundles render to 9 objects
 render_files:
   description: The files O(render_dest) wrote, in run order.
   returned: when O(render_dest) is set

@@ -14,6 +14,7 @@ import uuid
 
 import pytest
 import yaml
+from test_role_flows import SITE_YML as PLAYBOOK  # the role in the user's site.yml
 
 API = "phasekit.dev/v1alpha1"
 REUSED = "the plan an earlier task of this run read"
@@ -24,15 +25,6 @@ EDIT_TASKS = """
     path: "{{ playbook_dir }}/phases/site.yaml"
     line: "# edited by the tasks phase"
   run_once: true
-"""
-PLAYBOOK = """
-- hosts: all
-  gather_facts: false
-  roles:
-    - role: phasekit.kube.plan
-      vars:
-        plan_src: [phases]
-        plan_name: site
 """
 
 

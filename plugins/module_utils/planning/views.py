@@ -200,6 +200,28 @@ def bundle_yaml(entry: dict) -> str:
     return "".join(parts)
 
 
+def tree_view(tree: list[str], mermaid: list[str], graph_file: str | None) -> list[str]:
+    """What ``plan_action=tree`` prints: the tree, then the Mermaid graph or where it was written."""
+    return tree + [""] + ([f"Mermaid graph written to {graph_file}"] if graph_file else mermaid)
+
+
+def render_view(rendered_yaml_text: str, render_files: list | None, render_dest: str | None) -> list[str]:
+    """What ``plan_action=render`` prints: the rendered YAML, or where it was written."""
+    if render_files is not None:
+        return [f"Rendered bundles written to {len(render_files)} file(s) in {render_dest}"]
+    return rendered_yaml_text.splitlines()
+
+
+def rollout_view(rollout_lines: list[str]) -> list[str]:
+    return rollout_lines or ["no phase rolls out in batches"]
+
+
+def validated_line(phases: int, selected: int, rendered: list[dict]) -> str:
+    """What validate checked, in one line: the phases valid, and the objects the bundles render to."""
+    objects = sum(len(entry.get("objects") or []) for entry in rendered)
+    return f"{phases} phases valid ({selected} selected); {len(rendered)} bundles render to {objects} objects"
+
+
 def rendered_yaml(rendered: list[dict]) -> str:
     """Every rendered bundle as one YAML stream, in run order (``yaml.safe_load_all`` and ``kubectl apply -f -``
     read it)."""

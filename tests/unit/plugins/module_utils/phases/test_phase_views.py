@@ -259,3 +259,32 @@ LAST = {"run": "r1", "action": "run", "result": "ok", "started": "2026-11-24T14:
 def test_last_run_label(same_bundle, suffix):
     assert views.last_run_label({**LAST, "same_bundle": same_bundle}) == \
         "ok 2026-11-24T14:45:01Z by ci@runner" + suffix
+
+
+@pytest.mark.parametrize("phases, selected, rendered, expected", [
+    (4, 4, [{"objects": [1, 2]}, {"objects": [3]}, {"objects": []}], "4 phases valid (4 selected); 3 bundles render to 3 objects"),
+    (2, 1, [{"objects": None}, {"command": ["x"]}], "2 phases valid (1 selected); 2 bundles render to 0 objects"),
+    (1, 0, [], "1 phases valid (0 selected); 0 bundles render to 0 objects"),
+], ids=["objects-counted", "a-bundle-without-objects-counts-none", "nothing-rendered"])
+def test_validate_says_what_it_checked_in_one_line(phases, selected, rendered, expected):
+    assert views.validated_line(phases, selected, rendered) == expected
+
+
+@pytest.mark.parametrize("graph_file, expected", [
+    (None, ["tree", "", "flowchart TD"]),
+    ("out/graph.md", ["tree", "", "Mermaid graph written to out/graph.md"]),
+], ids=["the-graph-printed", "the-graph-written"])
+def test_tree_view_prints_the_graph_or_where_it_went(graph_file, expected):
+    assert views.tree_view(["tree"], ["flowchart TD"], graph_file) == expected
+
+
+@pytest.mark.parametrize("files, expected", [
+    (None, ["---", "kind: A"]),
+    (["a.yaml", "b.yaml"], ["Rendered bundles written to 2 file(s) in out"]),
+], ids=["the-yaml-printed", "the-files-written"])
+def test_render_view_prints_the_yaml_or_where_it_went(files, expected):
+    assert views.render_view("---\nkind: A\n", files, "out") == expected
+
+
+def test_rollout_view_says_when_nothing_rolls_out():
+    assert (views.rollout_view([]), views.rollout_view(["b1"])) == (["no phase rolls out in batches"], ["b1"])
