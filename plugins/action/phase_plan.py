@@ -35,7 +35,12 @@ from ansible_collections.phasekit.kube.plugins.module_utils.running.report impor
 from ansible_collections.phasekit.kube.plugins.module_utils.running.runner import plan_steps
 from ansible_collections.phasekit.kube.plugins.plugin_utils.action import PhasekitAction
 from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import AUTH_ARGUMENT_SPEC
-from ansible_collections.phasekit.kube.plugins.plugin_utils.role_flow import FLOW_OPTIONS, RoleChoices, role_flow
+from ansible_collections.phasekit.kube.plugins.plugin_utils.role_flow import (
+    FLOW_OPTIONS,
+    RoleChoices,
+    plan_reading,
+    role_flow,
+)
 from ansible_collections.phasekit.kube.plugins.module_utils.masking import scrub_secrets
 from ansible_collections.phasekit.kube.plugins.plugin_utils.templates import (
     host_variables, render_template_file, vault_values)
@@ -84,6 +89,8 @@ class ActionModule(PhasekitAction):
 
     def execute(self, args, task_vars):
         args = spread_source(args)
+        if args["flow"] is not None:   # the role: what the plan is read for follows its plan_action
+            args = {**args, **plan_reading(RoleChoices(**args["flow"]), args["partial_rollout"], args["render_dest"])}
         if args["convert_to"]:
             return self.convert(args, task_vars)
         if args[BUNDLE_OPTION] is not None:

@@ -99,6 +99,11 @@ options:
         C(plan_action), C(plan_offline), C(plan_show_plan) and C(plan_host_results), as O(flow.action),
         O(flow.offline), O(flow.show_plan) and O(flow.host_results). The role's choices for the run come back as
         RV(flow).
+      - With O(flow), what the plan is read for follows O(flow.action), whatever O(runnable), O(render),
+        O(per_cluster), O(check_all) and O(render_helm) say - C(list), C(tree) and C(render) read a plan that may not
+        run here, C(render) and C(validate) render the bundles (C(render) per cluster, helm releases included, to
+        O(render_dest)), C(validate) checks every phase of the documents; O(partial_rollout) is also true for
+        C(status), and O(render_dest) is used by C(render) only.
     type: dict
     suboptions:
       action:

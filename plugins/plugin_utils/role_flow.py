@@ -84,3 +84,15 @@ def view_tasks(choices: RoleChoices, runs_phases: bool, runs_steps: bool) -> str
     if choices.action == "run" and choices.show_plan:
         return "list.yml" if runs_steps else "run.yml"
     return "nothing.yml" if runs_steps else "phases.yml"
+
+
+def plan_reading(choices: RoleChoices, partial_rollout: bool, render_dest: str | None) -> dict:
+    """phase_plan's options for the action asked: what the plan is read for. The views read a plan that may not run
+    here; render and validate render the bundles (render per cluster, with helm's releases, to ``render_dest``);
+    validate checks every phase of the documents; status reads part of a rollout as well."""
+    action = choices.action
+    return {"runnable": action not in ("list", "tree", "render"), "render": action in ("render", "validate"),
+            "per_cluster": action == "render", "render_helm": action == "render", "check_all": action == "validate",
+            "partial_rollout": bool(partial_rollout) or action == "status",
+            "render_dest": render_dest if action == "render" else ""}
+

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.phasekit.kube.plugins.plugin_utils.role_flow import RoleChoices, role_flow
+from ansible_collections.phasekit.kube.plugins.plugin_utils.role_flow import RoleChoices, plan_reading, role_flow
 
 PLAIN = ["apply", "wait"]
 WITH_TASKS = ["apply", "tasks"]
@@ -79,3 +79,24 @@ def test_each_step_names_its_task_file(choices, executors, steps, expected):
     flow = role_flow(choices, executors, steps)
     assert [step["tasks"] for step in flow.steps] == expected
     assert [step["phases"] for step in flow.steps] == [step["phases"] for step in steps][:len(expected)]
+
+
+# what the role's plan task read the plan for, per plan_action (the role's Jinja until issue 38 moved it here)
+READ_AS = {  # action: (runnable, render, per_cluster and render_helm, check_all)
+    "list": (False, False, False, False), "tree": (False, False, False, False), "render": (False, True, True, False),
+    "validate": (True, True, False, True), "run": (True, False, False, False), "status": (True, False, False, False),
+    "destroy": (True, False, False, False), "history": (True, False, False, False),
+}
+
+
+@pytest.mark.parametrize("action", READ_AS)
+def test_the_plan_is_read_for_what_the_action_does(action):
+    runnable, render, per_cluster, check_all = READ_AS[action]
+    reading = plan_reading(RoleChoices(action), partial_rollout=False, render_dest="out")
+    assert reading == {"runnable": runnable, "render": render, "per_cluster": per_cluster, "render_helm": per_cluster,
+                       "check_all": check_all, "partial_rollout": action == "status",
+                       "render_dest": "out" if action == "render" else ""}
+
+
+def test_partial_rollout_given_holds_for_every_action():
+    assert all(plan_reading(RoleChoices(action), True, "")["partial_rollout"] for action in READ_AS)
