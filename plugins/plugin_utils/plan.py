@@ -143,6 +143,8 @@ def plan_store() -> PlanStore | None:
 def task_base_dir(action_plugin, task_vars: dict) -> str:
     """Where the task's relative paths start: the playbook's directory, whichever role or include asks."""
     return task_vars.get("playbook_dir") or action_plugin._loader.get_basedir()  # pylint: disable=protected-access
+
+
 def task_documents(action_plugin, args: dict, task_vars: dict) -> tuple[list[RawDocument], str | None]:
     """The phase documents ``args`` give (files or inline) and the airshipctl target path, made absolute."""
     base_dir = task_base_dir(action_plugin, task_vars)

@@ -95,4 +95,3 @@ def plan_reading(choices: RoleChoices, partial_rollout: bool, render_dest: str |
             "per_cluster": action == "render", "render_helm": action == "render", "check_all": action == "validate",
             "partial_rollout": bool(partial_rollout) or action == "status",
             "render_dest": render_dest if action == "render" else ""}
-

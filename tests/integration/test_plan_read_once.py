@@ -63,8 +63,8 @@ def site_fixture(clusters, tmp_path):
         cluster.kubectl("delete", "namespace", namespace, "--ignore-not-found", "--wait=false")
 
 
-def test_each_step_runs_the_plan_read_once_unless_its_documents_changed(site, clusters, run_playbook, short_tmp,
-                                                                       tmp_path):
+def test_each_step_runs_the_plan_read_once_unless_its_documents_changed(
+        site, clusters, run_playbook, short_tmp, tmp_path):
     namespace, inventory = site
     result = run_playbook(PLAYBOOK, inventory, env={"TMPDIR": str(short_tmp)}, verbosity=3)
     assert result.rc == 0, result.output[-6000:]

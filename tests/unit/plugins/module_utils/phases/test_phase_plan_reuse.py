@@ -81,8 +81,8 @@ CHANGES = {
     "a document file touched (same content)": (touch_a_document, {}),
     "a host's kube_parent changed": (None, {"inv": inventory(parents={**PARENTS, "child-a": "target"})}),
     "a host's kube_kubeconfig removed": (None, {"inv": inventory(kubeconfigs=("child-a",))}),
-    "a host added to a group": (None, {"inv": inventory(groups={**GROUPS, "workload": ["child-a", "child-b",
-                                                                                     "lonely"]})}),
+    "a host added to a group": (None, {"inv": inventory(groups={**GROUPS,
+                                                                "workload": ["child-a", "child-b", "lonely"]})}),
     "the selection changed": (None, {"arguments": {**BUILD, "only": ["base"]}}),
 }
 
