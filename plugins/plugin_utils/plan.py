@@ -10,10 +10,7 @@ through a displayed result.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-
-from ansible.utils.display import Display
 
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import APPLY_OPTIONS_SPEC, apply_options
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
@@ -26,13 +23,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.planning.documents i
 )
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.executors import executor_registry
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.inventory import Inventory
-from ansible_collections.phasekit.kube.plugins.module_utils.planning.plan_reuse import (
-    PlanStore,
-    document_stamps,
-    plan_key,
-)
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.planner import Plan, build_plan
-from ansible_collections.phasekit.kube.plugins.module_utils.private_files import base_directory
 
 # Documented by the doc fragment phasekit.kube.plan_source.
 PLAN_SOURCE_SPEC = {
@@ -53,7 +44,6 @@ PLAN_SOURCE_SPEC["source"] = {"type": "dict", "options": {
     name: {key: value for key, value in PLAN_SOURCE_SPEC[name].items() if key != "default"} for name in SOURCE_OPTIONS}}
 PLAN_SOURCE_MUTUALLY_EXCLUSIVE = [["src", "plan", "source"]]
 PLAN_SOURCE_REQUIRED_ONE_OF = [["src", "plan", "source"]]
-display = Display()
 UNSET = (None, "", [], {})  # in source: an option left empty (the role's defaults) is not set
 
 
@@ -102,42 +92,13 @@ def plan_for_task(action_plugin, args: dict, task_vars: dict, runnable: bool = T
     does a selection that runs only part of a rollout (unless ``partial_rollout``, or ``reads_only``: status).
     ``check_all``: every phase and plan of the documents is checked; the problems of those outside the plan are
     the plan's ``warnings``.
-
-    A plan read from files is read once per run: a later task of the same run that asks for the same plan gets the
-    one built then, unless its documents or inventory changed (``planning/plan_reuse.py``).
     """
-    base_dir = task_base_dir(action_plugin, task_vars)
-    build = {"name": args["name"], "only": args["only"], "skip": args["skip"], "start_at": args["start_at"],
-             "target_path": absolute_target_path(args, base_dir), "runnable": runnable, "check_all": check_all, "rollout": args.get("rollout"),
-             "whole_rollouts": runnable and not reads_only and not args.get("partial_rollout")}
-
-    def built(inventory: Inventory) -> Plan:
-        documents, _target_path = task_documents(action_plugin, args, task_vars)
-        return build_plan(documents, executors=executors(), inventory=inventory, **build)
-
-    inventory = Inventory.from_task_vars(task_vars)
-    stamps = document_stamps(args["src"], base_dir) if args["plan"] is None else None
-    store = plan_store()
-    if stamps is None or store is None:
-        return built(inventory)
-    plan, reused = store.reuse_or_build(plan_key(build, stamps, inventory), inventory, built)
-    if reused:
-        display.vvv(f"plan {plan.name or ''}: the plan an earlier task of this run read (its documents and inventory "
-                    "unchanged)")
-    return plan
-
-
-def plan_store() -> PlanStore | None:
-    """Where this run keeps the plans it built: a private directory of the ansible-playbook process (every task's
-    worker is its child), removed by the first task of a later run once that process is gone. ``None``: not under
-    ansible-playbook's worker, or no private directory here."""
-    playbook = multiprocessing.parent_process()
-    if playbook is None:
-        return None
-    try:
-        return PlanStore(os.path.join(base_directory(), str(playbook.pid), "plans"))
-    except PhasekitError:
-        return None
+    documents, target_path = task_documents(action_plugin, args, task_vars)
+    return build_plan(documents, executors=executors(), inventory=Inventory.from_task_vars(task_vars),
+                      name=args["name"], only=args["only"], skip=args["skip"], start_at=args["start_at"],
+                      target_path=target_path, runnable=runnable, check_all=check_all,
+                      rollout=args.get("rollout"),
+                      whole_rollouts=runnable and not reads_only and not args.get("partial_rollout"))
 
 
 def task_base_dir(action_plugin, task_vars: dict) -> str:
@@ -152,12 +113,7 @@ def task_documents(action_plugin, args: dict, task_vars: dict) -> tuple[list[Raw
         documents = inline_documents(args["plan"], base_dir)
     else:
         documents = read_paths(args["src"], base_dir)
-    return documents, absolute_target_path(args, base_dir)
-
-
-def absolute_target_path(args: dict, base_dir: str) -> str | None:
-    """The airshipctl target path of ``args``, made absolute."""
     target_path = args.get("target_path")
     if target_path and not os.path.isabs(target_path):
         target_path = os.path.normpath(os.path.join(base_dir, target_path))
-    return target_path
+    return documents, target_path
