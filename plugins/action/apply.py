@@ -14,20 +14,15 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import (
     ABSENT, APPLY_OPTIONS_SPEC, apply_bundle, apply_options)
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiSession
-from ansible_collections.phasekit.kube.plugins.plugin_utils.action import PhasekitAction
+from ansible_collections.phasekit.kube.plugins.plugin_utils.action import BundleAction
 from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import AUTH_ARGUMENT_SPEC, resolve_for_task
 
 ARGUMENT_SPEC = {**AUTH_ARGUMENT_SPEC, **APPLY_OPTIONS_SPEC}
-MUTUALLY_EXCLUSIVE = [["src", "definition"]]
-REQUIRED_ONE_OF = [["src", "definition"]]
 EXTRA_CONNECTIONS = 4  # live-state reads run beside the apply workers
 
 
-class ActionModule(PhasekitAction):
+class ActionModule(BundleAction):
     ARGUMENT_SPEC = ARGUMENT_SPEC
-    MUTUALLY_EXCLUSIVE = MUTUALLY_EXCLUSIVE
-    REQUIRED_ONE_OF = REQUIRED_ONE_OF
-    PLAIN_ARGS = True
 
     def execute(self, args, task_vars):
         bundle = self.render_task_bundle(args, task_vars)

@@ -14,7 +14,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import a
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiSession
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.wait import (
     WAIT_OPTIONS_SPEC, wait_for_bundle, wait_rules)
-from ansible_collections.phasekit.kube.plugins.plugin_utils.action import PhasekitAction
+from ansible_collections.phasekit.kube.plugins.plugin_utils.action import BundleAction
 from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import AUTH_ARGUMENT_SPEC, resolve_for_task
 
 ARGUMENT_SPEC = {
@@ -24,15 +24,10 @@ ARGUMENT_SPEC = {
     "namespace": {"type": "str"},
     **WAIT_OPTIONS_SPEC,
 }
-MUTUALLY_EXCLUSIVE = [["src", "definition"]]
-REQUIRED_ONE_OF = [["src", "definition"]]
 
 
-class ActionModule(PhasekitAction):
+class ActionModule(BundleAction):
     ARGUMENT_SPEC = ARGUMENT_SPEC
-    MUTUALLY_EXCLUSIVE = MUTUALLY_EXCLUSIVE
-    REQUIRED_ONE_OF = REQUIRED_ONE_OF
-    PLAIN_ARGS = True
 
     def execute(self, args, task_vars):
         rules = wait_rules(args, where="wait")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import dataclass, field
 from decimal import Decimal
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
@@ -63,55 +64,45 @@ class _Node:
     __slots__ = ()
 
 
+# The syntax tree, as client-go's jsonpath/node.go has it: one small class per node type, found by name when the
+# tree is walked (``_Evaluator``).
+@dataclass(slots=True)
 class _List(_Node):
-    __slots__ = ("nodes",)
-
-    def __init__(self, nodes=None):
-        self.nodes = nodes if nodes is not None else []
+    nodes: list = field(default_factory=list)
 
 
+@dataclass(slots=True)
 class _Text(_Node):
-    __slots__ = ("text",)
-
-    def __init__(self, text):
-        self.text = text
+    text: str
 
 
+@dataclass(slots=True)
 class _Field(_Node):
-    __slots__ = ("name",)
-
-    def __init__(self, name):
-        self.name = name
+    name: str
 
 
+@dataclass(slots=True)
 class _Identifier(_Node):
-    __slots__ = ("name",)
-
-    def __init__(self, name):
-        self.name = name
+    name: str
 
 
+@dataclass(slots=True)
 class _Array(_Node):
-    __slots__ = ("params",)
-
-    def __init__(self, params):
-        self.params = params          # three [value, known, derived]: start, end, step
+    params: list          # three [value, known, derived]: start, end, step
 
 
+@dataclass(slots=True)
 class _Filter(_Node):
-    __slots__ = ("left", "right", "operator")
+    left: object
+    right: object
+    operator: str
 
-    def __init__(self, left, right, operator):
-        self.left, self.right, self.operator = left, right, operator
 
-
+@dataclass(slots=True)
 class _Literal(_Node):
     """An int, float or bool written in the template."""
 
-    __slots__ = ("value",)
-
-    def __init__(self, value):
-        self.value = value
+    value: object
 
 
 class _Wildcard(_Node):
@@ -122,11 +113,9 @@ class _Recursive(_Node):
     __slots__ = ()
 
 
+@dataclass(slots=True)
 class _Union(_Node):
-    __slots__ = ("lists",)
-
-    def __init__(self, lists):
-        self.lists = lists
+    lists: list
 
 
 # ---------------------------------------------------------------- parser
@@ -643,15 +632,23 @@ def printed(value) -> str:
     """One result as kubectl prints it: maps and lists as Go's compact JSON, scalars as Go's ``fmt.Print``."""
     if isinstance(value, (dict, list)):
         return go_json(value)
-    if value is None:
-        return "null"
     if value is NOTHING:
         return "<no value>"
-    if isinstance(value, bool):
-        return "true" if value else "false"
+    constant = _go_constant(value)
+    if constant is not None:
+        return constant
     if isinstance(value, float):
         return go_float(value)
     return str(value)
+
+
+def _go_constant(value) -> str | None:
+    """nil and the booleans, which Go's fmt and encoding/json spell alike (None: ``value`` is neither)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return None
 
 
 def go_json(value) -> str:
@@ -662,10 +659,9 @@ def go_json(value) -> str:
         return "[" + ",".join(go_json(item) for item in value) + "]"
     if isinstance(value, str):
         return _go_json_string(value)
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
+    constant = _go_constant(value)
+    if constant is not None:
+        return constant
     if isinstance(value, float):
         return _go_json_float(value)
     return str(int(value))

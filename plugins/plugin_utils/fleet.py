@@ -19,6 +19,8 @@ import threading
 from collections.abc import Mapping
 from contextlib import ExitStack
 
+from ansible_collections.phasekit.kube.plugins.module_utils.closing import Closing
+from ansible_collections.phasekit.kube.plugins.module_utils.memo import made_once
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.identity import (
@@ -88,7 +90,7 @@ class FleetVars(Mapping):
         return values
 
 
-class Fleet:
+class Fleet(Closing):
     """``ClusterAccess`` over the inventory: a resolution and an API session per host, kept for the step."""
 
     def __init__(self, loader, hostvars, *, environ: Mapping | None = None, remembered: Mapping | None = None,
@@ -117,12 +119,6 @@ class Fleet:
         self._credentials: dict[str, frozenset] = {}   # of resolved kubeconfigs
         self._identities = ClusterIdentities()          # once per endpoint for the step, whatever the hosts
         self._stack = ExitStack()
-
-    def __enter__(self) -> Fleet:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def close(self) -> None:
         """Close every session and remove the TLS material the client needed on disk."""
@@ -261,18 +257,13 @@ class Fleet:
         return found
 
     def _resolve(self, host: str, resolver: HostResolver) -> Resolution:
-        with self._lock_for(host):
-            if host not in self._resolutions:
-                try:
-                    if self._environment is not None:
-                        resolver = resolver.with_environ(self.environ_of(host))
-                    self._resolutions[host] = resolver.resolve(host, self._host_vars(host), {})
-                except PhasekitError as err:
-                    self._resolutions[host] = err      # once: a broken source is not read again
-            found = self._resolutions[host]
-        if isinstance(found, PhasekitError):
-            raise PhasekitError(str(found)) from None
-        return found
+        with self._lock_for(host):   # once: a broken source is not read again
+            return made_once(self._resolutions, host, lambda: self._resolved(host, resolver))
+
+    def _resolved(self, host: str, resolver: HostResolver) -> Resolution:
+        if self._environment is not None:
+            resolver = resolver.with_environ(self.environ_of(host))
+        return resolver.resolve(host, self._host_vars(host), {})
 
     def _host_vars(self, host: str):
         values = dict(self.vars[host])

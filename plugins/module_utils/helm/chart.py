@@ -23,6 +23,8 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 
 from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
+from ansible_collections.phasekit.kube.plugins.module_utils.closing import Closing
+from ansible_collections.phasekit.kube.plugins.module_utils.memo import made_once
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.private_files import private_directory
 
@@ -130,7 +132,7 @@ def _archive_files(path: str) -> dict[str, bytes]:
     return files
 
 
-class ChartCache:
+class ChartCache(Closing):
     """Charts made local for one run: each source pulled (``pull``) at most once, into a private directory
     removed on ``close``. Thread-safe: the clusters of a phase ask for the same chart at once."""
 
@@ -140,12 +142,6 @@ class ChartCache:
         self._charts: dict[ChartSource, Chart | PhasekitError] = {}
         self._lock = threading.Lock()
 
-    def __enter__(self) -> ChartCache:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
     def close(self) -> None:
         self._stack.close()
         self._directory = None
@@ -153,16 +149,8 @@ class ChartCache:
 
     def chart(self, source: ChartSource, pull) -> Chart:
         """The chart ``source`` names, local; ``pull(source, into_directory) -> path`` fetches a remote one."""
-        with self._lock:
-            if source not in self._charts:
-                try:
-                    self._charts[source] = self._make_local(source, pull)
-                except PhasekitError as err:
-                    self._charts[source] = err  # once: every cluster of the phase reports it
-            found = self._charts[source]
-        if isinstance(found, PhasekitError):
-            raise PhasekitError(str(found)) from None
-        return found
+        with self._lock:   # made once: every cluster of the phase reports a failure
+            return made_once(self._charts, source, lambda: self._make_local(source, pull))
 
     def _make_local(self, source: ChartSource, pull) -> Chart:
         if source.is_local:

@@ -23,12 +23,12 @@ import re
 import shlex
 import shutil
 import subprocess
-import threading
 from collections.abc import Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
 
 from ansible_collections.phasekit.kube.plugins.module_utils import yaml_io
+from ansible_collections.phasekit.kube.plugins.module_utils.memo import Memo
 from ansible_collections.phasekit.kube.plugins.module_utils.environ import process_environment
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.helm.chart import ChartSource
@@ -39,8 +39,7 @@ NOT_FOUND = "release: not found"
 MIN_MAJOR = 3
 DEFAULT_TIMEOUT = 600  # seconds a helm call may take when the request gives no wait_timeout
 
-_VERSIONS: dict[str, tuple[int, int]] = {}
-_VERSIONS_LOCK = threading.Lock()
+_VERSIONS = Memo()  # helm binary -> (major, minor), for the process
 
 
 @dataclass(frozen=True)
@@ -63,18 +62,19 @@ class HelmCommandError(PhasekitError):
 
 def helm_version(binary: str, environ: Mapping | None = None) -> tuple[int, int]:
     """(major, minor) of the helm at ``binary``, asked once per run and binary."""
-    with _VERSIONS_LOCK:
-        if binary not in _VERSIONS:
-            text = _run([binary, "version", "--template", "{{.Version}}"], env=helm_environment(None, environ),
-                        what="helm version").strip()
-            found = re.match(r"v?(\d+)\.(\d+)", text)
-            if not found:
-                raise PhasekitError(f"{binary} version: cannot read a version from {text!r}")
-            version = (int(found.group(1)), int(found.group(2)))
-            if version < (MIN_MAJOR, 13):
-                raise PhasekitError(f"{binary} is helm {text}; helm 3.13 or later is needed")
-            _VERSIONS[binary] = version
-        return _VERSIONS[binary]
+    return _VERSIONS.get_or_make(binary, lambda: _asked_version(binary, environ))
+
+
+def _asked_version(binary: str, environ: Mapping | None) -> tuple[int, int]:
+    text = _run([binary, "version", "--template", "{{.Version}}"], env=helm_environment(None, environ),
+                what="helm version").strip()
+    found = re.match(r"v?(\d+)\.(\d+)", text)
+    if not found:
+        raise PhasekitError(f"{binary} version: cannot read a version from {text!r}")
+    version = (int(found.group(1)), int(found.group(2)))
+    if version < (MIN_MAJOR, 13):
+        raise PhasekitError(f"{binary} is helm {text}; helm 3.13 or later is needed")
+    return version
 
 
 def helm_environment(kubeconfig_path: str | None, environ: Mapping | None = None) -> dict:

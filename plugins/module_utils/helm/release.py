@@ -198,27 +198,25 @@ def _value_flags(request: HelmRequest) -> list:
     return argv
 
 
+# Flags an install and an upgrade share, whatever the helm major, in kubernetes.core.helm's order: (the request's
+# attribute, the flag). A flag ending in "=" takes the value (given when set: not None, not empty); any other is a
+# switch, given when the attribute is true.
+INSTALL_FLAGS = (("replace", "--replace"), ("disable_hook", "--no-hooks"), ("create_namespace", "--create-namespace"),
+                 ("insecure_skip_tls_verify", "--insecure-skip-tls-verify"), ("plain_http", "--plain-http"),
+                 ("post_renderer", "--post-renderer="), ("skip_crds", "--skip-crds"),
+                 ("history_max", "--history-max="), ("skip_schema_validation", "--skip-schema-validation"))
+
+
 def _install_flags(request: HelmRequest) -> list:
-    """Flags an install and an upgrade share, whatever the helm major."""
+    """Flags an install and an upgrade share, whatever the helm major (``INSTALL_FLAGS``)."""
     argv = []
-    if request.replace:
-        argv.append("--replace")
-    if request.disable_hook:
-        argv.append("--no-hooks")
-    if request.create_namespace:
-        argv.append("--create-namespace")
-    if request.insecure_skip_tls_verify:
-        argv.append("--insecure-skip-tls-verify")
-    if request.plain_http:
-        argv.append("--plain-http")
-    if request.post_renderer:
-        argv.append("--post-renderer=" + request.post_renderer)
-    if request.skip_crds:
-        argv.append("--skip-crds")
-    if request.history_max is not None:
-        argv.append(f"--history-max={request.history_max}")
-    if request.skip_schema_validation:
-        argv.append("--skip-schema-validation")
+    for attribute, flag in INSTALL_FLAGS:
+        value = getattr(request, attribute)
+        if flag.endswith("="):
+            if value is not None and value != "":
+                argv.append(f"{flag}{value}")
+        elif value:
+            argv.append(flag)
     return argv
 
 

@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
-from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import CASCADES
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.apply import CASCADES, with_given
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.diff import object_diff
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import Discovery
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.objects import DELETED, FAILED
@@ -88,11 +88,7 @@ class DeletionReport:
         """The Ansible result (without 'failed'/'msg', which the caller adds)."""
         out = {"changed": self.changed, "counts": self.counts(), "objects": [one.entry() for one in self.deleted],
                "absent": list(self.absent), "api_requests": self.requests}
-        if self.applyset:
-            out["applyset"] = self.applyset
-        if self.diffs:
-            out["diff"] = self.diffs
-        return out
+        return with_given(out, applyset=self.applyset, diff=self.diffs)
 
 
 class AbsentRun:

@@ -236,13 +236,13 @@ class ApplyReport:
         out = {"changed": self.changed, "counts": self.counts(),
                "objects": [p.entry() for p in self.objects] + [p.entry() for p in self.pruned],
                "api_requests": self.requests}
-        if self.applyset:
-            out["applyset"] = self.applyset
-        if self.diffs:
-            out["diff"] = self.diffs
-        if self.ownership:
-            out["ownership"] = self.ownership
-        return out
+        return with_given(out, applyset=self.applyset, diff=self.diffs, ownership=self.ownership)
+
+
+def with_given(result: dict, **optional) -> dict:
+    """``result`` with each of ``optional`` that has a value (a result leaves out what the run did not have)."""
+    result.update({key: value for key, value in optional.items() if value})
+    return result
 
 
 # ---------------------------------------------------------------- the run

@@ -15,11 +15,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 
+from ansible_collections.phasekit.kube.plugins.module_utils.memo import Memo
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiError, describe_api_error
 from ansible_collections.phasekit.kube.plugins.module_utils.private_files import write_atomically
@@ -30,8 +30,7 @@ AGGREGATED_ACCEPT = ("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDis
                      "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,"
                      "application/json")
 
-_MEMORY: dict[str, "ResourceMap"] = {}
-_MEMORY_LOCK = threading.Lock()
+_MEMORY = Memo()  # server -> its ResourceMap, for the process
 
 
 @dataclass(frozen=True)
@@ -164,8 +163,7 @@ class Discovery:
 
     def invalidate(self):
         """Forget cached discovery (after CRDs changed): the next run asks the server again."""
-        with _MEMORY_LOCK:
-            _MEMORY.pop(self.server, None)
+        _MEMORY.forget(self.server)
         if self.use_disk:
             try:
                 os.unlink(os.path.join(cache_dir_for(self.server), "resources.json"))
@@ -175,8 +173,7 @@ class Discovery:
     # ---------------------------------------------------------------- sources
 
     def _from_memory(self) -> ResourceMap | None:
-        with _MEMORY_LOCK:
-            return _MEMORY.get(self.server)
+        return _MEMORY.get(self.server)
 
     def _from_disk(self) -> ResourceMap | None:
         if not self.use_disk:
@@ -190,16 +187,14 @@ class Discovery:
             found = ResourceMap.from_json(data)
         except (OSError, ValueError, KeyError, TypeError):
             return None  # a missing or damaged cache is just a cache miss
-        with _MEMORY_LOCK:
-            _MEMORY[self.server] = found
+        _MEMORY.put(self.server, found)
         return found
 
     def _fetch(self) -> ResourceMap:
         self._refreshed = True
         resources, preferred = fetch_resources(self.session)
         found = ResourceMap(resources, preferred, time.time())
-        with _MEMORY_LOCK:
-            _MEMORY[self.server] = found
+        _MEMORY.put(self.server, found)
         if self.use_disk:
             _write_cache(cache_dir_for(self.server), found.to_json())
         return found

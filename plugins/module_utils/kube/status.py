@@ -117,21 +117,20 @@ def _deployment(obj: dict) -> Status:
     updated = _int(obj, "status.updatedReplicas", 0)
     ready = _int(obj, "status.readyReplicas", 0)
     available_replicas = _int(obj, "status.availableReplicas", 0)
-    if spec > replicas:
-        return Status(IN_PROGRESS, f"Replicas: {replicas}/{spec}")
-    if spec > updated:
-        return Status(IN_PROGRESS, f"Updated: {updated}/{spec}")
-    if replicas > spec:
-        return Status(IN_PROGRESS, f"Pending termination: {replicas - spec}")
-    if updated > available_replicas:
-        return Status(IN_PROGRESS, f"Available: {available_replicas}/{updated}")
-    if spec > ready:
-        return Status(IN_PROGRESS, f"Ready: {ready}/{spec}")
-    if not progressing:
-        return Status(IN_PROGRESS, "ReplicaSet not Available")
-    if not available:
-        return Status(IN_PROGRESS, "Deployment not Available")
-    return Status(CURRENT, f"Deployment is available. Replicas: {replicas}")
+    waiting = _first_unmet(((spec > replicas, f"Replicas: {replicas}/{spec}"),
+                            (spec > updated, f"Updated: {updated}/{spec}"),
+                            (replicas > spec, f"Pending termination: {replicas - spec}"),
+                            (updated > available_replicas, f"Available: {available_replicas}/{updated}"),
+                            (spec > ready, f"Ready: {ready}/{spec}"),
+                            (not progressing, "ReplicaSet not Available"),
+                            (not available, "Deployment not Available")))
+    return waiting or Status(CURRENT, f"Deployment is available. Replicas: {replicas}")
+
+
+def _first_unmet(checks) -> Status | None:
+    """The first of ``checks`` (unmet, message) that is unmet, in progress: kstatus checks a workload's counts in a
+    fixed order and reports the first that falls short."""
+    return next((Status(IN_PROGRESS, message) for unmet, message in checks if unmet), None)
 
 
 def _stateful_set(obj: dict) -> Status:
@@ -143,12 +142,10 @@ def _stateful_set(obj: dict) -> Status:
     updated = _int(obj, "status.updatedReplicas", 0)
     replicas = _int(obj, "status.replicas", 0)
     partition = _int(obj, "spec.updateStrategy.rollingUpdate.partition", -1)
-    if spec > replicas:
-        return Status(IN_PROGRESS, f"Replicas: {replicas}/{spec}")
-    if spec > ready:
-        return Status(IN_PROGRESS, f"Ready: {ready}/{spec}")
-    if replicas > spec:
-        return Status(IN_PROGRESS, f"Pending termination: {replicas - spec}")
+    waiting = _first_unmet(((spec > replicas, f"Replicas: {replicas}/{spec}"), (spec > ready, f"Ready: {ready}/{spec}"),
+                            (replicas > spec, f"Pending termination: {replicas - spec}")))
+    if waiting:
+        return waiting
     if partition != -1:
         if updated < spec - partition:
             return Status(IN_PROGRESS, f"updated: {updated}/{spec - partition}")

@@ -30,7 +30,12 @@ import heapq
 from dataclasses import dataclass, field
 
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.entry_names import BEFORE_START_AT, OCCURRENCE
-from ansible_collections.phasekit.kube.plugins.module_utils.planning.problems import Problems, did_you_mean, type_name
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.problems import (
+    Problems,
+    did_you_mean,
+    given_as,
+    type_name,
+)
 
 SAME_CLUSTER = "same-cluster"
 ALL_CLUSTERS = "all-clusters"
@@ -53,10 +58,7 @@ class Need:
 
 def parse_needs(value, at, problems: Problems) -> tuple:
     """``spec.needs`` as ``Need``s; ``at(suffix)`` gives the place of ``needs<suffix>`` in the document."""
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        problems.add(at(""), f"expected a list of phase names or {{phase, wait}} mappings, got {type_name(value)}")
+    if not given_as(value, list, at(""), problems, "a list of phase names or {phase, wait} mappings"):
         return ()
     needs = []
     for position, item in enumerate(value):

@@ -23,7 +23,12 @@ from ansible_collections.phasekit.kube.plugins.module_utils.bundle import TEMPLA
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.jsonpath import JSONPath, JSONPathError
 from ansible_collections.phasekit.kube.plugins.module_utils.masking import leaf_strings
-from ansible_collections.phasekit.kube.plugins.module_utils.planning.problems import Problems, did_you_mean, type_name
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.problems import (
+    Problems,
+    did_you_mean,
+    given_as,
+    type_name,
+)
 
 VARIABLE = "phase_outputs"
 OUTPUT_FIELDS = ("from", "kind", "name", "namespace", "apiVersion", "jsonpath", "secret")
@@ -75,10 +80,7 @@ class OutputUse:
 
 def parse_outputs(value, at, problems: Problems) -> tuple:
     """``spec.outputs`` of a phase as ``PhaseOutput``s (``at``: field path below outputs -> where it is)."""
-    if value is None:
-        return ()
-    if not isinstance(value, dict):
-        problems.add(at(""), f"expected a mapping of output names to {{kind, name, jsonpath}}, got {type_name(value)}")
+    if not given_as(value, dict, at(""), problems, "a mapping of output names to {kind, name, jsonpath}"):
         return ()
     parsed = []
     for name, spec in value.items():

@@ -64,6 +64,17 @@ class Problems:
         raise PhasekitError(f"{len(self.messages)} problems in {subject}:\n{listing}")
 
 
+def given_as(value, kind: type, place: str, problems: Problems, expected: str) -> bool:
+    """Whether an optional field's ``value`` is given, as a ``kind``: absent (None) is not given; another type is a
+    problem at ``place``, "expected <expected>, got <its type>"."""
+    if value is None:
+        return False
+    if not isinstance(value, kind):
+        problems.add(place, f"expected {expected}, got {type_name(value)}")
+        return False
+    return True
+
+
 def did_you_mean(word: str, choices) -> str:
     """' (did you mean X?)' when a close match exists, else ''."""
     close = difflib.get_close_matches(str(word), [str(choice) for choice in choices], n=1)
