@@ -59,4 +59,3 @@ def made_once(values: dict, key, make: Callable[[], object]):
     if isinstance(found, PhasekitError):
         raise PhasekitError(str(found)) from None
     return found
-

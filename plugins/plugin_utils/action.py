@@ -135,6 +135,8 @@ class PhasekitAction(ActionBase):
             # reports the path it looked for
             return render_bundle(src=args["src"], base_dir=base_dir, render_template=render)
         return render_bundle(src=path, render_template=render)
+
+
 class BundleAction(PhasekitAction):
     """An action on the objects of a bundle: ``src`` (files, a directory, a kustomization) or ``definition``, one of
     them (``apply``, ``wait``)."""
@@ -142,5 +144,3 @@ class BundleAction(PhasekitAction):
     MUTUALLY_EXCLUSIVE = [["src", "definition"]]
     REQUIRED_ONE_OF = [["src", "definition"]]
     PLAIN_ARGS = True
-
-

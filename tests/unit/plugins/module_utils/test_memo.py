@@ -32,7 +32,7 @@ def test_a_failure_is_made_once_and_raised_to_every_asker():
         calls.append(1)
         raise PhasekitError("chart x: no Chart.yaml")
 
-    for _ in range(3):
+    for _asker in range(3):
         with pytest.raises(PhasekitError, match="no Chart.yaml"):
             made_once(values, "x", broken)
     assert len(calls) == 1
