@@ -237,6 +237,8 @@ bench: venv tools collection-link clusters
 	python bench/graph.py   # plans as graphs: the scheduler's own cost per (phase, cluster) pair
 	python bench/graph_wall.py   # plans as graphs: wall time against the line and the critical path
 	python bench/recap_ways.py          # the ways to give each host a PLAY RECAP line, and what each costs
+	python bench/slices.py              # sliced runs: one barrier's cost through the coordination cluster
+	python bench/sliced.py              # sliced runs: 2000 hosts x 10 phases as 1, 2 and 4 slices at once
 
 build: venv
 	ansible-galaxy collection build --force --output-path $(CACHE)/dist .

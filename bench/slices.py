@@ -10,8 +10,8 @@ moment every slice was released (the barrier's cost: what a plan pays per phase 
 API requests of ``arrive``/``wait`` per barrier per slice (the presence renewals, by time not by barrier, apart).
 The issue's goal (#42): under 0.5 s per barrier.
 
-Usage: python bench/slices.py [--sizes 1,2,4] [--barriers 10] [--poll 0.2]   (run it with make collection-link done and
-the clusters up; not part of ``make bench`` yet: the lead adds it there)
+Usage: python bench/slices.py [--sizes 1,2,4] [--barriers 10] [--poll 0.2]   (``make bench`` runs it, with the
+collection linked and the clusters up)
 """
 
 from __future__ import annotations

@@ -17,12 +17,14 @@ import secrets
 import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
 from ansible import context
 from ansible.utils.display import Display
 
+from ansible_collections.phasekit.kube.plugins.module_utils.coordination.run_meeting import (
+    SlicedRun, SliceMeet, joined_meeting, sliced_run)
 from ansible_collections.phasekit.kube.plugins.module_utils.running.builtin import (
     DESTROY, EXTRA_CONNECTIONS, REQUEST_BUDGET, RUN, STATUS, UNREACHABLE, VALIDATE, BuiltinExecutors, SharedRequests)
 from ansible_collections.phasekit.kube.plugins.module_utils.running.lock import (
@@ -44,6 +46,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.running.runner impor
     CHANGED, DEFAULT_CLUSTER_CONCURRENCY, FAILED, LIVE_AFTER, LIVE_EVERY, OK, SKIPPED, Barrier, GraphRun,
     LiveProgress, RolloutRun, RunReport, run_phases)
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.planner import Plan, RunEntry
+from ansible_collections.phasekit.kube.plugins.module_utils.planning.inventory import Inventory
 from ansible_collections.phasekit.kube.plugins.module_utils.executors.registry import TASKS_EXECUTOR
 from ansible_collections.phasekit.kube.plugins.module_utils.environ import overridden_warnings
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
@@ -88,6 +91,7 @@ ARGUMENT_SPEC = {
     "outcomes": {"type": "bool", "default": False},
     "keep_going": {"type": "bool", "default": False},
     "phase_concurrency": {"type": "int", "default": 0},
+    "coordination": {"type": "dict", "default": {}},
 }
 REPORT_OPTIONS = ("report_json", "report_junit", "report_timeline")  # the summary for CI and people, when asked
 MAX_CLUSTER_CONCURRENCY = 256
@@ -113,6 +117,13 @@ class ActionModule(PhasekitAction):
         # history reads records only: a phase that could not run here still has a history to show
         plan = plan_for_task(self, args, task_vars, runnable=args["mode"] != HISTORY, reads_only=args["mode"] == STATUS)
         step = step_plan(plan, args, task_vars, bool(self._task.check_mode))
+        sliced = sliced_run(args["slice"], args["coordination"], args["run_id"], task_vars, self.environ)
+        names = cluster_names(step, task_vars) if sliced is not None else ([], [])
+        problem = slicing_problem(sliced, step)
+        if problem:
+            return {"failed": True, "msg": problem}
+        if sliced is not None:
+            args = {**args, "run_id": sliced.run_id}
         if step.writes and not args["record"] and step.first:  # once per run
             display.warning("plan_record is false: this run keeps no run record, so it takes no lock either; another "
                             "run of this plan on the same clusters is not stopped (see \"One run at a time\" in "
@@ -126,7 +137,8 @@ class ActionModule(PhasekitAction):
             if args["release_locks"]:
                 return self._release_locks(records if step.writes else None, sorted(step.tasks_last))
             executors = self._executors(stack, args, before, fleet, records, step, concurrency)
-            report = self._run(args, step, fleet, records, executors, concurrency)
+            meet = stack.enter_context(slice_meeting(sliced, step, *names)) if sliced is not None else None
+            report = self._run(args, step, fleet, records, executors, concurrency, meet)
             _show_requests(fleet)
             memory = fleet.memory() if args["remember"] else None
             servers = fleet.servers()  # host:port of each cluster host, so that hosts on one server show it
@@ -135,6 +147,9 @@ class ActionModule(PhasekitAction):
                 _write_step_reports(reports, step, ran, report.stopped_by, fleet, servers)
         _show_warnings_and_diffs(ran, bool(self._task.diff))
         result = run_result(step, report, ran, servers, executors.resumed_hosts(), args["outcomes"])
+        stopped_elsewhere = elsewhere_stop(sliced, report, result)
+        if stopped_elsewhere:   # another slice failed or is gone: this one stops too, and says where and why
+            result.update(failed=True, msg=stopped_elsewhere)
         return _carried_on(result, step, executors, before if args["run_id"] else None, memory)
 
     def _fleet(self, stack: ExitStack, task_vars: dict, step: StepPlan) -> Fleet:
@@ -178,7 +193,7 @@ class ActionModule(PhasekitAction):
         return executors
 
     def _run(self, args: dict, step: StepPlan, fleet: Fleet, records: RunRecords | None, executors: BuiltinExecutors,
-             concurrency: int) -> RunReport:
+             concurrency: int, meet: SliceMeet | None = None) -> RunReport:
         """The step's phases run on their clusters. A run that writes renews its locks meanwhile, and writes the
         entries its records held back at the end, in one write per cluster, also when the step is interrupted."""
         writes = records is not None and step.writes
@@ -200,7 +215,7 @@ class ActionModule(PhasekitAction):
                                 recorded=phase_recorder(records, masks_for=_masks_of(fleet)) if writes else None,
                                 prepare=fleet.vars.prefetch, rollouts=rollouts,
                                 live=live_progress(waiting=executors.waiting_on),
-                                guard=executors.shared_cluster_refusal, graph=step.graph)
+                                guard=executors.shared_cluster_refusal, graph=step.graph, meet=meet)
         finally:
             if renewal is not None:
                 renewal.stop()
@@ -318,6 +333,54 @@ def step_args(args: dict, task_vars: dict) -> tuple[dict, dict | None]:
     if before is not None:
         args = {**args, **continued_args(args, before)}
     return args, before
+
+
+def slicing_problem(sliced: SlicedRun | None, step: StepPlan) -> str:
+    """Why this plan cannot run as slices yet ("": it can, or the run is not sliced)."""
+    if sliced is None:
+        return ""
+    if not step.whole_run:
+        return (f"plan_slice {sliced.slice}: a plan with tasks phases runs in steps, and steps do not meet across "
+                f"slices yet: run it unsliced")
+    if step.graph is not None:
+        return (f"plan_slice {sliced.slice}: a plan with needs runs by its graph, and graph runs do not meet across "
+                f"slices yet: run it unsliced")
+    return ""
+
+
+def elsewhere_stop(sliced: SlicedRun | None, report: RunReport, result: dict) -> str:
+    """Why a slice none of whose clusters failed stopped ("": it did not): the meeting's word, or a rollout stopped
+    by the failures of other slices (its hosts fail no task, so the slice's task does)."""
+    if sliced is None or report.failed_hosts():
+        return ""
+    if report.slices_stop:
+        return report.slices_stop
+    return result["rollout"]["message"] if report.stop and not report.stop.get("paused") else ""
+
+
+def cluster_names(step: StepPlan, task_vars: dict) -> tuple[list[str], list[str]]:
+    """The cluster names (``spec.cluster``) of the step's phases this slice has as a host or group with hosts, and
+    those it lacks (another slice's)."""
+    inventory = Inventory.from_task_vars(task_vars)
+    names = sorted({phase.cluster for phase in step.phases if phase.cluster})
+    have = [name for name in names if inventory.hosts_for(name)]
+    return have, [name for name in names if name not in have]
+
+
+@contextmanager
+def slice_meeting(sliced: SlicedRun, step: StepPlan, have: list[str], lack: list[str]):
+    """The barriers of a sliced run that writes (a dry run needs none: each slice reads its own clusters), met for
+    the step, after every slice arrived at its start; None for a dry run."""
+    if not step.writes:
+        yield None
+        return
+    with joined_meeting(sliced, step.plan_name) as meeting:
+        meet = SliceMeet(meeting, step.mode)
+        meet.start(have, lack)
+        yield meet
+        display.display(f"slice {meeting.slice} of run {sliced.run_id}: {meet.barriers} barrier(s), "
+                        f"{meet.waited:.1f}s waited for other slices, {meeting.requests} request(s) to the "
+                        f"coordination cluster")
 
 
 def argument_problem(args: dict, concurrency: int) -> str:

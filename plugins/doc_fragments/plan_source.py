@@ -80,6 +80,23 @@ options:
         C(tasks) phase, every phase on the subtree root's cluster).
       - Checked with the documents; a wrong value fails before anything runs, naming the field.
     type: dict
+  slice:
+    description:
+      - This run is slice C(k) of C(N) (V(2/3)) of one run whose cluster hosts were dealt to N slices, such as the
+        jobs of a sliced AWX job. In a run that writes, after each phase (a rollout - all its batches) ended on
+        this slice's clusters, the slice waits at that phase's barrier until every slice ended it, so no later phase
+        starts on any slice before then; a phase that failed on one slice stops every slice at that barrier, and a
+        slice that died is named by the others within its lease. Where the slices meet is the option
+        C(coordination) of M(phasekit.kube.run_phases) (the role's C(plan_coordination)).
+      - A phase whose cluster is a host or group this slice does not have (or a group empty here) runs on no host
+        here; before the first phase the slices check together that every such name is a host or group of some
+        slice.
+      - Needs the run ID every slice shares (the role's C(plan_run_id); under AWX it defaults from
+        C(awx_workflow_job_id)). Not yet with a plan with C(tasks) phases or C(spec.needs) (refused). Empty or
+        V(1/1) - not sliced, the run is as always.
+      - The role C(phasekit.kube.plan) sets it from its variable C(plan_slice). See docs/awx.md.
+    type: str
+    default: ""
   source:
     description:
       - The options above in one mapping (the role C(phasekit.kube.plan) passes its C(plan_source) this way), instead
@@ -114,4 +131,7 @@ options:
       rollout:
         description: As O(rollout).
         type: dict
+      slice:
+        description: As O(slice).
+        type: str
 """

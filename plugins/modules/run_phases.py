@@ -134,8 +134,9 @@ options:
     default: false
   run_id:
     description:
-      - The run's id in the records (the role passes one for all the steps of a run); empty, a new one
-        (the start time in UTC and a random tail).
+      - The run's id in the records (the role passes one for all the steps of a run, its variable
+        C(plan_run_id) when set); empty, a new one (the start time in UTC and a random tail). The slices of a sliced
+        run (O(slice)) share it; it then names their meeting (1 to 40 lowercase letters, digits and C(-)).
       - With O(phases), a step of a run in steps - it goes on from the run so far, RV(run) of the previous step's
         result registered as C(phasekit_kube_resolved) when that has the same O(run_id) (the phase that stopped the
         run, the clusters resumed, the rollout batches run; O(stopped_by) given here comes first), and returns the run
@@ -252,6 +253,15 @@ options:
       - The role C(phasekit.kube.plan) sets it from its variable C(plan_phase_concurrency).
     type: int
     default: 0
+  coordination:
+    description:
+      - Where the slices of a sliced run (O(slice)) meet, in Leases and ConfigMaps labelled
+        C(phasekit.kube/run=<run_id>) - C(kubeconfig) (a file) and C(context) (empty - its current context) of the
+        coordination cluster and C(namespace) (it must exist); C(lease_seconds) (default 30), C(arrival_timeout)
+        (seconds a slice waits at a barrier for a slice that never started, default 600) and C(poll) (default 0.2).
+      - The role C(phasekit.kube.plan) sets it from its variable C(plan_coordination).
+    type: dict
+    default: {}
 attributes:
   action:
     support: full

@@ -24,6 +24,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.planning.documents i
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.executors import executor_registry
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.inventory import Inventory
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.planner import Plan, build_plan
+from ansible_collections.phasekit.kube.plugins.module_utils.coordination.slices import is_sliced
 
 # Documented by the doc fragment phasekit.kube.plan_source.
 PLAN_SOURCE_SPEC = {
@@ -36,10 +37,11 @@ PLAN_SOURCE_SPEC = {
     "target_path": {"type": "path"},
     "rollout": {"type": "dict"},
     "partial_rollout": {"type": "bool", "default": False},
+    "slice": {"type": "str", "default": ""},
 }
 # Option source: the plan-source options in one mapping, so that the role writes its plan's documents and selection
 # once (plan_source in vars/main.yml) and each task passes them whole.
-SOURCE_OPTIONS = ("src", "plan", "name", "only", "skip", "start_at", "target_path", "rollout")
+SOURCE_OPTIONS = ("src", "plan", "name", "only", "skip", "start_at", "target_path", "rollout", "slice")
 PLAN_SOURCE_SPEC["source"] = {"type": "dict", "options": {
     name: {key: value for key, value in PLAN_SOURCE_SPEC[name].items() if key != "default"} for name in SOURCE_OPTIONS}}
 PLAN_SOURCE_MUTUALLY_EXCLUSIVE = [["src", "plan", "source"]]
@@ -59,7 +61,7 @@ def spread_source(args: dict) -> dict:
     if "src" not in given and "plan" not in given:
         raise PhasekitError("source: src (files or directories of phase documents) or plan (the documents "
                             "themselves) is required")
-    spread = {**args, **{name: None for name in SOURCE_OPTIONS}, "only": [], "skip": [], **given}
+    spread = {**args, **{name: None for name in SOURCE_OPTIONS}, "only": [], "skip": [], "slice": "", **given}
     spread.pop("source")
     return spread
 
@@ -94,7 +96,8 @@ def plan_for_task(action_plugin, args: dict, task_vars: dict, runnable: bool = T
     the plan's ``warnings``.
     """
     documents, target_path = task_documents(action_plugin, args, task_vars)
-    return build_plan(documents, executors=executors(), inventory=Inventory.from_task_vars(task_vars),
+    inventory = Inventory.from_task_vars(task_vars, sliced=is_sliced(args.get("slice")))
+    return build_plan(documents, executors=executors(), inventory=inventory,
                       name=args["name"], only=args["only"], skip=args["skip"], start_at=args["start_at"],
                       target_path=target_path, runnable=runnable, check_all=check_all,
                       rollout=args.get("rollout"),

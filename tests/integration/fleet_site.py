@@ -4,7 +4,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import subprocess
 
 import yaml
 
@@ -32,3 +35,33 @@ def recap(output: str) -> dict:
         if match:
             rows[match.group(1)] = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", match.group(2))}
     return rows
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (Ansible's workers lead process groups of their own)."""
+    found, queue = [], [pid]
+    while queue:
+        parent = queue.pop()
+        listed = subprocess.run(["ps", "-o", "pid=", "--ppid", str(parent)], capture_output=True, text=True,
+                                check=False)   # no child: ps exits 1
+        children = [int(line) for line in listed.stdout.split()]
+        found += children
+        queue += children
+    return found
+
+
+def kill_outright(proc: subprocess.Popen) -> None:
+    """SIGKILL to the run's process group and to every process below it: nothing of it can release anything."""
+    below = descendants(proc.pid)
+    for pid in [proc.pid, *below]:
+        try:
+            os.kill(pid, signal.SIGSTOP)  # frozen first: no process of it acts on the others' deaths
+        except ProcessLookupError:
+            pass
+    for pid in [proc.pid, *below]:
+        for kill in (os.killpg, os.kill):
+            try:
+                kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+    proc.wait(timeout=30)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from fleet_site import kill_outright
 
 API = "phasekit.dev/v1alpha1"
 CLUSTER = "target"
@@ -108,36 +109,6 @@ def state(cluster, namespace: str) -> dict:
 
 def stamp(text: str) -> float:
     return time.mktime(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
-
-
-def descendants(pid: int) -> list[int]:
-    """Every process below ``pid`` (Ansible's workers lead process groups of their own)."""
-    found, queue = [], [pid]
-    while queue:
-        parent = queue.pop()
-        listed = subprocess.run(["ps", "-o", "pid=", "--ppid", str(parent)], capture_output=True, text=True,
-                                check=False)   # no child: ps exits 1
-        children = [int(line) for line in listed.stdout.split()]
-        found += children
-        queue += children
-    return found
-
-
-def kill_outright(proc: subprocess.Popen) -> None:
-    """SIGKILL to the run's process group and to every process below it: nothing of it can release anything."""
-    below = descendants(proc.pid)
-    for pid in [proc.pid, *below]:
-        try:
-            os.kill(pid, signal.SIGSTOP)  # frozen first: no process of it acts on the others' deaths
-        except ProcessLookupError:
-            pass
-    for pid in [proc.pid, *below]:
-        for kill in (os.killpg, os.kill):
-            try:
-                kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-    proc.wait(timeout=30)
 
 
 @pytest.fixture()

@@ -43,12 +43,8 @@ stopped; they are never reused (the run ID is new on every launch) and ``kubectl
 -l phasekit.kube/run=<run>`` removes them. Two last slices finishing at the same instant may both see the other and
 leave them too (harmless, labelled).
 
-Left for the wiring (not here): the runner calls ``arrive``/``wait`` after each phase ends on the slice's hosts
-(barrier = the phase; by ``needs`` once plans are graphs) and ``stop`` when a rollout's failure budget is spent; a
-rollout computes batches over the hosts every slice published (``publish("hosts", ...)`` then ``read``) and counts
-failures per batch across slices (``publish("failed-<phase>-<batch>", n)``); ``plan_resume`` across slices reads the
-run records of every slice's hosts; the role's ``plan_run_id``, ``plan_slice``, ``plan_coordination`` and the AWX
-defaults (``slices.awx_slice``; the slice number from AWX's API).
+The runner's side (``run_meeting.SliceMeet``): a barrier after each phase of the line, a rollout's batches and its
+failure budget over every slice's clusters (facts), and the start check of the plan's cluster names.
 """
 
 from __future__ import annotations
@@ -311,8 +307,8 @@ class Meeting:
         self._stop_renewal()
         namespace = self.settings.namespace
         try:
-            self._request("DELETE", self._lease_path(self.lease_name(self.slice.number)), missing_ok=True)
-            left = self._request("GET", self._lease_path(), query={"labelSelector": self.selector(PRESENCE)})
+            self._request("DELETE", self.lease_path(self.lease_name(self.slice.number)), missing_ok=True)
+            left = self._request("GET", self.lease_path(), query={"labelSelector": self.selector(PRESENCE)})
             if (left or {}).get("items"):
                 return False
             self._request("DELETE", f"/api/v1/namespaces/{quote(namespace)}/configmaps",
@@ -336,17 +332,20 @@ class Meeting:
             self._renewal = None
 
     def _renew(self, attempts: int | None) -> None:
-        lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                 "metadata": self._metadata(self.lease_name(self.slice.number), PRESENCE,
-                                            {SLICE_LABEL: f"{self.slice.number}-of-{self.slice.count}"}),
-                 "spec": {"holderIdentity": self.identity, "leaseDurationSeconds": self.settings.lease_duration,
-                          "renewTime": micro_time(self._wall())}}
-        self._apply(self._lease_path(lease["metadata"]["name"]), lease, force=True, attempts=attempts, counted=False)
+        lease = self.presence_lease(self._wall())
+        self._apply(self.lease_path(lease["metadata"]["name"]), lease, force=True, attempts=attempts, counted=False)
         self._renewed = self._clock()
+
+    def presence_lease(self, now: float) -> dict:
+        return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": self._metadata(self.lease_name(self.slice.number), PRESENCE,
+                                           {SLICE_LABEL: f"{self.slice.number}-of-{self.slice.count}"}),
+                "spec": {"holderIdentity": self.identity, "leaseDurationSeconds": self.settings.lease_duration,
+                         "renewTime": micro_time(now)}}
 
     def _look(self, now: float) -> None:
         """Look at every slice's Lease (one LIST) and date what changed (``observe``)."""
-        body = self._request("GET", self._lease_path(), query={"labelSelector": self.selector(PRESENCE)}) or {}
+        body = self._request("GET", self.lease_path(), query={"labelSelector": self.selector(PRESENCE)}) or {}
         leases = presence_leases(body.get("items") or [], self._lease_prefix(), self.settings.lease_duration)
         self._seen = observe(self._seen, leases, now)
 
@@ -457,7 +456,7 @@ class Meeting:
                 "labels": {RUN_LABEL: self.settings.run_id, PLAN_LABEL: label_value(self.settings.plan or "all"),
                            MEETING_LABEL: meeting, **MANAGED_BY, **(labels or {})}}
 
-    def _lease_path(self, name: str | None = None) -> str:
+    def lease_path(self, name: str | None = None) -> str:
         path = f"/apis/coordination.k8s.io/v1/namespaces/{quote(self.settings.namespace)}/leases"
         return path if name is None else f"{path}/{quote(name)}"
 
@@ -566,3 +565,26 @@ def fact_values(data: dict, key: str, configmap: str) -> dict:
 def _slice_number(name: str, prefix: str) -> int | None:
     rest = name[len(prefix):] if name.startswith(prefix) else ""
     return int(rest) if rest.isdigit() else None
+
+
+def claim_number(session: ApiSession, count: int, settings: MeetingSettings) -> Meeting:
+    """A meeting whose slice number nobody told (AWX gives a slice's job neither its number nor the count): the first
+    of ``1..count`` whose presence Lease no other slice of the run made yet, taken by creating it (the API server lets
+    one create win), joined. Refused when every number is taken."""
+    for number in range(1, count + 1):
+        meeting = Meeting(session, SliceId(number, count), settings)
+        try:
+            session.request("POST", meeting.lease_path(), body=meeting.presence_lease(time.time()),
+                            query={"fieldManager": f"phasekit-slice-{number}"})
+        except ApiError as err:
+            if err.status == 409:
+                continue
+            raise MeetingError(f"run {settings.run_id}: coordination cluster {session.server}: POST "
+                               f"{meeting.lease_path()}: {describe_api_error(err)}", err.status) from None
+        except TransportError as err:
+            raise MeetingError(f"run {settings.run_id}: coordination cluster: {err}") from None
+        meeting.join()
+        return meeting
+    raise MeetingError(f"run {settings.run_id}: every one of the {count} slice numbers is taken in namespace "
+                       f"{settings.namespace}: more slices of this run started than plan_slice's count ({count}); "
+                       f"make it AWX's Job Slicing count")

@@ -47,6 +47,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.errors import Phasek
 WORKFLOW_JOB_VARIABLES = ("awx_workflow_job_id", "tower_workflow_job_id")
 JOB_VARIABLES = ("awx_job_id", "tower_job_id")
 _SLICE = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
+_ANY_SLICE = re.compile(r"\s*\*\s*/\s*(\d+)\s*")   # "*/N": one of N, its number claimed at the meeting (AWX)
 # a run ID names Kubernetes objects and is a label value: lowercase, digits and '-', at most 40 characters
 RUN_ID = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
 
@@ -83,7 +84,8 @@ class SliceId:
                              f"got a {type(text).__name__}")
         match = _SLICE.fullmatch(text)
         if match is None:
-            raise SliceError(f"{where}: {text!r} is not 'k/N' (this slice k of N slices, such as '2/3')")
+            raise SliceError(f"{where}: {text!r} is not 'k/N' (this slice k of N slices, such as '2/3') nor '*/N' "
+                             f"(one of N slices, numbered when they meet: AWX's job slicing)")
         number, count = int(match.group(1)), int(match.group(2))
         if count < 1:
             raise SliceError(f"{where}: {text!r}: the count of slices N must be 1 or more")
@@ -141,6 +143,20 @@ def awx_run_id(workflow_job_id: str, awx_host=None) -> str:
     if awx_host:
         return f"awx-{hashlib.sha256(str(awx_host).encode()).hexdigest()[:6]}-{workflow_job_id}"
     return f"awx-{workflow_job_id}"
+
+
+def asked_slice(given) -> tuple[SliceId, bool]:
+    """``plan_slice`` as (the slice, whether its number is to be claimed): ``"k/N"``, or ``"*/N"`` (one of N slices;
+    the meeting numbers it: AWX tells a slice's job neither its number nor the count). A bad value is refused."""
+    match = _ANY_SLICE.fullmatch(given) if isinstance(given, str) else None
+    if match is not None:
+        return SliceId.parse(f"1/{match.group(1)}"), True
+    return SliceId.parse(given), False
+
+
+def is_sliced(given) -> bool:
+    """Whether ``plan_slice`` says this run is one slice of several (``k/N`` or ``*/N`` with N > 1)."""
+    return bool(given) and asked_slice(given)[0].count > 1
 
 
 def check_run_id(run_id, where: str = "plan_run_id") -> str:

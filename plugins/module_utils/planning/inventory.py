@@ -15,9 +15,11 @@ class Inventory:
     groups: dict[str, list[str]]
     parent_of: Callable[[str], str | None] = field(default=lambda host: None)
     has_kubeconfig: Callable[[str], bool] = field(default=lambda host: True)
+    # a slice of a sliced run: its share of the hosts, so a host or group of another slice is missing or empty here
+    sliced: bool = False
 
     @classmethod
-    def from_task_vars(cls, task_vars: dict) -> Inventory:
+    def from_task_vars(cls, task_vars: dict, sliced: bool = False) -> Inventory:
         """The whole inventory (not only the play's hosts), as Ansible hands it to a task."""
         groups = {str(name): [str(host) for host in hosts] for name, hosts in (task_vars.get("groups") or {}).items()}
         hostvars = task_vars.get("hostvars") or {}
@@ -37,7 +39,7 @@ class Inventory:
             except KeyError:
                 return False
 
-        return cls(groups=groups, parent_of=parent_of, has_kubeconfig=has_kubeconfig)
+        return cls(groups=groups, parent_of=parent_of, has_kubeconfig=has_kubeconfig, sliced=sliced)
 
     @property
     def hosts(self) -> list[str]:

@@ -190,7 +190,7 @@ def place_phases(phases: list[Phase], inventory: Inventory, problems: Problems) 
                 problems.add(phase.where("cluster"), "missing: name the inventory host or group this phase runs "
                                                      "on (here or on a parent phase)")
             continue
-        hosts = _hosts_for(phase.cluster, phase.cluster_path, inventory, problems)
+        hosts = cluster_hosts_of(phase.cluster, phase.cluster_path, inventory, problems)
         placement.cluster_hosts = placement.hosts = hosts
         if kind_of(phase.executor).placed_by_host_option and hosts and isinstance(phase.options.get("host"), str):
             _place_kubeconfig(phase, placement, inventory, problems)
@@ -199,8 +199,10 @@ def place_phases(phases: list[Phase], inventory: Inventory, problems: Problems) 
     return placements
 
 
-def _hosts_for(name: str, where: str, inventory: Inventory, problems: Problems) -> list[str]:
+def cluster_hosts_of(name: str, where: str, inventory: Inventory, problems: Problems) -> list[str]:
     hosts = inventory.hosts_for(name)
+    if inventory.sliced and not hosts:
+        return []     # on other slices only: the slices check together that some slice has it (run_meeting)
     if hosts is None:
         problems.add(where, f"{name!r} is neither a host nor a group in the inventory{did_you_mean(name, inventory.names())}")
         return []
@@ -212,7 +214,7 @@ def _hosts_for(name: str, where: str, inventory: Inventory, problems: Problems) 
 def _place_kubeconfig(phase: Phase, placement: Placement, inventory: Inventory, problems: Problems):
     """The kubeconfig executor runs on the child hosts; each reads its Secret from one parent in the cluster."""
     where = phase.where("options.host")
-    children = _hosts_for(phase.options["host"], where, inventory, problems)
+    children = cluster_hosts_of(phase.options["host"], where, inventory, problems)
     placement.hosts = children
     for child in children:
         if not inventory.has_kubeconfig(child):

@@ -525,7 +525,9 @@ def batch_lines(phases: list[dict], records: list[dict], play_hosts: list[str],
     told = {(report["rollout"], report["batch"]): report for report in reports or []}
     rows = [["ROLLOUT", "BATCH", "CLUSTERS", "RESULT", "DETAIL"]]
     for rollout in rollouts:
-        batches = rollout.batches(play_hosts)
+        # the runner's batches when it reported them (a sliced run's are the fleet's), else the play's
+        batches = [report["hosts"] for report in reports or () if report["rollout"] == rollout.phase] or \
+            rollout.batches(play_hosts)
         stopped_at = ""
         for number, hosts in enumerate(batches, start=1):
             found = by_batch.get((rollout.phase, number), [])

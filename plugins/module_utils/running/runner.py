@@ -34,7 +34,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, NamedTuple
+from typing import TYPE_CHECKING, Callable, NamedTuple, Protocol
 
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.executors.context import Outcome
@@ -111,6 +111,7 @@ class RunReport:
     batches_run: int = 0            # batches that ran something, this run (for plan_rollout_stop_after)
     stop: dict = field(default_factory=dict)   # a rollout that stopped the run: phase, batch, why, untouched clusters
     never_started: dict = field(default_factory=dict)   # a graph run: (phase, host) -> why it never started there
+    slices_stop: str = ""           # a sliced run: why the slices' meeting stopped this slice (another slice failed)
 
     @property
     def changed(self) -> bool:
@@ -183,6 +184,19 @@ BatchDone = Callable[[BatchReport], None]           # after a batch (and its soa
 Guard = Callable[["RunEntry", list], "str | None"]  # (entry, its hosts) -> why it must not start there
 
 
+class Meet(Protocol):
+    """A sliced run's barriers (``coordination.run_meeting.SliceMeet``); each may raise PhasekitError (a slice gone)."""
+
+    def __call__(self, unit: str, stopping: str) -> str:
+        """After ``unit`` ended here (``stopping``: why this slice stops there): why the run stops there ("": go on)."""
+
+    def fleet(self, rollout: str, clusters: list[str]) -> list[str]:
+        """A rollout's clusters on every slice (this slice's: ``clusters``), sorted by name."""
+
+    def failed(self, rollout: str, batch: int, failed: list[str]) -> list[str]:
+        """A batch's failed clusters on every slice (this slice's: ``failed``), once every slice ended the batch."""
+
+
 @dataclass
 class LiveCount:
     """How far a phase still running got: its clusters done (of which changed, failed), still running (queued
@@ -242,7 +256,7 @@ def run_phases(phases: list[RunEntry], work: HostWork, *, hosts_in_play: list[st
                progress: Progress | None = None, sleep: Callable[[float], None] = time.sleep,
                recorded: Recorded | None = None, prepare: Callable[[list], None] | None = None,
                rollouts: RolloutRun | None = None, live: LiveProgress | None = None,
-               guard: Guard | None = None, graph: GraphRun | None = None) -> RunReport:
+               guard: Guard | None = None, graph: GraphRun | None = None, meet: Meet | None = None) -> RunReport:
     """Run ``phases`` (the plan's ``RunEntry``s) in order on their hosts that are in the play; ``work`` gets each
     (entry, ``HostContext``).
 
@@ -257,25 +271,20 @@ def run_phases(phases: list[RunEntry], work: HostWork, *, hosts_in_play: list[st
     phase's earlier batches); a reason fails the phase on every one of them, without running or recording it there.
     ``graph``: run by the plan's graph instead of in order (a run that writes; see ``GraphRun`` and ``_GraphWalk``);
     None: the plan is a line.
+    ``meet``: a sliced run's barrier after each unit (a phase, a whole rollout) ended on this slice's clusters (see
+    ``Meet`` and ``coordination.run_meeting.SliceMeet``).
     """
     report = RunReport(stopped_by=stopped_by)
     pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="phasekit-cluster")
     try:
         runner = _Runner(pool, work, report, set(hosts_in_play), dry_run, status_mode, progress, sleep, recorded,
                          prepare, rollouts or RolloutRun(pause=not dry_run), live, guard)
+        runner.meet = meet
         if graph is not None and not dry_run and not stopped_by:
             _GraphWalk(runner, graph, phases, concurrency).run()
             pool.shutdown(wait=True)
             return report
-        units = list(_units(phases))
-        for position, unit in enumerate(units):
-            if report.stopped_by:
-                break
-            if isinstance(unit, RolloutOf):
-                runner.rollout(unit, [phase for phase in phases if _rollout_name(phase) == unit.phase],
-                               last=position == len(units) - 1)
-            else:
-                runner.phase(unit, runner.hosts_of(unit))
+        _run_line(runner, phases)
     except BaseException as err:
         # interrupted (a signal, Ctrl-C): the caller releases what the run holds now, not once a command that is
         # still running ends
@@ -283,6 +292,36 @@ def run_phases(phases: list[RunEntry], work: HostWork, *, hosts_in_play: list[st
         raise
     pool.shutdown(wait=True)
     return report
+
+
+def _run_line(runner: _Runner, phases: list[RunEntry]) -> None:
+    """The plan as a line: each unit (a phase, or a rollout) on its clusters, then the next; a sliced run meets
+    the other slices after each."""
+    units = list(_units(phases))
+    for position, unit in enumerate(units):
+        if runner.report.stopped_by:
+            break
+        if isinstance(unit, RolloutOf):
+            runner.rollout(unit, [phase for phase in phases if _rollout_name(phase) == unit.phase],
+                           last=position == len(units) - 1)
+        else:
+            runner.phase(unit, runner.hosts_of(unit))
+        if runner.meet is not None:
+            _meet(runner.meet, runner.report, unit.phase if isinstance(unit, RolloutOf) else unit.name)
+
+
+def _meet(meet: Meet, report: RunReport, unit: str) -> None:
+    """The barrier of the slices after ``unit``: this slice's own stop is told to every slice; another's stops it."""
+    if report.slices_stop:
+        return     # the meeting failed inside the unit (a rollout's batch): it said why
+    stopping = ""
+    if report.stopped_by == unit:   # only host names travel: the meeting's objects are readable by others
+        failed = sorted(report.failed_hosts())
+        stopping = report.stop.get("reason") or (f"phase {unit} failed on {len(failed)} cluster(s): "
+                                                 f"{', '.join(failed[:5])}{' and more' if len(failed) > 5 else ''}")
+    why = meet(unit, stopping)
+    if why and not report.stopped_by:
+        report.stopped_by, report.slices_stop = unit, why
 
 
 def _rollout_name(phase: RunEntry) -> str | None:
@@ -316,6 +355,7 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
         # (phase, host) -> when its work began (live lines; a graph runs a rollout's batch and other phases at once)
         self._started: dict[tuple[str, str], float] = {}
         self._lock = threading.Lock()
+        self.meet: Meet | None = None      # a sliced run: a rollout's batches are the fleet's (``_fleet_batches``)
         report.batches_run = rollouts.batches_before
 
     def hosts_of(self, phase: RunEntry) -> list[str]:
@@ -440,7 +480,8 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
         passed (a graph run releases its clusters to the phases that need the rollout there). ``go_on``: asked
         before each batch after the first; False (a graph run stopped by a failure elsewhere) starts no more."""
         runnable = [phase for phase in phases if phase.executor]
-        batches = rollout.batches(self.in_play if hosts is None else hosts)
+        batches = _fleet_batches(self, rollout) if self.meet else \
+            rollout.batches(self.in_play if hosts is None else hosts)
         hosts_of = {phase.name: set(phase.hosts) for phase in runnable}
         stopped = False     # this rollout stopped (a line stops before a rollout once anything stopped it)
         for number, hosts in enumerate(batches, start=1):
@@ -455,7 +496,8 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
             more = number < len(batches)
             if batch.ran and not batch.stopped and more and self._pauses(rollout):
                 self._soak(rollout, runnable, batch, last)
-                self._over_budget(rollout, batch)
+                self.over_budget(rollout, batch)
+            _fleet_budget(self, rollout, batch)
             batch.seconds = time.monotonic() - started
             self.report.batches_run += 1 if batch.ran else 0
             if batch.stopped:
@@ -472,7 +514,7 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
             if batch_ended is not None and not batch.stopped:
                 batch_ended(batch)
             if batch.stopped:
-                self.report.stop = self._stop(rollout, batch, batches[number:])
+                self.report.stop = _stop(rollout, batch, batches[number:])
 
     def _run_batch(self, rollout: RolloutOf, runnable: list[RunEntry], hosts_of: dict,
                    batch: BatchReport) -> dict[str, PhaseRecord]:
@@ -486,11 +528,11 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
                 batch.ran = batch.ran or not record.details.get("resumed")
                 if record.result == FAILED:
                     batch.failed.setdefault(record.host, f"phase {record.phase}: {record.msg}")
-            if self._over_budget(rollout, batch):
+            if self.over_budget(rollout, batch):
                 break
         return last
 
-    def _over_budget(self, rollout: RolloutOf, batch: BatchReport) -> bool:
+    def over_budget(self, rollout: RolloutOf, batch: BatchReport) -> bool:
         if self.dry_run or not over_budget(len(batch.failed), len(batch.hosts), rollout.rollout.max_fail_percentage):
             return False
         share = len(batch.failed) * 100.0 / len(batch.hosts)
@@ -547,11 +589,39 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
         if self.recorded is not None:
             self.recorded(next(phase for phase in phases if phase.name == record.phase), failed)
 
-    def _stop(self, rollout: RolloutOf, batch: BatchReport, rest: list[list[str]]) -> dict:
-        untouched = [host for hosts in rest for host in hosts]
-        return {"phase": rollout.phase, "batch": batch.number, "of": batch.of, "reason": batch.stopped,
-                "failed": dict(batch.failed), "untouched": untouched,
-                "paused": batch.stopped.startswith("plan_rollout_stop_after")}
+def _stop(rollout: RolloutOf, batch: BatchReport, rest: list[list[str]]) -> dict:
+    untouched = [host for hosts in rest for host in hosts]
+    return {"phase": rollout.phase, "batch": batch.number, "of": batch.of, "reason": batch.stopped,
+            "failed": dict(batch.failed), "untouched": untouched,
+            "paused": batch.stopped.startswith("plan_rollout_stop_after")}
+
+
+def _fleet_batches(runner: _Runner, rollout: RolloutOf) -> list[list[str]]:
+    """A sliced run: the batches one controller would make of the rollout's clusters on every slice (the slices'
+    inventories are sorted by name, as AWX deals them, so the fleet's inventory order is by name too)."""
+    try:
+        fleet = runner.meet.fleet(rollout.phase, [host for host in rollout.clusters if host in runner.in_play])
+    except PhasekitError as err:
+        runner.report.slices_stop = str(err)
+        runner.report.stopped_by = runner.report.stopped_by or rollout.phase
+        return []
+    return RolloutOf(rollout.phase, rollout.rollout, list(fleet), rollout.default).batches(fleet)
+
+
+def _fleet_budget(runner: _Runner, rollout: RolloutOf, batch: BatchReport) -> None:
+    """A sliced run, once every slice ended ``batch`` (its soak too): the failures of all slices count against the
+    budget, so every slice stops at the same batch (a slice gone stops this one). Not sliced: nothing to do."""
+    if runner.meet is None:
+        return
+    try:
+        failed = runner.meet.failed(rollout.phase, batch.number, sorted(batch.failed))
+    except PhasekitError as err:
+        runner.report.slices_stop = batch.stopped = batch.stopped or str(err)
+        return
+    for host in failed:
+        batch.failed.setdefault(host, "failed on another slice of this run")
+    if not batch.stopped:
+        runner.over_budget(rollout, batch)
 
 
 BATCH_ENDED = object()     # on a graph walk's queue: a rollout's batch ended, its rollout goes on

@@ -1,0 +1,189 @@
+# Copyright: phasekit.kube contributors
+# Apache License 2.0 (see LICENSE)
+"""A sliced run's side of the meeting, as the runner uses it: where the slices meet (``CoordinationSettings``, from
+the role's ``plan_coordination``), and ``SliceMeet``: after each phase of the run list ends on this slice's clusters,
+this slice waits at that phase's barrier until every slice ended it there, or tells them all to stop there when the
+phase failed here.
+
+Barriers are named ``<mode> <phase>`` (``run apps``): a destroy of the same run ID never meets a run's barriers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from ansible_collections.phasekit.kube.plugins.module_utils.coordination.meeting import (
+    DEFAULT_ARRIVAL_TIMEOUT, DEFAULT_LEASE_SECONDS, DEFAULT_POLL, Meeting, MeetingError, MeetingSettings, Stopped,
+    claim_number)
+from ansible_collections.phasekit.kube.plugins.module_utils.coordination.slices import (
+    SliceError, SliceId, asked_slice, awx_slice, check_run_id)
+from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
+from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiSession
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import resolve_kubeconfig
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.sources import SourceSpec
+
+WHERE = "plan_coordination"
+KEYS = {"kubeconfig": str, "context": str, "namespace": str, "lease_seconds": int, "arrival_timeout": (int, float),
+        "poll": (int, float)}
+
+
+@dataclass(frozen=True)
+class CoordinationSettings:
+    """Where the slices of a run meet: the coordination cluster's ``kubeconfig`` file and ``context`` (empty: its
+    current context), the ``namespace`` their objects go in, each slice's presence lease (seconds), how long a slice
+    waits at a barrier for a slice never seen (``arrival_timeout``, seconds) and how often it looks (``poll``)."""
+
+    kubeconfig: str
+    namespace: str
+    context: str = ""
+    lease_seconds: int = DEFAULT_LEASE_SECONDS
+    arrival_timeout: float = DEFAULT_ARRIVAL_TIMEOUT
+    poll: float = DEFAULT_POLL
+
+    @classmethod
+    def parse(cls, value) -> CoordinationSettings:
+        """``plan_coordination`` as given, or a clear error naming the key and what was expected."""
+        if not isinstance(value, dict):
+            raise SliceError(f"{WHERE}: expected a dictionary (kubeconfig, context, namespace), got "
+                             f"{type(value).__name__}")
+        unknown = sorted(set(value) - set(KEYS))
+        if unknown:
+            raise SliceError(f"{WHERE}: unknown key(s) {', '.join(map(str, unknown))}; expected some of "
+                             f"{', '.join(KEYS)}")
+        for key, kind in KEYS.items():
+            if key in value and value[key] is not None and (
+                    not isinstance(value[key], kind) or isinstance(value[key], bool)):
+                raise SliceError(f"{WHERE}.{key}: expected {_kind_name(kind)}, got {type(value[key]).__name__}")
+        for key in ("kubeconfig", "namespace"):
+            if not value.get(key):
+                raise SliceError(f"{WHERE}.{key} is required for a sliced run (plan_slice): the coordination "
+                                 f"cluster's kubeconfig file and the namespace where the slices meet")
+        given = {key: value[key] for key in KEYS if value.get(key) is not None}
+        return cls(**given)
+
+    def meeting_settings(self, run_id: str, plan: str) -> MeetingSettings:
+        try:
+            return MeetingSettings(namespace=self.namespace, run_id=run_id, plan=plan,
+                                   lease_duration=self.lease_seconds, arrival_timeout=float(self.arrival_timeout),
+                                   poll=float(self.poll))
+        except MeetingError as err:
+            raise SliceError(f"{WHERE}: {err}") from None
+
+
+def _kind_name(kind) -> str:
+    return {str: "a string", int: "whole seconds"}.get(kind, "seconds")
+
+
+@contextmanager
+def joined_meeting(sliced: SlicedRun, plan: str):
+    """This slice's ``Meeting``, joined (its presence Lease renewed; its number claimed first for ``*/N``) for the
+    block and finished after it."""
+    settings = sliced.coordination
+    try:
+        resolution = resolve_kubeconfig([SourceSpec(1, "path", settings.kubeconfig)], settings.context or None)
+    except PhasekitError as err:
+        raise SliceError(f"{WHERE}: the coordination cluster's kubeconfig {settings.kubeconfig}: {err}") from None
+    with api_client(resolution.config) as api:
+        chosen = settings.meeting_settings(sliced.run_id, plan)
+        if sliced.claim:
+            meeting = claim_number(ApiSession(api), sliced.slice.count, chosen)
+        else:
+            meeting = Meeting(ApiSession(api), sliced.slice, chosen)
+            meeting.join()
+        try:
+            yield meeting
+        finally:
+            meeting.finish()
+
+
+def _digest(name: str) -> str:
+    """A phase's name in a fact's key (which takes letters, digits, '-' and '_' only)."""
+    return hashlib.sha256(name.encode()).hexdigest()[:12]
+
+
+class SliceMeet:
+    """The runner's barrier after each unit of a line (``run_phases``' ``meet``): ``(unit, why this slice stops
+    there)`` -> why the run stops there ("": every slice ended the unit; go on)."""
+
+    def __init__(self, meeting: Meeting, mode: str):
+        self.meeting = meeting
+        self.mode = mode
+        self.waited = 0.0          # seconds spent at barriers, in all
+        self.barriers = 0
+
+    def start(self, have: list[str], lack: list[str]) -> None:
+        """Before the first phase: every slice present (a slice never started fails the run here, before any
+        cluster is touched), and each cluster name of the plan this slice lacks (``lack``) is a host or group of some
+        slice (each slice publishes the names it ``have``s): a name no slice has is a typo, refused by every slice."""
+        self.meeting.publish("names", sorted(have))
+        self._wait(f"{self.mode} start")
+        everywhere = {name for names in self.meeting.read("names").values() for name in names}
+        unknown = sorted(set(lack) - everywhere)
+        if unknown:
+            raise SliceError(f"run {self.meeting.settings.run_id}: no slice has a host or group named "
+                             f"{', '.join(map(repr, unknown))}, which the plan's phases name as their cluster "
+                             f"(spec.cluster): a typo, or a host missing from the inventory")
+
+    def fleet(self, rollout: str, clusters: list[str]) -> list[str]:
+        """A rollout's clusters on every slice, sorted by name: each slice publishes its own, and reads them all
+        once every slice did (``<mode> <rollout> clusters``)."""
+        key = f"clusters-{_digest(rollout)}"
+        self.meeting.publish(key, sorted(clusters))
+        self._wait(f"{self.mode} {rollout} clusters")
+        return sorted({host for hosts in self.meeting.read(key).values() for host in hosts})
+
+    def failed(self, rollout: str, batch: int, failed: list[str]) -> list[str]:
+        """A batch's failed clusters on every slice, once every slice ended the batch (``<mode> <rollout> batch
+        <k>``): the same list on every slice, so every slice stops at the same batch."""
+        key = f"failed-{_digest(rollout)}-{batch}"
+        self.meeting.publish(key, sorted(failed))
+        self._wait(f"{self.mode} {rollout} batch {batch}")
+        return sorted({host for hosts in self.meeting.read(key).values() for host in hosts})
+
+    def _wait(self, barrier: str) -> None:
+        self.barriers += 1
+        self.waited += self.meeting.wait(barrier)
+
+    def __call__(self, unit: str, stopping: str) -> str:
+        barrier = f"{self.mode} {unit}"
+        try:
+            if stopping:
+                self.meeting.stop(stopping, barrier)
+                return ""          # this slice stops by its own failure, which says why
+            self._wait(barrier)
+            return ""
+        except Stopped as err:
+            return f"{err}: this slice ({self.meeting.slice}) stops there too; no later phase starts"
+        except MeetingError as err:
+            return str(err)
+
+
+@dataclass(frozen=True)
+class SlicedRun:
+    """A run that is one slice of several: which slice, the run ID every slice shares, where they meet."""
+
+    slice: SliceId
+    run_id: str
+    coordination: CoordinationSettings
+    claim: bool = False        # "*/N": the slice's number is the first free one at the meeting
+
+
+def sliced_run(given_slice: str, coordination, run_id: str, extra_vars: dict, environ) -> SlicedRun | None:
+    """The slice this run is (``plan_slice``, ``plan_run_id``, ``plan_coordination``), or None when it is not sliced
+    (no slice, or ``1/1``): it then runs as it always did. Under AWX the run ID defaults from the sliced job's
+    workflow job (``slices.awx_slice``); elsewhere ``plan_run_id`` must say it. A clear error for what is wrong."""
+    if not given_slice:   # plan_coordination alone (kept in group_vars for sliced jobs) changes nothing
+        return None
+    slice_id, claim = asked_slice(given_slice)
+    if slice_id.count == 1:
+        return None
+    awx = awx_slice(extra_vars, environ)
+    chosen = run_id or (awx.run_id if awx is not None else "")
+    if not chosen:
+        raise SliceError(f"plan_slice {slice_id}: plan_run_id is required: the one run ID every slice of this run "
+                         f"shares (under AWX it defaults from the sliced job's workflow job, awx_workflow_job_id)")
+    return SlicedRun(slice=slice_id, run_id=check_run_id(chosen), coordination=CoordinationSettings.parse(coordination),
+                     claim=claim)
