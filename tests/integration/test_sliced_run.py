@@ -172,8 +172,8 @@ def coordination_kubeconfig(clusters) -> str:
     return str(clusters[COORDINATION].admin_kubeconfig)
 
 
-def test_three_slices_keep_the_plan_order_a_late_slice_waited_for(clusters, collections_path, fleet,
-                                                                   coordination_kubeconfig):
+def test_three_slices_keep_the_plan_order_a_late_slice_waited_for(
+        clusters, collections_path, fleet, coordination_kubeconfig):
     # s01 is in slice 1: its 5 s hold must end before "second" starts on any host of slices 2 and 3
     run, results = run_slices(fleet, collections_path, documents({"s01": 5}), late={3: 3},
                               kubeconfig=coordination_kubeconfig)
@@ -194,15 +194,15 @@ def test_three_slices_keep_the_plan_order_a_late_slice_waited_for(clusters, coll
     assert meeting_objects(clusters, fleet[1], run) == ""
 
 
-def test_a_failure_on_one_slice_stops_every_slice_at_that_phase(clusters, collections_path, fleet,
-                                                                 coordination_kubeconfig):
+def test_a_failure_on_one_slice_stops_every_slice_at_that_phase(
+        clusters, collections_path, fleet, coordination_kubeconfig):
     # s05 is in slice 2; its phase fails: no slice starts "second"
     run, results = run_slices(fleet, collections_path, documents({}, broken=("s05",)),
                               kubeconfig=coordination_kubeconfig)
     assert all(code != 0 for code, _output in results.values()), results
     for number in (1, 3):
         said = " ".join(results[number][1].split())
-        assert f"stopped at barrier 'run breaks-s05' by slice 2/3: phase breaks-s05 failed on 1 cluster(s): s05" \
+        assert "stopped at barrier 'run breaks-s05' by slice 2/3: phase breaks-s05 failed on 1 cluster(s): s05" \
                in said, said
         assert f"this slice ({number}/3) stops there too" in said, said
     assert "breaks-s05" in results[2][1] and "s05" in results[2][1]
@@ -211,8 +211,8 @@ def test_a_failure_on_one_slice_stops_every_slice_at_that_phase(clusters, collec
     assert "second" not in times                                         # no slice started the phase after
 
 
-def test_a_killed_slice_is_named_by_the_others_within_its_lease(clusters, collections_path, fleet,
-                                                                 coordination_kubeconfig):
+def test_a_killed_slice_is_named_by_the_others_within_its_lease(
+        clusters, collections_path, fleet, coordination_kubeconfig):
     root, meeting = fleet
     run = f"t{uuid.uuid4().hex[:10]}"
     docs = documents({"s03": 120})   # s03 is in slice 3
@@ -243,8 +243,8 @@ def meeting_objects_annotated(clusters, meeting: str, run: str) -> str:
                     for item in found["items"])
 
 
-def test_a_slice_never_started_is_named_after_the_arrival_timeout(clusters, collections_path, fleet,
-                                                                   coordination_kubeconfig):
+def test_a_slice_never_started_is_named_after_the_arrival_timeout(
+        clusters, collections_path, fleet, coordination_kubeconfig):
     run, results = run_slices(fleet, collections_path, documents({}), numbers=(1, 2),
                               kubeconfig=coordination_kubeconfig, arrival_timeout=6)
     for number, (code, output) in results.items():
@@ -255,8 +255,8 @@ def test_a_slice_never_started_is_named_after_the_arrival_timeout(clusters, coll
     assert phase_times(clusters, run) == {}      # refused at the start: no cluster touched
 
 
-def test_bad_slicing_settings_are_refused_before_any_cluster_is_touched(clusters, collections_path, fleet,
-                                                                        coordination_kubeconfig):
+def test_bad_slicing_settings_are_refused_before_any_cluster_is_touched(
+        clusters, collections_path, fleet, coordination_kubeconfig):
     root, meeting = fleet
     cases = [
         ({"plan_slice": "4/3"}, "plan_slice: '4/3': the slice k must be from 1 to N (3)"),

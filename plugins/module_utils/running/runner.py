@@ -589,6 +589,7 @@ class _Runner:  # pylint: disable=too-many-instance-attributes
         if self.recorded is not None:
             self.recorded(next(phase for phase in phases if phase.name == record.phase), failed)
 
+
 def _stop(rollout: RolloutOf, batch: BatchReport, rest: list[list[str]]) -> dict:
     untouched = [host for hosts in rest for host in hosts]
     return {"phase": rollout.phase, "batch": batch.number, "of": batch.of, "reason": batch.stopped,

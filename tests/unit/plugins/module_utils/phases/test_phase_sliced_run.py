@@ -38,8 +38,8 @@ def test_bad_coordination_settings_name_the_key(value, expected):
 def test_coordination_settings_reach_the_meeting_and_are_checked_there():
     settings = CoordinationSettings.parse({**GOOD, "context": "mgmt", "lease_seconds": 5, "arrival_timeout": 60})
     meeting = settings.meeting_settings("run-1", "site")
-    assert (meeting.namespace, meeting.lease_duration, meeting.arrival_timeout, meeting.plan) == ("meet", 5, 60.0,
-                                                                                                 "site")
+    assert (meeting.namespace, meeting.lease_duration, meeting.arrival_timeout, meeting.plan) == \
+        ("meet", 5, 60.0, "site")
     with pytest.raises(SliceError, match=r"^plan_coordination: lease duration 1: expected whole seconds"):
         CoordinationSettings.parse({**GOOD, "lease_seconds": 1}).meeting_settings("run-1", "site")
 
@@ -178,8 +178,8 @@ def test_a_rollouts_batches_are_the_fleets_and_each_slice_runs_its_share():
     # the fleet's batches (1, 2, the rest), as one controller makes them of h1..h6; this slice runs its own hosts
     assert [batch.hosts for batch in report.batches] == [["h1"], ["h2", "h3"], ["h4", "h5", "h6"]]
     assert [host for name, host in calls if name == "cni/apply"] == ["h1", "h3", "h5"]
-    assert [call[:3] for call in meet.calls if call[0] == "failed"] == [("failed", "cni", 1), ("failed", "cni", 2),
-                                                                         ("failed", "cni", 3)]
+    assert [call[:3] for call in meet.calls if call[0] == "failed"] == \
+        [("failed", "cni", 1), ("failed", "cni", 2), ("failed", "cni", 3)]
     assert not report.stopped_by
 
 
