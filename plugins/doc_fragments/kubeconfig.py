@@ -17,7 +17,8 @@ options:
       - "A source dictionary has exactly one kind key: C(path), C(env) (variable name, default C(KUBECONFIG)),
         C(content) (YAML text or dictionary), C(url) (https, with C(ca_path), C(headers), C(timeout),
         C(validate_certs)), C(sops) (file, with C(input_type)), C(vault) (ansible-vault file), C(secret)
-        (C(name), C(namespace=default), C(key=value), C(host=kube_parent), C(timeout=60)) or C(bundle) (a file or
+        (C(name), C(namespace=default), C(key=value), C(host=kube_parent) or C(kubeconfig) and C(context) (a
+        kubeconfig file naming the Secret's cluster), C(timeout=60)) or C(bundle) (a file or
         directory of airshipctl documents whose C(KubeConfig) document holds the kubeconfig, decrypted with sops when
         encrypted; with C(name), its C(metadata.name)); and C(optional)."
       - Without it, the host's C(kube_kubeconfig); else E(K8S_AUTH_KUBECONFIG) (from the task's C(environment)

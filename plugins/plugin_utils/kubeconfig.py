@@ -54,6 +54,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.connectio
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.readers import SourceHooks
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import Resolution
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import request_fingerprint
+from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import resolve_kubeconfig
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import resolve_with_connection
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve import view_with_connection
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.secret import SecretNotThereYet
@@ -303,7 +304,10 @@ def read_secret_through_parent(resolver: HostResolver, host: str | None, host_va
     """A kubeconfig Secret, read from its cluster host (the source's ``host``, else ``kube_parent``).
 
     Called only when the Secret source is reached (sources are read lazily): the parent is resolved then, once
-    per run in a fleet step, and a parent cycle fails naming the chain."""
+    per run in a fleet step, and a parent cycle fails naming the chain. A source with ``kubeconfig`` reads the Secret
+    from that file's cluster (``context``), no inventory host involved."""
+    if secret.get("kubeconfig"):
+        return read_secret_through_file(resolver, host, secret)
     parent = secret.get("host") or to_plain(host_vars(HOST_VAR_PARENT))
     if not parent:
         raise PhasekitError(f"no cluster host to read the Secret from: set host in the source or "
@@ -324,6 +328,20 @@ def read_secret_through_parent(resolver: HostResolver, host: str | None, host_va
         if parent in resolver.not_there_yet:  # the parent's own kubeconfig is known after the run: so is this one
             resolver.not_there_yet[host or ""] = f"{where}, whose kubeconfig is {resolver.not_there_yet[parent]}"
         raise PhasekitError(str(err), where=f"host {parent}") from None
+
+
+def read_secret_through_file(resolver: HostResolver, host: str | None, secret: dict) -> bytes:
+    """A kubeconfig Secret read from the cluster a kubeconfig file's context names (kubectl's rules for the file)."""
+    where = f"Secret {secret['namespace']}/{secret['name']} in {secret['kubeconfig']}"
+    if not resolver.waits_for_secrets:
+        secret = {**secret, "timeout": 0}
+    try:
+        resolution = resolve_kubeconfig([SourceSpec(1, "path", secret["kubeconfig"])], secret.get("context"),
+                                        hooks=SourceHooks(resolver.environ))
+        return read_kubeconfig_secret(resolution.config, secret, environ=resolver.environ)
+    except SecretNotThereYet as err:
+        resolver.not_there_yet[host or ""] = where
+        raise PhasekitError(str(err), where=where) from None
 
 
 def _ansible_message(exc) -> str:

@@ -86,8 +86,9 @@ def configmap(name: str) -> dict:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"v": name}}
 
 
-def slice_root(root: Path, number: int, run: str, docs: list) -> Path:
-    """Slice ``number``'s project: the plan, and the inventory AWX gives that slice (its share of the hosts)."""
+def slice_root(root: Path, number: int, run: str, docs: list, host_vars: dict | None = None) -> Path:
+    """Slice ``number``'s project: the plan, and the inventory AWX gives that slice (its share of the hosts, with
+    ``host_vars`` of those it has)."""
     here = root / f"{run}-slice-{number}"
     (here / "phases").mkdir(parents=True)
     (here / "phases" / "site.yaml").write_text(yaml.safe_dump_all(docs))
@@ -95,7 +96,7 @@ def slice_root(root: Path, number: int, run: str, docs: list) -> Path:
     (here / "inventory.yml").write_text(yaml.safe_dump({"all": {
         "vars": {"ansible_connection": "local", "kube_kubeconfig": str(root / "fleet.kubeconfig"),
                  "kube_context": "{{ inventory_hostname }}"},
-        "children": {"fleet": {"hosts": {host: {} for host in mine}}}}}))
+        "children": {"fleet": {"hosts": {host: (host_vars or {}).get(host, {}) for host in mine}}}}}))
     return here
 
 
@@ -118,7 +119,7 @@ def finish(proc: subprocess.Popen, timeout: float = 300) -> tuple[int, str]:
 
 
 def run_slices(fleet, collections_path, docs: list, numbers=(1, 2, 3), late: dict | None = None,
-               extra: dict | None = None, **coordination) -> tuple[str, dict]:
+               extra: dict | None = None, host_vars: dict | None = None, **coordination) -> tuple[str, dict]:
     """The slices ``numbers`` of one run, at once (``late``: slice -> seconds it starts after the others); its ID
     and each slice's (exit code, output)."""
     root, meeting = fleet
@@ -128,7 +129,7 @@ def run_slices(fleet, collections_path, docs: list, numbers=(1, 2, 3), late: dic
     for number in sorted(numbers, key=lambda number: (late or {}).get(number, 0)):
         wait = (late or {}).get(number, 0) - max((late or {}).get(n, 0) for n in procs) if procs else 0
         time.sleep(max(0, wait))
-        here = slice_root(root, number, run, docs)
+        here = slice_root(root, number, run, docs, host_vars)
         procs[number] = start(here, collections_path, number, run, settings, extra)
     return run, {number: finish(proc) for number, proc in procs.items()}
 
@@ -324,3 +325,32 @@ def test_a_rollout_over_slices_has_one_budget_stops_at_one_batch_and_resumes(clu
     times = phase_times(clusters, resumed)
     assert sorted(host for host, _s, _e in times["roll"]) == ["s05", *HOSTS[9:]]
     assert sorted(host for host, _s, _e in times["second"]) == HOSTS
+
+
+def test_a_child_reads_its_kubeconfig_from_a_parent_in_another_slice(clusters, collections_path, fleet,
+                                                                      coordination_kubeconfig):
+    """s02 (slice 2) has no kubeconfig of its own: its Secret is published by a phase on s01 (slice 1), and its
+    source names s01's cluster by a kubeconfig file and context, since slice 2 has no variables of s01."""
+    root, _meeting = fleet
+    whole = yaml.safe_load((root / "fleet.kubeconfig").read_text())
+    context = next(item for item in whole["contexts"] if item["name"] == "s02")
+    child = {"apiVersion": "v1", "kind": "Config", "current-context": "s02", "contexts": [context],
+             "clusters": [item for item in whole["clusters"] if item["name"] == context["context"]["cluster"]],
+             "users": [item for item in whole["users"] if item["name"] == context["context"]["user"]]}
+    name = f"s02-kubeconfig-{uuid.uuid4().hex[:6]}"
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "type": "Opaque",
+              "stringData": {"value": yaml.safe_dump(child)}}
+    used = configmap(f"used-{uuid.uuid4().hex[:6]}")
+    docs = [phase("publish", "apply", "s01", source=[secret]), phase("use", "apply", "s02", source=[used]),
+            {"apiVersion": API, "kind": "PhasePlan", "metadata": {"name": PLAN}, "spec": {"phases": ["publish", "use"]}}]
+    host_vars = {"s02": {"kube_kubeconfig": {"secret": {
+        "name": name, "namespace": host_namespace("s01"), "kubeconfig": str(root / "fleet.kubeconfig"),
+        "context": "s01", "timeout": 30}}}}
+    run, results = run_slices(fleet, collections_path, docs, kubeconfig=coordination_kubeconfig, host_vars=host_vars)
+    for number, (code, output) in results.items():
+        assert code == 0, output
+        for credential in child["users"][0]["user"].values():   # the child's credentials never shown
+            assert str(credential) not in output
+    assert sorted(host for host, _s, _e in phase_times(clusters, run)["use"]) == ["s02"]
+    assert clusters[host_cluster("s02", clusters)].kubectl(
+        "get", "configmap", used["metadata"]["name"], "-n", host_namespace("s02"), check=False).returncode == 0

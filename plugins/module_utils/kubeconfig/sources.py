@@ -30,8 +30,8 @@ KIND_OPTIONS = {
     "sops": ("input_type",),
 }
 SOPS_INPUT_TYPES = ("yaml", "json", "dotenv", "ini", "binary")
-SECRET_FIELDS = ("name", "namespace", "key", "host", "timeout")
-SECRET_DEFAULTS = {"namespace": "default", "key": "value", "host": None, "timeout": 60}
+SECRET_FIELDS = ("name", "namespace", "key", "host", "kubeconfig", "context", "timeout")
+SECRET_DEFAULTS = {"namespace": "default", "key": "value", "host": None, "timeout": 60}   # kubeconfig, context: unset
 DEFAULT_URL_TIMEOUT = 30
 # keys that make a mapping an inline kubeconfig rather than a source
 KUBECONFIG_KEYS = ("apiVersion", "kind", "clusters", "users", "contexts", "current-context", "preferences")
@@ -215,7 +215,7 @@ def _check_secret(value, here):
     if isinstance(value, str):
         value = {"name": value}
     if not isinstance(value, dict):
-        raise PhasekitError(f"{here}: expected a mapping with name, namespace, key, host, timeout")
+        raise PhasekitError(f"{here}: expected a mapping with {', '.join(SECRET_FIELDS)}")
     unknown = [str(key) for key in value if key not in SECRET_FIELDS]
     if unknown:
         raise PhasekitError(f"{here}: unknown field {', '.join(unknown)}; expected {', '.join(SECRET_FIELDS)}")
@@ -225,8 +225,22 @@ def _check_secret(value, here):
         nonempty_string(secret[key], f"{here} {key}", f"the Secret {key}")
     if secret["host"] is not None:
         nonempty_string(secret["host"], f"{here} host", "an inventory host name")
+    _check_secret_cluster(secret, here)
     secret["timeout"] = _positive_number(secret["timeout"], f"{here} timeout", allow_zero=True)
     return secret
+
+
+def _check_secret_cluster(secret: dict, here: str) -> None:
+    """The Secret's cluster is an inventory host (``host``, else ``kube_parent``) or a kubeconfig file and context
+    (``kubeconfig``, ``context``: a host of another slice of a sliced run, whose variables this slice lacks)."""
+    if secret.get("kubeconfig") is not None:
+        nonempty_string(secret["kubeconfig"], f"{here} kubeconfig", "a kubeconfig file's path")
+        if secret["host"] is not None:
+            raise PhasekitError(f"{here}: host and kubeconfig both name the Secret's cluster: give one")
+    if secret.get("context") is not None:
+        nonempty_string(secret["context"], f"{here} context", "a context of the kubeconfig file")
+        if secret.get("kubeconfig") is None:
+            raise PhasekitError(f"{here}: context is a context of the kubeconfig file: give kubeconfig too")
 
 
 _CHECK_VALUE = {
@@ -289,8 +303,10 @@ def safe_url(url: str) -> str:
 
 
 def describe_secret(secret: dict) -> str:
-    host = secret.get("host") or "kube_parent"
-    return f"{secret['namespace']}/{secret['name']} key {secret['key']} in {host}"
+    where = secret.get("host") or "kube_parent"
+    if secret.get("kubeconfig"):
+        where = secret["kubeconfig"] + (f" context {secret['context']}" if secret.get("context") else "")
+    return f"{secret['namespace']}/{secret['name']} key {secret['key']} in {where}"
 
 
 def split_path_list(text: str) -> list[str]:

@@ -54,13 +54,20 @@ def test_accepted_sources(written, expected):
      r"source 1 \(url\) headers.X: expected a string \(or a vault-encrypted string\), got int"),
     ({"sops": "s", "input_type": "toml"}, r"source 1 \(sops\) input_type: expected one of yaml, json, dotenv, ini, binary"),
     ({"secret": {"namespace": "x"}}, r"source 1 \(secret\) name: expected the Secret name"),
-    ({"secret": {"name": "x", "keys": "v"}}, r"source 1 \(secret\): unknown field keys; expected name, namespace, key, host, timeout"),
+    ({"secret": {"name": "x", "keys": "v"}},
+     r"source 1 \(secret\): unknown field keys; expected name, namespace, key, host, kubeconfig, context, timeout"),
+    ({"secret": {"name": "x", "host": "mgmt", "kubeconfig": "/k"}},
+     r"source 1 \(secret\): host and kubeconfig both name the Secret's cluster: give one"),
+    ({"secret": {"name": "x", "context": "mgmt"}},
+     r"source 1 \(secret\): context is a context of the kubeconfig file: give kubeconfig too"),
+    ({"secret": {"name": "x", "kubeconfig": ""}}, r"source 1 \(secret\) kubeconfig: "),
     ({"content": 5}, r"source 1 \(content\): expected kubeconfig YAML text or a mapping, got int"),
     ([["a"]], "source 1: expected a path string or a mapping"),
     (["ok.yaml", {"nope": 1}], "source 2: a source needs exactly one of"),
 ], ids=["unknown-kind", "two-kinds", "option-of-another-kind", "empty-path", "path-not-string", "optional-not-bool",
         "http-refused-without-showing-query", "negative-timeout", "header-not-string", "sops-type",
-        "secret-without-name", "secret-unknown-field", "content-type", "nested-list", "second-source-numbered"])
+        "secret-without-name", "secret-unknown-field", "secret-host-and-kubeconfig", "secret-context-alone",
+        "secret-empty-kubeconfig", "content-type", "nested-list", "second-source-numbered"])
 def test_rejected_sources_name_the_setting_and_index(written, message):
     with pytest.raises(PhasekitError, match="host var kube_kubeconfig, " + message) as caught:
         normalize_sources(written, "host var kube_kubeconfig")
