@@ -303,8 +303,8 @@ def rollout_documents(marker_dir: Path) -> list:
             {"apiVersion": API, "kind": "PhasePlan", "metadata": {"name": PLAN}, "spec": {"phases": ["roll", "second"]}}]
 
 
-def test_a_rollout_over_slices_has_one_budget_stops_at_one_batch_and_resumes(clusters, collections_path, fleet,
-                                                                             coordination_kubeconfig, tmp_path):
+def test_a_rollout_over_slices_has_one_budget_stops_at_one_batch_and_resumes(
+        clusters, collections_path, fleet, coordination_kubeconfig, tmp_path):
     (tmp_path / "broken-s05").touch()      # s05: slice 2, the fleet's batch 2 (s04..s09), which every slice has
     docs = rollout_documents(tmp_path)
     run, results = run_slices(fleet, collections_path, docs, kubeconfig=coordination_kubeconfig)
@@ -327,8 +327,8 @@ def test_a_rollout_over_slices_has_one_budget_stops_at_one_batch_and_resumes(clu
     assert sorted(host for host, _s, _e in times["second"]) == HOSTS
 
 
-def test_a_child_reads_its_kubeconfig_from_a_parent_in_another_slice(clusters, collections_path, fleet,
-                                                                      coordination_kubeconfig):
+def test_a_child_reads_its_kubeconfig_from_a_parent_in_another_slice(
+        clusters, collections_path, fleet, coordination_kubeconfig):
     """s02 (slice 2) has no kubeconfig of its own: its Secret is published by a phase on s01 (slice 1), and its
     source names s01's cluster by a kubeconfig file and context, since slice 2 has no variables of s01."""
     root, _meeting = fleet
