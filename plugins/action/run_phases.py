@@ -351,11 +351,12 @@ def slicing_problem(sliced: SlicedRun | None, step: StepPlan) -> str:
 def elsewhere_stop(sliced: SlicedRun | None, report: RunReport, result: dict) -> str:
     """Why a slice none of whose clusters failed stopped ("": it did not): the meeting's word, or a rollout stopped
     by the failures of other slices (its hosts fail no task, so the slice's task does)."""
-    if sliced is None or report.failed_hosts():
+    if sliced is None:
         return ""
     if report.slices_stop:
         return report.slices_stop
-    return result["rollout"]["message"] if report.stop and not report.stop.get("paused") else ""
+    stopped_here = report.stop and not report.stop.get("paused")
+    return result["rollout"]["message"] if stopped_here and not report.failed_hosts() else ""
 
 
 def cluster_names(step: StepPlan, task_vars: dict) -> tuple[list[str], list[str]]:
