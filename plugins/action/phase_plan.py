@@ -46,7 +46,7 @@ from ansible_collections.phasekit.kube.plugins.plugin_utils.templates import (
     host_variables, render_template_file, vault_values)
 from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import (
     PLAN_SOURCE_MUTUALLY_EXCLUSIVE, PLAN_SOURCE_REQUIRED_ONE_OF, PLAN_SOURCE_SPEC, executors, plan_for_task,
-    spread_source, task_base_dir, task_documents)
+    spread_source, task_base_dir, task_documents, with_job_slice)
 
 ARGUMENT_SPEC = {**PLAN_SOURCE_SPEC, "render": {"type": "bool", "default": False},
                  "per_cluster": {"type": "bool", "default": False},
@@ -88,7 +88,7 @@ class ActionModule(PhasekitAction):
     REQUIRED_ONE_OF = PLAN_SOURCE_REQUIRED_ONE_OF
 
     def execute(self, args, task_vars):
-        args = spread_source(args)
+        args = with_job_slice(spread_source(args), task_vars, self.environ)
         if args["flow"] is not None:   # the role: what the plan is read for follows its plan_action
             args = {**args, **plan_reading(RoleChoices(**args["flow"]), args["partial_rollout"], args["render_dest"])}
         if args["convert_to"]:

@@ -58,7 +58,8 @@ from ansible_collections.phasekit.kube.plugins.plugin_utils.action import Phasek
 from ansible_collections.phasekit.kube.plugins.plugin_utils.fleet import Fleet, remembered_by_host
 from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import REMEMBERED_VAR, RESOLUTIONS_KEY
 from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import (
-    PLAN_SOURCE_MUTUALLY_EXCLUSIVE, PLAN_SOURCE_REQUIRED_ONE_OF, PLAN_SOURCE_SPEC, plan_for_task, spread_source)
+    PLAN_SOURCE_MUTUALLY_EXCLUSIVE, PLAN_SOURCE_REQUIRED_ONE_OF, PLAN_SOURCE_SPEC, plan_for_task, spread_source,
+    with_job_slice)
 from ansible_collections.phasekit.kube.plugins.plugin_utils.role_steps import (
     RUN_KEY, continued_args, run_after, run_before)
 
@@ -108,7 +109,7 @@ class ActionModule(PhasekitAction):
     PLAIN_ARGS = True
 
     def execute(self, args, task_vars):
-        args, before = step_args(spread_source(args), task_vars)
+        args, before = step_args(with_job_slice(spread_source(args), task_vars, self.environ), task_vars)
         concurrency = args["cluster_concurrency"] or _forks()
         problem = argument_problem(args, concurrency)
         if problem:

@@ -83,11 +83,14 @@ options:
   slice:
     description:
       - This run is slice C(k) of C(N) (V(2/3)) of one run whose cluster hosts were dealt to N slices, such as the
-        jobs of a sliced AWX job. In a run that writes, after each phase (a rollout - all its batches) ended on
-        this slice's clusters, the slice waits at that phase's barrier until every slice ended it, so no later phase
-        starts on any slice before then; a phase that failed on one slice stops every slice at that barrier, and a
-        slice that died is named by the others within its lease. Where the slices meet is the option
-        C(coordination) of M(phasekit.kube.run_phases) (the role's C(plan_coordination)).
+        jobs of a sliced AWX job; V(*/N) - one of N slices, numbered when they meet; V(awx) - this AWX job's C(k/N)
+        read from AWX's API (C(GET /api/v2/jobs/JOB_ID/)) with the job template's controller credential
+        (C(CONTROLLER_HOST) and a token or user), so that AWX's Job Slicing count alone says N; a job that is no
+        slice runs unsliced, and so does a run outside AWX. In a run that writes, after each phase (a rollout - all
+        its batches) ended on this slice's clusters, the slice waits at that phase's barrier until every slice ended
+        it, so no later phase starts on any slice before then; a phase that failed on one slice stops every slice
+        at that barrier, and a slice that died is named by the others within its lease. Where the slices meet is
+        the option C(coordination) of M(phasekit.kube.run_phases) (the role's C(plan_coordination)).
       - A phase whose cluster is a host or group this slice does not have (or a group empty here) runs on no host
         here; before the first phase the slices check together that every such name is a host or group of some
         slice.

@@ -24,6 +24,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.planning.documents i
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.executors import executor_registry
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.inventory import Inventory
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.planner import Plan, build_plan
+from ansible_collections.phasekit.kube.plugins.module_utils.awx.jobs import asked_slice_of_job
 from ansible_collections.phasekit.kube.plugins.module_utils.coordination.slices import is_sliced
 
 # Documented by the doc fragment phasekit.kube.plan_source.
@@ -64,6 +65,14 @@ def spread_source(args: dict) -> dict:
     spread = {**args, **{name: None for name in SOURCE_OPTIONS}, "only": [], "skip": [], "slice": "", **given}
     spread.pop("source")
     return spread
+
+
+def with_job_slice(args: dict, task_vars: dict, environ) -> dict:
+    """``args`` with ``slice: awx`` replaced by this AWX job's ``k/N`` from AWX's API ("": not a slice), once per
+    task, before the plan is read: the inventory of a slice lacks the other slices' hosts."""
+    given = args.get("slice")
+    asked = asked_slice_of_job(given, task_vars, environ)
+    return args if asked == given else {**args, "slice": asked}
 
 
 def executors():

@@ -23,8 +23,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from fake_awx import FakeAwx, job_of
 from fleet_site import fleet_kubeconfig, kill_outright
 
+from ansible_collections.phasekit.kube.plugins.module_utils.awx.jobs import awx_run_id
 from ansible_collections.phasekit.kube.plugins.module_utils.coordination.slices import slice_hosts
 
 API = "phasekit.dev/v1alpha1"
@@ -101,9 +103,9 @@ def slice_root(root: Path, number: int, run: str, docs: list, host_vars: dict | 
 
 
 def start(here: Path, collections_path: Path, number: int, run: str, coordination: dict,
-          extra_vars: dict | None = None) -> subprocess.Popen:
+          extra_vars: dict | None = None, environ: dict | None = None) -> subprocess.Popen:
     env = {**os.environ, "ANSIBLE_COLLECTIONS_PATH": str(collections_path), "ANSIBLE_NOCOLOR": "1",
-           "ANSIBLE_PYTHON_INTERPRETER": sys.executable}
+           "ANSIBLE_PYTHON_INTERPRETER": sys.executable, **(environ or {})}
     env.pop("KUBECONFIG", None)
     extra = {"plan_name": PLAN, "plan_slice": f"{number}/{SLICES}", "plan_run_id": run,
              "plan_coordination": coordination, **(extra_vars or {})}
@@ -193,6 +195,37 @@ def test_three_slices_keep_the_plan_order_a_late_slice_waited_for(
     hold_end = max(end for _h, _s, end in times["hold-s01"])
     assert min(start for _h, start, _e in times["second"]) >= int(hold_end)
     assert meeting_objects(clusters, fleet[1], run) == ""
+
+
+def test_awx_job_slicing_alone_says_how_many_slices(clusters, collections_path, fleet, coordination_kubeconfig):
+    # plan_slice: awx: each slice reads its k/N from AWX's job API (on loopback: what AWX's JobSerializer gives),
+    # with the variables AWX's controller credential injects; the run ID from the workflow job every slice shares
+    root, meeting = fleet
+    workflow = int(uuid.uuid4().int % 10**6)
+    awx = FakeAwx({str(workflow + number): job_of(number, SLICES) for number in (1, 2, 3)})
+    run = awx_run_id(str(workflow), awx.url)
+    token = f"awx-token-{uuid.uuid4().hex}"
+    settings = {"kubeconfig": coordination_kubeconfig, "namespace": meeting, "lease_seconds": LEASE, "poll": 0.1}
+    try:
+        procs = {number: start(slice_root(root, number, run, documents({"s01": 3})), collections_path, number, "",
+                               settings, {"plan_slice": "awx", "awx_job_id": workflow + number,
+                                          "awx_workflow_job_id": workflow},
+                               {"JOB_ID": str(workflow + number), "AWX_HOST": awx.url, "CONTROLLER_HOST": awx.url,
+                                "CONTROLLER_OAUTH_TOKEN": token, "CONTROLLER_VERIFY_SSL": "False"})
+                 for number in (1, 2, 3)}
+        results = {number: finish(proc) for number, proc in procs.items()}
+    finally:
+        awx.server.shutdown()
+    for number, (code, output) in results.items():
+        assert code == 0, output
+        assert f"slice {number}/3 of run {run}" in output, output
+        assert token not in output
+    assert {path for path, _auth in awx.seen} == {f"/api/v2/jobs/{workflow + n}/" for n in (1, 2, 3)}
+    assert {auth for _path, auth in awx.seen} == {f"Bearer {token}"}
+    times = phase_times(clusters, run)
+    assert sorted(host for host, _s, _e in times["second"]) == HOSTS
+    hold_end = max(end for _h, _s, end in times["hold-s01"])
+    assert min(start for _h, start, _e in times["second"]) >= int(hold_end)
 
 
 def test_a_failure_on_one_slice_stops_every_slice_at_that_phase(

@@ -397,6 +397,8 @@ class Meeting:
                 self._look(now)
                 next_look = now + max(settings.poll, settings.lease_duration / 4)
                 judgement = judge(missing, self._seen, now, now - began, settings.arrival_timeout)
+                if judgement and missing_slices(self._barrier_data(barrier), self.slice.count) != missing:
+                    continue   # a slice arrived, then finished, between the two reads: it did not leave early
                 if judgement:
                     raise MeetingFailed(self._failure_message(barrier, judgement, now),
                                         tuple(f"{n}/{self.slice.count}" for n in

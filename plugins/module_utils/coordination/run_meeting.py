@@ -14,11 +14,12 @@ import hashlib
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from ansible_collections.phasekit.kube.plugins.module_utils.awx.jobs import awx_slice
 from ansible_collections.phasekit.kube.plugins.module_utils.coordination.meeting import (
     DEFAULT_ARRIVAL_TIMEOUT, DEFAULT_LEASE_SECONDS, DEFAULT_POLL, Meeting, MeetingError, MeetingSettings, Stopped,
     claim_number)
 from ansible_collections.phasekit.kube.plugins.module_utils.coordination.slices import (
-    SliceError, SliceId, asked_slice, awx_slice, check_run_id)
+    SliceError, SliceId, asked_slice, check_run_id)
 from ansible_collections.phasekit.kube.plugins.module_utils.errors import PhasekitError
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import api_client
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiSession
@@ -174,7 +175,7 @@ class SlicedRun:
 def sliced_run(given_slice: str, coordination, run_id: str, extra_vars: dict, environ) -> SlicedRun | None:
     """The slice this run is (``plan_slice``, ``plan_run_id``, ``plan_coordination``), or None when it is not sliced
     (no slice, or ``1/1``): it then runs as it always did. Under AWX the run ID defaults from the sliced job's
-    workflow job (``slices.awx_slice``); elsewhere ``plan_run_id`` must say it. A clear error for what is wrong."""
+    workflow job (``awx.jobs.awx_slice``); elsewhere ``plan_run_id`` must say it. A clear error for what is wrong."""
     if not given_slice:   # plan_coordination alone (kept in group_vars for sliced jobs) changes nothing
         return None
     slice_id, claim = asked_slice(given_slice)

@@ -224,6 +224,28 @@ def test_a_slice_that_left_is_named_at_the_next_look():
         first.wait("a")
 
 
+def test_a_slice_that_arrived_then_finished_between_two_reads_did_not_leave_early():
+    # slice 2 arrives at 'a' and finishes (its Lease removed) after slice 1 read the barrier, before it looked at
+    # the Leases: slice 1 reads the barrier again before naming anyone, and passes
+    server, clock = FakeServer(), Clock()
+    first, second = meeting(server, 1, count=2, clock=clock), meeting(server, 2, count=2, clock=clock)
+    for each in (first, second):
+        each._renew(attempts=None)   # pylint: disable=protected-access
+    first._look(clock())           # pylint: disable=protected-access  # seen once
+    answer = server.request
+
+    def request(method, path, **kwargs):
+        if method == "GET" and path.endswith("/leases") and second.slice.number not in finished:
+            finished.append(second.slice.number)
+            second.arrive("a")
+            second.finish()
+        return answer(method, path, **kwargs)
+    finished: list = []
+    server.request = request
+    assert first.wait("a") >= 0.0
+    assert finished == [2]
+
+
 def test_a_slice_never_started_fails_the_others_after_the_arrival_timeout_saying_what_capacity_is_needed():
     server, clock = FakeServer(), Clock()
     first = meeting(server, 1, count=3, clock=clock, arrival_timeout=10.0)

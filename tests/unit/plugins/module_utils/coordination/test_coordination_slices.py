@@ -1,11 +1,11 @@
-"""A slice's identity (``k/N``), the hosts AWX deals it, and what AWX gives a sliced job's jobs: one row per rule."""
+"""A slice's identity (``k/N``), the hosts AWX deals it, and run IDs: one row per rule."""
 
 from __future__ import annotations
 
 import pytest
 
 from ansible_collections.phasekit.kube.plugins.module_utils.coordination.slices import (
-    AwxSlice, SliceError, SliceId, awx_run_id, awx_slice, check_run_id, slice_hosts)
+    SliceError, SliceId, check_run_id, slice_hosts)
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -61,35 +61,6 @@ def test_hosts_are_dealt_as_awx_deals_them(hosts, count, expected):
 
 def test_slice_number_zero_is_not_sliced():
     assert slice_hosts(["b", "a"], 0, 3) == ["a", "b"]
-
-
-HOST = "https://awx.example.com"
-
-
-@pytest.mark.parametrize("extra_vars, environ, job, expected", [
-    ({"awx_job_id": 12}, {"JOB_ID": "12"}, None, None),
-    ({"awx_job_id": 12, "awx_workflow_job_id": 11}, {"JOB_ID": "12"}, None, AwxSlice("awx-11", "12", None)),
-    ({"tower_job_id": 12, "tower_workflow_job_id": 11}, {}, None, AwxSlice("awx-11", "12", None)),
-    ({"awx_workflow_job_id": "11"}, {"JOB_ID": "13"}, None, AwxSlice("awx-11", "13", None)),
-    ({"awx_job_id": 13, "awx_workflow_job_id": 11}, {}, {"job_slice_number": 2, "job_slice_count": 3},
-     AwxSlice("awx-11", "13", SliceId(2, 3))),
-    ({"awx_job_id": 13, "awx_workflow_job_id": 11}, {}, {"job_slice_number": 0, "job_slice_count": 1}, None),
-    ({"awx_job_id": 13, "awx_workflow_job_id": 11}, {"AWX_HOST": HOST}, None,
-     AwxSlice(awx_run_id("11", HOST), "13", None)),
-    ({"awx_workflow_job_id": True}, {}, None, None),
-    (None, None, None, None),
-], ids=["a-job-in-no-workflow-is-not-sliced", "the-run-is-the-workflow-job", "tower-prefix-as-well",
-        "the-job-id-from-the-environment", "the-slice-from-the-jobs-api-record", "a-job-record-of-one-slice-is-not-sliced",
-        "awx-host-keeps-installations-apart", "a-bool-is-no-id", "nothing-given"])
-def test_what_awx_gives_a_sliced_jobs_job(extra_vars, environ, job, expected):
-    assert awx_slice(extra_vars, environ, job) == expected
-
-
-def test_the_run_id_is_shared_by_a_launchs_slices_and_new_on_every_launch():
-    first = {awx_slice({"awx_job_id": job, "awx_workflow_job_id": 40}, {"AWX_HOST": HOST}).run_id for job in (41, 42)}
-    second = awx_slice({"awx_job_id": 51, "awx_workflow_job_id": 50}, {"AWX_HOST": HOST}).run_id
-    assert len(first) == 1 and second not in first
-    assert check_run_id(second) == second
 
 
 @pytest.mark.parametrize("run_id, good", [
