@@ -131,18 +131,22 @@ class SliceMeet:
     def fleet(self, rollout: str, clusters: list[str]) -> list[str]:
         """A rollout's clusters on every slice, sorted by name: each slice publishes its own, and reads them all
         once every slice did (``<mode> <rollout> clusters``)."""
-        key = f"clusters-{_digest(rollout)}"
-        self.meeting.publish(key, sorted(clusters))
-        self._wait(f"{self.mode} {rollout} clusters")
-        return sorted({host for hosts in self.meeting.read(key).values() for host in hosts})
+        every = self._gathered(f"clusters-{_digest(rollout)}", sorted(clusters), f"{self.mode} {rollout} clusters")
+        return sorted({host for hosts in every for host in hosts})
 
-    def failed(self, rollout: str, batch: int, failed: list[str]) -> list[str]:
-        """A batch's failed clusters on every slice, once every slice ended the batch (``<mode> <rollout> batch
-        <k>``): the same list on every slice, so every slice stops at the same batch."""
-        key = f"failed-{_digest(rollout)}-{batch}"
-        self.meeting.publish(key, sorted(failed))
-        self._wait(f"{self.mode} {rollout} batch {batch}")
-        return sorted({host for hosts in self.meeting.read(key).values() for host in hosts})
+    def batch(self, rollout: str, number: int, failed: list[str], ran: bool) -> tuple[list[str], bool]:
+        """A batch's failed clusters on every slice, and whether it ran on any (a batch every slice resumed ran
+        nowhere), once every slice ended it (``<mode> <rollout> batch <k>``): the same on every slice, so every
+        slice stops at the same batch, for the budget and for ``plan_rollout_stop_after``."""
+        every = self._gathered(f"batch-{_digest(rollout)}-{number}", {"failed": sorted(failed), "ran": bool(ran)},
+                               f"{self.mode} {rollout} batch {number}")
+        return sorted({host for each in every for host in each["failed"]}), any(each["ran"] for each in every)
+
+    def _gathered(self, key: str, value, barrier: str) -> list:
+        """Every slice's ``value`` of fact ``key``, read once every slice published its own and reached ``barrier``."""
+        self.meeting.publish(key, value)
+        self._wait(barrier)
+        return list(self.meeting.read(key).values())
 
     def _wait(self, barrier: str) -> None:
         self.barriers += 1

@@ -193,8 +193,9 @@ class Meet(Protocol):
     def fleet(self, rollout: str, clusters: list[str]) -> list[str]:
         """A rollout's clusters on every slice (this slice's: ``clusters``), sorted by name."""
 
-    def failed(self, rollout: str, batch: int, failed: list[str]) -> list[str]:
-        """A batch's failed clusters on every slice (this slice's: ``failed``), once every slice ended the batch."""
+    def batch(self, rollout: str, number: int, failed: list[str], ran: bool) -> tuple[list[str], bool]:
+        """A batch's failed clusters on every slice (this slice's: ``failed``), and whether it ran on any slice
+        (here: ``ran``), once every slice ended the batch."""
 
 
 @dataclass
@@ -611,14 +612,16 @@ def _fleet_batches(runner: _Runner, rollout: RolloutOf) -> list[list[str]]:
 
 def _fleet_budget(runner: _Runner, rollout: RolloutOf, batch: BatchReport) -> None:
     """A sliced run, once every slice ended ``batch`` (its soak too): the failures of all slices count against the
-    budget, so every slice stops at the same batch (a slice gone stops this one). Not sliced: nothing to do."""
+    budget, and a batch that ran on any slice counts as run, so every slice stops at the same batch (a slice gone
+    stops this one). Not sliced: nothing to do."""
     if runner.meet is None:
         return
     try:
-        failed = runner.meet.failed(rollout.phase, batch.number, sorted(batch.failed))
+        failed, ran = runner.meet.batch(rollout.phase, batch.number, sorted(batch.failed), batch.ran)
     except PhasekitError as err:
         runner.report.slices_stop = batch.stopped = batch.stopped or str(err)
         return
+    batch.ran = batch.ran or ran    # ran on some slice: it counts for plan_rollout_stop_after on every slice
     for host in failed:
         batch.failed.setdefault(host, "failed on another slice of this run")
     if not batch.stopped:

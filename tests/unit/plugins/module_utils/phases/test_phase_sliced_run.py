@@ -15,7 +15,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.planning.inventory i
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.problems import Problems
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.rollout import Rollout, RolloutOf
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.validation import cluster_hosts_of
-from ansible_collections.phasekit.kube.plugins.module_utils.running.runner import Outcome, run_phases
+from ansible_collections.phasekit.kube.plugins.module_utils.running.runner import Outcome, RolloutRun, run_phases
 from phase_helpers import run_entry
 
 GOOD = {"kubeconfig": "/k", "namespace": "meet"}
@@ -141,9 +141,10 @@ def test_a_sliced_inventory_lacks_other_slices_hosts_without_a_problem():
 class FleetMeet:
     """The Meet protocol of slice 1 of 2, the other slice's answers given: its rollout clusters, its failures."""
 
-    def __init__(self, other_clusters, other_failed=None):
+    def __init__(self, other_clusters, other_failed=None, other_ran=True):
         self.other_clusters = other_clusters
         self.other_failed = other_failed or {}
+        self.other_ran = other_ran
         self.calls = []
 
     def __call__(self, unit, stopping):
@@ -154,9 +155,9 @@ class FleetMeet:
         self.calls.append(("fleet", rollout, tuple(clusters)))
         return sorted(set(clusters) | set(self.other_clusters))
 
-    def failed(self, rollout, batch, failed):
-        self.calls.append(("failed", rollout, batch, tuple(failed)))
-        return sorted(set(failed) | set(self.other_failed.get(batch, ())))
+    def batch(self, rollout, number, failed, ran):
+        self.calls.append(("batch", rollout, number, tuple(failed), ran))
+        return sorted(set(failed) | set(self.other_failed.get(number, ()))), ran or self.other_ran
 
 
 def sliced_rollout(mine, budget=0.0):
@@ -178,8 +179,8 @@ def test_a_rollouts_batches_are_the_fleets_and_each_slice_runs_its_share():
     # the fleet's batches (1, 2, the rest), as one controller makes them of h1..h6; this slice runs its own hosts
     assert [batch.hosts for batch in report.batches] == [["h1"], ["h2", "h3"], ["h4", "h5", "h6"]]
     assert [host for name, host in calls if name == "cni/apply"] == ["h1", "h3", "h5"]
-    assert [call[:3] for call in meet.calls if call[0] == "failed"] == \
-        [("failed", "cni", 1), ("failed", "cni", 2), ("failed", "cni", 3)]
+    assert [call[:3] for call in meet.calls if call[0] == "batch"] == \
+        [("batch", "cni", 1), ("batch", "cni", 2), ("batch", "cni", 3)]
     assert not report.stopped_by
 
 
@@ -198,3 +199,25 @@ def test_another_slices_failures_count_against_the_one_budget_and_stop_every_sli
     assert report.stop["untouched"] == ["h4", "h5", "h6"]
     assert [host for name, host in calls] == ["h1", "h3"]          # no later cluster touched, "apps" never started
     assert meet.calls[-1] == ("unit", "cni", report.stop["reason"])   # told to every slice at the rollout's barrier
+
+
+def test_stop_after_counts_the_fleets_batches_also_those_that_ran_only_on_another_slice():
+    # batch 1 is h1 (this slice), batch 2 is h2 and h3; stop after 2 batches: this slice runs h1 and h3, never h5
+    mine = ["h1", "h3", "h5"]
+    calls = []
+
+    def work(entry, context):
+        calls.append((entry.name, context.host))
+        return Outcome(changed=True)
+
+    rollouts = RolloutRun(stop_after=2)
+    report = run_phases(sliced_rollout(mine), work, hosts_in_play=mine, concurrency=1,
+                        meet=FleetMeet(["h2", "h4", "h6"]), rollouts=rollouts)
+    assert [host for name, host in calls] == ["h1", "h3"]
+    assert report.stop["batch"] == 2 and report.stop["paused"]
+    # a slice with no cluster in the fleet's first batch still counts it: it stops at the same batch
+    calls.clear()
+    theirs = run_phases(sliced_rollout(["h2", "h4", "h6"]), work, hosts_in_play=["h2", "h4", "h6"], concurrency=1,
+                        meet=FleetMeet(mine), rollouts=RolloutRun(stop_after=2))
+    assert [host for name, host in calls] == ["h2"]
+    assert theirs.stop["batch"] == 2 and theirs.stop["untouched"] == ["h4", "h5", "h6"]
