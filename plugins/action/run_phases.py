@@ -57,6 +57,7 @@ from ansible_collections.phasekit.kube.plugins.module_utils.masking import Masks
 from ansible_collections.phasekit.kube.plugins.plugin_utils.action import PhasekitAction
 from ansible_collections.phasekit.kube.plugins.plugin_utils.fleet import Fleet, remembered_by_host
 from ansible_collections.phasekit.kube.plugins.plugin_utils.kubeconfig import REMEMBERED_VAR, RESOLUTIONS_KEY
+from ansible_collections.phasekit.kube.plugins.plugin_utils.output import show_lines
 from ansible_collections.phasekit.kube.plugins.plugin_utils.plan import (
     PLAN_SOURCE_MUTUALLY_EXCLUSIVE, PLAN_SOURCE_REQUIRED_ONE_OF, PLAN_SOURCE_SPEC, plan_for_task, spread_source,
     with_job_slice)
@@ -150,7 +151,8 @@ class ActionModule(PhasekitAction):
         result = run_result(step, report, ran, servers, executors.resumed_hosts(), args["outcomes"])
         stopped_elsewhere = elsewhere_stop(sliced, report, result)
         if stopped_elsewhere:   # another slice failed or is gone: this one stops too, and says where and why
-            result.update(failed=True, msg=stopped_elsewhere)
+            # the role's summary task does not run after a failed task: this slice's table is shown here
+            result.update(failed=True, msg=stopped_elsewhere, **show_lines(result.get("summary") or []))
         return _carried_on(result, step, executors, before if args["run_id"] else None, memory)
 
     def _fleet(self, stack: ExitStack, task_vars: dict, step: StepPlan) -> Fleet:

@@ -239,6 +239,7 @@ def test_a_failure_on_one_slice_stops_every_slice_at_that_phase(
         assert "stopped at barrier 'run breaks-s05' by slice 2/3: phase breaks-s05 failed on 1 cluster(s): s05" \
                in said, said
         assert f"this slice ({number}/3) stops there too" in said, said
+        assert "RESULT DURATION CHANGED" in said, said       # its summary table, though its task failed
     assert "breaks-s05" in results[2][1] and "s05" in results[2][1]
     times = phase_times(clusters, run)
     assert sorted(host for host, _s, _e in times["first"]) == HOSTS      # every slice ran the phase before
