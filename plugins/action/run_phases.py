@@ -343,10 +343,10 @@ def slicing_problem(sliced: SlicedRun | None, step: StepPlan) -> str:
     if sliced is None:
         return ""
     if not step.whole_run:
-        return (f"plan_slice {sliced.slice}: a plan with tasks phases runs in steps, and steps do not meet across "
+        return (f"plan_slice {sliced}: a plan with tasks phases runs in steps, and steps do not meet across "
                 f"slices yet: run it unsliced")
     if step.graph is not None:
-        return (f"plan_slice {sliced.slice}: a plan with needs runs by its graph, and graph runs do not meet across "
+        return (f"plan_slice {sliced}: a plan with needs runs by its graph, and graph runs do not meet across "
                 f"slices yet: run it unsliced")
     return ""
 

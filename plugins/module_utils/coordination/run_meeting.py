@@ -175,6 +175,10 @@ class SlicedRun:
     coordination: CoordinationSettings
     claim: bool = False        # "*/N": the slice's number is the first free one at the meeting
 
+    def __str__(self) -> str:
+        """The slice as given: ``k/N``, or ``*/N`` before the meeting numbered it."""
+        return f"*/{self.slice.count}" if self.claim else str(self.slice)
+
 
 def sliced_run(given_slice: str, coordination, run_id: str, extra_vars: dict, environ) -> SlicedRun | None:
     """The slice this run is (``plan_slice``, ``plan_run_id``, ``plan_coordination``), or None when it is not sliced
@@ -188,7 +192,7 @@ def sliced_run(given_slice: str, coordination, run_id: str, extra_vars: dict, en
     awx = awx_slice(extra_vars, environ)
     chosen = run_id or (awx.run_id if awx is not None else "")
     if not chosen:
-        raise SliceError(f"plan_slice {slice_id}: plan_run_id is required: the one run ID every slice of this run "
-                         f"shares (under AWX it defaults from the sliced job's workflow job, awx_workflow_job_id)")
+        raise SliceError(f"plan_slice {given_slice.strip()}: plan_run_id is required: the one run ID every slice of "
+                         f"this run shares (under AWX it defaults from the sliced job's workflow job, awx_workflow_job_id)")
     return SlicedRun(slice=slice_id, run_id=check_run_id(chosen), coordination=CoordinationSettings.parse(coordination),
                      claim=claim)

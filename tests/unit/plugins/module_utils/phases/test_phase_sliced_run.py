@@ -60,6 +60,9 @@ def test_the_run_id_is_given_or_awxs_workflow_job():
         sliced_run("2/3", GOOD, "", {"awx_job_id": 413}, {})
     with pytest.raises(SliceError, match=r"^plan_run_id: 'Site 7' is not a run ID"):
         sliced_run("2/3", GOOD, "Site 7", {}, {})
+    with pytest.raises(SliceError, match=r"^plan_slice \*/4: plan_run_id is required"):
+        sliced_run("*/4", GOOD, "", {}, {})
+    assert str(sliced_run("*/4", GOOD, "site-7", {}, {})) == "*/4"   # as given, until the meeting numbers it
 
 
 class FakeMeeting:
