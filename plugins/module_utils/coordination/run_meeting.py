@@ -193,6 +193,7 @@ def sliced_run(given_slice: str, coordination, run_id: str, extra_vars: dict, en
     chosen = run_id or (awx.run_id if awx is not None else "")
     if not chosen:
         raise SliceError(f"plan_slice {given_slice.strip()}: plan_run_id is required: the one run ID every slice of "
-                         f"this run shares (under AWX it defaults from the sliced job's workflow job, awx_workflow_job_id)")
+                         f"this run shares (under AWX it defaults from the sliced job's workflow job, "
+                         f"awx_workflow_job_id)")
     return SlicedRun(slice=slice_id, run_id=check_run_id(chosen), coordination=CoordinationSettings.parse(coordination),
                      claim=claim)
