@@ -24,7 +24,7 @@ from ansible import context
 from ansible.utils.display import Display
 
 from ansible_collections.phasekit.kube.plugins.module_utils.coordination.run_meeting import (
-    SlicedRun, SliceMeet, joined_meeting, sliced_run)
+    COORDINATION_OPTIONS, SlicedRun, SliceMeet, joined_meeting, sliced_run)
 from ansible_collections.phasekit.kube.plugins.module_utils.running.builtin import (
     DESTROY, EXTRA_CONNECTIONS, REQUEST_BUDGET, RUN, STATUS, UNREACHABLE, VALIDATE, BuiltinExecutors, SharedRequests)
 from ansible_collections.phasekit.kube.plugins.module_utils.running.lock import (
@@ -93,7 +93,7 @@ ARGUMENT_SPEC = {
     "outcomes": {"type": "bool", "default": False},
     "keep_going": {"type": "bool", "default": False},
     "phase_concurrency": {"type": "int", "default": 0},
-    "coordination": {"type": "dict", "default": {}},
+    "coordination": {"type": "dict", "default": {}, "options": COORDINATION_OPTIONS},
 }
 REPORT_OPTIONS = ("report_json", "report_junit", "report_timeline")  # the summary for CI and people, when asked
 MAX_CLUSTER_CONCURRENCY = 256

@@ -256,12 +256,34 @@ options:
   coordination:
     description:
       - Where the slices of a sliced run (O(slice)) meet, in Leases and ConfigMaps labelled
-        C(phasekit.kube/run=<run_id>) - C(kubeconfig) (a file) and C(context) (empty - its current context) of the
-        coordination cluster and C(namespace) (it must exist); C(lease_seconds) (default 30), C(arrival_timeout)
-        (seconds a slice waits at a barrier for a slice that never started, default 600) and C(poll) (default 0.2).
+        C(phasekit.kube/run=<run_id>), and how patiently. Used only in a sliced run, which needs O(coordination.kubeconfig)
+        and O(coordination.namespace).
       - The role C(phasekit.kube.plan) sets it from its variable C(plan_coordination).
     type: dict
     default: {}
+    suboptions:
+      kubeconfig:
+        description: The coordination cluster's kubeconfig file (read with kubectl's rules).
+        type: path
+      context:
+        description: Its context; empty - the file's current context.
+        type: str
+        default: ""
+      namespace:
+        description: The namespace the slices meet in; it must exist.
+        type: str
+      lease_seconds:
+        description: Each slice's presence Lease, renewed every third of it; a slice silent for longer is gone.
+        type: int
+        default: 30
+      arrival_timeout:
+        description: Seconds a slice waits at a barrier for a slice that never started, before it fails naming it.
+        type: float
+        default: 600
+      poll:
+        description: Seconds between looks at a barrier.
+        type: float
+        default: 0.2
 attributes:
   action:
     support: full

@@ -298,7 +298,7 @@ def test_bad_slicing_settings_are_refused_before_any_cluster_is_touched(
         ({"plan_run_id": "Not An ID"}, "plan_run_id: 'Not An ID' is not a run ID"),
         ({"plan_coordination": {"namespace": meeting}}, "plan_coordination.kubeconfig is required"),
         ({"plan_coordination": {"kubeconfig": coordination_kubeconfig, "namespace": meeting, "lease": 3}},
-         "plan_coordination: unknown key(s) lease"),
+         "plan_coordination.lease. Supported parameters include: arrival_timeout"),
     ]
     for number, (changed, expected) in enumerate(cases):
         run = f"bad{number}-{FLEET_ID}"

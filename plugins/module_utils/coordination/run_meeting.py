@@ -27,8 +27,16 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.resolve i
 from ansible_collections.phasekit.kube.plugins.module_utils.kubeconfig.sources import SourceSpec
 
 WHERE = "plan_coordination"
-KEYS = {"kubeconfig": str, "context": str, "namespace": str, "lease_seconds": int, "arrival_timeout": (int, float),
-        "poll": (int, float)}
+# run_phases' option coordination (the role's plan_coordination): Ansible's argument-spec validator checks its keys
+# and types, and fills in the defaults
+COORDINATION_OPTIONS = {
+    "kubeconfig": {"type": "path"},
+    "context": {"type": "str", "default": ""},
+    "namespace": {"type": "str"},
+    "lease_seconds": {"type": "int", "default": DEFAULT_LEASE_SECONDS},
+    "arrival_timeout": {"type": "float", "default": DEFAULT_ARRIVAL_TIMEOUT},
+    "poll": {"type": "float", "default": DEFAULT_POLL},
+}
 
 
 @dataclass(frozen=True)
@@ -45,25 +53,14 @@ class CoordinationSettings:
     poll: float = DEFAULT_POLL
 
     @classmethod
-    def parse(cls, value) -> CoordinationSettings:
-        """``plan_coordination`` as given, or a clear error naming the key and what was expected."""
-        if not isinstance(value, dict):
-            raise SliceError(f"{WHERE}: expected a dictionary (kubeconfig, context, namespace), got "
-                             f"{type(value).__name__}")
-        unknown = sorted(set(value) - set(KEYS))
-        if unknown:
-            raise SliceError(f"{WHERE}: unknown key(s) {', '.join(map(str, unknown))}; expected some of "
-                             f"{', '.join(KEYS)}")
-        for key, kind in KEYS.items():
-            if key in value and value[key] is not None and (
-                    not isinstance(value[key], kind) or isinstance(value[key], bool)):
-                raise SliceError(f"{WHERE}.{key}: expected {_kind_name(kind)}, got {type(value[key]).__name__}")
+    def parse(cls, value: dict) -> CoordinationSettings:
+        """``plan_coordination`` as Ansible's validator left it (``COORDINATION_OPTIONS``): a sliced run needs the
+        coordination cluster's kubeconfig and the namespace, a clear error without them."""
         for key in ("kubeconfig", "namespace"):
             if not value.get(key):
                 raise SliceError(f"{WHERE}.{key} is required for a sliced run (plan_slice): the coordination "
                                  f"cluster's kubeconfig file and the namespace where the slices meet")
-        given = {key: value[key] for key in KEYS if value.get(key) is not None}
-        return cls(**given)
+        return cls(**{key: value[key] for key in COORDINATION_OPTIONS if value.get(key) is not None})
 
     def meeting_settings(self, run_id: str, plan: str) -> MeetingSettings:
         try:
@@ -72,10 +69,6 @@ class CoordinationSettings:
                                    poll=float(self.poll))
         except MeetingError as err:
             raise SliceError(f"{WHERE}: {err}") from None
-
-
-def _kind_name(kind) -> str:
-    return {str: "a string", int: "whole seconds"}.get(kind, "seconds")
 
 
 @contextmanager

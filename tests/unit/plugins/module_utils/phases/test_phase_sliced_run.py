@@ -5,11 +5,12 @@ every slice, another slice's stop or absence stopping this one, and the start ch
 from __future__ import annotations
 
 import pytest
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.phasekit.kube.plugins.module_utils.coordination.meeting import (
     MeetingFailed, Stopped, Verdict)
 from ansible_collections.phasekit.kube.plugins.module_utils.coordination.run_meeting import (
-    CoordinationSettings, SliceMeet, sliced_run)
+    COORDINATION_OPTIONS, CoordinationSettings, SliceMeet, sliced_run)
 from ansible_collections.phasekit.kube.plugins.module_utils.coordination.slices import SliceError, SliceId, is_sliced
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.inventory import Inventory
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.problems import Problems
@@ -21,18 +22,36 @@ from phase_helpers import run_entry
 GOOD = {"kubeconfig": "/k", "namespace": "meet"}
 
 
+def validated(value) -> tuple[dict, list[str]]:
+    """``coordination`` as Ansible's validator leaves it (run_phases' spec), and its errors."""
+    checked = ArgumentSpecValidator({"coordination": {"type": "dict", "default": {}, "options": COORDINATION_OPTIONS}})
+    result = checked.validate({"coordination": value})
+    return result.validated_parameters["coordination"], [str(error) for error in result.errors]
+
+
 @pytest.mark.parametrize("value, expected", [
-    ("nope", "plan_coordination: expected a dictionary (kubeconfig, context, namespace), got str"),
+    ("nope", "dictionary requested, could not parse JSON or key=value"),
+    ({**GOOD, "lease": 3}, "lease"),
+    ({**GOOD, "lease_seconds": "three"}, "lease_seconds"),
+])
+def test_bad_coordination_settings_are_refused_by_the_validator_naming_the_key(value, expected):
+    _value, errors = validated(value)
+    assert errors and expected in " ".join(errors)
+
+
+@pytest.mark.parametrize("value, expected", [
     ({"namespace": "meet"}, "plan_coordination.kubeconfig is required for a sliced run"),
     ({"kubeconfig": "/k"}, "plan_coordination.namespace is required for a sliced run"),
-    ({**GOOD, "lease": 3}, "plan_coordination: unknown key(s) lease; expected some of kubeconfig, context"),
-    ({**GOOD, "lease_seconds": "3"}, "plan_coordination.lease_seconds: expected whole seconds, got str"),
-    ({**GOOD, "arrival_timeout": True}, "plan_coordination.arrival_timeout: expected seconds, got bool"),
 ])
-def test_bad_coordination_settings_name_the_key(value, expected):
+def test_a_sliced_run_needs_the_kubeconfig_and_the_namespace(value, expected):
     with pytest.raises(SliceError) as raised:
-        CoordinationSettings.parse(value)
+        CoordinationSettings.parse(validated(value)[0])
     assert str(raised.value).startswith(expected)
+
+
+def test_the_validator_fills_in_the_defaults_and_converts_strings():
+    settings = CoordinationSettings.parse(validated({**GOOD, "lease_seconds": "5"})[0])
+    assert (settings.lease_seconds, settings.arrival_timeout, settings.poll, settings.context) == (5, 600.0, 0.2, "")
 
 
 def test_coordination_settings_reach_the_meeting_and_are_checked_there():
