@@ -227,7 +227,7 @@ ee-test: venv tools collection-link clusters
 	bash hack/base-image.sh --setup   # the host's /dev/mqueue, which ansible-navigator's podman containers need
 	PHASEKIT_EE_IMAGE=$(EE_IMAGE) python -m pytest tests/integration -q -p no:cacheprovider -m ee $(PYTEST_ARGS)
 
-bench: venv tools collection-link clusters
+bench: venv tools collection-link clusters ee
 	python bench/run.py
 	python bench/fleet.py
 	python bench/fleet.py --only lock   # one run at a time: this tree against the tree before the lock
@@ -239,6 +239,7 @@ bench: venv tools collection-link clusters
 	python bench/recap_ways.py          # the ways to give each host a PLAY RECAP line, and what each costs
 	python bench/slices.py              # sliced runs: one barrier's cost through the coordination cluster
 	python bench/sliced.py              # sliced runs: 2000 hosts x 10 phases as 1, 2 and 4 slices at once
+	python bench/sliced.py --runner ee  # the same, each slice an AWX job: transmit | podman worker in the EE | process
 
 build: venv
 	ansible-galaxy collection build --force --output-path $(CACHE)/dist .
