@@ -40,8 +40,8 @@ def pytest_configure(config):
         "smoke: the integration tests every ansible-core line runs (the full set runs on 2.19 and the newest)",
         "k8s_matrix: the integration tests that also run against clusters of the oldest Kubernetes version",
         "ee: runs a job in the execution environment image (make ee-test), not in the plain integration run",
-        "first_full_line: the slowest files (the hostile set, airshipctl's published site, rollouts over a fleet), "
-        "run on the first full line (2.19) only: they exercise no version-specific code and would add about ten "
-        "minutes to CI's budget on the newest line",
+        "first_full_line: the slowest files (the hostile set, airshipctl's published site, rollouts over a fleet, "
+        "control-plane faults, teardown, the demo), run on the first full line (2.19) only: they exercise no "
+        "version-specific code and would add about fifteen minutes to CI's budget on the newest line",
     ):
         config.addinivalue_line("markers", line)

@@ -97,6 +97,7 @@ def summary(output: str) -> dict:
     return rows
 
 
+@pytest.mark.first_full_line  # CI's time: airshipctl's documents, read below Ansible
 def test_an_airshipctl_site_runs_as_it_is(airship_site, clusters, run_playbook):
     root, namespace = airship_site
     args = ("-e", f"plan_src={root}/manifests/site/test-site/phases", "-e", "plan_name=deploy-gating")
@@ -289,6 +290,7 @@ fi
 COMPONENTS_MARKER = "capd-components-built-from-the-bundle"
 
 
+@pytest.mark.first_full_line  # CI's time: airshipctl's documents, read below Ansible
 def test_clusterctl_phases_run_clusterctl_with_the_clusters_kubeconfigs(airship_site, bin_dir, run_playbook,
                                                                         tmp_path):
     """Clusterctl init and move run the clusterctl first on PATH (a fake that records its arguments and the
@@ -360,6 +362,7 @@ def test_clusterctl_phases_run_clusterctl_with_the_clusters_kubeconfigs(airship_
     assert "Traceback" not in init.output + move.output
 
 
+@pytest.mark.first_full_line  # CI's time: airshipctl's documents, read below Ansible
 def test_a_cluster_maps_bundle_sources_read_its_sops_encrypted_kubeconfig_document(
         airship_site, clusters, run_playbook, bin_dir):
     """airshipctl's layout: the ClusterMap's clusters take their kubeconfig from the site's KubeConfig document,

@@ -7,7 +7,11 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from conftest import REPO, VENV_BIN, Cluster
+
+pytestmark = [pytest.mark.first_full_line]  # CI's time: make demo runs on the default line
 
 DEMO_CLUSTERS = ["ephemeral", "target", "workload01"]
 

@@ -12,6 +12,8 @@ import yaml
 
 from test_helm import helm, revision, write_chart
 
+pytestmark = [pytest.mark.first_full_line]  # CI's time: the teardown engine, the same on every ansible-core line
+
 API = "phasekit.dev/v1alpha1"
 
 

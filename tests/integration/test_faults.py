@@ -26,6 +26,8 @@ import pytest
 import yaml
 from conftest import summary_text
 
+pytestmark = [pytest.mark.first_full_line]  # CI's time: control-plane faults, the same on every ansible-core line
+
 REPO = Path(__file__).resolve().parents[2]
 API = "phasekit.dev/v1alpha1"
 COUNT = 1000

@@ -27,6 +27,8 @@ from ansible_collections.phasekit.kube.plugins.module_utils.kube.client import a
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.discovery import Discovery
 from ansible_collections.phasekit.kube.plugins.module_utils.kube.session import ApiSession, ListMemory
 
+pytestmark = [pytest.mark.first_full_line]  # CI's time: the list memory, below Ansible
+
 API = "phasekit.dev/v1alpha1"
 CLUSTER = "target"
 
