@@ -195,6 +195,8 @@ class Scheduler:
 
     def _host_done(self, name: str, host: str) -> None:
         counts = self.host_waiting[name]
+        if host not in counts:
+            return      # a same-cluster dependent on fewer clusters than its need
         counts[host] -= 1
         if counts[host] == 0 and self.node_waiting[name] == 0 and name not in self.blocked_nodes:
             self._release(name, [host])
