@@ -419,7 +419,7 @@ def graph_documents(run_tag: str) -> list:
 def test_a_graph_over_slices_waits_for_all_clusters_needs_on_every_slice(
         clusters, collections_path, fleet, coordination_kubeconfig):
     run, results = run_slices(fleet, collections_path, graph_documents("ok"), kubeconfig=coordination_kubeconfig)
-    for number, (code, output) in results.items():
+    for code, output in results.values():
         assert code == 0, output
     times = phase_times(clusters, run)
     for name in ("base", "mon", "spread"):

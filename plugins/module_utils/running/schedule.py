@@ -26,6 +26,7 @@ sleeps or reads a clock, so every rule is pinned by a table test.
 from __future__ import annotations
 
 import heapq
+import itertools
 
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.graph import SAME_CLUSTER, PlanGraph
 
@@ -234,13 +235,21 @@ class SlicedScheduler(Scheduler):
         self.told: set = set()           # nodes handed out by ``settled``
         self.known: dict = {}            # node -> ended well on every slice
         self.halted: str | None = None
+        self.blocked_count: dict = dict.fromkeys(graph.nodes, 0)    # node -> its pairs in ``blocked``
+        self.counted = 0                 # of ``blocked`` (it only grows, in order)
 
     def settled(self) -> list:
         """Nodes settled here since the last call, in graph order, each once: ``(node, why it did not end well
         here)``, "" when it did (only host names: the other slices read it)."""
         found = []
+        for name, _host in itertools.islice(self.blocked, self.counted, None):
+            self.blocked_count[name] += 1
+        self.counted = len(self.blocked)
+        stopping = self.halted is not None or (self.failure is not None and not self.keep_going)
         for name in self.graph.order:
-            if name in self.told or name in self.running:
+            if name in self.told or name in self.running or (
+                    # a cluster neither ended nor blocked may still start: no need to look at each (a fleet is big)
+                    not stopping and name not in self.blocked_nodes and self.left[name] > self.blocked_count[name]):
                 continue
             hosts = self.hosts[name]
             failed = [host for host in hosts if self.results.get((name, host)) == FAILED]
