@@ -345,9 +345,10 @@ def slicing_problem(sliced: SlicedRun | None, step: StepPlan) -> str:
     if not step.whole_run:
         return (f"plan_slice {sliced}: a plan with tasks phases runs in steps, and steps do not meet across "
                 f"slices yet: run it unsliced")
-    if step.graph is not None:
-        return (f"plan_slice {sliced}: a plan with needs runs by its graph, and graph runs do not meet across "
-                f"slices yet: run it unsliced")
+    if step.graph is not None and any(node.rollout for node in step.graph.graph.nodes.values()):
+        return (f"plan_slice {sliced}: a plan with needs and a rollout runs the rollout as a node of its "
+                f"graph, and such a rollout's batches do not meet across slices yet: run it unsliced, or without "
+                f"needs")
     return ""
 
 

@@ -388,3 +388,62 @@ def test_a_child_reads_its_kubeconfig_from_a_parent_in_another_slice(
     assert sorted(host for host, _s, _e in phase_times(clusters, run)["use"]) == ["s02"]
     assert clusters[host_cluster("s02", clusters)].kubectl(
         "get", "configmap", used["metadata"]["name"], "-n", host_namespace("s02"), check=False).returncode == 0
+
+
+def graph_documents(run_tag: str) -> list:
+    """A plan with needs over the slices: base (every host); mon after base on each cluster (same-cluster); hold-s01
+    (slice 1: a 4 s sleep) after base there; spread (every host) after hold-s01 everywhere (all-clusters); breaks-s05
+    (slice 2) after base there, failing when ``run_tag`` says so; after (every host) after breaks-s05 everywhere;
+    slow-s03 (slice 3: 3 s) and tail (every host) after it everywhere."""
+    fails = "exit 3" if run_tag == "fail" else "true"
+    docs = [phase("base", "apply", "fleet", source=[configmap(f"base-{uuid.uuid4().hex[:6]}")]),
+            phase("mon", "apply", "fleet", source=[configmap(f"mon-{uuid.uuid4().hex[:6]}")],
+                  needs=[{"phase": "base", "wait": "same-cluster"}]),
+            phase("hold-s01", "command", "s01", options={"cmd": "sleep 4", "shell": True},
+                  needs=[{"phase": "base", "wait": "same-cluster"}]),
+            phase("spread", "apply", "fleet", source=[configmap(f"spread-{uuid.uuid4().hex[:6]}")],
+                  needs=["hold-s01"])]
+    if run_tag == "fail":
+        docs += [phase("breaks-s05", "command", "s05", options={"cmd": fails, "shell": True},
+                       needs=[{"phase": "base", "wait": "same-cluster"}]),
+                 phase("after", "apply", "fleet", source=[configmap(f"after-{uuid.uuid4().hex[:6]}")],
+                       needs=["breaks-s05"]),
+                 phase("slow-s03", "command", "s03", options={"cmd": "sleep 3", "shell": True},
+                       needs=[{"phase": "base", "wait": "same-cluster"}]),
+                 phase("tail", "apply", "fleet", source=[configmap(f"tail-{uuid.uuid4().hex[:6]}")],
+                       needs=["slow-s03"])]
+    names = [doc["metadata"]["name"] for doc in docs]
+    return docs + [{"apiVersion": API, "kind": "PhasePlan", "metadata": {"name": PLAN}, "spec": {"phases": names}}]
+
+
+def test_a_graph_over_slices_waits_for_all_clusters_needs_on_every_slice(
+        clusters, collections_path, fleet, coordination_kubeconfig):
+    run, results = run_slices(fleet, collections_path, graph_documents("ok"), kubeconfig=coordination_kubeconfig)
+    for code, output in results.values():
+        assert code == 0, output
+    times = phase_times(clusters, run)
+    for name in ("base", "mon", "spread"):
+        assert sorted(host for host, _s, _e in times[name]) == HOSTS, name
+    hold_end = max(end for _h, _s, end in times["hold-s01"])
+    # spread needs hold-s01 (slice 1) on all clusters: no host of any slice started it before the hold ended
+    early = [(host, start) for host, start, _e in times["spread"] if start < int(hold_end)]
+    assert not early, (hold_end, early)
+    # mon needs base on the same cluster only: it did not wait for the hold (nor for other slices)
+    assert min(start for _h, start, _e in times["mon"]) < int(hold_end)
+    assert meeting_objects(clusters, fleet[1], run) == ""
+
+
+def test_a_failure_in_a_graph_on_one_slice_stops_every_slice(
+        clusters, collections_path, fleet, coordination_kubeconfig):
+    run, results = run_slices(fleet, collections_path, graph_documents("fail"), kubeconfig=coordination_kubeconfig)
+    assert all(code != 0 for code, _output in results.values()), results
+    for number in (1, 3):
+        said = " ".join(results[number][1].split())
+        assert "stopped at barrier 'run breaks-s05' by slice 2/3: phase breaks-s05 failed on 1 cluster(s): s05" \
+               in said, said
+        assert "this slice stops there too" in said, said
+    times = phase_times(clusters, run)
+    assert sorted(host for host, _s, _e in times["base"]) == HOSTS
+    # what needs the failure on all clusters never started; nor, without keep_going, what slow-s03 held back
+    assert "after" not in times and "tail" not in times, sorted(times)
+    assert meeting_objects(clusters, fleet[1], run) == ""

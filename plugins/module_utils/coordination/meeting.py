@@ -241,31 +241,11 @@ def micro_time(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, timezone.utc).strftime(MICRO)
 
 
-class Meeting:
-    """This slice's side of a run's meeting. ``join`` (or ``with``) before the first barrier, ``finish`` after the last.
+class MeetingNames:
+    """The names of a run's meeting objects and their label selector (``Meeting`` is one)."""
 
-    ``session``: an ``ApiSession`` to the coordination cluster (its own: the renewal thread shares it). ``clock`` and
-    ``sleep``: the observer's clock (monotonic) and how it waits, settable for tests."""
-
-    def __init__(self, session: ApiSession, slice_id: SliceId, settings: MeetingSettings, *, clock=time.monotonic,
-                 sleep=time.sleep, wall=time.time, identity: str | None = None):
-        self.session = session
-        self.slice = slice_id
+    def __init__(self, settings: MeetingSettings):
         self.settings = settings
-        self.identity = identity or f"slice {slice_id} on {socket.gethostname()} pid {os.getpid()}"
-        self.requests = 0                  # requests of arrive/stop/wait (the renewals not counted)
-        self.problems: list[str] = []      # what clean-up could not do
-        self._clock, self._sleep, self._wall = clock, sleep, wall
-        self._manager = f"phasekit-slice-{slice_id.number}"
-        self._seen: dict[int, Seen] = {}
-        self._arrived: set[str] = set()
-        self._passed: str | None = None   # the last barrier this slice passed
-        self._facts: dict[str, str] = {}
-        self._renewed: float | None = None
-        self._renewal_stop = threading.Event()
-        self._renewal: threading.Thread | None = None
-
-    # ------------------------------------------------------------- names
 
     def lease_name(self, number: int) -> str:
         return f"{self._lease_prefix()}{number}"
@@ -282,6 +262,33 @@ class Meeting:
     def selector(self, meeting: str | None = None) -> str:
         """The label selector of the run's objects (of one kind)."""
         return f"{RUN_LABEL}={self.settings.run_id}" + (f",{MEETING_LABEL}={meeting}" if meeting else "")
+
+
+class Meeting(MeetingNames):
+    """This slice's side of a run's meeting. ``join`` (or ``with``) before the first barrier, ``finish`` after the last.
+
+    ``session``: an ``ApiSession`` to the coordination cluster (its own: the renewal thread shares it). ``clock`` and
+    ``sleep``: the observer's clock (monotonic) and how it waits, settable for tests."""
+
+    def __init__(self, session: ApiSession, slice_id: SliceId, settings: MeetingSettings, *, clock=time.monotonic,
+                 sleep=time.sleep, wall=time.time, identity: str | None = None):
+        super().__init__(settings)
+        self.session = session
+        self.slice = slice_id
+        self.identity = identity or f"slice {slice_id} on {socket.gethostname()} pid {os.getpid()}"
+        self.requests = 0                  # requests of arrive/stop/wait (the renewals not counted)
+        self.problems: list[str] = []      # what clean-up could not do
+        self._clock, self._sleep, self._wall = clock, sleep, wall
+        self._manager = f"phasekit-slice-{slice_id.number}"
+        self._seen: dict[int, Seen] = {}
+        self._arrived: set[str] = set()
+        self._passed: str | None = None   # the last barrier this slice passed
+        self._checking: dict[str, float] = {}   # barrier -> when ``check`` first looked at it
+        self._next_look = 0.0                   # when ``check`` next looks at the slices' Leases
+        self._facts: dict[str, str] = {}
+        self._renewed: float | None = None
+        self._renewal_stop = threading.Event()
+        self._renewal: threading.Thread | None = None
 
     # ------------------------------------------------------------- presence
 
@@ -378,32 +385,48 @@ class Meeting:
         """Arrive at ``barrier`` (if not yet) and return once every slice arrived there (the seconds waited). Raise
         ``Stopped`` when a slice stopped the run there, ``MeetingFailed`` naming the slices given up on (``judge``)."""
         self.arrive(barrier)
-        settings = self.settings
-        began = self._clock()
-        next_look = began
+        began = next_look = self._clock()
         while True:
-            data = self._barrier_data(barrier)
-            verdict = verdict_of(data, barrier)
-            if verdict is not None:
-                self._passed = barrier
-                raise Stopped(verdict, settings.run_id)
-            missing = missing_slices(data, self.slice.count)
-            if not missing:
-                self._passed = barrier
+            state, next_look = self._state(barrier, began, next_look)
+            if state is False:
+                self._sleep(self.settings.poll)
+                continue
+            self._passed = barrier
+            if state is True:
                 return self._clock() - began
-            now = self._clock()
-            self._check_own_presence(now, barrier)
-            if now >= next_look:
-                self._look(now)
-                next_look = now + max(settings.poll, settings.lease_duration / 4)
-                judgement = judge(missing, self._seen, now, now - began, settings.arrival_timeout)
-                if judgement and missing_slices(self._barrier_data(barrier), self.slice.count) != missing:
-                    continue   # a slice arrived, then finished, between the two reads: it did not leave early
-                if judgement:
-                    raise MeetingFailed(self._failure_message(barrier, judgement, now),
-                                        tuple(f"{n}/{self.slice.count}" for n in
-                                              judgement.dead + judgement.left + judgement.never))
-            self._sleep(settings.poll)
+            raise Stopped(state, self.settings.run_id)
+
+    def check(self, barrier: str) -> Verdict | bool:
+        """One look at ``barrier``, where this slice arrived, for a waiter over several barriers at once (a graph
+        run's): its verdict, True once every slice arrived, False while some slice works on; ``MeetingFailed`` as
+        ``wait`` raises it, timed from the first check of the barrier."""
+        began = self._checking.setdefault(barrier, self._clock())
+        state, self._next_look = self._state(barrier, began, self._next_look)
+        return state
+
+    def _state(self, barrier: str, began: float, next_look: float) -> tuple:
+        """The barrier's verdict, True (every slice arrived) or False, and when to look at the Leases next (a
+        slice given up on raises ``MeetingFailed``)."""
+        data = self._barrier_data(barrier)
+        verdict = verdict_of(data, barrier)
+        if verdict is not None:
+            return verdict, next_look
+        missing = missing_slices(data, self.slice.count)
+        if not missing:
+            return True, next_look
+        now = self._clock()
+        self._check_own_presence(now, barrier)
+        if now >= next_look:
+            next_look = now + max(self.settings.poll, self.settings.lease_duration / 4)
+            self._look(now)
+            judgement = judge(missing, self._seen, now, now - began, self.settings.arrival_timeout)
+            if judgement and missing_slices(self._barrier_data(barrier), self.slice.count) != missing:
+                return False, next_look     # a slice arrived, then finished, between the two reads: not gone early
+            if judgement:
+                raise MeetingFailed(self._failure_message(barrier, judgement, now),
+                                    tuple(f"{n}/{self.slice.count}" for n in
+                                          judgement.dead + judgement.left + judgement.never))
+        return False, next_look
 
     def _apply_barrier(self, barrier: str, extra: dict) -> None:
         name = self.barrier_name(barrier)

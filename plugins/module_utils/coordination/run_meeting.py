@@ -11,8 +11,11 @@ Barriers are named ``<mode> <phase>`` (``run apps``): a destroy of the same run 
 from __future__ import annotations
 
 import hashlib
+import queue
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Callable
 
 from ansible_collections.phasekit.kube.plugins.module_utils.awx.jobs import awx_slice
 from ansible_collections.phasekit.kube.plugins.module_utils.coordination.meeting import (
@@ -141,6 +144,10 @@ class SliceMeet:
         self._wait(barrier)
         return list(self.meeting.read(key).values())
 
+    def watch(self, told: Callable) -> BarrierWatch:
+        """A graph run's barriers, one per node (``BarrierWatch``)."""
+        return BarrierWatch(self, told)
+
     def _wait(self, barrier: str) -> None:
         self.barriers += 1
         self.waited += self.meeting.wait(barrier)
@@ -157,6 +164,83 @@ class SliceMeet:
             return f"{err}: this slice ({self.meeting.slice}) stops there too; no later phase starts"
         except MeetingError as err:
             return str(err)
+
+
+@dataclass(frozen=True)
+class BarrierWord:
+    """What the slices said at a node's barrier: ``ok`` (every slice arrived, none stopped there), else the
+    verdict's ``reason`` and whether another slice gave it (``elsewhere``)."""
+
+    ok: bool
+    reason: str = ""
+    elsewhere: bool = False
+
+
+class BarrierWatch:
+    """A sliced graph run's barriers (``<mode> <node>``, as the line names its units'): the runner tells each node
+    settled on this slice's clusters (``settled``); one thread arrives there (or stops the run there, with why),
+    then looks at every barrier it arrived at until the slices' word on it comes, and tells it:
+    ``told(node, BarrierWord)``, or ``told("", error)`` once the meeting failed (a slice gone), after which it
+    looks no more. The runner's thread never waits for the meeting: the word comes on its queue of ends.
+
+    Only this thread uses the meeting while the graph runs (and the presence renewal, as ever); a graph with a
+    rollout, whose batches meet on their own thread, does not run sliced."""
+
+    def __init__(self, meet: SliceMeet, told: Callable):
+        self.meet, self.meeting, self.told = meet, meet.meeting, told
+        self._inbox: queue.Queue = queue.Queue()     # (node, why it did not end well here), None: close
+        self._pending: set = set()                   # nodes arrived at, whose word has not come
+        self._thread = threading.Thread(target=self._watch, name="phasekit-slice-barriers", daemon=True)
+        self._thread.start()
+
+    def settled(self, node: str, why: str) -> None:
+        self._inbox.put((node, why))
+
+    def close(self) -> None:
+        """Arrive at what was told settled (so no slice waits for this one) and stop looking."""
+        self._inbox.put(None)
+        self._thread.join()
+
+    def _watch(self) -> None:
+        try:
+            while self._take():
+                self._look()
+        except PhasekitError as err:
+            self.told("", err)
+
+    def _take(self) -> bool:
+        """Arrive or stop at each node settled since the last look, waiting up to a poll for the first (for ever
+        when no word is awaited); False once closed."""
+        try:
+            item = self._inbox.get(timeout=self.meeting.settings.poll if self._pending else None)
+        except queue.Empty:
+            return True
+        while item is not None:
+            node, why = item
+            barrier = f"{self.meet.mode} {node}"
+            if why:
+                self.meeting.stop(why, barrier)
+            else:
+                self.meeting.arrive(barrier)
+            self.meet.barriers += 1
+            self._pending.add(node)
+            try:
+                item = self._inbox.get_nowait()
+            except queue.Empty:
+                return True
+        return False
+
+    def _look(self) -> None:
+        for node in sorted(self._pending):
+            state = self.meeting.check(f"{self.meet.mode} {node}")
+            if state is False:
+                continue
+            self._pending.discard(node)
+            if state is True:
+                self.told(node, BarrierWord(ok=True))
+            else:
+                self.told(node, BarrierWord(ok=False, reason=str(Stopped(state, self.meeting.settings.run_id)),
+                                            elsewhere=state.by != str(self.meeting.slice)))
 
 
 @dataclass(frozen=True)

@@ -99,6 +99,7 @@ class GraphEntry:
     rollout: str | None = None      # the entry name of the rollout it runs under, if any
     reason: str | None = None       # why the selection leaves it out (None: it runs)
     where: str = ""                 # its phase's place, for messages
+    runs: bool = True               # it has an executor (hosts or none: a slice's share may have none of them)
 
 
 def graph_entries(planned_phases) -> list[GraphEntry]:
@@ -111,7 +112,7 @@ def graph_entries(planned_phases) -> list[GraphEntry]:
                                   entry=planned.entry or position, hosts=tuple(planned.placement.hosts),
                                   needs=tuple(planned.phase.needs), root=root, reason=planned.reason,
                                   rollout=planned.rollout.phase if planned.rollout is not None else None,
-                                  where=planned.phase.where("needs")))
+                                  where=planned.phase.where("needs"), runs=bool(planned.phase.executor)))
     return entries
 
 
@@ -149,15 +150,17 @@ def has_needs(entries) -> bool:
     return any(entry.needs for entry in entries)
 
 
-def plan_graph(planned_phases, runs_on_controller) -> PlanGraph | None:
+def plan_graph(planned_phases, runs_on_controller, sliced: bool = False) -> PlanGraph | None:
     """The graph a plan with ``needs`` runs by (None: no phase has needs, the plan is a line and runs as one);
     every problem of its graph is raised at once, naming where it is written. ``runs_on_controller(executor)``: a
-    graph plan with a phase that runs per host in a step of its own (``tasks``) is refused."""
+    graph plan with a phase that runs per host in a step of its own (``tasks``) is refused. ``sliced``: a slice of
+    a sliced run, whose graph keeps the phases with none of their clusters here (every slice has the same nodes,
+    and meets the others at each)."""
     entries = graph_entries(planned_phases)
     if not has_needs(entries):
         return None
     problems = Problems()
-    graph = build_graph(entries, problems)
+    graph = build_graph(entries, problems, sliced)
     for planned in planned_phases:
         if planned.reason is None and planned.phase.executor and not runs_on_controller(planned.phase.executor):
             problems.add(planned.phase.where("executor"), f"phase {planned.name}: {TASKS_IN_GRAPH}")
@@ -165,10 +168,10 @@ def plan_graph(planned_phases, runs_on_controller) -> PlanGraph | None:
     return graph
 
 
-def build_graph(entries: list[GraphEntry], problems: Problems) -> PlanGraph:
+def build_graph(entries: list[GraphEntry], problems: Problems, sliced: bool = False) -> PlanGraph:
     """The graph of the selected entries; every problem of its ``needs`` is added to ``problems``."""
     is_line = not has_needs(entries)
-    nodes = _nodes(entries)
+    nodes = _nodes(entries, sliced)
     if is_line:
         previous = None
         for node in nodes.values():
@@ -182,11 +185,12 @@ def build_graph(entries: list[GraphEntry], problems: Problems) -> PlanGraph:
     return PlanGraph(nodes, order, False)
 
 
-def _nodes(entries: list[GraphEntry]) -> dict:
-    """Selected entries that run something, a rollout's subtree folded into one node named after the rollout."""
+def _nodes(entries: list[GraphEntry], sliced: bool = False) -> dict:
+    """Selected entries that run something, a rollout's subtree folded into one node named after the rollout
+    (``sliced``: also those with an executor and no cluster in this slice)."""
     nodes: dict = {}
     for entry in entries:
-        if entry.reason is not None or not entry.hosts:
+        if entry.reason is not None or not (entry.hosts or (sliced and entry.runs)):
             continue
         if entry.rollout is not None:
             node = nodes.get(entry.rollout)

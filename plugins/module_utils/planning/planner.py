@@ -270,8 +270,8 @@ def build_plan(documents: list[RawDocument], *, executors: dict[str, Executor], 
         problems.raise_if_any()
     place_entries(entries, placements, reasons, plans_running(catalog))
     place_entry_rollouts(entries, rollouts)
-    # a plan with needs runs by its graph (a tasks phase, which runs in a step of its own, only where it may run)
-    graph = plan_graph(entries, lambda executor: executors[executor].runs_on_controller or not runnable)
+    graph = plan_graph(entries, lambda executor: executors[executor].runs_on_controller or not runnable,
+                       inventory.sliced)    # with needs; a tasks phase runs in a step of its own: only where it may
     if whole_rollouts:
         refuse_cut_rollouts(entries, reasons, only, skip, start_at)
     return Plan(name=plan.name if plan else None, description=plan.description if plan else "", phases=entries,

@@ -197,6 +197,20 @@ class Meet(Protocol):
         """A batch's failed clusters on every slice (this slice's: ``failed``), and whether it ran on any slice
         (here: ``ran``), once every slice ended the batch."""
 
+    def watch(self, told: Callable) -> NodeBarriers:
+        """A graph run's barrier per node; the slices' word on each comes as ``told(node, word)`` (``word.ok``,
+        ``word.reason``, ``word.elsewhere``), or ``told("", error)`` once the meeting failed."""
+
+
+class NodeBarriers(Protocol):
+    """A sliced graph run's barriers (``coordination.run_meeting.BarrierWatch``)."""
+
+    def settled(self, node: str, why: str) -> None:
+        """``node`` ended on this slice's clusters, or never starts there (``why``: it did not end well here)."""
+
+    def close(self) -> None:
+        """Every barrier told is arrived at; no more word comes."""
+
 
 @dataclass
 class LiveCount:
@@ -629,6 +643,7 @@ def _fleet_budget(runner: _Runner, rollout: RolloutOf, batch: BatchReport) -> No
 
 
 BATCH_ENDED = object()     # on a graph walk's queue: a rollout's batch ended, its rollout goes on
+EVERYWHERE = object()      # on a sliced graph walk's queue: the slices' word on a node (or the meeting failed)
 
 
 class _GraphWalk:
@@ -642,8 +657,10 @@ class _GraphWalk:
     def __init__(self, runner: _Runner, run: GraphRun, phases: list[RunEntry], concurrency: int):
         self.runner, self.graph = runner, run.graph
         self.entries = {phase.name: phase for phase in phases}
-        self.scheduler = schedule.Scheduler(run.graph, phase_concurrency=run.phase_concurrency or None,
-                                            cluster_concurrency=max(1, concurrency), keep_going=run.keep_going)
+        # a sliced run: all-clusters needs wait for every slice, told through the node's barrier
+        kind = schedule.Scheduler if runner.meet is None else schedule.SlicedScheduler
+        self.scheduler = kind(run.graph, phase_concurrency=run.phase_concurrency or None,
+                              cluster_concurrency=max(1, concurrency), keep_going=run.keep_going)
         self.ends: queue.Queue = queue.Queue()     # (node, host, record) or (rollout node, hosts, None)
         self.in_flight = 0
         self.records: dict = {name: [] for name in self.graph.nodes}    # node -> its records so far
@@ -656,16 +673,25 @@ class _GraphWalk:
         # two hosts of one cluster are refused before either writes, however the scheduler hands them out)
         self.gates: dict = {}
         self.crashed: dict = {}      # rollout node -> the error its thread ended with
+        self.barriers = None if runner.meet is None else \
+            runner.meet.watch(lambda name, word: self.ends.put((name, word, EVERYWHERE)))
 
     def run(self) -> None:
-        while True:
-            handed = self.scheduler.ready()
-            if handed:
-                self._start(handed)
-                continue
-            if not self.in_flight:
-                break
-            self._end(*self.ends.get())
+        try:
+            while True:
+                handed = self.scheduler.ready()
+                if handed:
+                    self._start(handed)
+                    continue
+                if self.barriers is not None:
+                    for name, why in self.scheduler.settled():
+                        self.barriers.settled(name, why)
+                if not self.in_flight and (self.barriers is None or not self.scheduler.waiting()):
+                    break
+                self._end(*self.ends.get())
+        finally:
+            if self.barriers is not None:
+                self.barriers.close()
         for name in self.graph.order:
             self._show(name)     # phases that never ended on all their clusters, once the run is over
         self._never_started()
@@ -741,6 +767,9 @@ class _GraphWalk:
     # -- ending
 
     def _end(self, name: str, host, done) -> None:
+        if done is EVERYWHERE:
+            self._everywhere(name, host)
+            return
         if done is BATCH_ENDED:     # a batch of a rollout that goes on: its clusters, to what needs it there
             self._rollout_hosts_ended(name, host.hosts, tolerated=True)
             return
@@ -757,6 +786,20 @@ class _GraphWalk:
         self.scheduler.ended(name, host, result)
         if self.scheduler.left[name] == 0:
             self._show(name)
+
+    def _everywhere(self, name: str, word) -> None:
+        """The slices' word on ``name``: another slice's verdict stops this one as its own failure would (only
+        what does not need it goes on with ``keep_going``); a failed meeting (a slice gone) stops the run."""
+        report = self.runner.report
+        if isinstance(word, PhasekitError):
+            report.slices_stop = report.slices_stop or str(word)
+            self.scheduler.halt(f"the slices' meeting failed: {word}")
+            return
+        self.scheduler.everywhere(name, word.ok, word.reason)
+        if not word.ok and word.elsewhere and not self.first_failed and not report.slices_stop:
+            goes_on = "what does not need it goes on" if self.scheduler.keep_going else "no later phase starts"
+            report.slices_stop = f"{word.reason}: this slice stops there too; {goes_on}"
+            self.first_failed = name
 
     def _rollout_ended(self, name: str, hosts: tuple) -> None:
         """The rollout's clusters no batch released (a batch that stopped it, those after it, those not in play)."""

@@ -26,6 +26,7 @@ sleeps or reads a clock, so every rule is pinned by a table test.
 from __future__ import annotations
 
 import heapq
+import itertools
 
 from ansible_collections.phasekit.kube.plugins.module_utils.planning.graph import SAME_CLUSTER, PlanGraph
 
@@ -132,11 +133,8 @@ class Scheduler:
         for dependent, wait in self.dependents[name]:
             if wait == SAME_CLUSTER:
                 self._host_done(dependent, host)
-            elif self.left[name] == 0 and dependent not in self.blocked_nodes:
-                self.node_waiting[dependent] -= 1
-                if self.node_waiting[dependent] == 0:
-                    self._release(dependent, [each for each, count in self.host_waiting[dependent].items()
-                                              if count == 0])
+        if self.left[name] == 0:
+            self._ended_here(name)
 
     def going_on(self) -> bool:
         """New work may start: nothing failed, or ``keep_going`` (a running rollout asks before each batch)."""
@@ -176,6 +174,19 @@ class Scheduler:
             heapq.heappush(self.queued, self.rank[name])
         self.ready_hosts[name].extend(hosts)
 
+    def _ended_here(self, name: str) -> None:
+        """``name`` ended on all its clusters (the last well): its all-clusters dependents may start (a sliced run
+        waits for every slice first: ``SlicedScheduler``)."""
+        self._release_all_clusters(name)
+
+    def _release_all_clusters(self, name: str) -> None:
+        for dependent, wait in self.dependents[name]:
+            if wait != SAME_CLUSTER and dependent not in self.blocked_nodes:
+                self.node_waiting[dependent] -= 1
+                if self.node_waiting[dependent] == 0:
+                    self._release(dependent, [each for each, count in self.host_waiting[dependent].items()
+                                              if count == 0])
+
     def _queue_whole_rollout(self, name: str) -> None:
         """A rollout is handed out once, when each of its clusters may start or never will."""
         hosts = self.hosts[name]
@@ -185,6 +196,8 @@ class Scheduler:
 
     def _host_done(self, name: str, host: str) -> None:
         counts = self.host_waiting[name]
+        if host not in counts:
+            return      # a same-cluster dependent on fewer clusters than its need
         counts[host] -= 1
         if counts[host] == 0 and self.node_waiting[name] == 0 and name not in self.blocked_nodes:
             self._release(name, [host])
@@ -206,3 +219,90 @@ class Scheduler:
                     self.blocked_nodes[dependent] = reason
                     for each in self.hosts[dependent]:
                         pending.append((dependent, each, f"needs {dependent}, which never started ({reason})"))
+
+
+class SlicedScheduler(Scheduler):
+    """One slice's share of a sliced graph run (AWX job slicing): every slice runs the same graph, each on its own
+    clusters. A cluster is in one slice, so ``same-cluster`` edges stay local; an ``all-clusters`` edge waits for
+    its need on every slice. The runner tells the other slices of each node settled here (``settled``: ended on
+    each of its clusters here, or never starting there; a node with none here at once) and calls ``everywhere``
+    once every slice settled it: only then are its all-clusters dependents released, or blocked when it did not
+    end well on some slice (which, as a failure here would, stops the run without ``keep_going``). ``halt``: the
+    slices' meeting failed (a slice gone): nothing new starts."""
+
+    def __init__(self, graph: PlanGraph, **options):
+        super().__init__(graph, **options)
+        self.told: set = set()           # nodes handed out by ``settled``
+        self.known: dict = {}            # node -> ended well on every slice
+        self.halted: str | None = None
+        self.blocked_count: dict = dict.fromkeys(graph.nodes, 0)    # node -> its pairs in ``blocked``
+        self.counted = 0                 # of ``blocked`` (it only grows, in order)
+
+    def settled(self) -> list:
+        """Nodes settled here since the last call, in graph order, each once: ``(node, why it did not end well
+        here)``, "" when it did (only host names: the other slices read it)."""
+        found = []
+        for name, _host in itertools.islice(self.blocked, self.counted, None):
+            self.blocked_count[name] += 1
+        self.counted = len(self.blocked)
+        stopping = self.halted is not None or (self.failure is not None and not self.keep_going)
+        for name in self.graph.order:
+            if name in self.told or name in self.running or (
+                    # a cluster neither ended nor blocked may still start: no need to look at each (a fleet is big)
+                    not stopping and name not in self.blocked_nodes and self.left[name] > self.blocked_count[name]):
+                continue
+            hosts = self.hosts[name]
+            failed = [host for host in hosts if self.results.get((name, host)) == FAILED]
+            never = [host for host in hosts if (name, host) not in self.results and self.never_started(name, host)]
+            if sum((name, host) in self.results for host in hosts) + len(never) < len(hosts):
+                continue        # a cluster still waits for its needs
+            self.told.add(name)
+            why = [f"{what} on {len(each)} cluster(s): {_names(each)}" for what, each in
+                   (("failed", failed), ("never started", never)) if each]
+            found.append((name, f"phase {name} " + "; ".join(why) if why else ""))
+        return found
+
+    def everywhere(self, name: str, ok: bool, why: str = "") -> None:
+        """Every slice settled ``name``: ``ok``, it ended well everywhere; else (``why``) its all-clusters dependents
+        never start, and without ``keep_going`` nothing new starts."""
+        if name in self.known:
+            return
+        self.known[name] = ok
+        if ok:
+            self._release_all_clusters(name)
+            return
+        reason = why or f"phase {name} did not end well on another slice"
+        self.failure = self.failure or reason
+        for dependent, wait in self.dependents[name]:
+            if wait != SAME_CLUSTER and dependent not in self.blocked_nodes:
+                self.blocked_nodes[dependent] = f"needs {name}, which did not end well everywhere ({reason})"
+                for host in self.hosts[dependent]:
+                    self._fail(dependent, host, f"needs {dependent}, which never started ({reason})")
+
+    def halt(self, why: str) -> None:
+        self.halted = self.halted or why
+
+    def waiting(self) -> bool:
+        """A node settled here is not yet known everywhere (the runner waits for the slices' word)."""
+        return self.halted is None and len(self.known) < len(self.told)
+
+    def ready(self) -> list:
+        return [] if self.halted else super().ready()
+
+    def done(self) -> bool:
+        if self.halted is not None:
+            return not self.running
+        return super().done() and not self.waiting() and len(self.told) == len(self.graph.nodes)
+
+    def never_started(self, name: str, host: str) -> str | None:
+        why = super().never_started(name, host)
+        if why is None and self.halted is not None and (name, host) not in self.started:
+            return self.halted
+        return why
+
+    def _ended_here(self, name: str) -> None:
+        """Held: its all-clusters dependents wait for ``everywhere``."""
+
+
+def _names(hosts: list, shown: int = 5) -> str:
+    return ", ".join(hosts[:shown]) + (" and more" if len(hosts) > shown else "")

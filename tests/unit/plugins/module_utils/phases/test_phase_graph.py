@@ -206,6 +206,15 @@ def test_same_cluster_need_releases_each_cluster_as_it_ends():
     assert scheduler.ready() == [("mon", "a")]
 
 
+def test_a_same_cluster_dependent_on_fewer_clusters_ignores_the_others():
+    graph, _problems = graph_of(entry("base"), entry("one", hosts=("a",), needs=[("base", SAME_CLUSTER)]))
+    scheduler = Scheduler(graph)
+    assert scheduler.ready() == [("base", "a"), ("base", "b")]
+    scheduler.ended("base", "b", OK)                 # b is not one's cluster
+    scheduler.ended("base", "a", OK)
+    assert scheduler.ready() == [("one", "a")]
+
+
 def test_all_clusters_need_waits_for_the_last_cluster():
     graph, _problems = graph_of(*FAN)
     scheduler = Scheduler(graph)
