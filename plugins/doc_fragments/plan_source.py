@@ -95,8 +95,8 @@ options:
         here; before the first phase the slices check together that every such name is a host or group of some
         slice.
       - Needs the run ID every slice shares (the role's C(plan_run_id); under AWX it defaults from
-        C(awx_workflow_job_id)). Not yet with a plan with C(tasks) phases or C(spec.needs) (refused). Empty or
-        V(1/1) - not sliced, the run is as always.
+        C(awx_workflow_job_id)). Not yet with a plan with C(tasks) phases, nor with C(spec.needs) and a rollout
+        (refused). Empty or V(1/1) - not sliced, the run is as always.
       - The role C(phasekit.kube.plan) sets it from its variable C(plan_slice). See docs/awx.md.
     type: str
     default: ""
