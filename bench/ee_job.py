@@ -90,7 +90,8 @@ class AwxJobs:
     """The jobs of one launch of a job template, as AWX numbers them: ``count`` > 1 is a sliced job (a workflow job
     whose ``count`` jobs share ``awx_workflow_job_id``), 1 a plain job."""
 
-    _next_id = 1000
+    # a new workflow job per launch, also across bench runs: the run ID names the meeting's objects and the records
+    _next_id = 1000 * (1 + int(time.time()) % 100000)
 
     def __init__(self, count: int, template: str = "phasekit fleet"):
         AwxJobs._next_id += 10
