@@ -48,11 +48,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import ssl
 import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from typing import Callable
+
+from ansible.module_utils.urls import ConnectionError, open_url  # pylint: disable=redefined-builtin
 
 from ansible_collections.phasekit.kube.plugins.module_utils.coordination.slices import SliceError, SliceId
 
@@ -184,22 +184,20 @@ def asked_slice_of_job(given, extra_vars, environ, fetch: Fetch | None = None):
 def job_record(access: ControllerAccess, job_id: str, timeout: float = TIMEOUT) -> dict:
     """Job ``job_id``'s record from AWX's API (``GET .../v2/jobs/<id>/``), trying AWX's path, then Automation
     Platform's, unless ``CONTROLLER_OPTIONAL_API_URLPATTERN_PREFIX`` names one. A clear error without the secrets."""
-    context = ssl.create_default_context()
-    if not access.verify:    # CONTROLLER_VERIFY_SSL false: what the credential asked for
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
     answers = []
     for url in access.job_urls(job_id):
-        request = urllib.request.Request(url, headers={"Accept": "application/json", **access.headers()})
         try:
-            with urllib.request.urlopen(request, timeout=timeout, context=context) as response:  # nosec B310
+            # the token never follows a redirect, nor does ~/.netrc speak for the credential
+            with open_url(url, method="GET", headers={"Accept": "application/json", **access.headers()},
+                          validate_certs=access.verify, timeout=timeout, use_proxy=True, use_netrc=False,
+                          unredirected_headers=["Authorization"]) as response:
                 return _job_body(response.read(), url)
         except urllib.error.HTTPError as err:
             if err.code in (401, 403):
                 raise SliceError(f"plan_slice: awx: AWX's API refused job {job_id} ({err.code} at {url}): the "
                                  f"controller credential (CONTROLLER_*) must be able to read this job") from None
             answers.append(f"{url}: {err.code}")
-        except (urllib.error.URLError, OSError, ValueError) as err:
+        except (urllib.error.URLError, ConnectionError, OSError, ValueError) as err:
             reason = getattr(err, "reason", err)
             raise SliceError(f"plan_slice: awx: cannot read job {job_id} from AWX's API at {url}: {reason}") from None
     raise SliceError(f"plan_slice: awx: AWX's API has no job {job_id} ({'; '.join(answers)}): is CONTROLLER_HOST "

@@ -48,7 +48,6 @@ def test_the_run_id_is_shared_by_a_launchs_slices_and_new_on_every_launch():
     assert check_run_id(second) == second
 
 
-
 @pytest.fixture
 def awx():
     made = []
